@@ -1,0 +1,154 @@
+"""Plain data that crosses the ports. Frozen dataclasses: cheap to import, easy to compare in tests."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of text from a parsed document, with where it sits in the document's structure."""
+
+    text: str
+    section_path: tuple[str, ...] = ()
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    title: str
+    blocks: list[Block]
+    source_type: str  # pdf | docx | markdown | text | html
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A passage to index. ``text`` is shown to users; ``embed_text`` adds the title and section as
+    context, and is what both the dense and the sparse encoders see."""
+
+    index: int
+    text: str
+    title: str
+    section_path: tuple[str, ...]
+    page: int | None
+
+    @property
+    def section(self) -> str:
+        return " > ".join(self.section_path)
+
+    @property
+    def embed_text(self) -> str:
+        header = " > ".join(part for part in (self.title, *self.section_path) if part)
+        return f"{header}\n\n{self.text}" if header else self.text
+
+    @property
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.embed_text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class EmbeddingProfile:
+    """Which model made a vector. Vectors of different profiles must never meet."""
+
+    provider: str
+    model: str
+    dimension: int
+
+    @property
+    def slug(self) -> str:
+        safe = "".join(c if c.isalnum() else "-" for c in self.model.lower()).strip("-")
+        return f"{self.provider}-{safe}-{self.dimension}"
+
+
+@dataclass(frozen=True)
+class ChunkPoint:
+    """One chunk ready for the vector store."""
+
+    point_id: str
+    tenant: str
+    key: str
+    chunk: Chunk
+    dense: list[float]
+    sparse: SparseVector
+    metadata: dict[str, Any]
+    source_type: str
+    doc_version: str
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk as the vector store returns it from a search or a scroll."""
+
+    point_id: str
+    key: str
+    title: str
+    section: str
+    page: int | None
+    chunk_index: int
+    text: str
+    content_hash: str
+    metadata: dict[str, Any]
+    score: float = 0.0
+    dense: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What HEAD says about an object."""
+
+    key: str
+    size: int
+    etag: str
+    version_id: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    content_type: str | None = None
+    last_modified: str | None = None
+
+
+class DocumentStatus(StrEnum):
+    INDEXED = "indexed"
+    FAILED = "failed"
+    DELETED = "deleted"
+
+
+@dataclass
+class LedgerRecord:
+    """One document's ingest state. ``sequencer`` orders S3 events per key; an event whose sequencer is
+    not greater than the stored one is stale and must not change anything."""
+
+    tenant: str
+    key: str
+    status: DocumentStatus
+    content_sha256: str | None = None
+    etag: str | None = None
+    version_id: str | None = None
+    sequencer: str | None = None
+    chunks: int = 0
+    embedded: int = 0
+    reused: int = 0
+    error: str | None = None
+    title: str | None = None
+    source_type: str | None = None
+    metadata_sha256: str | None = None
+    profile: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+def sequencer_is_newer(candidate: str | None, stored: str | None) -> bool:
+    """S3 sequencers are hex strings of varying length: pad the shorter one with zeros on the right,
+    then compare (as the S3 event notification docs prescribe). A missing sequencer (synthetic events
+    from reconcile, or a record without one) never counts as stale."""
+    if candidate is None or stored is None:
+        return True
+    width = max(len(candidate), len(stored))
+    return candidate.upper().ljust(width, "0") > stored.upper().ljust(width, "0")

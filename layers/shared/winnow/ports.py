@@ -1,0 +1,159 @@
+"""The ports: small abstract classes the domain code talks to. Adapters in ``winnow.adapters`` implement
+them; ``winnow.factory`` chooses which from settings. Domain code never imports boto3, httpx or a parser
+library directly."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from winnow.models import (
+    ChunkPoint,
+    EmbeddingProfile,
+    LedgerRecord,
+    ObjectInfo,
+    SparseVector,
+    StoredChunk,
+)
+
+InputType = Literal["document", "query"]
+SearchMode = Literal["hybrid", "dense", "sparse"]
+
+
+class Embedder(ABC):
+    """Turns texts into dense vectors. ``input_type`` matters to asymmetric models (Voyage)."""
+
+    @property
+    @abstractmethod
+    def profile(self) -> EmbeddingProfile: ...
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
+        """One vector per text, in order. Raises ``TransientError`` subclasses for provider outages."""
+
+
+@dataclass(frozen=True)
+class RerankScore:
+    index: int  # position in the documents list passed to ``rerank``
+    score: float  # relevance in [0, 1]
+
+
+class Reranker(ABC):
+    @property
+    @abstractmethod
+    def model(self) -> str: ...
+
+    @abstractmethod
+    def rerank(self, query: str, documents: Sequence[str], top_k: int | None = None) -> list[RerankScore]:
+        """Scores for the given documents, best first."""
+
+
+@dataclass(frozen=True)
+class RangeFilter:
+    gte: float | None = None
+    lte: float | None = None
+
+
+# A metadata filter value: one value, any-of a list of values, or a numeric range.
+FilterValue = str | int | float | bool | list[str | int | float | bool] | RangeFilter
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    tenant: str
+    dense: list[float] | None
+    sparse: SparseVector | None
+    mode: SearchMode
+    limit: int
+    filters: dict[str, FilterValue]
+    score_threshold: float | None = None
+
+
+class VectorStore(ABC):
+    """Where chunks live. Every read and write is scoped by tenant."""
+
+    @abstractmethod
+    def ensure_collection(self) -> None:
+        """Create the collection and payload indexes when missing; raise ``ProfileMismatch`` when the
+        existing collection was made for another embedding profile."""
+
+    @abstractmethod
+    def existing_vectors(self, tenant: str, key: str) -> dict[str, list[float]]:
+        """Dense vectors of the document's current points, by content hash (for reuse on edits)."""
+
+    @abstractmethod
+    def point_ids(self, tenant: str, key: str) -> set[str]: ...
+
+    @abstractmethod
+    def upsert(self, points: Sequence[ChunkPoint]) -> None:
+        """Write in batches (at most 256 points each) and wait for each batch to be applied."""
+
+    @abstractmethod
+    def delete_points(self, point_ids: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def delete_document(self, tenant: str, key: str) -> int:
+        """Remove every point of the document; return how many there were."""
+
+    @abstractmethod
+    def set_metadata(self, tenant: str, key: str, metadata: dict[str, Any]) -> int:
+        """Replace the user metadata on every point of the document, without touching vectors."""
+
+    @abstractmethod
+    def search(self, query: SearchQuery) -> list[StoredChunk]:
+        """Best first. For ``hybrid``: one call, dense and sparse prefetches fused with RRF."""
+
+    @abstractmethod
+    def dense_vectors(self, point_ids: Sequence[str]) -> dict[str, list[float]]: ...
+
+    @abstractmethod
+    def count_by_document(self, tenant: str | None = None) -> dict[tuple[str, str], int]:
+        """Point counts per (tenant, key): reconcile compares these with the ledger."""
+
+
+class Ledger(ABC):
+    """One record per (tenant, key). Writes are conditional on the S3 event sequencer so that an
+    older or duplicate event can never overwrite newer state."""
+
+    @abstractmethod
+    def get(self, tenant: str, key: str) -> LedgerRecord | None: ...
+
+    @abstractmethod
+    def put(self, record: LedgerRecord) -> bool:
+        """Store the record unless the stored one has a newer sequencer. Returns False when stale."""
+
+    @abstractmethod
+    def list(
+        self, tenant: str, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[LedgerRecord], str | None]:
+        """A page of the tenant's records ordered by key, and the cursor of the next page (or None)."""
+
+    @abstractmethod
+    def scan(self, tenant: str | None = None) -> Iterator[LedgerRecord]:
+        """Every record (of one tenant, or all), streamed."""
+
+    @abstractmethod
+    def acquire(self, tenant: str, key: str, owner: str, ttl_seconds: int) -> bool:
+        """Take the per-document lease; False when another owner holds an unexpired one."""
+
+    @abstractmethod
+    def release(self, tenant: str, key: str, owner: str) -> None: ...
+
+
+class ObjectSource(ABC):
+    """Read access to the bucket (S3 in AWS, a folder on the embedded default)."""
+
+    @abstractmethod
+    def head(self, key: str) -> ObjectInfo:
+        """Raise ``ObjectGone`` when the object does not exist."""
+
+    @abstractmethod
+    def get(self, key: str, info: ObjectInfo | None = None) -> bytes:
+        """The object's bytes; when ``info`` is given, the bytes of that version (ETag / version id),
+        raising ``ObjectGone`` if it changed or vanished meanwhile."""
+
+    @abstractmethod
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        """Every object under the prefix, streamed page by page (never the whole listing in memory)."""

@@ -1,0 +1,138 @@
+"""Validated settings, one class per concern. Every field is read from the environment (the SAM template
+sets them in Lambda; the embedded default needs none). A test checks that every variable the template
+sets is a field here and that every required field is set by the template.
+
+Provider choice: no Voyage key → local ONNX embedder and no re-ranker; no ``QDRANT_URL`` → Qdrant local
+mode under ``WINNOW_HOME``; no ``WINNOW_BUCKET`` / ``WINNOW_LEDGER_TABLE`` → a folder bucket and a SQLite
+ledger under ``WINNOW_HOME``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _config(prefix: str) -> SettingsConfigDict:
+    return SettingsConfigDict(env_prefix=prefix, extra="ignore", case_sensitive=False)
+
+
+class StorageSettings(BaseSettings):
+    """Where documents, the ledger and local state live."""
+
+    model_config = _config("WINNOW_")
+
+    home: Path = Field(default=Path(".winnow"), description="Local state: Qdrant data, ledger, bucket.")
+    bucket: str | None = Field(default=None, description="S3 bucket; unset means the local folder bucket.")
+    ledger_table: str | None = Field(default=None, description="DynamoDB table; unset means SQLite.")
+    queue_url: str | None = Field(default=None, description="Ingest queue (reconcile enqueues here).")
+
+    @property
+    def local_bucket_dir(self) -> Path:
+        return self.home / "bucket"
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.home / "ledger.sqlite3"
+
+    @property
+    def qdrant_local_path(self) -> Path:
+        return self.home / "qdrant"
+
+
+class QdrantSettings(BaseSettings):
+    model_config = _config("QDRANT_")
+
+    url: str | None = Field(default=None, description="Qdrant Cloud URL; unset means local mode.")
+    api_key: SecretStr | None = None
+    api_key_secret_arn: str | None = Field(default=None, description="Secrets Manager ARN of the API key.")
+    path: str | None = Field(default=None, description="Local mode path, or ':memory:'.")
+    collection_prefix: str = "winnow"
+    timeout_seconds: int = Field(default=10, ge=1, le=120)
+    upsert_batch_size: int = Field(default=256, ge=1, le=256)
+    metadata_indexes: list[str] = Field(
+        default_factory=list, description="User metadata fields to give a keyword payload index."
+    )
+    max_attempts: int = Field(default=3, ge=1, le=10)
+
+
+class VoyageSettings(BaseSettings):
+    model_config = _config("VOYAGE_")
+
+    api_key: SecretStr | None = None
+    api_key_secret_arn: str | None = Field(default=None, description="Secrets Manager ARN of the API key.")
+    base_url: str = "https://api.voyageai.com/v1"
+    embed_model: str = "voyage-3.5"
+    output_dimension: int | None = Field(default=1024, description="None keeps the model's default.")
+    rerank_model: str = "rerank-2.5"
+    timeout_seconds: float = Field(default=30.0, gt=0, le=300)
+    max_attempts: int = Field(default=5, ge=1, le=10)
+    backoff_base_seconds: float = Field(default=0.5, ge=0)
+    backoff_max_seconds: float = Field(default=20.0, ge=0)
+    max_batch_texts: int = Field(default=1000, ge=1, le=1000)
+    max_batch_tokens: int = Field(default=320_000, ge=1000)
+    rerank_max_documents: int = Field(default=1000, ge=1, le=1000)
+    rerank_max_tokens: int = Field(default=600_000, ge=1000)
+
+    @property
+    def configured(self) -> bool:
+        return self.api_key is not None or self.api_key_secret_arn is not None
+
+
+class ProviderSettings(BaseSettings):
+    """Which embedder and re-ranker to use. ``auto``: Voyage when a Voyage key is configured, else the
+    local ONNX model and no re-ranker."""
+
+    model_config = _config("WINNOW_")
+
+    embedder: Literal["auto", "local", "voyage"] = "auto"
+    reranker: Literal["auto", "none", "voyage"] = "auto"
+    local_model_path: Path | None = Field(default=None, description="Override for model.onnx.")
+    local_tokenizer_path: Path | None = Field(default=None, description="Override for tokenizer.json.")
+    local_batch_size: int = Field(default=64, ge=1, le=1024)
+    local_max_tokens: int = Field(default=256, ge=16, le=512)
+    query_cache_size: int = Field(default=256, ge=0, le=100_000)
+    secrets_max_age_seconds: int = Field(default=300, ge=0, description="Secrets cache age in Lambda.")
+
+
+class ChunkingSettings(BaseSettings):
+    model_config = _config("WINNOW_CHUNK_")
+
+    target_chars: int = Field(default=1200, ge=200, le=20_000)
+    overlap_chars: int = Field(default=150, ge=0, le=5_000)
+    min_chars: int = Field(default=200, ge=0, le=5_000)
+
+    @model_validator(mode="after")
+    def _overlap_smaller_than_target(self) -> ChunkingSettings:
+        if self.overlap_chars >= self.target_chars // 2:
+            raise ValueError("overlap_chars must be less than half of target_chars")
+        if self.min_chars >= self.target_chars:
+            raise ValueError("min_chars must be less than target_chars")
+        return self
+
+
+class IngestSettings(BaseSettings):
+    model_config = _config("WINNOW_INGEST_")
+
+    max_object_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
+    max_uncompressed_bytes: int = Field(default=200 * 1024 * 1024, ge=1, description="DOCX zip-bomb guard.")
+    max_compression_ratio: float = Field(default=100.0, ge=1)
+    max_sidecar_bytes: int = Field(default=10 * 1024, ge=1)
+    max_chunks: int = Field(default=20_000, ge=1)
+    lease_seconds: int = Field(default=900, ge=1)
+
+
+class SearchSettings(BaseSettings):
+    model_config = _config("WINNOW_SEARCH_")
+
+    relevance_threshold: float = Field(default=0.2, ge=0, le=1)
+    tenant_claim: str = Field(default="tenant", description="JWT claim that names the caller's tenant.")
+    authorizer_tenant_key: str = Field(default="tenant", description="Lambda authorizer context key.")
+    allow_tenant_header: bool = Field(
+        default=False, description="Embedded default only: let a header name the tenant. Never in AWS."
+    )
+    tenant_header: str = "x-winnow-tenant"
+    rrf_k: int = Field(default=60, ge=1, le=1000)

@@ -1,0 +1,27 @@
+"""Shared fixtures live in ``tests/support/<area>.py`` pytest plugins, one owner per area:
+- ``tests.support.aws``: moto over HTTP (ThreadedMotoServer), S3 bucket, DynamoDB ledger table, SQS queue.
+- ``tests.support.voyage``: the loopback fake Voyage server.
+- ``tests.support.documents``: real PDF / DOCX / HTML / Markdown files generated for tests.
+- ``tests.support.stack``: a whole embedded Winnow (local bucket, SQLite ledger, Qdrant local mode) wired to
+  the real handlers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+# Tests must never reach real AWS or real Voyage, whatever the developer's shell exports.
+for _name in ("VOYAGE_API_KEY", "QDRANT_URL", "QDRANT_API_KEY", "WINNOW_BUCKET", "WINNOW_LEDGER_TABLE"):
+    os.environ.pop(_name, None)
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "WinnowTest")
+
+pytest_plugins = [
+    name
+    for name in ("tests.support.aws", "tests.support.voyage", "tests.support.documents", "tests.support.stack")
+    if importlib.util.find_spec(name) is not None
+]
