@@ -121,8 +121,14 @@ class Ledger(ABC):
     def get(self, tenant: str, key: str) -> LedgerRecord | None: ...
 
     @abstractmethod
-    def put(self, record: LedgerRecord) -> bool:
-        """Store the record unless the stored one has a newer sequencer. Returns False when stale."""
+    def put(self, record: LedgerRecord, *, same_event_ok: bool = False) -> bool:
+        """Store the record when its sequencer is newer than the stored one; returns False when stale.
+
+        An equal sequencer is a duplicate delivery and is refused, unless ``same_event_ok``: the worker
+        that handles an event may write that event's record more than once (a first state, then the
+        final one; or metadata re-applied to the record it just read). A record without a sequencer
+        (reconcile's synthetic events) is written unconditionally and keeps the stored sequencer, so a
+        late S3 event is still judged against the newest one ever seen."""
 
     @abstractmethod
     def list(
