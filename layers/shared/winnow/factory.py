@@ -1,0 +1,193 @@
+"""Build the components from validated settings, lazily and once per process (one client of each kind
+per warm Lambda container). Handlers and the CLI call ``get_container()``; tests build a ``Container``
+with their own settings or inject components directly."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from winnow.errors import ConfigurationError
+from winnow.settings import (
+    ChunkingSettings,
+    IngestSettings,
+    ProviderSettings,
+    QdrantSettings,
+    SearchSettings,
+    StorageSettings,
+    VoyageSettings,
+)
+
+if TYPE_CHECKING:
+    from winnow.ports import Embedder, Ledger, ObjectSource, Reranker, VectorStore
+    from winnow.text.sparse import Bm25Encoder
+
+
+@dataclass
+class Settings:
+    """Every settings class, read from the environment when the bundle is created."""
+
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    qdrant: QdrantSettings = field(default_factory=QdrantSettings)
+    voyage: VoyageSettings = field(default_factory=VoyageSettings)
+    providers: ProviderSettings = field(default_factory=ProviderSettings)
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+
+
+def read_secret(arn: str, max_age: int) -> str:
+    """A secret's value through Powertools Parameters (cached for ``max_age`` seconds). A JSON secret
+    may hold the key under ``api_key``; a plain string secret is the key itself."""
+    from aws_lambda_powertools.utilities import parameters
+
+    try:
+        value = parameters.get_secret(arn, max_age=max_age)
+    except Exception as exc:  # GetParameterError and botocore errors alike
+        raise ConfigurationError(
+            f"cannot read secret {arn.rsplit(':', 1)[-1]}: {type(exc).__name__}"
+        ) from exc
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return text
+        for name in ("api_key", "apiKey", "key"):
+            if isinstance(data, dict) and data.get(name):
+                return str(data[name])
+    if not text:
+        raise ConfigurationError(f"secret {arn.rsplit(':', 1)[-1]} is empty: put the API key in it")
+    return text
+
+
+class Container:
+    """The wired components. Properties create their object on first use."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self._lock = threading.RLock()
+
+    # --- secrets -----------------------------------------------------------------------------------
+    def _secret(self, plain: object, arn: str | None) -> str | None:
+        if plain is not None:
+            return str(plain.get_secret_value()) if hasattr(plain, "get_secret_value") else str(plain)
+        if arn:
+            return read_secret(arn, self.settings.providers.secrets_max_age_seconds)
+        return None
+
+    @property
+    def uses_voyage_embedder(self) -> bool:
+        choice = self.settings.providers.embedder
+        return choice == "voyage" or (choice == "auto" and self.settings.voyage.configured)
+
+    @property
+    def uses_voyage_reranker(self) -> bool:
+        choice = self.settings.providers.reranker
+        return choice == "voyage" or (choice == "auto" and self.settings.voyage.configured)
+
+    # --- components --------------------------------------------------------------------------------
+    @cached_property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self.uses_voyage_embedder:
+                from winnow.adapters.voyage import VoyageEmbedder
+
+                return VoyageEmbedder(self.settings.voyage, self._voyage_key())
+            from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
+
+            p = self.settings.providers
+            return LocalOnnxEmbedder(
+                model_path=p.local_model_path,
+                tokenizer_path=p.local_tokenizer_path,
+                batch_size=p.local_batch_size,
+                max_tokens=p.local_max_tokens,
+            )
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        with self._lock:
+            if not self.uses_voyage_reranker:
+                return None
+            from winnow.adapters.voyage import VoyageReranker
+
+            return VoyageReranker(self.settings.voyage, self._voyage_key())
+
+    def _voyage_key(self) -> str:
+        v = self.settings.voyage
+        key = self._secret(v.api_key, v.api_key_secret_arn)
+        if not key:
+            raise ConfigurationError("Voyage is selected but no key is set: set VOYAGE_API_KEY")
+        return key
+
+    @cached_property
+    def sparse(self) -> Bm25Encoder:
+        from winnow.text.sparse import Bm25Encoder
+
+        return Bm25Encoder()
+
+    @cached_property
+    def store(self) -> VectorStore:
+        with self._lock:
+            from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
+
+            q = self.settings.qdrant
+            api_key = self._secret(q.api_key, q.api_key_secret_arn) if q.url else None
+            client = make_qdrant_client(q, api_key, self.settings.storage.qdrant_local_path)
+            store = QdrantVectorStore(client, self.embedder.profile, q, rrf_k=self.settings.search.rrf_k)
+            store.ensure_collection()
+            return store
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        with self._lock:
+            s = self.settings.storage
+            if s.ledger_table:
+                from winnow.adapters.ledger_dynamodb import DynamoDbLedger
+
+                return DynamoDbLedger(s.ledger_table)
+            from winnow.adapters.ledger_sqlite import SqliteLedger
+
+            s.home.mkdir(parents=True, exist_ok=True)
+            return SqliteLedger(s.sqlite_path)
+
+    @cached_property
+    def objects(self) -> ObjectSource:
+        with self._lock:
+            s = self.settings.storage
+            if s.bucket:
+                from winnow.adapters.objects_s3 import S3ObjectSource
+
+                return S3ObjectSource(s.bucket)
+            from winnow.adapters.objects_local import LocalObjectSource
+
+            s.local_bucket_dir.mkdir(parents=True, exist_ok=True)
+            return LocalObjectSource(s.local_bucket_dir)
+
+
+_container: Container | None = None
+_container_lock = threading.Lock()
+
+
+def get_container(refresh: bool = False) -> Container:
+    """The process-wide container, built from the environment on first use."""
+    global _container
+    with _container_lock:
+        if _container is None or refresh:
+            _container = Container()
+        return _container
+
+
+def set_container(container: Container | None) -> None:
+    """Install a container (tests, the local server) or drop it with None."""
+    global _container
+    with _container_lock:
+        _container = container
+
+
+def reset_container() -> None:
+    set_container(None)

@@ -1,0 +1,109 @@
+"""Turn whatever invoked the ingest function into a flat list of object events.
+
+Accepted shapes: an SQS batch whose bodies are S3 notifications (the deployed path), a direct S3
+notification (``sam local invoke`` and the CLI), and ``s3:TestEvent`` messages, which S3 sends once when
+notifications are configured and which carry nothing to do."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote_plus, unquote_plus
+
+Action = Literal["created", "removed"]
+
+
+@dataclass(frozen=True)
+class ObjectEvent:
+    action: Action
+    bucket: str
+    key: str  # URL-decoded, as stored in S3
+    sequencer: str | None
+    etag: str | None
+    version_id: str | None
+    size: int | None
+    event_name: str
+
+
+def _action(event_name: str) -> Action | None:
+    if event_name.startswith("ObjectCreated:"):
+        return "created"
+    if event_name.startswith("ObjectRemoved:"):
+        return "removed"
+    return None
+
+
+def parse_s3_notification(notification: dict[str, Any]) -> list[ObjectEvent]:
+    """Object events of one S3 notification; empty for test events and event types we ignore.
+
+    Keys arrive URL-encoded with ``+`` for spaces (``a+b%2Bc.pdf`` is ``a b+c.pdf``). Delete events carry
+    no ``size`` or ``eTag``, so every field but the key is optional."""
+    if notification.get("Event") == "s3:TestEvent":
+        return []
+    events: list[ObjectEvent] = []
+    for record in notification.get("Records") or []:
+        event_name = str(record.get("eventName", ""))
+        action = _action(event_name)
+        s3 = record.get("s3") or {}
+        obj = s3.get("object") or {}
+        if action is None or "key" not in obj:
+            continue
+        size = obj.get("size")
+        events.append(
+            ObjectEvent(
+                action=action,
+                bucket=str((s3.get("bucket") or {}).get("name", "")),
+                key=unquote_plus(str(obj["key"])),
+                sequencer=obj.get("sequencer"),
+                etag=(str(obj["eTag"]).strip('"') if obj.get("eTag") else None),
+                version_id=obj.get("versionId"),
+                size=int(size) if size is not None else None,
+                event_name=event_name,
+            )
+        )
+    return events
+
+
+def parse_sqs_body(body: str) -> list[ObjectEvent]:
+    """Object events in one SQS message body. A body that is not JSON is a permanent error for that
+    message only (raised as ValueError for the batch processor to report)."""
+    payload = json.loads(body)
+    if not isinstance(payload, dict):
+        raise ValueError("SQS message body is not a JSON object")
+    # S3 → SNS → SQS wraps the notification once more.
+    if "Message" in payload and isinstance(payload["Message"], str) and "Records" not in payload:
+        payload = json.loads(payload["Message"])
+    return parse_s3_notification(payload)
+
+
+def is_sqs_batch(event: dict[str, Any]) -> bool:
+    records = event.get("Records") or []
+    return bool(records) and all(r.get("eventSource") == "aws:sqs" for r in records)
+
+
+def s3_event(
+    records: list[tuple[str, str, int | None, str | None, str | None]], bucket: str = "local"
+) -> dict[str, Any]:
+    """Build an S3 notification the way S3 sends it, for the CLI, reconcile and tests.
+
+    Each record is ``(event_name, key, size, etag, sequencer)``; the key is URL-encoded as S3 does."""
+    out = []
+    for event_name, key, size, etag, sequencer in records:
+        obj: dict[str, Any] = {"key": quote_plus(key, safe="/")}
+        if size is not None:
+            obj["size"] = size
+        if etag is not None:
+            obj["eTag"] = etag.strip('"')
+        if sequencer is not None:
+            obj["sequencer"] = sequencer
+        out.append(
+            {
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": "us-east-1",
+                "eventName": event_name,
+                "s3": {"s3SchemaVersion": "1.0", "bucket": {"name": bucket}, "object": obj},
+            }
+        )
+    return {"Records": out}

@@ -1,0 +1,79 @@
+"""User metadata that becomes filterable payload: S3 user metadata (``x-amz-meta-*``) and an optional
+Bedrock-style sidecar ``<key>.metadata.json`` (``{"metadataAttributes": {...}}``). The sidecar wins when
+both name the same field."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from winnow.errors import InvalidMetadata
+
+SIDECAR_SUFFIX = ".metadata.json"
+_FIELD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MetadataValue = str | int | float | bool | list[str]
+
+
+def is_sidecar(key: str) -> bool:
+    return key.endswith(SIDECAR_SUFFIX) and len(key) > len(SIDECAR_SUFFIX)
+
+
+def sidecar_key(document_key: str) -> str:
+    return document_key + SIDECAR_SUFFIX
+
+
+def document_key_of(sidecar: str) -> str:
+    return sidecar[: -len(SIDECAR_SUFFIX)]
+
+
+def _check_field(name: str) -> str:
+    if not _FIELD.match(name):
+        raise InvalidMetadata(f"metadata field name {name[:40]!r} is not allowed (letters, digits, _ . -)")
+    return name
+
+
+def parse_sidecar(data: bytes, max_bytes: int) -> dict[str, MetadataValue]:
+    """Validate a sidecar file. Values may be strings, numbers, booleans or lists of strings."""
+    if len(data) > max_bytes:
+        raise InvalidMetadata(f"sidecar is {len(data)} bytes, over the {max_bytes}-byte limit")
+    try:
+        doc = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidMetadata(f"sidecar is not valid JSON: {str(exc)[:80]}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("metadataAttributes"), dict):
+        raise InvalidMetadata('sidecar must be an object with a "metadataAttributes" object')
+    out: dict[str, MetadataValue] = {}
+    for name, value in doc["metadataAttributes"].items():
+        _check_field(str(name))
+        if isinstance(value, bool | str):
+            out[name] = value
+        elif isinstance(value, int | float):
+            if value != value or value in (float("inf"), float("-inf")):
+                raise InvalidMetadata(f"metadata field {name!r} is not a finite number")
+            out[name] = value
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            out[name] = list(value)
+        else:
+            raise InvalidMetadata(
+                f"metadata field {name!r} must be a string, number, boolean or list of strings"
+            )
+    return out
+
+
+def from_user_metadata(user_metadata: dict[str, str]) -> dict[str, MetadataValue]:
+    """S3 user metadata, keys lower-cased by S3. Invalid names are dropped rather than failing the
+    document: the uploader may not control them."""
+    return {k: v for k, v in user_metadata.items() if _FIELD.match(k)}
+
+
+def merge(user: dict[str, MetadataValue], sidecar: dict[str, MetadataValue] | None) -> dict[str, Any]:
+    merged: dict[str, Any] = dict(user)
+    if sidecar:
+        merged.update(sidecar)
+    return merged
+
+
+def metadata_hash(metadata: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(metadata, sort_keys=True, default=str).encode()).hexdigest()

@@ -1,0 +1,411 @@
+"""Ingest: make Qdrant and the ledger agree with one object in the bucket.
+
+The event only says *that* something changed; the object's current state is read from the bucket (HEAD,
+then GET of exactly that version), so a late or duplicated event can never resurrect old content. Per-key
+ordering comes from the S3 ``sequencer`` stored in the ledger; a per-document lease keeps two workers
+from interleaving writes to one document.
+
+Replacing a document writes the new version's points first and then deletes the old version's leftovers,
+so a search during re-indexing never sees the document vanish. Chunks whose content hash is unchanged
+reuse their stored vectors: editing one section embeds only that section.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from winnow.errors import (
+    CorruptDocument,
+    DocumentBusy,
+    DocumentError,
+    EmptyDocument,
+    InvalidKey,
+    InvalidMetadata,
+    ObjectGone,
+    OversizedDocument,
+)
+from winnow.ingest import metadata as meta
+from winnow.ingest.events import ObjectEvent
+from winnow.models import (
+    Chunk,
+    ChunkPoint,
+    DocumentStatus,
+    LedgerRecord,
+    ObjectInfo,
+    sequencer_is_newer,
+)
+from winnow.observability import logger
+from winnow.ports import Embedder, Ledger, ObjectSource, VectorStore
+from winnow.settings import ChunkingSettings, IngestSettings
+
+if TYPE_CHECKING:
+    from winnow.text.sparse import Bm25Encoder
+
+POINT_NAMESPACE = uuid.UUID("6f0b1d55-7c1e-4f43-9b7e-1f5f0c3a9e21")
+_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# Ledger rows for keys that name no tenant: an underscore can never start a real tenant name.
+UNASSIGNED_TENANT = "_unassigned"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``acme/handbook.pdf`` → (``acme``, ``handbook.pdf``). A key without a tenant segment is invalid."""
+    tenant, sep, rest = key.partition("/")
+    if not sep or not rest or not _TENANT.match(tenant):
+        raise InvalidKey("key has no tenant segment: expected <tenant>/<path>")
+    return tenant, rest
+
+
+def point_id(tenant: str, key: str, content_hash: str, occurrence: int) -> str:
+    """Deterministic: the same chunk content of the same document always lands on the same point."""
+    return str(uuid.uuid5(POINT_NAMESPACE, f"{tenant}\n{key}\n{content_hash}\n{occurrence}"))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class IngestResult:
+    """What happened to one object. ``status``: indexed, unchanged, failed, deleted, skipped, or
+    ``retry`` (a transient problem; nothing was recorded and the event should be redelivered)."""
+
+    key: str
+    status: str
+    chunks: int = 0
+    embedded: int = 0
+    reused: int = 0
+    error: str | None = None
+    tenant: str | None = None
+    duration_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return {k: d[k] for k in ("key", "status", "chunks", "embedded", "reused", "error")}
+
+
+Parser = Callable[[str, bytes, IngestSettings], Any]
+Chunker = Callable[[Any, ChunkingSettings], list[Chunk]]
+
+
+class IngestService:
+    def __init__(
+        self,
+        objects: ObjectSource,
+        ledger: Ledger,
+        store: VectorStore,
+        embedder: Embedder,
+        sparse: Bm25Encoder,
+        chunking: ChunkingSettings,
+        settings: IngestSettings,
+        parser: Parser | None = None,
+        chunker: Chunker | None = None,
+    ) -> None:
+        self.objects = objects
+        self.ledger = ledger
+        self.store = store
+        self.embedder = embedder
+        self.sparse = sparse
+        self.chunking = chunking
+        self.settings = settings
+        self._parser = parser
+        self._chunker = chunker
+
+    # --- entry point -----------------------------------------------------------------------------------
+    def handle(self, event: ObjectEvent) -> IngestResult:
+        """Apply one object event. Permanent problems are recorded and returned as ``failed``;
+        transient ones propagate (``TransientError``) so the caller can retry the message."""
+        started = time.perf_counter()
+        try:
+            tenant, _ = split_key(event.key)
+        except InvalidKey as exc:
+            self._record_failure(UNASSIGNED_TENANT, event, str(exc))
+            return IngestResult(event.key, "failed", error=str(exc), duration_ms=_ms(started))
+        if meta.is_sidecar(event.key):
+            result = self._handle_sidecar(tenant, event)
+        else:
+            result = self._with_lease(tenant, event)
+        result.tenant = tenant
+        result.duration_ms = _ms(started)
+        logger.info(
+            "ingest result",
+            extra={
+                "tenant": tenant,
+                "key": event.key,
+                "action": event.action,
+                "status": result.status,
+                "chunks": result.chunks,
+                "embedded": result.embedded,
+                "reused": result.reused,
+                "duration_ms": round(result.duration_ms, 1),
+                "reason": result.error,
+            },
+        )
+        return result
+
+    def _with_lease(self, tenant: str, event: ObjectEvent) -> IngestResult:
+        owner = uuid.uuid4().hex
+        if not self.ledger.acquire(tenant, event.key, owner, self.settings.lease_seconds):
+            raise DocumentBusy(f"another worker is indexing {event.key}", retry_after=5)
+        try:
+            current = self.ledger.get(tenant, event.key)
+            if current is not None and not sequencer_is_newer(event.sequencer, current.sequencer):
+                return IngestResult(event.key, "skipped", error="stale or duplicate event")
+            if event.action == "removed":
+                return self._remove(tenant, event, current)
+            return self._index(tenant, event, current)
+        finally:
+            self.ledger.release(tenant, event.key, owner)
+
+    # --- removal ---------------------------------------------------------------------------------------
+    def _remove(self, tenant: str, event: ObjectEvent, current: LedgerRecord | None) -> IngestResult:
+        try:
+            self.objects.head(event.key)
+        except ObjectGone:
+            pass
+        else:
+            # The key exists again (a newer upload): its own create event indexes it.
+            return IngestResult(event.key, "skipped", error="object exists again; nothing removed")
+        removed = self.store.delete_document(tenant, event.key)
+        self._put(
+            LedgerRecord(
+                tenant=tenant,
+                key=event.key,
+                status=DocumentStatus.DELETED,
+                sequencer=event.sequencer,
+                title=current.title if current else None,
+                created_at=current.created_at if current else None,
+            )
+        )
+        return IngestResult(event.key, "deleted", chunks=removed)
+
+    # --- indexing --------------------------------------------------------------------------------------
+    def _index(self, tenant: str, event: ObjectEvent, current: LedgerRecord | None) -> IngestResult:
+        try:
+            info = self.objects.head(event.key)
+        except ObjectGone:
+            # Created, then deleted before we got here: index nothing, and clear anything left over.
+            return self._remove(tenant, event, current)
+        try:
+            return self._index_object(tenant, event, current, info)
+        except DocumentError as exc:
+            reason = str(exc) or type(exc).__name__
+            self.store.delete_document(tenant, event.key)
+            self._record_failure(tenant, event, reason, info=info, current=current)
+            return IngestResult(event.key, "failed", error=reason)
+
+    def _index_object(
+        self, tenant: str, event: ObjectEvent, current: LedgerRecord | None, info: ObjectInfo
+    ) -> IngestResult:
+        limit = self.settings.max_object_bytes
+        if info.size > limit:
+            raise OversizedDocument(f"object is {info.size} bytes, over the {limit}-byte limit")
+        if info.size == 0:
+            raise EmptyDocument("file is empty (0 bytes)")
+        metadata = self._metadata_for(event.key, info)
+        profile = self.embedder.profile.slug
+        same_profile = current is not None and current.profile == profile
+        indexed = current is not None and current.status == DocumentStatus.INDEXED and same_profile
+        if indexed and current is not None and current.etag == info.etag:
+            return self._unchanged(tenant, event, current, info, metadata)
+
+        data = self.objects.get(event.key, info)
+        sha = hashlib.sha256(data).hexdigest()
+        if indexed and current is not None and current.content_sha256 == sha:
+            return self._unchanged(tenant, event, current, info, metadata, sha=sha)
+
+        parsed = self._parse(event.key, data)
+        chunks = self._chunk(parsed)
+        if not chunks:
+            raise EmptyDocument("no text to index")
+        if len(chunks) > self.settings.max_chunks:
+            raise OversizedDocument(f"{len(chunks)} chunks, over the {self.settings.max_chunks} limit")
+
+        existing = self.store.existing_vectors(tenant, event.key)
+        vectors: dict[str, list[float]] = {h: v for h, v in existing.items()}
+        missing: dict[str, str] = {}
+        for chunk in chunks:
+            if chunk.content_hash not in vectors:
+                missing.setdefault(chunk.content_hash, chunk.embed_text)
+        if missing:
+            fresh = self.embedder.embed(list(missing.values()), "document")
+            vectors.update(zip(missing.keys(), fresh, strict=True))
+        reused = sum(1 for c in chunks if c.content_hash in existing)
+
+        doc_version = info.version_id or info.etag
+        occurrences: dict[str, int] = {}
+        points: list[ChunkPoint] = []
+        for chunk in chunks:
+            n = occurrences.get(chunk.content_hash, 0)
+            occurrences[chunk.content_hash] = n + 1
+            points.append(
+                ChunkPoint(
+                    point_id=point_id(tenant, event.key, chunk.content_hash, n),
+                    tenant=tenant,
+                    key=event.key,
+                    chunk=chunk,
+                    dense=vectors[chunk.content_hash],
+                    sparse=self.sparse.encode_document(chunk.embed_text),
+                    metadata=metadata,
+                    source_type=parsed.source_type,
+                    doc_version=doc_version,
+                )
+            )
+        old_ids = self.store.point_ids(tenant, event.key)
+        self.store.upsert(points)
+        leftovers = old_ids - {p.point_id for p in points}
+        if leftovers:
+            self.store.delete_points(sorted(leftovers))
+
+        self._put(
+            LedgerRecord(
+                tenant=tenant,
+                key=event.key,
+                status=DocumentStatus.INDEXED,
+                content_sha256=sha,
+                etag=info.etag,
+                version_id=info.version_id,
+                sequencer=event.sequencer,
+                chunks=len(chunks),
+                embedded=len(missing),
+                reused=reused,
+                title=parsed.title,
+                source_type=parsed.source_type,
+                metadata_sha256=meta.metadata_hash(metadata),
+                profile=self.embedder.profile.slug,
+                created_at=current.created_at if current and current.created_at else _now(),
+                updated_at=_now(),
+            )
+        )
+        return IngestResult(event.key, "indexed", chunks=len(chunks), embedded=len(missing), reused=reused)
+
+    def _unchanged(
+        self,
+        tenant: str,
+        event: ObjectEvent,
+        current: LedgerRecord,
+        info: ObjectInfo,
+        metadata: dict[str, Any],
+        sha: str | None = None,
+    ) -> IngestResult:
+        """Same bytes as indexed: zero embedding calls. Metadata may still have changed."""
+        digest = meta.metadata_hash(metadata)
+        if digest != current.metadata_sha256:
+            self.store.set_metadata(tenant, event.key, metadata)
+        record = LedgerRecord(**{**asdict(current)})
+        record.status = DocumentStatus.INDEXED
+        record.sequencer = event.sequencer  # None (synthetic event): the ledger keeps the stored one
+        record.etag = info.etag
+        record.version_id = info.version_id
+        record.content_sha256 = sha or current.content_sha256
+        record.metadata_sha256 = digest
+        record.embedded = 0
+        record.reused = current.chunks
+        record.error = None
+        record.updated_at = _now()
+        self._put(record)
+        return IngestResult(event.key, "unchanged", chunks=current.chunks, reused=current.chunks)
+
+    # --- sidecars --------------------------------------------------------------------------------------
+    def _handle_sidecar(self, tenant: str, event: ObjectEvent) -> IngestResult:
+        """A sidecar changed or vanished: re-apply metadata to the document's points, no embedding."""
+        doc_key = meta.document_key_of(event.key)
+        if event.action == "created":
+            try:
+                info = self.objects.head(event.key)
+                data = self.objects.get(event.key, info)
+                meta.parse_sidecar(data, self.settings.max_sidecar_bytes)
+            except ObjectGone:
+                pass
+            except InvalidMetadata as exc:
+                self._record_failure(tenant, event, str(exc))
+                return IngestResult(event.key, "failed", error=str(exc))
+        record = self.ledger.get(tenant, doc_key)
+        if record is None or record.status != DocumentStatus.INDEXED:
+            return IngestResult(event.key, "skipped", error="no indexed document for this sidecar yet")
+        try:
+            info = self.objects.head(doc_key)
+        except ObjectGone:
+            return IngestResult(event.key, "skipped", error="document no longer exists")
+        metadata = self._metadata_for(doc_key, info)
+        digest = meta.metadata_hash(metadata)
+        updated = 0
+        if digest != record.metadata_sha256:
+            updated = self.store.set_metadata(tenant, doc_key, metadata)
+            record.metadata_sha256 = digest
+            record.updated_at = _now()
+            self._put(record, same_event_ok=True)
+        return IngestResult(event.key, "indexed" if event.action == "created" else "deleted", chunks=updated)
+
+    def _metadata_for(self, key: str, info: ObjectInfo) -> dict[str, Any]:
+        user = meta.from_user_metadata(info.metadata)
+        try:
+            sidecar_info = self.objects.head(meta.sidecar_key(key))
+        except ObjectGone:
+            return meta.merge(user, None)
+        if sidecar_info.size > self.settings.max_sidecar_bytes:
+            return meta.merge(user, None)  # recorded as failed by the sidecar's own event
+        try:
+            data = self.objects.get(meta.sidecar_key(key), sidecar_info)
+            return meta.merge(user, meta.parse_sidecar(data, self.settings.max_sidecar_bytes))
+        except (ObjectGone, InvalidMetadata):
+            return meta.merge(user, None)
+
+    # --- helpers ---------------------------------------------------------------------------------------
+    def _parse(self, key: str, data: bytes) -> Any:
+        parser = self._parser
+        if parser is None:
+            from winnow.parsing import parse_document
+
+            parser = parse_document
+        try:
+            return parser(key, data, self.settings)
+        except DocumentError:
+            raise
+        except Exception as exc:  # a parser bug on hostile input must not crash the batch
+            logger.warning("parser raised", extra={"key": key, "error_type": type(exc).__name__})
+            raise CorruptDocument(f"could not parse file ({type(exc).__name__})") from exc
+
+    def _chunk(self, parsed: Any) -> list[Chunk]:
+        chunker = self._chunker
+        if chunker is None:
+            from winnow.text.chunking import chunk_document
+
+            chunker = chunk_document
+        return chunker(parsed, self.chunking)
+
+    def _put(self, record: LedgerRecord, same_event_ok: bool = False) -> None:
+        if not self.ledger.put(record, same_event_ok=same_event_ok):
+            logger.info("ledger kept newer state", extra={"tenant": record.tenant, "key": record.key})
+
+    def _record_failure(
+        self,
+        tenant: str,
+        event: ObjectEvent,
+        reason: str,
+        info: ObjectInfo | None = None,
+        current: LedgerRecord | None = None,
+    ) -> None:
+        self._put(
+            LedgerRecord(
+                tenant=tenant,
+                key=event.key,
+                status=DocumentStatus.FAILED,
+                etag=info.etag if info else event.etag,
+                version_id=info.version_id if info else event.version_id,
+                sequencer=event.sequencer,
+                error=reason.splitlines()[0][:300] if reason else "failed",
+                created_at=current.created_at if current and current.created_at else _now(),
+                updated_at=_now(),
+            )
+        )
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

@@ -1,0 +1,212 @@
+"""Search: cast a wide net (hybrid dense + BM25 in one Qdrant call), winnow it (re-ranker), and keep only
+what clears the relevance threshold, so callers get a few trustworthy passages or an honest "nothing".
+
+Every result's ``score`` is a relevance in [0, 1] with one meaning per deployment: the re-ranker's score
+when it runs, else the cosine similarity of the query and the chunk's dense vector, so one threshold works
+across modes. ``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from threading import Lock
+from typing import TYPE_CHECKING, Any
+
+from winnow.models import StoredChunk
+from winnow.ports import Embedder, FilterValue, RangeFilter, Reranker, SearchQuery, VectorStore
+from winnow.search.schemas import RangeCondition, SearchRequest, SearchResponse, SearchResult, Timings
+from winnow.settings import SearchSettings
+
+if TYPE_CHECKING:
+    from winnow.text.sparse import Bm25Encoder
+
+NOTHING_RELEVANT = "No relevant passages found"
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    if na == 0 or nb == 0:
+        return 0.0
+    return dot / (na * nb)
+
+
+def _to_port_filters(filters: dict[str, Any]) -> dict[str, FilterValue]:
+    out: dict[str, FilterValue] = {}
+    for name, value in filters.items():
+        out[name] = RangeFilter(gte=value.gte, lte=value.lte) if isinstance(value, RangeCondition) else value
+    return out
+
+
+class QueryEmbeddingCache:
+    """A small LRU of query vectors for the warm container: repeated queries skip the provider."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+        self._lock = Lock()
+
+    def get(self, key: tuple[str, str]) -> list[float] | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, str], value: list[float]) -> None:
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+class SearchService:
+    def __init__(
+        self,
+        embedder: Embedder,
+        store: VectorStore,
+        sparse: Bm25Encoder,
+        reranker: Reranker | None,
+        settings: SearchSettings,
+        cache_size: int = 256,
+    ) -> None:
+        self.embedder = embedder
+        self.store = store
+        self.sparse = sparse
+        self.reranker = reranker
+        self.settings = settings
+        self.cache = QueryEmbeddingCache(cache_size)
+
+    def _embed_query(self, query: str) -> list[float]:
+        key = (self.embedder.profile.slug, query)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        vector = self.embedder.embed([query], "query")[0]
+        self.cache.put(key, vector)
+        return vector
+
+    def search(self, tenant: str, request: SearchRequest) -> SearchResponse:
+        started = time.perf_counter()
+        use_rerank = self.reranker is not None if request.rerank is None else request.rerank
+        if use_rerank and self.reranker is None:
+            use_rerank = False  # asked for, but none configured: fall back to cosine, say so in timings
+        threshold = (
+            self.settings.relevance_threshold
+            if request.relevance_threshold is None
+            else request.relevance_threshold
+        )
+        candidates = request.candidates or max(15, 3 * request.top_k)
+
+        # Embed unless nothing downstream needs the dense vector (sparse retrieval re-ranked by Voyage).
+        t0 = time.perf_counter()
+        dense = self._embed_query(request.query) if (request.mode != "sparse" or not use_rerank) else None
+        sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
+        embed_ms = (time.perf_counter() - t0) * 1000
+
+        t1 = time.perf_counter()
+        hits: list[StoredChunk] = []
+        if request.mode == "dense" or sparse is None or sparse.indices:
+            hits = self.store.search(
+                SearchQuery(
+                    tenant=tenant,
+                    dense=dense if request.mode != "sparse" else None,
+                    sparse=sparse,
+                    mode=request.mode,
+                    limit=candidates,
+                    filters=_to_port_filters(request.filters),
+                    score_threshold=request.score_threshold,
+                )
+            )
+        elif request.mode == "hybrid" and dense is not None:
+            # Only stop-words in the query: the keyword side has nothing to say, the dense side still does.
+            hits = self.store.search(
+                SearchQuery(
+                    tenant=tenant,
+                    dense=dense,
+                    sparse=None,
+                    mode="dense",
+                    limit=candidates,
+                    filters=_to_port_filters(request.filters),
+                    score_threshold=request.score_threshold,
+                )
+            )
+        hits = _dedupe(hits)
+        search_ms = (time.perf_counter() - t1) * 1000
+
+        t2 = time.perf_counter()
+        scored = self._relevance(request.query, dense, hits, use_rerank)
+        rerank_ms = (time.perf_counter() - t2) * 1000 if use_rerank else 0.0
+
+        kept = [(score, hit) for score, hit in scored if score >= threshold]
+        kept.sort(key=lambda sh: (-sh[0], sh[1].key, sh[1].chunk_index))
+        kept = kept[: request.top_k]
+        results = [
+            SearchResult(
+                rank=i + 1,
+                score=round(score, 6),
+                vector_score=round(hit.score, 6),
+                chunk_id=hit.point_id,
+                key=hit.key,
+                title=hit.title,
+                page=hit.page,
+                section=hit.section,
+                text=hit.text,
+                metadata=hit.metadata,
+            )
+            for i, (score, hit) in enumerate(kept)
+        ]
+        total_ms = (time.perf_counter() - started) * 1000
+        return SearchResponse(
+            query=request.query,
+            count=len(results),
+            relevant=bool(results),
+            message=(f"{len(results)} relevant passage(s) found" if results else NOTHING_RELEVANT),
+            results=results,
+            timings_ms=Timings(
+                embed=round(embed_ms, 2),
+                search=round(search_ms, 2),
+                rerank=round(rerank_ms, 2),
+                total=round(total_ms, 2),
+            ),
+        )
+
+    def _relevance(
+        self, query: str, dense: list[float] | None, hits: list[StoredChunk], use_rerank: bool
+    ) -> list[tuple[float, StoredChunk]]:
+        if not hits:
+            return []
+        if use_rerank and self.reranker is not None:
+            scores = self.reranker.rerank(query, [h.text for h in hits])
+            by_index = {s.index: s.score for s in scores}
+            return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)]
+        assert dense is not None
+        missing = [h.point_id for h in hits if h.dense is None]
+        vectors = self.store.dense_vectors(missing) if missing else {}
+        out = []
+        for h in hits:
+            vector = h.dense if h.dense is not None else vectors.get(h.point_id)
+            similarity = cosine(dense, vector) if vector is not None else 0.0
+            out.append((min(1.0, max(0.0, similarity)), h))
+        return out
+
+
+def _dedupe(hits: list[StoredChunk]) -> list[StoredChunk]:
+    """One result per chunk: a point id, or the same passage of the same document, appears once."""
+    seen: set[tuple[str, str]] = set()
+    ids: set[str] = set()
+    out = []
+    for h in hits:
+        marker = (h.key, h.content_hash)
+        if h.point_id in ids or marker in seen:
+            continue
+        ids.add(h.point_id)
+        seen.add(marker)
+        out.append(h)
+    return out
