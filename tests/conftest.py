@@ -22,6 +22,11 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "WinnowTest")
 
 pytest_plugins = [
     name
-    for name in ("tests.support.aws", "tests.support.voyage", "tests.support.documents", "tests.support.stack")
+    for name in (
+        "tests.support.aws",
+        "tests.support.voyage",
+        "tests.support.documents",
+        "tests.support.stack",
+    )
     if importlib.util.find_spec(name) is not None
 ]

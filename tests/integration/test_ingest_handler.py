@@ -1,0 +1,262 @@
+"""The ingest handler end to end: events in, Qdrant points and ledger records out.
+
+Real parts: the handler, the folder bucket, the SQLite ledger, Qdrant local mode, and the real Voyage
+REST adapter talking to the loopback fake Voyage server (whose request log counts embedding calls)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from winnow.ingest.events import s3_event
+from winnow.models import DocumentStatus
+from winnow.testing.fake_voyage import Fault
+
+from tests.support.stack import EmbeddedStack
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+
+HANDBOOK = b"""# Employee handbook
+
+## Holidays
+
+Every employee receives twenty-eight days of paid holiday per year. Unused holiday days may be carried
+over into the first quarter of the following year, up to a maximum of five days, with manager approval.
+
+## Expenses
+
+Travel expenses are reimbursed within fourteen days when submitted with receipts through the finance
+portal. Meals during business travel are covered up to a daily allowance set by the finance team.
+
+## Security
+
+Laptops must use full-disk encryption and a screen lock after five minutes of inactivity. Report lost
+devices to the security desk within one hour so that access can be revoked remotely.
+"""
+
+
+def points_of(stack: EmbeddedStack, tenant: str, key: str) -> set[str]:
+    return stack.container.store.point_ids(tenant, key)
+
+
+def test_direct_s3_event_indexes_a_markdown_document(stack: EmbeddedStack) -> None:
+    # Given a Markdown handbook in tenant acme's folder
+    # When its ObjectCreated event reaches the handler directly (as sam local invoke sends it)
+    result = stack.upload("acme/handbook.md", HANDBOOK)
+    # Then it is indexed with one point per chunk, and the ledger agrees
+    assert result["status"] == "indexed", result
+    assert result["chunks"] >= 3  # one per section at least
+    assert result["embedded"] == result["chunks"] and result["reused"] == 0
+    record = stack.container.ledger.get("acme", "acme/handbook.md")
+    assert record is not None and record.status == DocumentStatus.INDEXED
+    assert record.chunks == result["chunks"] == len(points_of(stack, "acme", "acme/handbook.md"))
+    # and a search finds the right section with a citation
+    status, body = stack.search("how many days of paid holiday", relevance_threshold=0)
+    assert status == 200
+    top = body["results"][0]
+    assert top["key"] == "acme/handbook.md" and "Holidays" in top["section"]
+    assert "twenty-eight days" in top["text"]
+
+
+def test_sqs_batch_reports_only_the_failed_record(stack: EmbeddedStack) -> None:
+    # Given two uploaded documents
+    stack.put_object("acme/a.md", HANDBOOK)
+    stack.put_object("acme/b.txt", b"Quarterly revenue grew by twelve percent in the northern region.")
+    good = s3_event([stack.created_record("acme/a.md")])
+    flaky = s3_event([stack.created_record("acme/b.txt")])
+    # and an embedding provider that fails every attempt of the second message
+    batch = stack.sqs_batch(good, flaky, {"Event": "s3:TestEvent", "Service": "Amazon S3"})
+    first_ok = stack.invoke_ingest(stack.sqs_batch(good))  # index a.md first, outage afterwards
+    assert first_ok == {"batchItemFailures": []}
+    stack.fake.set_outage(Fault.server_error(500))
+    # When the whole batch arrives
+    response = stack.invoke_ingest(batch)
+    # Then only b.txt's message is reported for retry (a.md is unchanged, the test event is acknowledged)
+    failed_ids = [f["itemIdentifier"] for f in response["batchItemFailures"]]
+    assert failed_ids == [batch["Records"][1]["messageId"]]
+    assert stack.container.ledger.get("acme", "acme/b.txt") is None  # nothing recorded for a transient fault
+    # When the outage clears and SQS redelivers the message
+    stack.fake.set_outage(None)
+    retry = stack.invoke_ingest(stack.sqs_batch(flaky))
+    # Then it completes
+    assert retry == {"batchItemFailures": []}
+    record = stack.container.ledger.get("acme", "acme/b.txt")
+    assert record is not None and record.status == DocumentStatus.INDEXED
+
+
+def test_keys_are_url_decoded(stack: EmbeddedStack) -> None:
+    # Given an object whose key has a space and a plus sign
+    key = "acme/a b+c.md"
+    stack.put_object(key, HANDBOOK)
+    event = s3_event([stack.created_record(key)])
+    assert event["Records"][0]["s3"]["object"]["key"] == "acme/a+b%2Bc.md"  # as S3 encodes it
+    # When the handler receives the encoded key
+    out = stack.invoke_ingest(event)
+    # Then it indexes the decoded key
+    assert out["results"][0]["key"] == key and out["results"][0]["status"] == "indexed"
+
+
+def test_sample_sqs_event_from_events_folder_is_processed(stack: EmbeddedStack) -> None:
+    # Given the shared sample SQS batch, and objects at the keys it names
+    event = json.loads((EVENTS / "sqs-s3-batch.json").read_text())
+    keys = []
+    for record in event["Records"]:
+        body = json.loads(record["body"])
+        for r in body.get("Records", []):
+            from urllib.parse import unquote_plus
+
+            keys.append(unquote_plus(r["s3"]["object"]["key"]))
+    for key in keys:
+        stack.put_object(key, f"Notes stored at {key}. The committee approved the budget.".encode())
+    # When the handler processes it
+    response = stack.invoke_ingest(event)
+    # Then nothing fails and every named key is in the ledger
+    assert response == {"batchItemFailures": []}
+    for key in keys:
+        tenant = key.split("/", 1)[0]
+        record = stack.container.ledger.get(tenant, key)
+        assert record is not None and record.status == DocumentStatus.INDEXED, key
+
+
+def test_delete_event_without_size_removes_every_point(stack: EmbeddedStack) -> None:
+    stack.upload("acme/handbook.md", HANDBOOK)
+    assert points_of(stack, "acme", "acme/handbook.md")
+    # When the object is deleted (the event carries no size or eTag)
+    result = stack.remove("acme/handbook.md")
+    # Then its points are gone and the ledger says deleted
+    assert result["status"] == "deleted"
+    assert points_of(stack, "acme", "acme/handbook.md") == set()
+    record = stack.container.ledger.get("acme", "acme/handbook.md")
+    assert record is not None and record.status == DocumentStatus.DELETED
+    status, body = stack.search("paid holiday", relevance_threshold=0)
+    assert status == 200 and body["results"] == []
+
+
+def test_key_without_tenant_is_recorded_as_failed(stack: EmbeddedStack) -> None:
+    stack.put_object("handbook.md", HANDBOOK)
+    out = stack.invoke_ingest(s3_event([stack.created_record("handbook.md")]))
+    result = out["results"][0]
+    assert result["status"] == "failed" and "tenant" in result["error"]
+    assert stack.embed_calls() == 0
+
+
+def test_identical_reupload_makes_no_embedding_call(stack: EmbeddedStack) -> None:
+    stack.upload("acme/handbook.md", HANDBOOK)
+    calls = stack.embed_calls()
+    # When the same bytes are uploaded again (new event, new sequencer)
+    result = stack.upload("acme/handbook.md", HANDBOOK)
+    # Then nothing is embedded
+    assert result["status"] == "unchanged" and result["embedded"] == 0
+    assert stack.embed_calls() == calls
+
+
+def test_editing_one_section_embeds_only_that_section(stack: EmbeddedStack) -> None:
+    first = stack.upload("acme/handbook.md", HANDBOOK)
+    texts_before = stack.embedded_texts()
+    ids_before = points_of(stack, "acme", "acme/handbook.md")
+    # When one section changes
+    edited = HANDBOOK.replace(b"within fourteen days", b"within ten working days")
+    result = stack.upload("acme/handbook.md", edited)
+    # Then only the changed chunk is embedded and the rest reuse their stored vectors
+    assert result["status"] == "indexed"
+    assert result["embedded"] == 1 and result["reused"] == first["chunks"] - 1
+    assert stack.embedded_texts() - texts_before == 1
+    ids_after = points_of(stack, "acme", "acme/handbook.md")
+    assert len(ids_after) == first["chunks"] and len(ids_after - ids_before) == 1
+    _, body = stack.search("expenses reimbursed", relevance_threshold=0, top_k=10)
+    texts = " ".join(r["text"] for r in body["results"])
+    assert "ten working days" in texts and "fourteen days" not in texts
+
+
+def test_late_create_after_delete_indexes_nothing(stack: EmbeddedStack) -> None:
+    # Given a create event whose delivery is delayed past the delete of the same key
+    stack.put_object("acme/handbook.md", HANDBOOK)
+    create = s3_event([stack.created_record("acme/handbook.md")])
+    stack.delete_object("acme/handbook.md")
+    delete = s3_event([stack.removed_record("acme/handbook.md")])
+    # When the delete is processed first and the create arrives late
+    assert stack.invoke_ingest(delete)["results"][0]["status"] == "deleted"
+    late = stack.invoke_ingest(create)["results"][0]
+    # Then the late create changes nothing
+    assert late["status"] == "skipped"
+    assert points_of(stack, "acme", "acme/handbook.md") == set()
+    assert stack.embed_calls() == 0
+
+
+def test_out_of_order_updates_keep_the_newest_version(stack: EmbeddedStack) -> None:
+    stack.put_object("acme/note.txt", b"Version one of the meeting notes mentions the blue project.")
+    old = s3_event([stack.created_record("acme/note.txt")])
+    stack.put_object("acme/note.txt", b"Version two of the meeting notes mentions the green project.")
+    new = s3_event([stack.created_record("acme/note.txt")])
+    # When the newer event is processed before the older one, and the newer one is delivered twice
+    assert stack.invoke_ingest(new)["results"][0]["status"] == "indexed"
+    assert stack.invoke_ingest(old)["results"][0]["status"] == "skipped"
+    assert stack.invoke_ingest(new)["results"][0]["status"] == "skipped"
+    # Then the index holds version two only
+    _, body = stack.search("meeting notes project", relevance_threshold=0)
+    assert [r["text"] for r in body["results"]] == [
+        "Version two of the meeting notes mentions the green project."
+    ]
+
+
+def test_metadata_and_sidecar_become_filterable_and_sidecar_change_needs_no_embedding(
+    stack: EmbeddedStack,
+) -> None:
+    # Given a document with S3 user metadata and a sidecar
+    stack.put_object(
+        "acme/policy.md.metadata.json",
+        json.dumps({"metadataAttributes": {"department": "finance", "year": 2024}}).encode(),
+    )
+    stack.upload("acme/policy.md", HANDBOOK, metadata={"confidentiality": "internal"})
+    status, body = stack.search("travel expenses", filters={"department": "finance"}, relevance_threshold=0)
+    assert status == 200 and body["results"]
+    assert body["results"][0]["metadata"] == {
+        "confidentiality": "internal",
+        "department": "finance",
+        "year": 2024,
+    }
+    calls = stack.embed_calls()
+    # When only the sidecar changes
+    stack.put_object(
+        "acme/policy.md.metadata.json",
+        json.dumps({"metadataAttributes": {"department": "legal", "year": 2025}}).encode(),
+    )
+    out = stack.invoke_ingest(s3_event([stack.created_record("acme/policy.md.metadata.json")]))
+    assert out["results"][0]["status"] == "indexed"
+    # Then the points carry the new metadata and no embedding call was made
+    assert stack.embed_calls() == calls
+    _, by_old = stack.search("travel expenses", filters={"department": "finance"}, relevance_threshold=0)
+    _, by_new = stack.search(
+        "travel expenses", filters={"department": "legal", "year": {"gte": 2025}}, relevance_threshold=0
+    )
+    assert by_old["results"] == [] and by_new["results"]
+
+
+def test_invalid_sidecar_is_recorded_and_the_document_still_indexes(stack: EmbeddedStack) -> None:
+    stack.put_object("acme/x.md.metadata.json", b"{not json")
+    out = stack.invoke_ingest(s3_event([stack.created_record("acme/x.md.metadata.json")]))
+    assert out["results"][0]["status"] == "failed" and "JSON" in out["results"][0]["error"]
+    assert stack.upload("acme/x.md", HANDBOOK)["status"] == "indexed"
+
+
+def test_corrupt_file_fails_alone_in_a_batch(stack: EmbeddedStack) -> None:
+    stack.put_object("acme/broken.pdf", b"%PDF-1.7\n this is not really a pdf")
+    stack.put_object("acme/fine.md", HANDBOOK)
+    event = s3_event([stack.created_record("acme/broken.pdf"), stack.created_record("acme/fine.md")])
+    response = stack.invoke_ingest(stack.sqs_batch(event))
+    # A permanent problem is recorded and acknowledged: no retry
+    assert response == {"batchItemFailures": []}
+    broken = stack.container.ledger.get("acme", "acme/broken.pdf")
+    fine = stack.container.ledger.get("acme", "acme/fine.md")
+    assert broken is not None and broken.status == DocumentStatus.FAILED and broken.error
+    assert "\n" not in broken.error
+    assert fine is not None and fine.status == DocumentStatus.INDEXED
+
+
+def test_oversized_object_is_refused_from_head(stack: EmbeddedStack, tmp_path: Path) -> None:
+    from winnow.settings import IngestSettings
+
+    small = EmbeddedStack(tmp_path / "small", stack.fake, ingest=IngestSettings(max_object_bytes=100))
+    result = small.upload("acme/handbook.md", HANDBOOK)
+    assert result["status"] == "failed" and "limit" in result["error"]
+    assert small.embed_calls() == 0

@@ -1,0 +1,292 @@
+"""The search API through the real handler with API Gateway HTTP API events: auth, validation, filters,
+tenant isolation, modes, re-ranking, the relevance threshold, outages and the OpenAPI document."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from winnow.local.context import LocalLambdaContext
+from winnow.testing.fake_voyage import Fault
+
+from functions.search import app as search_app
+from tests.support.stack import EmbeddedStack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+DOCS = {
+    "acme/finance/expenses.md": (
+        b"# Expenses policy\n\n## Travel\n\nTravel expenses are reimbursed within fourteen days when "
+        b"submitted with receipts through the finance portal.\n",
+        {"department": "finance", "year": "2024"},
+    ),
+    "acme/it/security.md": (
+        b"# Security policy\n\n## Laptops\n\nLaptops must use full-disk encryption and lock the screen "
+        b"after five minutes of inactivity.\n",
+        {"department": "it", "year": "2023"},
+    ),
+    "acme/people/holidays.md": (
+        b"# Holidays\n\n## Allowance\n\nEvery employee receives twenty-eight days of paid holiday per year "
+        b"and may carry five days over.\n",
+        {"department": "people", "year": "2025"},
+    ),
+    "globex/finance/expenses.md": (
+        b"# Globex expenses\n\n## Travel\n\nGlobex reimburses travel expenses within thirty days of the "
+        b"trip, receipts required.\n",
+        {"department": "finance", "year": "2024"},
+    ),
+}
+
+
+@pytest.fixture
+def loaded(stack: EmbeddedStack) -> EmbeddedStack:
+    for key, (data, metadata) in DOCS.items():
+        assert stack.upload(key, data, metadata)["status"] == "indexed"
+    # sidecar-typed metadata for numeric filters
+    return stack
+
+
+def keys(body: dict[str, Any]) -> list[str]:
+    return [r["key"] for r in body["results"]]
+
+
+# --- auth ---------------------------------------------------------------------------------------------
+def test_no_tenant_is_401_before_any_provider_call(loaded: EmbeddedStack) -> None:
+    calls = loaded.fake.total_requests
+    status, headers, body = loaded.api("POST", "/search", {"query": "travel expenses"}, tenant=None)
+    assert status == 401
+    assert body["error"]["code"] == "unauthorized"
+    assert body["correlation_id"] == headers["X-Correlation-Id"]
+    assert loaded.fake.total_requests == calls
+
+
+def test_no_tenant_is_401_even_when_the_body_is_invalid(loaded: EmbeddedStack) -> None:
+    status, _, _ = loaded.api("POST", "/search", {"nonsense": True}, tenant=None)
+    assert status == 401
+
+
+def test_tenant_in_body_is_rejected_and_in_query_string_ignored(loaded: EmbeddedStack) -> None:
+    status, _, body = loaded.api("POST", "/search", {"query": "travel", "tenant": "globex"})
+    assert status == 422 and "tenant" in body["error"]["message"]
+    status, _, body = loaded.api(
+        "POST", "/search", {"query": "travel expenses", "relevance_threshold": 0}, query={"tenant": "globex"}
+    )
+    assert status == 200
+    assert keys(body) and all(k.startswith("acme/") for k in keys(body))
+
+
+def test_lambda_authorizer_context_supplies_the_tenant(loaded: EmbeddedStack) -> None:
+    from winnow.local.apigw import http_api_event
+
+    event = http_api_event("POST", "/search", body={"query": "travel expenses", "relevance_threshold": 0})
+    event["requestContext"]["authorizer"] = {"lambda": {"tenant": "globex"}}
+    response = search_app.handler(event, LocalLambdaContext())
+    body = json.loads(response["body"])
+    assert response["statusCode"] == 200
+    assert keys(body) == ["globex/finance/expenses.md"]
+
+
+def test_tenant_header_is_ignored_unless_enabled(loaded: EmbeddedStack) -> None:
+    status, _, _ = loaded.api(
+        "POST", "/search", {"query": "x"}, tenant=None, headers={"x-winnow-tenant": "acme"}
+    )
+    assert status == 401
+
+
+def test_malformed_tenant_claim_is_403(loaded: EmbeddedStack) -> None:
+    status, _, body = loaded.api("POST", "/search", {"query": "travel"}, tenant="../globex")
+    assert status == 403 and body["error"]["code"] == "forbidden"
+
+
+# --- validation ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "query"),
+        ({"query": "   "}, "query"),
+        ({"query": "x" * 2001}, "query"),
+        ({"query": "x", "top_k": 0}, "top_k"),
+        ({"query": "x", "top_k": 51}, "top_k"),
+        ({"query": "x", "top_k": True}, "top_k"),
+        ({"query": "x", "top_k": "5"}, "top_k"),
+        ({"query": "x", "top_k": 10, "candidates": 5}, "candidates"),
+        ({"query": "x", "candidates": 201}, "candidates"),
+        ({"query": "x", "mode": "fuzzy"}, "mode"),
+        ({"query": "x", "rerank": "yes"}, "rerank"),
+        ({"query": "x", "relevance_threshold": 1.5}, "relevance_threshold"),
+        ({"query": "x", "relevance_threshold": False}, "relevance_threshold"),
+        ({"query": "x", "score_threshold": -0.1}, "score_threshold"),
+        ({"query": "x", "filters": {"year": {"gte": "2020"}}}, "filters"),
+        ({"query": "x", "filters": {"year": {"between": 1}}}, "filters"),
+        ({"query": "x", "filters": {"bad name!": "a"}}, "filters"),
+        ({"query": "x", "filters": {"a": []}}, "filters"),
+        ({"query": "x", "surprise": 1}, "surprise"),
+    ],
+)
+def test_invalid_requests_get_422_with_field_messages(
+    loaded: EmbeddedStack, body: dict[str, Any], field: str
+) -> None:
+    calls = loaded.fake.total_requests
+    status, _, payload = loaded.api("POST", "/search", body)
+    assert status == 422, payload
+    assert payload["error"]["code"] == "validation_error"
+    assert field in payload["error"]["message"]
+    assert payload["error"]["details"]
+    assert loaded.fake.total_requests == calls
+
+
+def test_body_that_is_not_json_is_422(loaded: EmbeddedStack) -> None:
+    status, _, payload = loaded.api("POST", "/search", "{not json")
+    assert status == 422 and payload["error"]["code"] == "validation_error"
+
+
+def test_query_is_trimmed_and_echoed(loaded: EmbeddedStack) -> None:
+    status, body = loaded.search("   travel expenses  ")
+    assert status == 200 and body["query"] == "travel expenses"
+
+
+# --- retrieval ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
+def test_every_mode_finds_the_document_with_a_citation(loaded: EmbeddedStack, mode: str) -> None:
+    status, body = loaded.search("laptops full-disk encryption", mode=mode)
+    assert status == 200
+    assert body["relevant"] is True and body["count"] == len(body["results"]) >= 1
+    top = body["results"][0]
+    assert top["key"] == "acme/it/security.md"
+    assert top["title"] == "Security policy" and top["section"] == "Laptops"
+    assert top["page"] is None
+    assert 0 <= top["score"] <= 1
+    assert set(top) == {
+        "rank",
+        "score",
+        "vector_score",
+        "chunk_id",
+        "key",
+        "title",
+        "page",
+        "section",
+        "text",
+        "metadata",
+    }
+    assert set(body["timings_ms"]) == {"embed", "search", "rerank", "total"}
+
+
+def test_results_are_ordered_and_unique(loaded: EmbeddedStack) -> None:
+    _, body = loaded.search("policy days expenses laptops", relevance_threshold=0, top_k=10)
+    scores = [(-r["score"], r["key"]) for r in body["results"]]
+    assert scores == sorted(scores)
+    ids = [r["chunk_id"] for r in body["results"]]
+    assert len(ids) == len(set(ids))
+    assert [r["rank"] for r in body["results"]] == list(range(1, len(ids) + 1))
+
+
+def test_filters_any_of_and_numeric_ranges(loaded: EmbeddedStack) -> None:
+    _, body = loaded.search("policy", filters={"department": ["it", "people"]}, relevance_threshold=0)
+    assert set(keys(body)) == {"acme/it/security.md", "acme/people/holidays.md"}
+    _, body = loaded.search("policy", filters={"department": "finance"}, relevance_threshold=0)
+    assert keys(body) == ["acme/finance/expenses.md"]
+
+
+def test_a_filter_can_never_reach_another_tenant(loaded: EmbeddedStack) -> None:
+    for filters in ({"tenant": "globex"}, {"key": "globex/finance/expenses.md"}, {"department": "finance"}):
+        _, body = loaded.search("globex reimburses travel expenses", filters=filters, relevance_threshold=0)
+        assert all(k.startswith("acme/") for k in keys(body)), filters
+
+
+def test_threshold_gives_an_honest_nothing(loaded: EmbeddedStack) -> None:
+    status, body = loaded.search("quantum chromodynamics of gluon plasma", relevance_threshold=0.9)
+    assert status == 200
+    assert body == {**body, "relevant": False, "count": 0, "results": []}
+    assert body["message"] == "No relevant passages found"
+
+
+def test_default_threshold_comes_from_config(loaded: EmbeddedStack) -> None:
+    _, unrelated = loaded.search("zebra migration across the serengeti")
+    assert unrelated["relevant"] is False
+    _, related = loaded.search("paid holiday days per year")
+    assert related["relevant"] is True
+
+
+def test_rerank_orders_by_reranker_score(rerank_stack: EmbeddedStack) -> None:
+    for key, (data, metadata) in DOCS.items():
+        rerank_stack.upload(key, data, metadata)
+    status, body = rerank_stack.search("holiday allowance paid days", relevance_threshold=0)
+    assert status == 200
+    assert len(rerank_stack.fake.requests_to("rerank")) == 1
+    assert body["results"][0]["key"] == "acme/people/holidays.md"
+    assert body["timings_ms"]["rerank"] > 0
+    # and rerank can be turned off per request
+    _, plain = rerank_stack.search("holiday allowance paid days", relevance_threshold=0, rerank=False)
+    assert len(rerank_stack.fake.requests_to("rerank")) == 1
+    assert plain["timings_ms"]["rerank"] == 0
+
+
+def test_provider_outage_is_503_with_retry_after(loaded: EmbeddedStack) -> None:
+    loaded.fake.set_outage(Fault.unavailable(retry_after=7))
+    status, headers, body = loaded.api("POST", "/search", {"query": "a question never asked before"})
+    assert status == 503
+    assert int(headers["Retry-After"]) >= 1
+    assert body["error"]["code"] == "unavailable" and "results" not in body
+    assert "Traceback" not in json.dumps(body)
+
+
+def test_reranker_outage_is_503_not_a_partial_answer(rerank_stack: EmbeddedStack) -> None:
+    rerank_stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")
+    rerank_stack.fake.set_outage(Fault.server_error(502, endpoint="rerank"))
+    status, _, body = rerank_stack.api("POST", "/search", {"query": "where is the boiler room"})
+    assert status == 503 and "results" not in body
+
+
+# --- documents --------------------------------------------------------------------------------------------
+def test_documents_are_listed_per_tenant_with_a_cursor(loaded: EmbeddedStack) -> None:
+    seen: list[str] = []
+    cursor = None
+    while True:
+        query = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        status, _, page = loaded.api("GET", "/documents", query=query)
+        assert status == 200
+        seen += [d["key"] for d in page["documents"]]
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert sorted(seen) == sorted(k for k in DOCS if k.startswith("acme/"))
+    doc = page["documents"][-1] if page["documents"] else None
+    assert doc is None or set(doc) >= {"key", "status", "chunks", "error", "updated"}
+
+
+def test_document_status_and_404_for_other_tenants(loaded: EmbeddedStack) -> None:
+    status, _, doc = loaded.api("GET", "/documents/acme/it/security.md")
+    assert status == 200 and doc["status"] == "indexed" and doc["chunks"] >= 1
+    status, _, doc = loaded.api("GET", "/documents/it/security.md")  # relative to the tenant
+    assert status == 200 and doc["key"] == "acme/it/security.md"
+    status, _, body = loaded.api("GET", "/documents/globex/finance/expenses.md")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+def test_bad_cursor_is_400_and_bad_limit_422(loaded: EmbeddedStack) -> None:
+    status, _, _ = loaded.api("GET", "/documents", query={"cursor": "!!!"})
+    assert status == 400
+    status, _, _ = loaded.api("GET", "/documents", query={"limit": 0})
+    assert status == 422
+
+
+def test_health_makes_no_provider_call(loaded: EmbeddedStack) -> None:
+    calls = loaded.fake.total_requests
+    status, headers, body = loaded.api("GET", "/health", tenant=None)
+    assert status == 200 and body["status"] == "ok"
+    assert "X-Correlation-Id" in headers
+    assert loaded.fake.total_requests == calls
+
+
+def test_unknown_route_is_a_structured_404(loaded: EmbeddedStack) -> None:
+    status, _, body = loaded.api("GET", "/nope")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+# --- contract -----------------------------------------------------------------------------------------------
+def test_committed_openapi_document_matches_the_code() -> None:
+    committed = json.loads((ROOT / "docs" / "openapi.json").read_text())
+    generated = json.loads(search_app.openapi_json())
+    assert committed == generated, "docs/openapi.json drifted: run `make openapi` and commit it"
