@@ -1,0 +1,1 @@
+"""Adapters: implementations of the ports on real providers (Voyage, ONNX, Qdrant, S3, DynamoDB)."""
