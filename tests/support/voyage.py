@@ -1,0 +1,43 @@
+"""Pytest plugin: the loopback fake Voyage server.
+
+One server per test session (starting threads per test would cost more than the tests); ``fake_voyage``
+resets it before each test so faults, usage counts and the request log never leak between tests.
+``voyage_settings`` points ``VoyageSettings`` at it with millisecond backoff, so retry tests stay fast
+even when they do not inject a sleep function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pydantic import SecretStr
+from winnow.settings import VoyageSettings
+from winnow.testing.fake_voyage import FakeVoyageServer
+
+
+@pytest.fixture(scope="session")
+def fake_voyage_server() -> Iterator[FakeVoyageServer]:
+    with FakeVoyageServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_voyage(fake_voyage_server: FakeVoyageServer) -> Iterator[FakeVoyageServer]:
+    """The session's fake Voyage server, clean for this test."""
+    fake_voyage_server.reset()
+    yield fake_voyage_server
+    fake_voyage_server.reset()
+
+
+@pytest.fixture
+def voyage_settings(fake_voyage: FakeVoyageServer) -> VoyageSettings:
+    """Settings aimed at the fake server: real limits, short timeout, near-zero backoff."""
+    return VoyageSettings(
+        api_key=SecretStr(fake_voyage.api_key),
+        base_url=fake_voyage.base_url,
+        timeout_seconds=2.0,
+        max_attempts=3,
+        backoff_base_seconds=0.001,
+        backoff_max_seconds=0.01,
+    )
