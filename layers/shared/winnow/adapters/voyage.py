@@ -1,0 +1,424 @@
+"""Voyage AI embeddings and re-ranking over REST with httpx (the ``voyageai`` SDK would drag LangChain,
+Pillow and Hugging Face into the Lambda bundle; it stays a dev dependency for the contract test).
+
+The API as documented at docs.voyageai.com (API reference "Text embedding models" and "Rerankers",
+checked when this was written):
+- ``POST {base}/embeddings`` with ``input`` (list of strings), ``model``, ``input_type`` (null / query /
+  document), ``truncation`` (default true: over-long texts are cut to the model's context),
+  ``output_dimension`` (voyage-3.5: 256, 512, 1024 (default) or 2048) and ``encoding_format`` (null =
+  float lists, ``base64`` = packed little-endian float32). Limits per request: at most 1,000 texts and
+  at most 320K tokens in total for voyage-3.5 / voyage-4 (1M for the -lite models, 120K for
+  voyage-3-large / voyage-code-3); context length 32K tokens per text. Answer: ``data[]`` of
+  ``{embedding, index}`` plus ``usage.total_tokens``.
+- ``POST {base}/rerank`` with ``query``, ``documents``, ``model``, ``top_k``, ``truncation``. Limits for
+  rerank-2.5: query at most 8K tokens, query + any one document at most 32K tokens (truncated when
+  ``truncation`` is true), at most 1,000 documents, and a total of "query tokens x documents + all
+  document tokens" of at most 600K. Answer: ``data[]`` of ``{index, relevance_score}`` best first, with
+  scores in [0, 1].
+- Errors are ``{"detail": "..."}`` with 400/401/403/422 for bad requests, 429 for rate limits (may carry
+  ``Retry-After``), 5xx for server trouble.
+
+Choices made here:
+- Token estimate (no tokenizer in the Lambda): ``max(ceil(utf8_bytes / 3), word and punctuation
+  pieces)``. Voyage's BPE tokenizers average 4-5 characters per English token, so a third of the bytes
+  over-counts prose by a third or more; counting each word and punctuation mark as at least one token
+  keeps terse text like "a, b, c" covered, and CJK (3 bytes a character) counts about one token a
+  character. Over-counting only costs an extra request; under-counting would cost a 400.
+- Embedding requests ask for ``base64`` like the SDK does: four times less to download and parse than
+  float lists (a full 1,000 x 1,024 batch is ~5 MB instead of ~20 MB). Float lists are accepted too.
+- Re-rank over budget: documents are split into several requests and the results merged. A cross-encoder
+  scores each (query, document) pair on its own, so scores from different requests are comparable and
+  splitting changes nothing, whereas trimming text would change scores. Only a single document too large
+  for the budget on its own is trimmed (to its share of the budget), since the model would truncate it
+  anyway. Empty documents are scored 0 locally (the API rejects empty strings).
+- Retries: ``max_attempts`` in total on 429, 5xx, timeouts, connection errors and unusable 200 answers
+  (malformed JSON, wrong count, wrong dimension, non-finite numbers), with exponential backoff and full
+  jitter (uniform in [0, min(max, base x 2^(attempt-1))]); on 429/503 a ``Retry-After`` of seconds or an
+  HTTP date is honoured instead, capped at ``backoff_max_seconds``. Other 4xx are never retried.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import random
+import re
+import sys
+import threading
+import time
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from winnow.errors import (
+    ConfigurationError,
+    ProviderRateLimited,
+    ProviderRejected,
+    ProviderResponseError,
+    ProviderUnavailable,
+)
+from winnow.models import EmbeddingProfile
+from winnow.observability import logger
+from winnow.ports import Embedder, InputType, Reranker, RerankScore
+from winnow.settings import VoyageSettings
+
+_PIECE = re.compile(r"\w+|[^\w\s]")
+_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+_SCORE_SLACK = 1e-6
+
+Sleep = Callable[[float], None]
+
+
+def estimate_tokens(text: str) -> int:
+    """A deliberately high guess of Voyage's token count for ``text`` (see the module docstring)."""
+    if not text:
+        return 0
+    by_bytes = -(-len(text.encode("utf-8")) // 3)
+    return max(by_bytes, sum(1 for _ in _PIECE.finditer(text)), 1)
+
+
+def batches_within(
+    texts: Sequence[str], max_texts: int, max_tokens: int, extra_per_text: int = 0
+) -> list[list[int]]:
+    """Consecutive index groups with at most ``max_texts`` items and ``max_tokens`` estimated tokens
+    each. A single text over the token budget gets a group of its own (the API truncates it)."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for index, text in enumerate(texts):
+        cost = estimate_tokens(text) + extra_per_text
+        if current and (len(current) >= max_texts or used + cost > max_tokens):
+            groups.append(current)
+            current, used = [], 0
+        current.append(index)
+        used += cost
+    if current:
+        groups.append(current)
+    return groups
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """Why an attempt failed, kept to pick the exception once attempts run out."""
+
+    kind: str  # "rate_limited" | "unavailable" | "response"
+    message: str
+    retry_after: float | None = None
+
+
+class _VoyageClient:
+    """The HTTP part both adapters share: one connection pool, auth, retries and error translation."""
+
+    def __init__(
+        self,
+        settings: VoyageSettings,
+        api_key: str,
+        client: httpx.Client | None,
+        sleep: Sleep,
+        rng: Callable[[], float],
+    ) -> None:
+        if not api_key or not api_key.strip():
+            raise ConfigurationError(
+                "Voyage API key is empty: set VOYAGE_API_KEY or VOYAGE_API_KEY_SECRET_ARN"
+            )
+        self.settings = settings
+        self._api_key = api_key
+        self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+        self._owns_client = client is None
+        self._client = client or httpx.Client(
+            timeout=httpx.Timeout(settings.timeout_seconds),
+            limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=60),
+        )
+        self._base_url = settings.base_url.rstrip("/")
+        self._sleep = sleep
+        self._rng = rng
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+    def _scrub(self, text: str) -> str:
+        """Never let the key into a message, whatever the provider or httpx echo back."""
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    def _ceiling(self, attempt: int) -> float:
+        base = self.settings.backoff_base_seconds
+        return min(self.settings.backoff_max_seconds, base * (2 ** (attempt - 1)))
+
+    def _backoff(self, attempt: int) -> float:
+        """Full jitter: spreads the retries of many Lambdas throttled at the same moment."""
+        return self._rng() * self._ceiling(attempt)
+
+    def _retry_after(self, response: httpx.Response) -> float | None:
+        value = response.headers.get("Retry-After")
+        if value is None:
+            return None
+        try:
+            seconds = float(value)
+        except ValueError:
+            try:
+                seconds = parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError, IndexError, OverflowError):
+                return None
+        if not math.isfinite(seconds):
+            return None
+        return min(max(seconds, 0.0), self.settings.backoff_max_seconds)
+
+    def post(self, path: str, payload: dict[str, Any], validate: Callable[[Any], Any]) -> Any:
+        """POST with retries; ``validate`` turns the decoded JSON into the result or raises
+        ``ProviderResponseError`` (which is retried like an outage)."""
+        url = f"{self._base_url}/{path}"
+        body = json.dumps(payload).encode("utf-8")
+        attempts = self.settings.max_attempts
+        failure: _Failure | None = None
+        for attempt in range(1, attempts + 1):
+            delay: float | None = None
+            try:
+                response = self._client.post(url, content=body, headers=self._headers)
+            except httpx.TimeoutException as exc:
+                failure = _Failure("unavailable", f"Voyage {path} timed out ({type(exc).__name__})")
+            except httpx.TransportError as exc:
+                failure = _Failure("unavailable", f"Voyage {path} connection failed ({type(exc).__name__})")
+            else:
+                status = response.status_code
+                if status == 200:
+                    try:
+                        return validate(response.json())
+                    except (json.JSONDecodeError, UnicodeDecodeError):
+                        failure = _Failure("response", f"Voyage {path} answered with malformed JSON")
+                    except ProviderResponseError as exc:
+                        failure = _Failure("response", str(exc))
+                elif status in _RETRYABLE_STATUS:
+                    retry_after = self._retry_after(response) if status in (429, 503) else None
+                    kind = "rate_limited" if status == 429 else "unavailable"
+                    failure = _Failure(kind, f"Voyage {path} answered HTTP {status}", retry_after)
+                    delay = retry_after
+                else:
+                    raise ProviderRejected(
+                        self._scrub(
+                            f"Voyage {path} rejected the request (HTTP {status}): {_detail(response)}"
+                        )
+                    )
+            if attempt == attempts:
+                break
+            if delay is None:
+                delay = self._backoff(attempt)
+            logger.warning(
+                "Voyage call failed, retrying",
+                extra={"endpoint": path, "attempt": attempt, "reason": failure.message, "delay_s": delay},
+            )
+            self._sleep(delay)
+        assert failure is not None
+        message = self._scrub(f"{failure.message}; gave up after {attempts} attempt(s)")
+        retry_after = failure.retry_after if failure.retry_after is not None else self._ceiling(attempts)
+        if failure.kind == "rate_limited":
+            raise ProviderRateLimited(message, retry_after=retry_after)
+        if failure.kind == "response":
+            raise ProviderResponseError(message, retry_after=retry_after)
+        raise ProviderUnavailable(message, retry_after=retry_after)
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        detail = None
+    text = str(detail) if detail else response.text
+    return " ".join(text.split())[:300] or "no detail"
+
+
+def _decode_vector(raw: Any) -> list[float]:
+    if isinstance(raw, str):
+        try:
+            packed = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ProviderResponseError("Voyage embedding is not valid base64") from exc
+        if len(packed) % 4:
+            raise ProviderResponseError("Voyage embedding is not a whole number of float32 values")
+        values = array("f")
+        values.frombytes(packed)
+        if sys.byteorder != "little":
+            values.byteswap()
+        return values.tolist()
+    if isinstance(raw, list) and all(type(v) in (float, int) for v in raw):
+        return [float(v) for v in raw]
+    raise ProviderResponseError("Voyage embedding is neither a float list nor base64")
+
+
+class VoyageEmbedder(Embedder):
+    """``Embedder`` on Voyage's embeddings endpoint, batching by count and estimated tokens."""
+
+    def __init__(
+        self,
+        settings: VoyageSettings,
+        api_key: str,
+        client: httpx.Client | None = None,
+        *,
+        sleep: Sleep = time.sleep,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self._http = _VoyageClient(settings, api_key, client, sleep, rng)
+        self._settings = settings
+        self._dimension: int | None = settings.output_dimension
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._http.close()
+
+    @property
+    def profile(self) -> EmbeddingProfile:
+        """With ``output_dimension`` unset the dimension is the model's default, learned from the first
+        answer (one tiny probe call if nothing was embedded yet)."""
+        if self._dimension is None:
+            self.embed(["dimension probe"], "document")
+        assert self._dimension is not None
+        return EmbeddingProfile("voyage", self._settings.embed_model, self._dimension)
+
+    def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
+        if not texts:
+            return []
+        settings = self._settings
+        vectors: list[list[float]] = []
+        for group in batches_within(texts, settings.max_batch_texts, settings.max_batch_tokens):
+            vectors.extend(self._embed_batch([texts[i] for i in group], input_type))
+        return vectors
+
+    def _embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
+        payload: dict[str, Any] = {
+            "input": texts,
+            "model": self._settings.embed_model,
+            "input_type": input_type,
+            "truncation": True,
+            "encoding_format": "base64",
+        }
+        if self._settings.output_dimension is not None:
+            payload["output_dimension"] = self._settings.output_dimension
+
+        def validate(body: Any) -> list[list[float]]:
+            return self._parse(body, len(texts))
+
+        result: list[list[float]] = self._http.post("embeddings", payload, validate)
+        return result
+
+    def _parse(self, body: Any, expected: int) -> list[list[float]]:
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list):
+            raise ProviderResponseError("Voyage embeddings answer has no data list")
+        if len(data) != expected:
+            raise ProviderResponseError(f"Voyage returned {len(data)} embeddings for {expected} texts")
+        by_index: dict[int, list[float]] = {}
+        for item in data:
+            index = item.get("index") if isinstance(item, dict) else None
+            if type(index) is not int or not 0 <= index < expected or index in by_index:
+                raise ProviderResponseError("Voyage embeddings answer has missing or repeated indexes")
+            by_index[index] = _decode_vector(item.get("embedding"))
+        vectors = [by_index[i] for i in range(expected)]
+        dimension = len(vectors[0])
+        if dimension == 0 or any(len(v) != dimension for v in vectors):
+            raise ProviderResponseError("Voyage returned embeddings of different lengths")
+        if not all(math.isfinite(x) for v in vectors for x in v):
+            raise ProviderResponseError("Voyage returned non-finite numbers in an embedding")
+        with self._lock:
+            if self._dimension is None:
+                self._dimension = dimension
+            elif dimension != self._dimension:
+                raise ProviderResponseError(
+                    f"Voyage returned {dimension}-dimensional embeddings, expected {self._dimension}"
+                )
+        return vectors
+
+
+class VoyageReranker(Reranker):
+    """``Reranker`` on Voyage's rerank endpoint; splits over-budget calls and merges the scores."""
+
+    def __init__(
+        self,
+        settings: VoyageSettings,
+        api_key: str,
+        client: httpx.Client | None = None,
+        *,
+        sleep: Sleep = time.sleep,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self._http = _VoyageClient(settings, api_key, client, sleep, rng)
+        self._settings = settings
+
+    def close(self) -> None:
+        self._http.close()
+
+    @property
+    def model(self) -> str:
+        return self._settings.rerank_model
+
+    def rerank(self, query: str, documents: Sequence[str], top_k: int | None = None) -> list[RerankScore]:
+        if top_k is not None and top_k < 1:
+            raise ValueError("top_k must be at least 1")
+        settings = self._settings
+        sendable = [i for i, doc in enumerate(documents) if doc.strip()]
+        scores = [RerankScore(i, 0.0) for i, doc in enumerate(documents) if not doc.strip()]
+        if sendable:
+            query_tokens = estimate_tokens(query)
+            budget = settings.rerank_max_tokens
+            texts = [self._fit(documents[i], query_tokens, budget) for i in sendable]
+            groups = batches_within(texts, settings.rerank_max_documents, budget, extra_per_text=query_tokens)
+            for group in groups:
+                for score in self._rerank_batch(query, [texts[i] for i in group], top_k):
+                    scores.append(RerankScore(sendable[group[score.index]], score.score))
+        scores.sort(key=lambda s: (-s.score, s.index))
+        return scores[:top_k] if top_k is not None else scores
+
+    @staticmethod
+    def _fit(document: str, query_tokens: int, budget: int) -> str:
+        """Trim only a document that cannot fit the whole budget on its own."""
+        room = max(1, budget - query_tokens)
+        tokens = estimate_tokens(document)
+        if tokens <= room:
+            return document
+        keep = max(1, len(document) * room // tokens)
+        while keep > 1 and estimate_tokens(document[:keep]) > room:
+            keep = keep * 9 // 10
+        return document[:keep]
+
+    def _rerank_batch(self, query: str, documents: list[str], top_k: int | None) -> list[RerankScore]:
+        expected = len(documents) if top_k is None else min(top_k, len(documents))
+        payload: dict[str, Any] = {
+            "query": query,
+            "documents": documents,
+            "model": self._settings.rerank_model,
+            "top_k": None if top_k is None else expected,
+            "truncation": True,
+        }
+
+        def validate(body: Any) -> list[RerankScore]:
+            return _parse_rerank(body, len(documents), expected)
+
+        result: list[RerankScore] = self._http.post("rerank", payload, validate)
+        return result
+
+
+def _parse_rerank(body: Any, documents: int, expected: int) -> list[RerankScore]:
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        raise ProviderResponseError("Voyage rerank answer has no data list")
+    if len(data) != expected:
+        raise ProviderResponseError(f"Voyage returned {len(data)} rerank results, expected {expected}")
+    seen: set[int] = set()
+    scores: list[RerankScore] = []
+    for item in data:
+        index = item.get("index") if isinstance(item, dict) else None
+        score = item.get("relevance_score") if isinstance(item, dict) else None
+        if type(index) is not int or not 0 <= index < documents or index in seen:
+            raise ProviderResponseError("Voyage rerank answer has a missing, repeated or unknown index")
+        if not isinstance(score, float | int) or isinstance(score, bool) or not math.isfinite(score):
+            raise ProviderResponseError("Voyage rerank answer has a non-numeric or non-finite score")
+        if not -_SCORE_SLACK <= score <= 1 + _SCORE_SLACK:
+            raise ProviderResponseError(f"Voyage rerank score {score} is outside [0, 1]")
+        seen.add(index)
+        scores.append(RerankScore(index, min(1.0, max(0.0, float(score)))))
+    return scores
