@@ -72,6 +72,14 @@ class ProviderResponseError(ProviderUnavailable):
     """The provider answered with something we cannot use (malformed JSON, wrong vector count)."""
 
 
+class EnqueueFailed(ProviderUnavailable):
+    """Some events could not be put on the ingest queue; ``keys`` names their objects."""
+
+    def __init__(self, message: str, keys: list[str], *, retry_after: float | None = None) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.keys = keys
+
+
 class ProviderRejected(PermanentError):
     """The provider refused the request itself (HTTP 4xx other than 429): retrying will not help."""
 

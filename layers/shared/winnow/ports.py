@@ -7,7 +7,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from winnow.models import (
     ChunkPoint,
@@ -17,6 +17,9 @@ from winnow.models import (
     SparseVector,
     StoredChunk,
 )
+
+if TYPE_CHECKING:
+    from winnow.ingest.events import ObjectEvent
 
 InputType = Literal["document", "query"]
 SearchMode = Literal["hybrid", "dense", "sparse"]
@@ -112,6 +115,11 @@ class VectorStore(ABC):
     def count_by_document(self, tenant: str | None = None) -> dict[tuple[str, str], int]:
         """Point counts per (tenant, key): reconcile compares these with the ledger."""
 
+    def tenants(self) -> set[str]:
+        """Every tenant that has points. The default counts them all; an adapter may ask the engine
+        for distinct values instead (reconcile finds tenants whose objects are all gone with it)."""
+        return {tenant for tenant, _ in self.count_by_document()}
+
 
 class Ledger(ABC):
     """One record per (tenant, key). Writes are conditional on the S3 event sequencer so that an
@@ -140,6 +148,10 @@ class Ledger(ABC):
     def scan(self, tenant: str | None = None) -> Iterator[LedgerRecord]:
         """Every record (of one tenant, or all), streamed."""
 
+    def tenants(self) -> set[str]:
+        """Every tenant with a record, streamed through ``scan`` (only the set of names is kept)."""
+        return {record.tenant for record in self.scan()}
+
     @abstractmethod
     def acquire(self, tenant: str, key: str, owner: str, ttl_seconds: int) -> bool:
         """Take the per-document lease; False when another owner holds an unexpired one."""
@@ -163,3 +175,34 @@ class ObjectSource(ABC):
     @abstractmethod
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         """Every object under the prefix, streamed page by page (never the whole listing in memory)."""
+
+    def list_after(self, prefix: str, start_after: str | None) -> Iterator[ObjectInfo]:
+        """Like ``list``, from the first key after ``start_after`` (a paged reconcile resuming). The
+        default skips what comes before; an adapter overrides it when the provider can start there."""
+        for info in self.list(prefix):
+            if start_after is None or info.key > start_after:
+                yield info
+
+
+class EventQueue(ABC):
+    """Where reconcile hands its synthetic S3 events to ingest: in AWS the queue the bucket feeds, so
+    concurrency limits, retries and the DLQ apply to them exactly as to S3's own events."""
+
+    @abstractmethod
+    def send(self, events: Sequence[ObjectEvent]) -> None:
+        """Deliver every event as an S3 notification. Raises ``EnqueueFailed`` naming the keys that could
+        not be delivered (the others were), or another ``TransientError`` when the queue is unreachable."""
+
+
+class ActiveIndex(ABC):
+    """Which embedding profile's collection searches read. Ingest writes into the configured profile's
+    collection; reconcile moves this pointer only once that collection holds every document, so an
+    embedding-model change never leaves searches on a half-built index."""
+
+    @abstractmethod
+    def active(self) -> EmbeddingProfile | None:
+        """The profile searches use, or None when no pointer has been set yet."""
+
+    @abstractmethod
+    def activate(self, profile: EmbeddingProfile) -> None:
+        """Point searches at the collection of ``profile`` in one atomic step."""
