@@ -212,6 +212,11 @@ class IngestService:
         profile = self.embedder.profile.slug
         same_profile = current is not None and current.profile == profile
         indexed = current is not None and current.status == DocumentStatus.INDEXED and same_profile
+        if indexed and current is not None and event.sequencer is None:
+            # A synthetic event (reconcile) may come because points went missing: "unchanged" then also
+            # requires the store to hold every chunk. If it does not, index again; the vectors that
+            # remain are reused, so only the lost chunks are embedded.
+            indexed = len(self.store.point_ids(tenant, event.key)) == current.chunks
         if indexed and current is not None and current.etag == info.etag:
             return self._unchanged(tenant, event, current, info, metadata)
 
