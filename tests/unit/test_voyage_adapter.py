@@ -356,6 +356,17 @@ def test_api_key_never_appears_in_errors_or_logs(
         assert fake_voyage.api_key not in text
 
 
+def test_api_key_echoed_by_the_provider_is_scrubbed(
+    fake_voyage: FakeVoyageServer, make_embedder: EmbedderFactory
+) -> None:
+    # Given a provider whose error message repeats the key it was sent
+    fake_voyage.inject(Fault.http_status(400, detail=f"bad request from key {fake_voyage.api_key}"))
+    # Then our message keeps the provider's words but not the key
+    with pytest.raises(ProviderRejected, match="bad request from key") as caught:
+        make_embedder().embed(["x"], "document")
+    assert fake_voyage.api_key not in str(caught.value)
+
+
 def test_empty_api_key_is_a_configuration_error(voyage_settings: VoyageSettings) -> None:
     with pytest.raises(ConfigurationError):
         VoyageEmbedder(voyage_settings, "  ")

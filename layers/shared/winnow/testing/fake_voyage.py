@@ -87,6 +87,7 @@ class Fault:
     retry_after: str | None = None
     delay_seconds: float = 0.0
     endpoint: Endpoint | None = None
+    detail: str | None = None  # the error message of a status fault (default: the status phrase)
 
     @classmethod
     def rate_limited(cls, retry_after: float | None = None, endpoint: Endpoint | None = None) -> Fault:
@@ -102,10 +103,14 @@ class Fault:
 
     @classmethod
     def http_status(
-        cls, status: int, retry_after: float | None = None, endpoint: Endpoint | None = None
+        cls,
+        status: int,
+        retry_after: float | None = None,
+        endpoint: Endpoint | None = None,
+        detail: str | None = None,
     ) -> Fault:
         header = None if retry_after is None else _format_seconds(retry_after)
-        return cls("status", status=status, retry_after=header, endpoint=endpoint)
+        return cls("status", status=status, retry_after=header, endpoint=endpoint, detail=detail)
 
     @classmethod
     def delay(cls, seconds: float, endpoint: Endpoint | None = None) -> Fault:
@@ -213,6 +218,13 @@ def rerank_score(query: str, document: str) -> float:
     if not query_terms:
         return 0.0
     return len(query_terms & set(terms(document))) / len(query_terms)
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 def _format_seconds(seconds: float) -> str:
@@ -497,10 +509,10 @@ def _make_handler(fake: FakeVoyageServer) -> type[BaseHTTPRequestHandler]:
             if fault is not None and fault.kind == "status":
                 fake._record(state, endpoint, body, fault.status, fault)
                 headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
-                reason = (
-                    HTTPStatus(fault.status).phrase if fault.status in HTTPStatus._value2member_map_ else ""
+                detail = (
+                    fault.detail or f"Injected fault: HTTP {fault.status} {_phrase(fault.status)}".strip()
                 )
-                self._send_json(fault.status, {"detail": f"Injected fault: {reason}".strip()}, headers)
+                self._send_json(fault.status, {"detail": detail}, headers)
                 return
             if fault is not None and fault.kind == "disconnect":
                 fake._record(state, endpoint, body, 0, fault)
