@@ -1,0 +1,839 @@
+"""The AWS deployment: template.yaml, the makefile builds, samconfig.toml and events/.
+
+What a team relies on when it runs ``sam build && sam deploy --guided``: the template lints, the build works
+on this machine without Docker, the bundles stay well inside Lambda's 250 MB, the built layer imports on its
+own, every environment variable the template sets means something to the settings models, and the sample
+events are the ones the handlers and SAM understand.
+
+SAM CLI lives in its own virtualenv (its pins clash with ours): ``$SAM_CLI`` or ``.tools/sam/bin/sam``,
+installed by ``make test``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+from urllib.parse import unquote_plus
+
+import pytest
+from cfnlint.decode.cfn_yaml import loads as load_cfn_yaml
+from packaging.requirements import Requirement
+from pydantic_settings import BaseSettings
+from winnow import settings as settings_module
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "events"
+MB = 1024 * 1024
+LAMBDA_UNZIPPED_LIMIT = 250 * MB
+RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
+PARSERS = ("pypdf", "python-docx", "lxml")
+AARCH64_ELF_MACHINE = 183
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+def sam_cli() -> Path:
+    sam = Path(os.environ.get("SAM_CLI", ROOT / ".tools" / "sam" / "bin" / "sam"))
+    if not sam.exists():
+        pytest.fail(f"SAM CLI not found at {sam}: run `make test` (it installs .tools/sam) or set SAM_CLI")
+    return sam
+
+
+def sam_env(sam: Path) -> dict[str, str]:
+    """SAM's own bin first on PATH, so the makefiles' ``python3 -m pip`` has a pip, and no telemetry."""
+    env = dict(os.environ)
+    env["PATH"] = f"{sam.parent}{os.pathsep}{env.get('PATH', '')}"
+    env["SAM_CLI_TELEMETRY"] = "0"
+    env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    return env
+
+
+def run(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = ROOT, timeout: int = 900) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{output[-6000:]}"
+    return output
+
+
+def tree_bytes(path: Path) -> int:
+    """Unzipped size as Lambda counts it: the bytes of every file."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def distributions(site: Path) -> set[str]:
+    """Normalised names of the distributions installed in a pip --target directory."""
+    names = set()
+    for info in site.glob("*.dist-info"):
+        name = info.name.removesuffix(".dist-info").rsplit("-", 1)[0]
+        names.add(re.sub(r"[-_.]+", "-", name).lower())
+    return names
+
+
+def normalised(requirement: str) -> str:
+    req = Requirement(requirement)
+    return f"{re.sub(r'[-_.]+', '-', req.name).lower()}{req.specifier}"
+
+
+def requirement_lines(path: Path) -> set[str]:
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return {normalised(line) for line in lines if line}
+
+
+def load_template() -> dict[str, Any]:
+    return dict(load_cfn_yaml((ROOT / "template.yaml").read_text()))
+
+
+def load_event(name: str) -> dict[str, Any]:
+    data = json.loads((EVENTS / name).read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def functions_of(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        name: resource
+        for name, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::Serverless::Function"
+    }
+
+
+def function_env(template: dict[str, Any], name: str) -> dict[str, Any]:
+    """A function's environment as Lambda sees it: Globals merged with its own variables."""
+    env = dict(template["Globals"]["Function"].get("Environment", {}).get("Variables", {}))
+    env.update(template["Resources"][name]["Properties"].get("Environment", {}).get("Variables", {}))
+    return env
+
+
+def settings_env_fields() -> dict[str, tuple[type[BaseSettings], str, bool]]:
+    """Every environment variable the settings models read → (model, field, required)."""
+    fields: dict[str, tuple[type[BaseSettings], str, bool]] = {}
+    for model in vars(settings_module).values():
+        if not (isinstance(model, type) and issubclass(model, BaseSettings) and model is not BaseSettings):
+            continue
+        prefix = str(model.model_config.get("env_prefix", ""))
+        for field_name, info in model.model_fields.items():
+            names = {f"{prefix}{field_name}".upper()}
+            if isinstance(info.validation_alias, str):
+                names.add(info.validation_alias.upper())
+            for env_name in names:
+                fields[env_name] = (model, field_name, info.is_required())
+    return fields
+
+
+def is_powertools_variable(name: str) -> bool:
+    return name.startswith("POWERTOOLS_")
+
+
+# --- template: lint, structure -------------------------------------------------------------------------
+def test_sam_validate_lint_passes() -> None:
+    """Given the template, when SAM validates it with cfn-lint, then it is a valid SAM template."""
+    sam = sam_cli()
+    output = run(
+        [str(sam), "validate", "--lint", "--template-file", "template.yaml", "--region", "us-east-1"],
+        env=sam_env(sam),
+        timeout=300,
+    )
+    assert "is a valid SAM Template" in output
+
+
+def test_queue_visibility_is_six_times_ingest_timeout_for_every_allowed_timeout() -> None:
+    """Given every ingest timeout a team may choose, then the queue's visibility timeout is at least six
+    times it (the Lambda guidance for SQS sources), so a slow batch is never delivered twice while running."""
+    t = load_template()
+    timeout_param = t["Parameters"]["IngestTimeoutSeconds"]
+    assert t["Resources"]["IngestFunction"]["Properties"]["Timeout"] == {"Ref": "IngestTimeoutSeconds"}
+    visibility = t["Resources"]["IngestQueue"]["Properties"]["VisibilityTimeout"]
+    assert visibility == {
+        "Fn::FindInMap": ["IngestTimeouts", {"Ref": "IngestTimeoutSeconds"}, "QueueVisibility"]
+    }
+    for allowed in timeout_param["AllowedValues"]:
+        seconds = int(allowed)
+        assert seconds <= 900
+        assert int(t["Mappings"]["IngestTimeouts"][str(allowed)]["QueueVisibility"]) >= 6 * seconds
+
+
+def test_ingest_reads_the_queue_with_partial_batch_failures_and_bounded_concurrency() -> None:
+    t = load_template()
+    events = t["Resources"]["IngestFunction"]["Properties"]["Events"]
+    (sqs,) = [e["Properties"] for e in events.values() if e["Type"] == "SQS"]
+    assert sqs["Queue"] == {"Fn::GetAtt": ["IngestQueue", "Arn"]}
+    assert sqs["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert sqs["BatchSize"] == {"Ref": "IngestBatchSize"}
+    assert sqs["MaximumBatchingWindowInSeconds"] == {"Ref": "IngestBatchWindowSeconds"}
+    assert sqs["ScalingConfig"]["MaximumConcurrency"] == {"Ref": "IngestMaxConcurrency"}
+    assert t["Parameters"]["IngestMaxConcurrency"]["MinValue"] >= 2  # SQS's lower bound
+
+    queue = t["Resources"]["IngestQueue"]["Properties"]
+    assert queue["SqsManagedSseEnabled"] is True
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["IngestDeadLetterQueue", "Arn"]}
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == {"Ref": "IngestMaxReceiveCount"}
+    assert t["Parameters"]["IngestMaxReceiveCount"]["Default"] == 5
+    assert t["Resources"]["IngestDeadLetterQueue"]["Properties"]["SqsManagedSseEnabled"] is True
+
+
+def test_bucket_is_private_encrypted_tls_only_and_notifies_the_queue_of_creates_and_deletes() -> None:
+    t = load_template()
+    bucket = t["Resources"]["DocumentsBucket"]
+    props = bucket["Properties"]
+    assert set(props["PublicAccessBlockConfiguration"].values()) == {True}
+    assert len(props["PublicAccessBlockConfiguration"]) == 4
+    (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    sse_kms, sse_s3 = rule["ServerSideEncryptionByDefault"]["Fn::If"][1:]
+    assert sse_kms["SSEAlgorithm"] == "aws:kms"
+    assert sse_s3 == {"SSEAlgorithm": "AES256"}
+    notifications = props["NotificationConfiguration"]["QueueConfigurations"]
+    assert {n["Event"] for n in notifications} == {"s3:ObjectCreated:*", "s3:ObjectRemoved:*"}
+    assert all(n["Queue"] == {"Fn::GetAtt": ["IngestQueue", "Arn"]} for n in notifications)
+
+    # The queue policy must exist before S3 accepts the notification configuration, and it names the
+    # bucket by the same expression as the bucket itself (no circular dependency, no name drift).
+    assert bucket["DependsOn"] == "IngestQueuePolicy"
+    statements = t["Resources"]["IngestQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    allow = next(s for s in statements if s["Effect"] == "Allow")
+    assert allow["Principal"] == {"Service": "s3.amazonaws.com"}
+    assert allow["Action"] == "sqs:SendMessage"
+    source_arn = allow["Condition"]["ArnEquals"]["aws:SourceArn"]["Fn::Sub"]
+    assert source_arn[0] == "arn:${AWS::Partition}:s3:::${Name}"
+    assert source_arn[1]["Name"] == props["BucketName"]
+    assert allow["Condition"]["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}
+
+    policy = t["Resources"]["DocumentsBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    deny_plain = next(s for s in policy if s.get("Condition", {}).get("Bool"))
+    assert deny_plain["Effect"] == "Deny"
+    assert deny_plain["Condition"]["Bool"] == {"aws:SecureTransport": "false"}
+
+
+def test_ledger_table_matches_the_dynamodb_adapter_keys() -> None:
+    props = load_template()["Resources"]["LedgerTable"]["Properties"]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["KeySchema"] == [
+        {"AttributeName": "pk", "KeyType": "HASH"},
+        {"AttributeName": "sk", "KeyType": "RANGE"},
+    ]
+    assert {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]} == {
+        "pk": "S",
+        "sk": "S",
+    }
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
+
+
+SECRET_ARNS = [
+    {"Fn::If": ["CreateQdrantSecret", {"Ref": "QdrantApiKeySecret"}, {"Ref": "QdrantApiKeySecretArn"}]},
+    {"Fn::If": ["CreateVoyageSecret", {"Ref": "VoyageApiKeySecret"}, {"Ref": "VoyageApiKeySecretArn"}]},
+]
+
+
+def policy_templates(function: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The function's policies as (SAM policy template, arguments); conditional ones unwrapped."""
+    found = []
+    for policy in function["Properties"]["Policies"]:
+        if "Fn::If" in policy:
+            policy = policy["Fn::If"][1]
+            assert policy is not None
+        assert isinstance(policy, dict) and len(policy) == 1, f"only SAM policy templates, got {policy}"
+        ((name, args),) = policy.items()
+        found.append((name, dict(args)))
+    return found
+
+
+def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -> None:
+    """Given the two functions, then each has only SAM policy templates scoped to this stack's bucket,
+    table and secrets: ingest reads the bucket and writes the ledger, search only reads the ledger."""
+    t = load_template()
+    fns = functions_of(t)
+    ingest = policy_templates(fns["IngestFunction"])
+    search = policy_templates(fns["SearchFunction"])
+
+    assert ("S3ReadPolicy", {"BucketName": {"Ref": "DocumentsBucket"}}) in ingest
+    assert ("DynamoDBCrudPolicy", {"TableName": {"Ref": "LedgerTable"}}) in ingest
+    assert ("DynamoDBReadPolicy", {"TableName": {"Ref": "LedgerTable"}}) in search
+    for policies in (ingest, search):
+        secrets = [
+            args["SecretArn"] for name, args in policies if name == "AWSSecretsManagerGetSecretValuePolicy"
+        ]
+        assert secrets == SECRET_ARNS
+    allowed = {
+        "S3ReadPolicy",
+        "DynamoDBCrudPolicy",
+        "DynamoDBReadPolicy",
+        "AWSSecretsManagerGetSecretValuePolicy",
+        "KMSDecryptPolicy",
+    }
+    assert {name for name, _ in ingest} <= allowed
+    assert {name for name, _ in search} == {"DynamoDBReadPolicy", "AWSSecretsManagerGetSecretValuePolicy"}
+
+
+def test_search_api_uses_a_jwt_authorizer_cors_and_routes_the_app_serves() -> None:
+    """Given the HTTP API, then every route but the public ones needs a JWT, CORS comes from a parameter,
+    and the routes are exactly those the search app's resolver serves."""
+    from functions.search.app import app
+
+    t = load_template()
+    api = t["Resources"]["SearchApi"]["Properties"]
+    assert api["Auth"]["DefaultAuthorizer"] == "WinnowJwt"
+    jwt = api["Auth"]["Authorizers"]["WinnowJwt"]["JwtConfiguration"]
+    assert jwt == {"issuer": {"Ref": "JwtIssuer"}, "audience": {"Ref": "JwtAudience"}}
+    assert api["CorsConfiguration"]["AllowOrigins"] == {"Fn::Split": [",", {"Ref": "CorsAllowedOrigins"}]}
+    assert "authorization" in api["CorsConfiguration"]["AllowHeaders"]
+
+    search = t["Resources"]["SearchFunction"]["Properties"]
+    routes: dict[tuple[str, str], bool] = {}
+    for event in search["Events"].values():
+        assert event["Type"] == "HttpApi"
+        props = event["Properties"]
+        assert props["ApiId"] == {"Ref": "SearchApi"}
+        public = props.get("Auth", {}).get("Authorizer") == "NONE"
+        routes[(props["Method"].upper(), props["Path"].replace("+}", "}"))] = public
+
+    schema = app.get_openapi_schema()
+    served = {
+        (method.upper(), path)
+        for path, item in (schema.paths or {}).items()
+        for method in ("get", "post", "put", "delete", "patch")
+        if getattr(item, method, None) is not None
+    }
+    served.add(("GET", "/openapi.json"))  # served, but left out of its own schema
+    assert set(routes) == served
+    assert {route for route, public in routes.items() if public} == {
+        ("GET", "/health"),
+        ("GET", "/openapi.json"),
+    }
+    assert search["Environment"]["Variables"]["WINNOW_SEARCH_TENANT_CLAIM"] == {"Ref": "TenantClaim"}
+
+
+def test_snapstart_and_provisioned_concurrency_are_optional_and_exclusive() -> None:
+    t = load_template()
+    search = t["Resources"]["SearchFunction"]["Properties"]
+    assert t["Parameters"]["SearchColdStartMode"]["AllowedValues"] == ["none", "snapstart", "provisioned"]
+    assert t["Parameters"]["SearchColdStartMode"]["Default"] == "none"
+    assert search["AutoPublishAlias"]
+    assert search["SnapStart"]["ApplyOn"] == {"Fn::If": ["UseSnapStart", "PublishedVersions", "None"]}
+    assert search["ProvisionedConcurrencyConfig"]["Fn::If"][0] == "UseProvisionedConcurrency"
+    assert search["ProvisionedConcurrencyConfig"]["Fn::If"][2] == {"Ref": "AWS::NoValue"}
+    # SnapStart for Python needs 3.12 or later.
+    assert t["Globals"]["Function"]["Runtime"] == "python3.13"
+
+
+def test_runtime_layer_logs_and_alarms() -> None:
+    """Python 3.13 on arm64 with X-Ray, a makefile-built layer, a log group with retention per function,
+    and alarms for the DLQ and every function's errors and throttles, sent to the SNS topic parameter."""
+    t = load_template()
+    glob = t["Globals"]["Function"]
+    assert glob["Architectures"] == ["arm64"]
+    assert glob["Tracing"] == "Active"
+    assert glob["Layers"] == [{"Ref": "SharedLayer"}]
+    layer = t["Resources"]["SharedLayer"]
+    assert layer["Metadata"]["BuildMethod"] == "makefile"
+    assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+
+    resources = t["Resources"]
+    for name, fn in functions_of(t).items():
+        assert fn["Metadata"]["BuildMethod"] == "makefile", name
+        group = fn["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert resources[group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+    alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    watched = set()
+    for alarm in alarms:
+        assert alarm["AlarmActions"] == {
+            "Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]
+        }
+        dims = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+        target = dims.get("FunctionName", dims.get("QueueName"))
+        watched.add((alarm["MetricName"], json.dumps(target, sort_keys=True)))
+    for function_name in ("IngestFunction", "SearchFunction"):
+        for metric in ("Errors", "Throttles"):
+            assert (metric, json.dumps({"Ref": function_name})) in watched
+    dlq = json.dumps({"Fn::GetAtt": ["IngestDeadLetterQueue", "QueueName"]}, sort_keys=True)
+    assert ("ApproximateNumberOfMessagesVisible", dlq) in watched
+
+
+def test_outputs_name_everything_a_team_needs_after_deploy() -> None:
+    outputs = load_template()["Outputs"]
+    for name in (
+        "ApiUrl",
+        "BucketName",
+        "QueueUrl",
+        "DlqUrl",
+        "LedgerTableName",
+        "SharedLayerArn",
+        "IngestFunctionName",
+        "SearchFunctionName",
+        "QdrantSecretArn",
+        "VoyageSecretArn",
+    ):
+        assert name in outputs
+
+
+# --- template environment ↔ settings models ----------------------------------------------------------
+SAMPLE_VALUES = {  # parameters without a default, as a team would answer `sam deploy --guided`
+    "QdrantUrl": "https://xyz-example.eu-central-1-0.aws.cloud.qdrant.io",
+    "JwtIssuer": "https://cognito-idp.eu-central-1.amazonaws.com/eu-central-1_EXAMPLE",
+}
+DEPLOY_TIME = "arn:aws:resolved-at-deploy-time"
+
+
+def env_candidates(template: dict[str, Any], value: Any) -> list[str]:
+    """The values an environment variable can take: literals as they are, parameters over their allowed
+    values (or default), anything resolved at deploy time as a placeholder."""
+    if isinstance(value, str | int | float | bool):
+        return [str(value)]
+    params = template["Parameters"]
+    if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in params:
+        param = params[value["Ref"]]
+        if "AllowedValues" in param:
+            return [str(v) for v in param["AllowedValues"]]
+        if "Default" in param:
+            return [str(param["Default"])]
+        assert value["Ref"] in SAMPLE_VALUES, f"parameter {value['Ref']} has no default: add a sample value"
+        return [SAMPLE_VALUES[value["Ref"]]]
+    return [DEPLOY_TIME]
+
+
+def environments(template: dict[str, Any], name: str) -> Iterator[dict[str, str]]:
+    """The function's environment with every parameter at its default, then each one varied alone."""
+    params = template["Parameters"]
+    env = function_env(template, name)
+    options = {var: env_candidates(template, value) for var, value in env.items()}
+    base = {var: values[0] for var, values in options.items()}
+    for var, value in env.items():
+        param = params.get(value.get("Ref", "")) if isinstance(value, dict) else None
+        if param is not None and "Default" in param:
+            base[var] = str(param["Default"])
+    yield base
+    for var, values in options.items():
+        for value in values:
+            yield {**base, var: value}
+
+
+@pytest.fixture
+def clean_settings_env() -> Iterator[None]:
+    prefixes = ("WINNOW_", "QDRANT_", "VOYAGE_", "POWERTOOLS_")
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    with mock.patch.dict(os.environ, keep, clear=True):
+        yield
+
+
+def test_every_template_environment_variable_is_a_settings_field() -> None:
+    """Given the variables the template sets (Globals and each function), then each one is read by a
+    settings model (or by Powertools): a typo or a renamed field cannot slip into a deploy unnoticed."""
+    t = load_template()
+    fields = settings_env_fields()
+    assert fields, "no settings models found"
+    for name in functions_of(t):
+        unknown = [
+            var
+            for var in function_env(t, name)
+            if var.upper() not in fields and not is_powertools_variable(var)
+        ]
+        assert not unknown, f"{name} sets variables no settings model reads: {unknown}"
+
+
+def test_every_required_setting_and_every_aws_essential_is_set_by_the_template() -> None:
+    """Given the settings models, then every field without a default is set for every function, and so is
+    everything that keeps a function off the embedded default (local Qdrant, SQLite, local model)."""
+    t = load_template()
+    required = {env for env, (_, _, is_required) in settings_env_fields().items() if is_required}
+    essentials = {
+        "IngestFunction": {
+            "WINNOW_BUCKET",
+            "WINNOW_LEDGER_TABLE",
+            "QDRANT_URL",
+            "QDRANT_API_KEY_SECRET_ARN",
+            "VOYAGE_API_KEY_SECRET_ARN",
+            "WINNOW_EMBEDDER",
+            "WINNOW_HOME",
+        },
+        "SearchFunction": {
+            "WINNOW_LEDGER_TABLE",
+            "QDRANT_URL",
+            "QDRANT_API_KEY_SECRET_ARN",
+            "VOYAGE_API_KEY_SECRET_ARN",
+            "WINNOW_EMBEDDER",
+            "WINNOW_RERANKER",
+            "WINNOW_SEARCH_TENANT_CLAIM",
+            "WINNOW_HOME",
+        },
+    }
+    for name in functions_of(t):
+        env = set(function_env(t, name))
+        assert required <= env, f"{name} misses required settings {required - env}"
+        assert essentials[name] <= env, f"{name} misses {essentials[name] - env}"
+
+
+@pytest.mark.usefixtures("clean_settings_env")
+def test_template_environment_validates_against_the_settings_models_for_every_allowed_parameter() -> None:
+    """Given each function's environment with every parameter's default and each allowed value, when the
+    settings models read it, then it validates and lands where AWS needs it (Voyage, /tmp, no header
+    tenant)."""
+    from winnow.factory import Settings
+
+    t = load_template()
+    checked = 0
+    for name in functions_of(t):
+        for env in environments(t, name):
+            with mock.patch.dict(os.environ, env):
+                s = Settings()
+            checked += 1
+            assert s.providers.embedder == "voyage"
+            assert str(s.storage.home).startswith("/tmp/")
+            assert s.qdrant.url and s.qdrant.url.startswith("https://")
+            assert s.voyage.configured
+            assert s.qdrant.api_key_secret_arn and s.voyage.api_key_secret_arn
+            assert s.storage.ledger_table
+            if name == "IngestFunction":
+                assert s.storage.bucket
+            if name == "SearchFunction":
+                assert s.search.allow_tenant_header is False
+    assert checked > 10
+
+
+# --- samconfig and requirements -----------------------------------------------------------------------
+def test_samconfig_has_default_and_prod_with_overrides_the_template_accepts() -> None:
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    params = load_template()["Parameters"]
+    for env_name in ("default", "prod"):
+        env = config[env_name]
+        assert env["global"]["parameters"]["stack_name"]
+        assert env["global"]["parameters"]["region"]
+        assert env["build"]["parameters"]["cached"] is True
+        assert env["build"]["parameters"]["parallel"] is True
+        deploy = env["deploy"]["parameters"]
+        assert "CAPABILITY_IAM" in deploy["capabilities"]
+        for override in deploy["parameter_overrides"]:
+            key, value = override.split("=", 1)
+            assert key in params, f"{env_name}: unknown parameter {key}"
+            if "AllowedValues" in params[key]:
+                assert value in [str(v) for v in params[key]["AllowedValues"]], override
+            if "AllowedPattern" in params[key]:
+                assert re.fullmatch(params[key]["AllowedPattern"], value), override
+    assert config["prod"]["deploy"]["parameters"]["confirm_changeset"] is True
+    assert (
+        config["default"]["global"]["parameters"]["stack_name"]
+        != config["prod"]["global"]["parameters"]["stack_name"]
+    )
+
+
+def test_bundle_requirements_mirror_pyproject() -> None:
+    """The layer installs exactly the runtime dependencies, the ingest function exactly the parsers."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert requirement_lines(ROOT / "layers/shared/requirements.txt") == {
+        normalised(r) for r in project["dependencies"]
+    }
+    ingest = {normalised(r) for r in project["optional-dependencies"]["ingest"]}
+    assert requirement_lines(ROOT / "functions/ingest/requirements.txt") == ingest
+    assert not any(
+        name in r
+        for r in requirement_lines(ROOT / "layers/shared/requirements.txt")
+        for name in RUNTIME_PROVIDED
+    )
+
+
+# --- events -------------------------------------------------------------------------------------------
+def test_every_event_file_is_json_and_covered_here() -> None:
+    names = {p.name for p in EVENTS.glob("*.json")}
+    assert names >= {
+        "s3-put.json",
+        "s3-delete.json",
+        "sqs-s3-batch.json",
+        "api-search.json",
+        "api-documents-list.json",
+        "api-document-status.json",
+        "api-health.json",
+    }
+    for name in names:
+        load_event(name)
+
+
+def test_s3_events_parse_with_powertools() -> None:
+    from aws_lambda_powertools.utilities.data_classes import S3Event
+
+    put = S3Event(load_event("s3-put.json"))
+    (record,) = list(put.records)
+    assert record.event_name.startswith("ObjectCreated:")
+    assert record.s3.get_object.key.split("/", 1)[0] == "acme"
+    assert record.s3.get_object.size > 0
+    assert record.s3.get_object.sequencer
+
+    delete = S3Event(load_event("s3-delete.json"))
+    (record,) = list(delete.records)
+    assert record.event_name.startswith("ObjectRemoved:")
+    assert "size" not in record.s3.get_object.raw_event  # S3 sends none for deletes
+    assert "eTag" not in record.s3.get_object.raw_event
+    assert record.s3.get_object.sequencer
+
+
+def test_sqs_batch_holds_s3_notifications_with_an_encoded_key_and_a_test_event() -> None:
+    from aws_lambda_powertools.utilities.data_classes import S3Event, SQSEvent
+
+    batch = SQSEvent(load_event("sqs-s3-batch.json"))
+    records = list(batch.records)
+    assert len(records) == 3
+    assert len({r.message_id for r in records}) == 3
+    bodies = [r.json_body for r in records]
+    keys, test_events = [], []
+    for body in bodies:
+        if body.get("Event") == "s3:TestEvent":
+            test_events.append(body)
+            continue
+        for s3_record in S3Event(body).records:
+            keys.append((s3_record.event_name, unquote_plus(s3_record.s3.get_object.key)))
+    assert len(test_events) == 1
+    assert ("ObjectCreated:Put", "acme/reports/Q1 report+2024.pdf") in keys
+    assert any(name.startswith("ObjectRemoved:") for name, _ in keys)
+
+
+@pytest.mark.parametrize(
+    ("name", "route_key"),
+    [
+        ("api-search.json", "POST /search"),
+        ("api-documents-list.json", "GET /documents"),
+        ("api-document-status.json", "GET /documents/{key+}"),
+        ("api-health.json", "GET /health"),
+    ],
+)
+def test_api_events_parse_and_match_a_template_route(name: str, route_key: str) -> None:
+    from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+
+    event = APIGatewayProxyEventV2(load_event(name))
+    assert event.version == "2.0"
+    assert event.route_key == route_key
+    method = route_key.split(" ", 1)[0]
+    assert event.request_context.http.method == method
+    template_routes = {
+        f"{e['Properties']['Method'].upper()} {e['Properties']['Path']}"
+        for e in load_template()["Resources"]["SearchFunction"]["Properties"]["Events"].values()
+    }
+    assert route_key in template_routes
+    if name == "api-health.json":
+        assert "authorizer" not in event.raw_event["requestContext"]  # a public route
+    else:
+        claim = load_template()["Parameters"]["TenantClaim"]["Default"]
+        assert event.request_context.authorizer.jwt_claim[claim] == "acme"
+
+
+@pytest.mark.usefixtures("clean_settings_env")
+def test_search_event_body_is_a_valid_search_request_and_health_event_answers() -> None:
+    """The sample search body follows the API contract, and the public health event gets a 200 through the
+    real handler (no provider involved)."""
+    from winnow.search.schemas import SearchRequest
+
+    from functions.search import app as search_app
+
+    request = SearchRequest.model_validate_json(load_event("api-search.json")["body"])
+    assert request.query
+
+    class Context:
+        function_name = "winnow-search"
+        memory_limit_in_mb = 1024
+        invoked_function_arn = "arn:aws:lambda:eu-central-1:123456789012:function:winnow-search"
+        aws_request_id = "test-request"
+
+    response = search_app.handler(load_event("api-health.json"), Context())
+    assert response["statusCode"] == 200
+    assert json.loads(response["body"])["status"] == "ok"
+
+
+# --- the build --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sam_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``sam build`` into a fresh directory, as a team runs it: no cache, no Docker."""
+    sam = sam_cli()
+    build_dir = tmp_path_factory.mktemp("sam") / "build"
+    run(
+        [
+            str(sam),
+            "build",
+            "--no-cached",
+            "--parallel",
+            "--template-file",
+            "template.yaml",
+            "--build-dir",
+            str(build_dir),
+        ],
+        env=sam_env(sam),
+    )
+    return build_dir
+
+
+@pytest.fixture(scope="module")
+def host_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The same makefiles with wheels for this machine's Python (PIP_PLATFORM empty), because the real
+    build's cp313/aarch64 extensions cannot load here; the comparison tests tie the two builds together."""
+    out = tmp_path_factory.mktemp("host")
+    targets = {
+        "SharedLayer": ROOT / "layers/shared",
+        "IngestFunction": ROOT / "functions/ingest",
+        "SearchFunction": ROOT / "functions/search",
+    }
+    for target, source in targets.items():
+        run(
+            [
+                "make",
+                "--no-print-directory",
+                "-C",
+                str(source),
+                f"build-{target}",
+                f"ARTIFACTS_DIR={out / target}",
+                "PIP_PLATFORM=",
+                f"PYTHON={sys.executable}",
+            ]
+        )
+    return {target: out / target for target in targets}
+
+
+def elf_machine(path: Path) -> int | None:
+    head = path.read_bytes()[:20]
+    if head[:4] != b"\x7fELF":
+        return None
+    return int.from_bytes(head[18:20], "little")
+
+
+@pytest.mark.slow
+def test_sam_build_bundles_stay_well_inside_lambda_limits(sam_build: Path) -> None:
+    """Given ``sam build``, then search + layer ≤ 120 MB and ingest + layer ≤ 200 MB unzipped (Lambda's hard
+    limit is 250 MB), and the search function ships nothing but its handler."""
+    layer = tree_bytes(sam_build / "SharedLayer")
+    ingest = tree_bytes(sam_build / "IngestFunction")
+    search = tree_bytes(sam_build / "SearchFunction")
+    print(
+        f"\nunzipped: layer {layer / MB:.1f} MB, ingest {ingest / MB:.1f} MB, search {search / MB:.3f} MB; "
+        f"ingest+layer {(ingest + layer) / MB:.1f} MB, search+layer {(search + layer) / MB:.1f} MB "
+        f"(limit {LAMBDA_UNZIPPED_LIMIT / MB:.0f} MB)"
+    )
+    assert search + layer <= 120 * MB
+    assert ingest + layer <= 200 * MB
+    assert [p.name for p in (sam_build / "SearchFunction").iterdir()] == ["app.py"]
+
+
+@pytest.mark.slow
+def test_built_layer_is_lean_and_built_for_arm64(sam_build: Path) -> None:
+    """No boto3/botocore (the runtime has them), no tests, caches or local-only code, and every native
+    extension is an aarch64 ELF: the cross-platform pip really targeted Lambda's machine."""
+    site = sam_build / "SharedLayer" / "python"
+    assert (site / "winnow" / "__init__.py").is_file()
+    assert not (site / "winnow" / "testing").exists()
+    assert not (site / "winnow" / "local").exists()
+    dists = distributions(site)
+    for name in RUNTIME_PROVIDED:
+        assert not (site / name).exists(), name
+        assert name not in dists
+    assert not list(site.rglob("__pycache__"))
+    assert not [p for p in site.rglob("tests") if p.is_dir()]
+    natives = [p for p in site.rglob("*.so*") if p.is_file()]
+    assert natives, "expected compiled extensions (pydantic-core, PyStemmer)"
+    wrong = [str(p.relative_to(site)) for p in natives if elf_machine(p) not in (AARCH64_ELF_MACHINE, None)]
+    assert not wrong, f"not aarch64: {wrong[:5]}"
+    assert any(p.name.endswith("cpython-313-aarch64-linux-gnu.so") for p in natives)
+
+
+@pytest.mark.slow
+def test_parsers_ship_only_in_the_ingest_function_and_nothing_twice(sam_build: Path) -> None:
+    layer = distributions(sam_build / "SharedLayer" / "python")
+    ingest = distributions(sam_build / "IngestFunction")
+    assert ingest == {re.sub(r"[-_.]+", "-", p).lower() for p in PARSERS}
+    assert not ingest & layer
+    assert (sam_build / "IngestFunction" / "app.py").is_file()
+
+
+@pytest.mark.slow
+def test_host_build_has_the_same_distributions_as_the_lambda_build(
+    sam_build: Path, host_build: dict[str, Path]
+) -> None:
+    """The import checks below run on a build for this machine; it must hold the same packages as the
+    arm64 build, so what imports here is what ships."""
+    assert distributions(host_build["SharedLayer"] / "python") == distributions(
+        sam_build / "SharedLayer" / "python"
+    )
+    assert distributions(host_build["IngestFunction"]) == distributions(sam_build / "IngestFunction")
+
+
+def runtime_standin(tmp: Path) -> Path:
+    """What the Lambda runtime adds to sys.path for us: boto3 and botocore (and s3transfer), nothing more."""
+    import boto3
+    import botocore
+    import s3transfer
+
+    standin = tmp / "lambda-runtime"
+    standin.mkdir(exist_ok=True)
+    for module in (boto3, botocore, s3transfer):
+        link = standin / module.__name__
+        if not link.exists():
+            link.symlink_to(Path(str(module.__file__)).parent)
+    return standin
+
+
+def run_isolated(path: list[Path], code: str) -> str:
+    """``python -I -S``: no site-packages, no PYTHONPATH, no user site; only ``path`` and the stdlib."""
+    env = {"PATH": os.environ.get("PATH", ""), "AWS_DEFAULT_REGION": "eu-central-1", "LANG": "C.UTF-8"}
+    prelude = f"import sys; sys.path[0:0] = {[str(p) for p in path]!r}\n"
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", prelude + code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout
+
+
+IMPORT_EVERY_MODULE = """
+import importlib, pkgutil, json, winnow
+names = sorted(m.name for m in pkgutil.walk_packages(winnow.__path__, "winnow."))
+for name in names:
+    importlib.import_module(name)
+print(json.dumps(names))
+"""
+
+
+@pytest.mark.slow
+def test_built_layer_imports_cleanly_on_its_own(host_build: dict[str, Path], tmp_path: Path) -> None:
+    """Given only the built layer (and boto3 as the runtime provides it), every shipped winnow module
+    imports: nothing the layer needs was left out of requirements.txt."""
+    layer = host_build["SharedLayer"] / "python"
+    names = json.loads(run_isolated([layer, runtime_standin(tmp_path)], IMPORT_EVERY_MODULE))
+    assert "winnow.factory" in names and "winnow.settings" in names
+    assert not [n for n in names if n.startswith(("winnow.testing", "winnow.local"))]
+
+
+@pytest.mark.slow
+def test_built_handlers_import_with_only_their_bundle_and_the_layer(
+    host_build: dict[str, Path], tmp_path: Path
+) -> None:
+    """Each handler imports from its bundle + the layer alone; the search handler loads no parser, no
+    local model and no boto3 at cold start, and the ingest bundle's parsers load without extra deps."""
+    layer = host_build["SharedLayer"] / "python"
+    standin = runtime_standin(tmp_path)
+    heavy = ("pypdf", "docx", "lxml", "onnxruntime", "tokenizers", "boto3")
+    loaded = json.loads(
+        run_isolated(
+            [host_build["SearchFunction"], layer, standin],
+            "import app, json, sys\nassert callable(app.handler)\n"
+            f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))",
+        )
+    )
+    assert loaded == []
+    run_isolated(
+        [host_build["IngestFunction"], layer, standin],
+        "import app; assert callable(app.handler)\nimport pypdf, docx, lxml.etree, lxml.html",
+    )
+
+
+def test_isolated_runner_really_hides_the_dev_environment(tmp_path: Path) -> None:
+    """Guard for the checks above: with an empty path, a package from the dev venv cannot be imported."""
+    env = {"PATH": os.environ.get("PATH", "")}
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", "import pydantic"], capture_output=True, env=env, check=False
+    )
+    assert proc.returncode != 0
