@@ -1,0 +1,308 @@
+"""The ``Ledger`` on DynamoDB. Table: partition key ``pk`` (S) = tenant, sort key ``sk`` (S) = object key,
+on-demand billing, TTL on ``ttl`` (set on ``deleted`` tombstones only, 30 days out). Other attributes are
+the ``LedgerRecord`` fields, plus ``seq_sort`` (the sequencer normalised so that string order is event
+order), ``lease_owner`` and ``lease_until``.
+
+Writes are conditional, in DynamoDB itself, so two Lambdas racing on one key cannot both win:
+``put`` applies only when the stored ``seq_sort`` is absent or older (or equal, with ``same_event_ok``); a
+record without a sequencer is written unconditionally and leaves the stored sequencer in place. Records
+are written with ``UpdateItem`` so a lease held on the same item survives them.
+
+Errors: ``ConditionalCheckFailedException`` means "stale" or "lease held" (False); throttling, 5xx and
+connection errors become ``ProviderUnavailable`` after botocore's own retries."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from winnow.adapters import _aws
+from winnow.adapters._ledger_common import (
+    RECORD_FIELDS,
+    TOMBSTONE_TTL_SECONDS,
+    check_page_size,
+    decode_cursor,
+    encode_cursor,
+    now_iso,
+    sequencer_sort_key,
+)
+from winnow.models import DocumentStatus, LedgerRecord
+from winnow.ports import Ledger
+
+T = TypeVar("T")
+
+_INT_FIELDS = frozenset({"chunks", "embedded", "reused"})
+_ALWAYS_KEPT = frozenset({"sequencer", "created_at", "updated_at"})  # handled explicitly in put
+
+
+class DynamoDbLedger(Ledger):
+    def __init__(
+        self, table_name: str, client: Any = None, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._table = table_name
+        self._client = client
+        self._clock = clock
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _aws.make_client("dynamodb")
+        return self._client
+
+    # --- records -----------------------------------------------------------------------------------
+    def get(self, tenant: str, key: str) -> LedgerRecord | None:
+        response = self._call(
+            "ledger get",
+            lambda: self.client.get_item(TableName=self._table, Key=_key(tenant, key), ConsistentRead=True),
+        )
+        item = response.get("Item")
+        return _record(item) if item and "status" in item else None
+
+    def put(self, record: LedgerRecord, *, same_event_ok: bool = False) -> bool:
+        if not record.tenant or not record.key:
+            raise ValueError("a ledger record needs a tenant and a key")
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        sets: list[str] = []
+        removes: list[str] = []
+
+        def name(attr: str) -> str:
+            names[f"#{attr}"] = attr
+            return f"#{attr}"
+
+        for field in RECORD_FIELDS:
+            if field in ("tenant", "key") or field in _ALWAYS_KEPT:
+                continue
+            value = getattr(record, field)
+            if field == "status":
+                value = DocumentStatus(value).value
+            if value is None:
+                removes.append(name(field))
+            else:
+                values[f":{field}"] = _attr(value)
+                sets.append(f"{name(field)} = :{field}")
+
+        now = now_iso()
+        values[":updated_at"] = _attr(record.updated_at or now)
+        sets.append(f"{name('updated_at')} = :updated_at")
+        values[":created_at"] = _attr(record.created_at or now)
+        if record.created_at:
+            sets.append(f"{name('created_at')} = :created_at")
+        else:
+            sets.append(f"{name('created_at')} = if_not_exists({name('created_at')}, :created_at)")
+
+        if DocumentStatus(record.status) == DocumentStatus.DELETED:
+            values[":ttl"] = _attr(int(self._clock()) + TOMBSTONE_TTL_SECONDS)
+            sets.append(f"{name('ttl')} = :ttl")
+        else:
+            removes.append(name("ttl"))
+
+        condition: str | None = None
+        if record.sequencer is not None:
+            values[":sequencer"] = _attr(record.sequencer)
+            values[":seq_sort"] = _attr(sequencer_sort_key(record.sequencer))
+            sets.append(f"{name('sequencer')} = :sequencer")
+            sets.append(f"{name('seq_sort')} = :seq_sort")
+            # Mirrors _ledger_common.accepts: no stored sequencer, or an older one (equal when allowed).
+            older = f"{name('seq_sort')} <= :seq_sort" if same_event_ok else f"{name('seq_sort')} < :seq_sort"
+            condition = f"attribute_not_exists({name('seq_sort')}) OR {older}"
+
+        expression = "SET " + ", ".join(sets)
+        if removes:
+            expression += " REMOVE " + ", ".join(removes)
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": _key(record.tenant, record.key),
+            "UpdateExpression": expression,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        if condition:
+            request["ConditionExpression"] = condition
+        return self._conditional("ledger put", lambda: self.client.update_item(**request))
+
+    def list(
+        self, tenant: str, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[LedgerRecord], str | None]:
+        """Pages by the last key returned (not DynamoDB's LastEvaluatedKey): the filter that hides
+        lease-only items can leave DynamoDB pages short, and we still want full pages."""
+        size = check_page_size(limit)
+        after = decode_cursor(tenant, cursor) if cursor else None
+        records: list[LedgerRecord] = []
+        for item in self._query(tenant, after, page_limit=size + 1):
+            records.append(_record(item))
+            if len(records) > size:
+                break
+        next_cursor = encode_cursor(tenant, records[size - 1].key) if len(records) > size else None
+        return records[:size], next_cursor
+
+    def scan(self, tenant: str | None = None) -> Iterator[LedgerRecord]:
+        if tenant is not None:
+            for item in self._query(tenant, None, page_limit=None):
+                yield _record(item)
+            return
+        start: dict[str, Any] | None = None
+        while True:
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "ConsistentRead": True,
+                "FilterExpression": "attribute_exists(#status)",
+                "ExpressionAttributeNames": {"#status": "status"},
+            }
+            if start:
+                request["ExclusiveStartKey"] = start
+            response = self._call("ledger scan", lambda r=request: self.client.scan(**r))  # type: ignore[misc]
+            for item in response.get("Items", []):
+                yield _record(item)
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return
+
+    def _query(self, tenant: str, after: str | None, page_limit: int | None) -> Iterator[dict[str, Any]]:
+        start: dict[str, Any] | None = None
+        if after is not None:
+            start = _key(tenant, after)
+        while True:
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "KeyConditionExpression": "pk = :tenant",
+                "ExpressionAttributeValues": {":tenant": {"S": tenant}},
+                "FilterExpression": "attribute_exists(#status)",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ScanIndexForward": True,
+                "ConsistentRead": True,
+            }
+            if page_limit is not None:
+                request["Limit"] = page_limit
+            if start:
+                request["ExclusiveStartKey"] = start
+            response = self._call("ledger query", lambda r=request: self.client.query(**r))  # type: ignore[misc]
+            yield from response.get("Items", [])
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return
+
+    # --- leases ------------------------------------------------------------------------------------
+    def acquire(self, tenant: str, key: str, owner: str, ttl_seconds: int) -> bool:
+        now = self._clock()
+        return self._conditional(
+            "ledger acquire",
+            lambda: self.client.update_item(
+                TableName=self._table,
+                Key=_key(tenant, key),
+                UpdateExpression="SET lease_owner = :owner, lease_until = :until",
+                ConditionExpression=(
+                    "attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :owner"
+                ),
+                ExpressionAttributeValues={
+                    ":owner": {"S": owner},
+                    ":until": _attr(now + ttl_seconds),
+                    ":now": _attr(now),
+                },
+            ),
+        )
+
+    def release(self, tenant: str, key: str, owner: str) -> None:
+        released = self._conditional(
+            "ledger release",
+            lambda: self.client.update_item(
+                TableName=self._table,
+                Key=_key(tenant, key),
+                UpdateExpression="REMOVE lease_owner, lease_until",
+                ConditionExpression="lease_owner = :owner",
+                ExpressionAttributeValues={":owner": {"S": owner}},
+                ReturnValues="ALL_NEW",
+            ),
+        )
+        if released:
+            # A lease taken on a key that never got a record leaves an empty item behind: drop it, but
+            # only if nobody wrote a record or took the lease since.
+            self._conditional(
+                "ledger release",
+                lambda: self.client.delete_item(
+                    TableName=self._table,
+                    Key=_key(tenant, key),
+                    ConditionExpression="attribute_not_exists(#status) AND attribute_not_exists(lease_owner)",
+                    ExpressionAttributeNames={"#status": "status"},
+                ),
+            )
+
+    # --- plumbing ----------------------------------------------------------------------------------
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except Exception as exc:
+            error = _aws.translate(exc, what)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _conditional(self, what: str, fn: Callable[[], Any]) -> bool:
+        """True when the write applied, False when its condition failed."""
+        try:
+            fn()
+            return True
+        except Exception as exc:
+            if _aws.error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            error = _aws.translate(exc, what)
+            if error is None:
+                raise
+            raise error from exc
+
+
+def _key(tenant: str, key: str) -> dict[str, Any]:
+    return {"pk": {"S": tenant}, "sk": {"S": key}}
+
+
+def _attr(value: Any) -> dict[str, str]:
+    if isinstance(value, bool):
+        raise TypeError("booleans are not ledger values")
+    if isinstance(value, int | float):
+        return {"N": repr(value) if isinstance(value, float) else str(value)}
+    return {"S": str(value)}
+
+
+def _value(attr: dict[str, Any]) -> Any:
+    if "S" in attr:
+        return attr["S"]
+    if "N" in attr:
+        text = attr["N"]
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    if "NULL" in attr:
+        return None
+    raise ValueError(f"unexpected DynamoDB attribute type {sorted(attr)}")
+
+
+def _record(item: dict[str, Any]) -> LedgerRecord:
+    values: dict[str, Any] = {"tenant": item["pk"]["S"], "key": item["sk"]["S"]}
+    for field in RECORD_FIELDS:
+        if field in ("tenant", "key"):
+            continue
+        attr = item.get(field)
+        values[field] = _value(attr) if attr is not None else None
+    values["status"] = DocumentStatus(values["status"])
+    for field in _INT_FIELDS:
+        values[field] = int(values[field] or 0)
+    return LedgerRecord(**values)
+
+
+def table_definition(table_name: str) -> dict[str, Any]:
+    """``CreateTable`` arguments of the ledger table (tests build it from this; the SAM template must
+    declare the same keys). TTL on ``ttl`` is enabled separately (``UpdateTimeToLive``)."""
+    return {
+        "TableName": table_name,
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        "KeySchema": [
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+
+
+TTL_ATTRIBUTE = "ttl"
