@@ -149,10 +149,30 @@ def test_batches_respect_the_token_budget(
     # Then no request went over the budget, texts kept their order, and nothing was lost
     bodies = [r.body["input"] for r in fake_voyage.requests_to("embeddings")]
     assert len(bodies) == 4
-    assert all(sum(estimate_tokens(t) for t in body) <= 1000 for body in bodies)
+    assert all(sum(estimate_tokens(t) + 10 for t in body) <= 1000 for body in bodies)
     assert [t for body in bodies for t in body] == texts
     assert len(vectors) == 7
     assert fake_voyage.usage["embeddings"].texts == 7
+
+
+def test_default_limits_send_at_most_1000_texts_per_request(
+    fake_voyage: FakeVoyageServer, make_embedder: EmbedderFactory
+) -> None:
+    # Given 2,500 short texts and the API's documented limit of 1,000 per request
+    texts = [f"note {i}" for i in range(2500)]
+    vectors = make_embedder(output_dimension=256).embed(texts, "document")
+    # Then three requests carried them, and the last vector belongs to the last text
+    assert [len(r.body["input"]) for r in fake_voyage.requests_to("embeddings")] == [1000, 1000, 500]
+    assert vectors[-1] == embed_text("note 2499", 256)
+
+
+def test_one_connection_is_reused_across_requests(
+    fake_voyage: FakeVoyageServer, make_embedder: EmbedderFactory
+) -> None:
+    # Given an embedder that needs four requests; Then all four came over one keep-alive connection
+    make_embedder(max_batch_texts=1).embed(SENTENCES[:4], "document")
+    ports = {r.peer_port for r in fake_voyage.requests_to("embeddings")}
+    assert len(ports) == 1 and ports != {0}
 
 
 def test_no_request_for_no_texts(fake_voyage: FakeVoyageServer, make_embedder: EmbedderFactory) -> None:
@@ -201,6 +221,8 @@ TRANSIENT_FAULTS = {
     "429 with Retry-After": Fault.rate_limited(retry_after=1),
     "500": Fault.server_error(500),
     "502": Fault.server_error(502),
+    "529 (any 5xx)": Fault.server_error(529),
+    "408": Fault.http_status(408),
     "503": Fault.unavailable(),
     "timeout": Fault.delay(1.0),
     "connection dropped": Fault.disconnect(),

@@ -31,7 +31,7 @@ Choices made here:
   splitting changes nothing, whereas trimming text would change scores. Only a single document too large
   for the budget on its own is trimmed (to its share of the budget), since the model would truncate it
   anyway. Empty documents are scored 0 locally (the API rejects empty strings).
-- Retries: ``max_attempts`` in total on 429, 5xx, timeouts, connection errors and unusable 200 answers
+- Retries: ``max_attempts`` in total on 408, 429, 5xx, timeouts, connection errors and unusable 200 answers
   (malformed JSON, wrong count, wrong dimension, non-finite numbers), with exponential backoff and full
   jitter (uniform in [0, min(max, base x 2^(attempt-1))]); on 429/503 a ``Retry-After`` of seconds or an
   HTTP date is honoured instead, capped at ``backoff_max_seconds``. Other 4xx are never retried.
@@ -52,7 +52,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -66,10 +66,14 @@ from winnow.errors import (
 from winnow.models import EmbeddingProfile
 from winnow.observability import logger
 from winnow.ports import Embedder, InputType, Reranker, RerankScore
-from winnow.settings import VoyageSettings
+
+if TYPE_CHECKING:
+    from winnow.settings import VoyageSettings
 
 _PIECE = re.compile(r"\w+|[^\w\s]")
-_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+# Voyage prepends a prompt of about 8 tokens to each text when input_type is set ("Represent the
+# document for retrieval: "); budget for it so that a batch of many short texts stays under the limit.
+_PROMPT_TOKENS = 10
 _SCORE_SLACK = 1e-6
 
 Sleep = Callable[[float], None]
@@ -187,14 +191,14 @@ class _VoyageClient:
                 failure = _Failure("unavailable", f"Voyage {path} connection failed ({type(exc).__name__})")
             else:
                 status = response.status_code
-                if status == 200:
+                if 200 <= status < 300:
                     try:
                         return validate(response.json())
                     except (json.JSONDecodeError, UnicodeDecodeError):
                         failure = _Failure("response", f"Voyage {path} answered with malformed JSON")
                     except ProviderResponseError as exc:
                         failure = _Failure("response", str(exc))
-                elif status in _RETRYABLE_STATUS:
+                elif status in (408, 429) or status >= 500:
                     retry_after = self._retry_after(response) if status in (429, 503) else None
                     kind = "rate_limited" if status == 429 else "unavailable"
                     failure = _Failure(kind, f"Voyage {path} answered HTTP {status}", retry_after)
@@ -285,7 +289,10 @@ class VoyageEmbedder(Embedder):
             return []
         settings = self._settings
         vectors: list[list[float]] = []
-        for group in batches_within(texts, settings.max_batch_texts, settings.max_batch_tokens):
+        groups = batches_within(
+            texts, settings.max_batch_texts, settings.max_batch_tokens, extra_per_text=_PROMPT_TOKENS
+        )
+        for group in groups:
             vectors.extend(self._embed_batch([texts[i] for i in group], input_type))
         return vectors
 

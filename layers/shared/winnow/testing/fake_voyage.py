@@ -157,6 +157,7 @@ class RecordedRequest:
     body: Any
     status: int
     fault: FaultKind | None = None
+    peer_port: int = 0  # the client's source port: equal ports mean a reused keep-alive connection
 
 
 @dataclass
@@ -364,9 +365,12 @@ class FakeVoyageServer:
                     return fault
         return None
 
-    def _record(self, state: _State, endpoint: str, body: Any, status: int, fault: Fault | None) -> None:
+    def _record(
+        self, state: _State, endpoint: str, body: Any, status: int, fault: Fault | None, peer_port: int
+    ) -> None:
         with self._lock:
-            state.log.append(RecordedRequest(endpoint, body, status, fault.kind if fault else None))
+            kind = fault.kind if fault else None
+            state.log.append(RecordedRequest(endpoint, body, status, kind, peer_port))
 
     def _bill(self, state: _State, endpoint: str, texts: int, tokens: int) -> None:
         with self._lock:
@@ -495,7 +499,7 @@ def _make_handler(fake: FakeVoyageServer) -> type[BaseHTTPRequestHandler]:
                 return
             if self.headers.get("Authorization") != f"Bearer {fake.api_key}":
                 state = fake._arrive(endpoint)  # an auth failure consumes no fault
-                fake._record(state, endpoint, None, 401, None)
+                fake._record(state, endpoint, None, 401, None, self.client_address[1])
                 self._send_json(401, {"detail": "Provided API key is invalid."})
                 return
             state = fake._arrive(endpoint)
@@ -503,11 +507,11 @@ def _make_handler(fake: FakeVoyageServer) -> type[BaseHTTPRequestHandler]:
             try:
                 body = json.loads(raw or b"null")
             except (json.JSONDecodeError, UnicodeDecodeError):
-                fake._record(state, endpoint, None, 400, fault)
+                fake._record(state, endpoint, None, 400, fault, self.client_address[1])
                 self._send_json(400, {"detail": "Request body is not valid JSON."})
                 return
             if fault is not None and fault.kind == "status":
-                fake._record(state, endpoint, body, fault.status, fault)
+                fake._record(state, endpoint, body, fault.status, fault, self.client_address[1])
                 headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
                 detail = (
                     fault.detail or f"Injected fault: HTTP {fault.status} {_phrase(fault.status)}".strip()
@@ -515,7 +519,7 @@ def _make_handler(fake: FakeVoyageServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(fault.status, {"detail": detail}, headers)
                 return
             if fault is not None and fault.kind == "disconnect":
-                fake._record(state, endpoint, body, 0, fault)
+                fake._record(state, endpoint, body, 0, fault, self.client_address[1])
                 self.close_connection = True
                 self.wfile.flush()
                 self.connection.close()
@@ -528,10 +532,10 @@ def _make_handler(fake: FakeVoyageServer) -> type[BaseHTTPRequestHandler]:
                 else:
                     payload, texts, tokens = fake._rerank(body)
             except _BadRequest as bad:
-                fake._record(state, endpoint, body, bad.status, fault)
+                fake._record(state, endpoint, body, bad.status, fault, self.client_address[1])
                 self._send_json(bad.status, {"detail": bad.detail})
                 return
-            fake._record(state, endpoint, body, 200, fault)
+            fake._record(state, endpoint, body, 200, fault, self.client_address[1])
             if fault is not None and fault.kind == "malformed_json":
                 self._send_raw(200, b'{"object": "list", "data": [{"embedding": [0.1, ', {})
                 return
