@@ -4,6 +4,7 @@
 # Re-running either is fast: each install step is stamped in .make/ and redone only when its inputs change.
 
 SHELL := bash
+export SAM_CLI_TELEMETRY := 0
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
 VENV := .venv
