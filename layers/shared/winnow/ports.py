@@ -206,3 +206,7 @@ class ActiveIndex(ABC):
     @abstractmethod
     def activate(self, profile: EmbeddingProfile) -> None:
         """Point searches at the collection of ``profile`` in one atomic step."""
+
+    @abstractmethod
+    def available(self) -> list[EmbeddingProfile]:
+        """Profiles that have a collection (what the pointer may name)."""
