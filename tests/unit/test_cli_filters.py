@@ -49,7 +49,18 @@ def test_whitespace_around_operator_is_tolerated() -> None:
 
 @pytest.mark.parametrize(
     "spec",
-    ["department", "=x", "year>2020", "year<2020", "team=", "1field=x", "year>=recent", "a b=c", "year=>5"],
+    [
+        "department",
+        "=x",
+        "year>2020",
+        "year<2020",
+        "team=",
+        "_field=x",
+        "-x=1",
+        "year>=recent",
+        "a b=c",
+        "year=>5",
+    ],
 )
 def test_bad_syntax_is_refused_with_the_accepted_forms(spec: str) -> None:
     # Given a filter none of the accepted forms matches

@@ -16,7 +16,7 @@ from typing import Any
 
 ACCEPTED_FORMS = "use FIELD=VALUE (repeat for any-of), FIELD>=NUMBER or FIELD<=NUMBER"
 
-_FILTER = re.compile(r"^\s*(?P<field>[A-Za-z_][A-Za-z0-9_.\-]*)\s*(?P<op>>=|<=|=)\s*(?P<value>.*?)\s*$")
+_FILTER = re.compile(r"^\s*(?P<field>[A-Za-z0-9][A-Za-z0-9_.\-]*)\s*(?P<op>>=|<=|=)\s*(?P<value>.*?)\s*$")
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _DECIMAL = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 

@@ -1,0 +1,153 @@
+"""Run the real Lambda handlers in this process, the way AWS would invoke them.
+
+The CLI, the local server and the demo all come through here: objects go into the local bucket, the
+resulting S3 notification goes to ``functions.ingest.app.handler``, and API requests become API Gateway
+events for ``functions.search.app.handler``. Handlers are imported on first use so ``winnow --help``
+stays instant."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from winnow.local.apigw import QueryValue, http_api_event, to_http_response
+from winnow.local.context import LocalLambdaContext
+
+if TYPE_CHECKING:
+    from winnow.adapters.objects_local import LocalObjectSource
+
+DEFAULT_TENANT = "default"
+# The search handler accepts exactly these tenants; the CLI checks early so the message can say why.
+TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class ApiResponse:
+    """An HTTP response as a client of the deployed API would receive it."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+    @property
+    def error_message(self) -> str:
+        """The ``error.message`` of an error body, or the raw body when it is not one."""
+        try:
+            payload = self.json()
+        except ValueError:
+            return self.body.decode("utf-8", "replace").strip() or f"HTTP {self.status}"
+        if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+            return str(
+                payload["error"].get("message") or payload["error"].get("code") or f"HTTP {self.status}"
+            )
+        return f"HTTP {self.status}"
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One object to put into the local bucket under ``key`` (``<tenant>/<path>``)."""
+
+    key: str
+    data: bytes
+    metadata: Mapping[str, str] | None = None
+
+
+class LocalRuntime:
+    """The handlers and the local bucket, behind one lock for writes.
+
+    Qdrant's local mode and the SQLite ledger are single-writer, so ingests (and deletes) run one at a
+    time; searches share the same container and can run alongside."""
+
+    def __init__(self) -> None:
+        self._write_lock = threading.Lock()
+
+    # --- search API ------------------------------------------------------------------------------------
+    def call_api(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        query: Mapping[str, QueryValue] | str | None = None,
+        headers: Mapping[str, str] | None = None,
+        tenant: str | None = None,
+    ) -> ApiResponse:
+        """One request through the search handler. With ``tenant``, the event carries the JWT claim the
+        settings name; without, the handler sees no authorizer (the local server's header mode)."""
+        from functions.search.app import handler
+        from winnow.factory import get_container
+
+        claim = get_container().settings.search.tenant_claim
+        event = http_api_event(
+            method, path, body=body, query=query, headers=headers, tenant=tenant, claim=claim
+        )
+        status, response_headers, payload = to_http_response(handler(event, LocalLambdaContext()))
+        return ApiResponse(status, response_headers, payload)
+
+    # --- ingest ----------------------------------------------------------------------------------------
+    def _bucket(self) -> str:
+        from winnow.factory import get_container
+
+        return get_container().settings.storage.bucket or "local"
+
+    def _run_ingest(
+        self, records: list[tuple[str, str, int | None, str | None, str | None]]
+    ) -> list[dict[str, Any]]:
+        from functions.ingest.app import handler
+        from winnow.ingest.events import s3_event
+
+        response = handler(s3_event(records, bucket=self._bucket()), LocalLambdaContext())
+        results: list[dict[str, Any]] = list(response.get("results") or [])
+        return results
+
+    def _local_bucket(self) -> LocalObjectSource:
+        """The folder bucket: only it can be written here (with S3 configured, upload with the AWS CLI
+        and let the bucket notification do the rest)."""
+        from winnow.adapters.objects_local import LocalObjectSource
+        from winnow.errors import ConfigurationError
+        from winnow.factory import get_container
+
+        objects = get_container().objects
+        if not isinstance(objects, LocalObjectSource):
+            raise ConfigurationError(
+                "this command writes to the local bucket, but WINNOW_BUCKET names an S3 bucket: unset it, "
+                "or upload with `aws s3 cp` and let the bucket notification ingest"
+            )
+        return objects
+
+    def put_and_ingest(self, uploads: Sequence[Upload]) -> list[dict[str, Any]]:
+        """Put the objects, then run one S3 notification carrying all of them through the ingest handler.
+        Results come back in upload order, one per object."""
+        with self._write_lock:
+            bucket = self._local_bucket()
+            records: list[tuple[str, str, int | None, str | None, str | None]] = []
+            for upload in uploads:
+                info, sequencer = bucket.put(upload.key, upload.data, dict(upload.metadata or {}))
+                records.append(("ObjectCreated:Put", upload.key, info.size, info.etag, sequencer))
+            return self._run_ingest(records)
+
+    def delete_and_ingest(self, keys: Sequence[str]) -> list[dict[str, Any]]:
+        """Delete the objects from the local bucket and run their delete events through the handler."""
+        with self._write_lock:
+            bucket = self._local_bucket()
+            records: list[tuple[str, str, int | None, str | None, str | None]] = []
+            for key in keys:
+                sequencer = bucket.delete(key)  # None when it was already gone: the event still cleans up
+                records.append(("ObjectRemoved:Delete", key, None, None, sequencer))
+            return self._run_ingest(records)
+
+    def object_exists(self, key: str) -> bool:
+        from winnow.errors import ObjectGone
+
+        try:
+            self._local_bucket().head(key)
+        except ObjectGone:
+            return False
+        return True
