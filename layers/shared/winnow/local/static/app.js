@@ -1,0 +1,288 @@
+// Winnow's local search page: plain JavaScript against the same API the deployed service exposes.
+// Every value from the server is rendered with textContent, never as HTML.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const TENANT_KEY = "winnow.tenant";
+
+  function tenant() {
+    return $("tenant").value.trim() || "default";
+  }
+
+  function headers(extra) {
+    return Object.assign({ "x-winnow-tenant": tenant() }, extra || {});
+  }
+
+  async function readJson(response) {
+    const text = await response.text();
+    try {
+      return text ? JSON.parse(text) : null;
+    } catch (error) {
+      return { error: { message: text || `HTTP ${response.status}` } };
+    }
+  }
+
+  function errorMessage(payload, response) {
+    if (payload && payload.error && payload.error.message) return payload.error.message;
+    return `HTTP ${response.status}`;
+  }
+
+  function element(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function documentName(key) {
+    const prefix = tenant() + "/";
+    return key && key.startsWith(prefix) ? key.slice(prefix.length) : key || "";
+  }
+
+  // --- filters ------------------------------------------------------------------------------------
+  function addFilterRow() {
+    const row = $("filter-row-template").content.firstElementChild.cloneNode(true);
+    row.querySelector(".remove-filter").addEventListener("click", () => row.remove());
+    $("filter-rows").appendChild(row);
+    row.querySelector(".filter-field").focus();
+  }
+
+  function typed(value) {
+    const text = value.trim();
+    if (/^".*"$|^'.*'$/.test(text) && text.length >= 2) return text.slice(1, -1);
+    if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text)) return Number(text);
+    if (text === "true" || text === "false") return text === "true";
+    return text;
+  }
+
+  // Rows become the API's filters object: repeated fields → any-of lists, ≥/≤ → {gte, lte}.
+  function collectFilters() {
+    const filters = {};
+    for (const row of document.querySelectorAll("#filter-rows .filter-row")) {
+      const field = row.querySelector(".filter-field").value.trim();
+      const op = row.querySelector(".filter-op").value;
+      const raw = row.querySelector(".filter-value").value;
+      if (!field && !raw.trim()) continue;
+      if (!field || !raw.trim()) throw new Error("Each filter needs a field and a value.");
+      if (op === "eq") {
+        const value = typed(raw);
+        const current = filters[field];
+        if (current === undefined) filters[field] = value;
+        else if (Array.isArray(current)) current.push(value);
+        else if (typeof current === "object") throw new Error(`${field} already has a range.`);
+        else filters[field] = [current, value];
+      } else {
+        const bound = typed(raw);
+        if (typeof bound !== "number") throw new Error(`${field}: a range needs a number.`);
+        const current = filters[field];
+        if (current !== undefined && (typeof current !== "object" || Array.isArray(current))) {
+          throw new Error(`${field} already has a value.`);
+        }
+        filters[field] = Object.assign(current || {}, { [op]: bound });
+      }
+    }
+    return filters;
+  }
+
+  // --- search -------------------------------------------------------------------------------------
+  function searchBody() {
+    const body = { query: $("query").value, mode: $("mode").value };
+    const topK = $("top-k").value.trim();
+    if (topK) body.top_k = Number(topK);
+    const threshold = $("threshold").value.trim();
+    if (threshold) body.relevance_threshold = Number(threshold);
+    if (!$("rerank").checked) body.rerank = false;
+    const filters = collectFilters();
+    if (Object.keys(filters).length) body.filters = filters;
+    return body;
+  }
+
+  function citationParts(result) {
+    const parts = [];
+    parts.push({ cls: "doc", label: "Document", text: documentName(result.key) });
+    if (result.page !== null && result.page !== undefined) {
+      parts.push({ cls: "page", label: "Page", text: String(result.page) });
+    }
+    if (result.section) parts.push({ cls: "section", label: "Section", text: result.section });
+    parts.push({ cls: "score", label: "Score", text: Number(result.score).toFixed(3) });
+    return parts;
+  }
+
+  function renderResults(payload) {
+    const list = $("results");
+    list.replaceChildren();
+    const results = payload.results || [];
+    if (!results.length) {
+      const empty = element("li", "nothing-relevant", payload.message || "No relevant passages found.");
+      list.appendChild(empty);
+      $("search-status").textContent = payload.message || "No relevant passages found.";
+      return;
+    }
+    const total = payload.timings_ms && payload.timings_ms.total;
+    $("search-status").textContent =
+      `${results.length} passage${results.length === 1 ? "" : "s"}` +
+      (typeof total === "number" ? ` in ${Math.round(total)} ms` : "");
+    for (const result of results) {
+      const item = element("li", "result");
+      const title = element("h3", "result-title", result.title || documentName(result.key));
+      item.appendChild(title);
+      item.appendChild(element("p", "passage", result.text));
+      const cite = element("p", "citation");
+      for (const part of citationParts(result)) {
+        const span = element("span", part.cls);
+        span.appendChild(element("span", "label", part.label + ": "));
+        span.appendChild(document.createTextNode(part.text));
+        cite.appendChild(span);
+      }
+      item.appendChild(cite);
+      list.appendChild(item);
+    }
+  }
+
+  async function search(event) {
+    event.preventDefault();
+    const errorBox = $("search-error");
+    errorBox.hidden = true;
+    let body;
+    try {
+      body = searchBody();
+    } catch (error) {
+      errorBox.textContent = error.message;
+      errorBox.hidden = false;
+      return;
+    }
+    $("search-button").disabled = true;
+    $("search-status").textContent = "Searching…";
+    $("results").setAttribute("aria-busy", "true");
+    try {
+      const response = await fetch("/search", {
+        method: "POST",
+        headers: headers({ "content-type": "application/json" }),
+        body: JSON.stringify(body),
+      });
+      const payload = await readJson(response);
+      if (!response.ok) {
+        $("results").replaceChildren();
+        $("search-status").textContent = "";
+        errorBox.textContent = errorMessage(payload, response);
+        errorBox.hidden = false;
+        return;
+      }
+      renderResults(payload);
+    } catch (error) {
+      $("search-status").textContent = "";
+      errorBox.textContent = `The server did not answer: ${error.message}`;
+      errorBox.hidden = false;
+    } finally {
+      $("search-button").disabled = false;
+      $("results").removeAttribute("aria-busy");
+    }
+  }
+
+  // --- documents ----------------------------------------------------------------------------------
+  async function loadDocuments() {
+    const tbody = document.querySelector("#documents tbody");
+    const status = $("documents-status");
+    status.textContent = "Loading…";
+    const rows = [];
+    let cursor = null;
+    try {
+      do {
+        const query = new URLSearchParams({ limit: "100" });
+        if (cursor) query.set("cursor", cursor);
+        const response = await fetch(`/documents?${query}`, { headers: headers() });
+        const payload = await readJson(response);
+        if (!response.ok) throw new Error(errorMessage(payload, response));
+        rows.push(...(payload.documents || []));
+        cursor = payload.next_cursor;
+      } while (cursor);
+    } catch (error) {
+      status.textContent = `Could not list documents: ${error.message}`;
+      return;
+    }
+    tbody.replaceChildren();
+    for (const doc of rows) {
+      const tr = element("tr", `document status-${doc.status}`);
+      const name = element("td", "doc", documentName(doc.key));
+      if (doc.error) name.appendChild(element("span", "doc-error", doc.error));
+      tr.appendChild(name);
+      const statusCell = element("td", "doc-status");
+      statusCell.appendChild(element("span", `badge ${doc.status}`, doc.status));
+      tr.appendChild(statusCell);
+      tr.appendChild(element("td", "num", doc.chunks));
+      tr.appendChild(element("td", "updated", shortTime(doc.updated)));
+      tbody.appendChild(tr);
+    }
+    status.textContent = rows.length
+      ? `${rows.length} document${rows.length === 1 ? "" : "s"} for tenant ${tenant()}`
+      : `No documents for tenant ${tenant()} yet: add some below, or run winnow ingest.`;
+  }
+
+  // "2024-05-01T12:34:56.789+00:00" → "2024-05-01 12:34" (UTC, as stored); anything else unchanged.
+  function shortTime(value) {
+    const match = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})/.exec(value || "");
+    return match ? `${match[1]} ${match[2]}` : value || "";
+  }
+
+  // --- upload -------------------------------------------------------------------------------------
+  async function upload(event) {
+    event.preventDefault();
+    const files = Array.from($("upload-files").files || []);
+    if (!files.length) return;
+    let prefix = $("upload-prefix").value.trim().replace(/^\/+/, "");
+    if (prefix && !prefix.endsWith("/")) prefix += "/";
+    const list = $("upload-results");
+    list.replaceChildren();
+    $("upload-button").disabled = true;
+    let index = 0;
+    for (const file of files) {
+      index += 1;
+      $("upload-status").textContent = `Indexing ${file.name} (${index} of ${files.length})…`;
+      const item = element("li", "upload-result");
+      try {
+        const key = prefix + file.name;
+        const response = await fetch(`/upload?key=${encodeURIComponent(key)}`, {
+          method: "POST",
+          headers: headers({ "content-type": file.type || "application/octet-stream" }),
+          body: file,
+        });
+        const payload = await readJson(response);
+        if (payload && payload.status) {
+          item.classList.add(`status-${payload.status}`);
+          item.textContent = `${documentName(payload.key)}: ${payload.status}` +
+            (payload.error ? ` — ${payload.error}` : ` (${payload.chunks} chunks)`);
+        } else {
+          item.classList.add("status-failed");
+          item.textContent = `${file.name}: ${errorMessage(payload, response)}`;
+        }
+      } catch (error) {
+        item.classList.add("status-failed");
+        item.textContent = `${file.name}: ${error.message}`;
+      }
+      list.appendChild(item);
+    }
+    $("upload-status").textContent = `Done: ${files.length} file${files.length === 1 ? "" : "s"}.`;
+    $("upload-button").disabled = false;
+    $("upload-form").reset();
+    loadDocuments();
+  }
+
+  // --- wiring -------------------------------------------------------------------------------------
+  document.addEventListener("DOMContentLoaded", () => {
+    const saved = window.localStorage ? localStorage.getItem(TENANT_KEY) : null;
+    const fromUrl = new URLSearchParams(window.location.search).get("tenant");
+    if (fromUrl || saved) $("tenant").value = fromUrl || saved;
+    $("tenant").addEventListener("change", () => {
+      if (window.localStorage) localStorage.setItem(TENANT_KEY, tenant());
+      $("results").replaceChildren();
+      $("search-status").textContent = "";
+      loadDocuments();
+    });
+    $("search-form").addEventListener("submit", search);
+    $("add-filter").addEventListener("click", addFilterRow);
+    $("refresh-documents").addEventListener("click", loadDocuments);
+    $("upload-form").addEventListener("submit", upload);
+    loadDocuments();
+  });
+})();
