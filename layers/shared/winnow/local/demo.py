@@ -1,0 +1,111 @@
+"""``winnow demo``: ingest the samples we ship and ask them a few questions, through the real handlers.
+
+The samples describe Tidewell, a fictional company, and its Beacon air-quality monitor: a handbook (remote
+work, parental leave, travel and expenses), product docs (setup, troubleshooting, specifications and
+warranty) and an engineering runbook, in Markdown, plain text, HTML, DOCX and PDF. The DOCX and the PDF
+are rendered at run time from ``sample_sources/`` (see ``winnow.local.docgen``), so no binaries live in git.
+
+Everything goes to one tenant (``demo``) under ``WINNOW_HOME``; nothing else is touched, and re-running
+re-indexes nothing because the staged files are byte-identical.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from winnow.local.docgen import render
+from winnow.local.runtime import LocalRuntime
+
+SAMPLES_DIR = Path(__file__).with_name("samples")
+SOURCES_DIR = Path(__file__).with_name("sample_sources")
+# Generated at run time: staged path → (source in sample_sources/, format).
+GENERATED = {
+    "handbook/travel-and-expenses.docx": ("travel-and-expenses.txt", "docx"),
+    "product/beacon-specs-and-warranty.pdf": ("beacon-specs-and-warranty.txt", "pdf"),
+}
+
+
+@dataclass(frozen=True)
+class DemoQuery:
+    query: str
+    expected: str | None  # the document the answer should come from, None when nothing is relevant
+    filters: dict[str, Any] = field(default_factory=dict)
+
+
+QUERIES = (
+    DemoQuery("How long is the warranty on the Beacon?", "product/beacon-specs-and-warranty.pdf"),
+    DemoQuery("What does a blinking amber light mean?", "product/beacon-troubleshooting.html"),
+    DemoQuery("How much is the home office stipend?", "handbook/remote-work.md", {"department": "people"}),
+    DemoQuery("When do I have to submit my expense receipts?", "handbook/travel-and-expenses.docx"),
+    DemoQuery("How many weeks of paid leave do new parents get?", "handbook/parental-leave.txt"),
+)
+NOTHING_RELEVANT = DemoQuery("What is the best recipe for sourdough bread?", None)
+
+
+def stage_samples(target: Path) -> Path:
+    """Copy the shipped samples into ``target`` and render the generated formats next to them."""
+    target.mkdir(parents=True, exist_ok=True)
+    for source in sorted(SAMPLES_DIR.rglob("*")):
+        if source.is_file() and "__pycache__" not in source.parts:
+            destination = target / source.relative_to(SAMPLES_DIR)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, destination)
+    for relative, (source_name, fmt) in GENERATED.items():
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        data = render((SOURCES_DIR / source_name).read_text(encoding="utf-8"), fmt)
+        if not destination.exists() or destination.read_bytes() != data:
+            destination.write_bytes(data)
+    return target
+
+
+def _command(query: DemoQuery, tenant: str) -> str:
+    filters = "".join(f" --filter {name}={value}" for name, value in query.filters.items())
+    return f'$ winnow search "{query.query}" --tenant {tenant} --top-k 2{filters}'
+
+
+def run_demo(tenant: str = "demo", out: IO[str] | None = None) -> int:
+    """Stage, ingest and query; 0 when every step worked."""
+    from winnow.cli import CliError, _summary, collect_files, ingest_files, print_search_results
+    from winnow.factory import get_container
+
+    out = out or sys.stdout
+    home = get_container().settings.storage.home.resolve()
+    staged = stage_samples(home / "demo-samples")
+    runtime = LocalRuntime()
+
+    print(f"Winnow demo: tenant {tenant!r}, state in {home}\n", file=out)
+    files = collect_files([str(staged)], tenant, "")
+    print(
+        f"1. Ingesting {len(files)} sample documents (Markdown, text, HTML, DOCX, PDF) from {staged}",
+        file=out,
+    )
+    results = ingest_files(runtime, files, as_json=False, out=out)
+    print(f"   {_summary(results)}", file=out)
+    if any(r.get("status") in ("failed", "retry") for r in results):
+        print("winnow: some samples failed to index (see above)", file=sys.stderr)
+        return 1
+
+    print("\n2. Asking questions the samples answer", file=out)
+    for query in (*QUERIES, NOTHING_RELEVANT):
+        if query is NOTHING_RELEVANT:
+            print("\n3. Asking about something the samples do not cover", file=out)
+        print(f"\n{_command(query, tenant)}", file=out)
+        body: dict[str, Any] = {"query": query.query, "top_k": 2}
+        if query.filters:
+            body["filters"] = query.filters
+        response = runtime.call_api("POST", "/search", body=body, tenant=tenant)
+        if response.status >= 400:
+            raise CliError(response.error_message)
+        print_search_results(response.json(), tenant, out)
+
+    print(
+        f"\nNext: `winnow serve` and open http://127.0.0.1:3000 (tenant {tenant!r}), "
+        f'or try `winnow search "..." --tenant {tenant}` and `winnow documents --tenant {tenant}`.',
+        file=out,
+    )
+    return 0
