@@ -1,0 +1,231 @@
+"""The search page in headless Chromium (Debian's ``chromium`` + ``chromium-driver``, driven by Selenium
+through /usr/bin/chromedriver: nothing is downloaded). The page talks to ``winnow serve`` on loopback,
+which runs the real handlers on the demo samples with the local ONNX model."""
+
+from __future__ import annotations
+
+import http.client
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from winnow.factory import reset_container
+from winnow.local.demo import stage_samples
+from winnow.local.server import WinnowHTTPServer, make_server
+
+pytestmark = pytest.mark.slow
+
+TENANT = "pagetest"
+
+
+def _find(*names: str) -> str:
+    for name in names:
+        found = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").is_file() else None)
+        if found:
+            return found
+    pytest.fail(
+        f"{' or '.join(names)} is not installed: `make test` installs Debian's chromium and chromium-driver "
+        "(apt-get install chromium chromium-driver)"
+    )
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinnowHTTPServer]:
+    """``winnow serve`` on a free port with the demo samples uploaded for one tenant."""
+    home = tmp_path_factory.mktemp("page") / "home"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WINNOW_HOME", str(home))
+        reset_container()
+        httpd = make_server("127.0.0.1", 0, quiet=True)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            staged = stage_samples(home / "samples")
+            host, port = str(httpd.server_address[0]), int(httpd.server_address[1])
+            for file in sorted(p for p in staged.rglob("*") if p.is_file()):
+                key = file.relative_to(staged).as_posix()
+                connection = http.client.HTTPConnection(host, port, timeout=120)
+                connection.request(
+                    "POST", f"/upload?key={key}", body=file.read_bytes(), headers={"X-Winnow-Tenant": TENANT}
+                )
+                response = connection.getresponse()
+                response.read()
+                connection.close()
+                assert response.status == 200, (key, response.status)
+            yield httpd
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+            thread.join(timeout=10)
+            reset_container()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    chromium = _find("chromium", "chromium-browser")
+    chromedriver = _find("chromedriver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--no-first-run",
+        "--window-size=1280,1000",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def page(browser: Any, server: WinnowHTTPServer) -> Any:
+    browser.get(f"{server.url}/?tenant={TENANT}")
+    return browser
+
+
+def _wait(driver: Any, css: str, timeout: float = 60) -> list[Any]:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout).until(lambda d: d.find_elements(By.CSS_SELECTOR, css))
+    found: list[Any] = driver.find_elements(By.CSS_SELECTOR, css)
+    return found
+
+
+def _pdf_page_of(passage: str) -> int:
+    """The 1-based page of the demo PDF whose text holds the passage's opening words."""
+    import io
+
+    import pypdf
+    from winnow.local.demo import GENERATED, SOURCES_DIR
+    from winnow.local.docgen import render
+
+    source_name, fmt = GENERATED["product/beacon-specs-and-warranty.pdf"]
+    data = render((SOURCES_DIR / source_name).read_text(encoding="utf-8"), fmt)
+    opening = " ".join(passage.split()[:8])
+    pages = [" ".join(page.extract_text().split()) for page in pypdf.PdfReader(io.BytesIO(data)).pages]
+    matches = [number for number, text in enumerate(pages, start=1) if opening in text]
+    assert matches, f"passage not found in the PDF: {opening!r}"
+    return matches[0]
+
+
+def _search(driver: Any, query: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    box = driver.find_element(By.ID, "query")
+    box.clear()
+    box.send_keys(query)
+    driver.find_element(By.ID, "search-button").click()
+
+
+def _text(element: Any, css: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    return str(element.find_element(By.CSS_SELECTOR, css).text)
+
+
+def test_query_renders_passages_with_citations(page: Any) -> None:
+    # Given the search page for a tenant with the demo samples indexed
+    # When a user types a question and submits it
+    _search(page, "How long is the warranty on the Beacon?")
+    results = _wait(page, "#results li.result")
+    # Then the first passage cites the PDF, its page and its section, with a score
+    top = results[0]
+    passage = _text(top, ".passage")
+    assert "two-year limited warranty" in passage
+    assert _text(top, ".citation .doc") == "Document: product/beacon-specs-and-warranty.pdf"
+    # the cited page is the one where the passage starts in the PDF
+    assert _text(top, ".citation .page") == f"Page: {_pdf_page_of(passage)}"
+    score = float(_text(top, ".citation .score").split(":")[1])
+    assert 0.2 <= score <= 1.0
+    assert "passage" in _text(page, "#search-status")
+
+
+def test_nothing_relevant_state_shows_the_api_message(page: Any) -> None:
+    _search(page, "What is the best recipe for sourdough bread?")
+    [empty] = _wait(page, "#results li.nothing-relevant")
+    assert "No relevant passages found" in empty.text
+    assert not page.find_elements("css selector", "#results li.result")
+
+
+def test_filter_rows_narrow_the_search(page: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    # Given a filter row department = people (only the remote work policy has it, from its sidecar)
+    page.find_element(By.ID, "add-filter").click()
+    row = page.find_elements(By.CSS_SELECTOR, "#filter-rows .filter-row")[-1]
+    row.find_element(By.CSS_SELECTOR, ".filter-field").send_keys("department")
+    row.find_element(By.CSS_SELECTOR, ".filter-value").send_keys("people")
+    # When searching for something other documents cover too
+    _search(page, "How much is the home office stipend?")
+    results = _wait(page, "#results li.result")
+    # Then every passage comes from the filtered document
+    docs = {_text(result, ".citation .doc") for result in results}
+    assert docs == {"Document: handbook/remote-work.md"}
+
+
+def test_document_list_shows_ingest_status(page: Any) -> None:
+    rows = _wait(page, "#documents tbody tr")
+    by_name = {_text(row, "td.doc"): _text(row, "td.doc-status") for row in rows}
+    assert by_name["product/beacon-specs-and-warranty.pdf"] == "indexed"
+    assert by_name["handbook/travel-and-expenses.docx"] == "indexed"
+    assert "documents for tenant pagetest" in _text(page, "#documents-status")
+
+
+def test_invalid_request_shows_the_error_message(page: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    threshold = page.find_element(By.ID, "threshold")
+    page.execute_script("arguments[0].removeAttribute('max')", threshold)  # let the API refuse it
+    threshold.send_keys("3")
+    _search(page, "warranty")
+    [alert] = _wait(page, "#search-error:not([hidden])")
+    assert "relevance_threshold" in alert.text
+
+
+def test_upload_form_indexes_a_file_that_search_then_finds(page: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    # Given a Markdown file the tenant does not have yet
+    note = tmp_path / "espresso.md"
+    note.write_text(
+        "# Espresso machine\n\n## Cleaning\n\nBackflush the Tidewell espresso machine every Friday with one "
+        "spoon of cleaning powder, and soak the portafilter basket in hot water for ten minutes.\n"
+    )
+    # When it is chosen in the upload form under a folder and submitted
+    page.find_element(By.ID, "upload-files").send_keys(str(note))
+    page.find_element(By.ID, "upload-prefix").send_keys("kitchen")
+    page.find_element(By.ID, "upload-button").click()
+    # Then the page reports it indexed and the document list shows it
+    [result] = _wait(page, "#upload-results li.status-indexed")
+    assert result.text.startswith("kitchen/espresso.md: indexed")
+    _wait(page, "#documents tbody tr.status-indexed td.doc")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(page, 30).until(
+        lambda d: (
+            "kitchen/espresso.md" in {e.text for e in d.find_elements(By.CSS_SELECTOR, "#documents td.doc")}
+        )
+    )
+    # And a search finds it
+    _search(page, "How often should the espresso machine be backflushed?")
+    top = _wait(page, "#results li.result")[0]
+    assert _text(top, ".citation .doc") == "Document: kitchen/espresso.md"
+    assert "Cleaning" in _text(top, ".citation .section")

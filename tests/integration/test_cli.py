@@ -1,0 +1,293 @@
+"""The ``winnow`` command end to end: ``python -m winnow`` in a subprocess with its own WINNOW_HOME, the
+local ONNX model, Qdrant local mode, the SQLite ledger and the folder bucket, through the real handlers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+INGEST_FIELDS = {"key", "status", "chunks", "embedded", "reused", "error"}
+RESULT_FIELDS = {"rank", "score", "vector_score", "chunk_id", "key", "title", "page", "section", "text"}
+RESULT_FIELDS |= {"metadata"}
+
+LEAVE = """# Parental Leave
+
+## Length of leave
+
+New parents at Orchard Robotics receive eighteen weeks of fully paid parental leave, which they can
+split into two blocks within a year of the child's arrival. Adoptive and foster parents receive the
+same leave, and it starts on the day the child arrives home. Tell the people team eight weeks ahead.
+
+## Returning to work
+
+During the first month back, parents may work half days for full pay. Your role, level and salary are
+protected while you are away, and you stay eligible for salary reviews and bonuses during the leave.
+"""
+
+ROUTER = """Router setup
+
+Connect the Orchard base station to your router with the grey ethernet cable, then hold the pairing
+button for five seconds until the light blinks blue. The base station needs a 2.4 GHz network.
+"""
+
+SPECS = """<html><head><title>Harvester specifications</title></head><body>
+<h1>Harvester specifications</h1>
+<h2>Battery</h2>
+<p>The apple harvesting robot runs for nine hours on one charge of its 48 volt lithium battery.</p>
+<h2>Speed</h2>
+<p>It picks up to three thousand apples per hour in a well pruned orchard.</p>
+</body></html>
+"""
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json_lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+
+class Winnow:
+    """Runs ``python -m winnow`` against one WINNOW_HOME."""
+
+    def __init__(self, home: Path, **env: str) -> None:
+        self.home = home
+        self.env = {**os.environ, "WINNOW_HOME": str(home), **env}
+        for name in ("VOYAGE_API_KEY", "QDRANT_URL", "WINNOW_BUCKET", "WINNOW_LEDGER_TABLE"):
+            self.env.pop(name, None)
+
+    def __call__(self, *args: str, **env: str) -> Run:
+        done = subprocess.run(
+            [sys.executable, "-m", "winnow", *args],
+            cwd=self.home.parent,
+            env={**self.env, **env},
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        return Run(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with nested documents in three formats, a sidecar, and a hidden file to skip."""
+    root = tmp_path_factory.mktemp("corpus")
+    (root / "policies").mkdir()
+    (root / "product" / "hardware").mkdir(parents=True)
+    (root / "policies" / "leave.md").write_text(LEAVE)
+    (root / "policies" / "leave.md.metadata.json").write_text(
+        json.dumps({"metadataAttributes": {"department": "people", "year": 2024}})
+    )
+    (root / "product" / "router.txt").write_text(ROUTER)
+    (root / "product" / "hardware" / "specs.html").write_text(SPECS)
+    (root / ".DS_Store").write_bytes(b"\x00\x01junk")
+    return root
+
+
+@pytest.fixture(scope="module")
+def winnow(tmp_path_factory: pytest.TempPathFactory) -> Winnow:
+    return Winnow(tmp_path_factory.mktemp("cli") / "home")
+
+
+@pytest.fixture(scope="module")
+def ingested(winnow: Winnow, corpus: Path) -> list[dict[str, Any]]:
+    run = winnow("ingest", str(corpus), "--tenant", "acme", "--prefix", "kb/", "--json")
+    assert run.code == 0, run.stderr
+    return run.json_lines()
+
+
+def test_ingest_folder_prints_one_json_object_per_document(ingested: list[dict[str, Any]]) -> None:
+    # Given a folder with nested files, a sidecar and a hidden file, ingested with --json
+    # Then there is one object per document (the sidecar and the hidden file are not documents),
+    # each with exactly the documented fields and a key of <tenant>/<prefix><relative path>
+    assert {r["key"] for r in ingested} == {
+        "acme/kb/policies/leave.md",
+        "acme/kb/product/router.txt",
+        "acme/kb/product/hardware/specs.html",
+    }
+    for result in ingested:
+        assert set(result) == INGEST_FIELDS
+        assert result["status"] == "indexed", result
+        assert result["chunks"] >= 1
+        assert result["embedded"] == result["chunks"]
+        assert result["reused"] == 0
+        assert result["error"] is None
+
+
+def test_reingesting_unchanged_files_embeds_nothing(
+    winnow: Winnow, corpus: Path, ingested: list[dict[str, Any]]
+) -> None:
+    # Given the folder was ingested already
+    # When it is ingested again without changes
+    run = winnow("ingest", str(corpus), "--tenant", "acme", "--prefix", "kb/", "--json")
+    # Then every document is unchanged and nothing is embedded again
+    assert run.code == 0, run.stderr
+    results = run.json_lines()
+    assert len(results) == len(ingested)
+    assert {r["status"] for r in results} == {"unchanged"}
+    assert sum(r["embedded"] for r in results) == 0
+
+
+def test_search_finds_the_right_document_with_citations(winnow: Winnow, ingested: list[Any]) -> None:
+    # Given the tenant's documents are indexed
+    # When a question about parental leave is asked
+    run = winnow("search", "How many weeks of paid parental leave do new parents get?", "--tenant", "acme")
+    # Then the passage comes from the leave policy, with a readable citation line
+    assert run.code == 0, run.stderr
+    assert "eighteen weeks" in run.stdout
+    citation = next(line for line in run.stdout.splitlines() if line.strip().startswith("--"))
+    assert "kb/policies/leave.md" in citation
+    assert 'section "Length of leave"' in citation
+    assert "score 0." in citation
+
+
+def test_search_json_is_the_response_body(winnow: Winnow, ingested: list[Any]) -> None:
+    run = winnow(
+        "search", "how long does the harvester battery last", "--tenant", "acme", "--json", "--top-k", "2"
+    )
+    assert run.code == 0, run.stderr
+    body = json.loads(run.stdout)
+    assert set(body) >= {"query", "count", "relevant", "message", "results", "timings_ms"}
+    assert body["relevant"] is True
+    assert body["count"] == len(body["results"]) <= 2
+    top = body["results"][0]
+    assert top["key"] == "acme/kb/product/hardware/specs.html"
+    assert set(top) == RESULT_FIELDS
+    assert "nine hours" in top["text"]
+
+
+def test_filters_reach_the_search(winnow: Winnow, ingested: list[Any]) -> None:
+    # Given only the leave policy carries department=people (from its sidecar)
+    # When a question matching another document is asked with that filter
+    run = winnow(
+        "search",
+        "router pairing button",
+        "--tenant",
+        "acme",
+        "--json",
+        "--mode",
+        "sparse",
+        "--filter",
+        "department=people",
+        "--filter",
+        "year>=2020",
+        "--threshold",
+        "0",
+    )
+    # Then only the filtered document can answer
+    assert run.code == 0, run.stderr
+    keys = {r["key"] for r in json.loads(run.stdout)["results"]}
+    assert keys <= {"acme/kb/policies/leave.md"}
+    # And a filter nothing matches leaves an honest "nothing relevant"
+    run = winnow("search", "router pairing button", "--tenant", "acme", "--filter", "department=legal")
+    assert run.code == 0, run.stderr
+    assert "No relevant passages found" in run.stdout
+
+
+def test_documents_lists_statuses(winnow: Winnow, ingested: list[Any], tmp_path: Path) -> None:
+    # Given a broken PDF next to the indexed documents
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.7\nthis is not really a pdf")
+    run = winnow("ingest", str(broken), "--tenant", "acme", "--prefix", "kb/", "--json")
+    # Then ingest reports it failed, with a reason, and exits non-zero
+    assert run.code == 1
+    [result] = run.json_lines()
+    assert result["key"] == "acme/kb/broken.pdf"
+    assert result["status"] == "failed"
+    assert result["error"]
+    # And the ledger lists every document with its status
+    run = winnow("documents", "--tenant", "acme", "--json")
+    assert run.code == 0, run.stderr
+    statuses = {d["key"]: d["status"] for d in run.json_lines()}
+    assert statuses["acme/kb/broken.pdf"] == "failed"
+    assert statuses["acme/kb/policies/leave.md"] == "indexed"
+    # And the human listing shows names and statuses
+    run = winnow("documents", "--tenant", "acme")
+    assert run.code == 0, run.stderr
+    line = next(line for line in run.stdout.splitlines() if "kb/broken.pdf" in line)
+    assert line.startswith("failed")
+
+
+def test_delete_removes_the_document_from_search(winnow: Winnow, tmp_path: Path) -> None:
+    # Given a tenant with one document
+    doc = tmp_path / "tides.md"
+    doc.write_text("# Tide tables\n\nHigh tide at Porthmeor beach is at 14:32 on the first of June.\n")
+    assert winnow("ingest", str(doc), "--tenant", "deltest").code == 0
+    found = winnow("search", "when is high tide at Porthmeor", "--tenant", "deltest", "--json")
+    assert json.loads(found.stdout)["results"][0]["key"] == "deltest/tides.md"
+    # When it is deleted
+    run = winnow("delete", "deltest/tides.md", "--json")
+    # Then the delete event ran, and the document is gone from search and marked deleted in the ledger
+    assert run.code == 0, run.stderr
+    [result] = run.json_lines()
+    assert (result["key"], result["status"]) == ("deltest/tides.md", "deleted")
+    gone = winnow(
+        "search", "when is high tide at Porthmeor", "--tenant", "deltest", "--json", "--threshold", "0"
+    )
+    assert json.loads(gone.stdout)["results"] == []
+    listed = winnow("documents", "--tenant", "deltest", "--json").json_lines()
+    assert all(d["status"] == "deleted" for d in listed if d["key"] == "deltest/tides.md")
+    # And deleting it again says what to do
+    again = winnow("delete", "deltest/tides.md")
+    assert again.code == 1
+    assert "no object 'deltest/tides.md'" in again.stderr
+
+
+def test_invalid_request_exits_non_zero_with_the_api_message(winnow: Winnow, ingested: list[Any]) -> None:
+    # Given a top_k the API refuses (the CLI passes it through)
+    run = winnow("search", "parental leave", "--tenant", "acme", "--top-k", "51")
+    # Then the 422's message is printed on one line and the exit status is non-zero
+    assert run.code == 1
+    assert run.stdout == ""
+    assert "top_k" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    # And with --json the body is still printed as the client would receive it
+    run = winnow("search", "parental leave", "--tenant", "acme", "--top-k", "51", "--json")
+    assert run.code == 1
+    assert json.loads(run.stdout)["error"]["code"] == "validation_error"
+
+
+def test_bad_filter_syntax_says_which_forms_work(winnow: Winnow) -> None:
+    run = winnow("search", "anything", "--filter", "department")
+    assert run.code == 1
+    assert run.stderr.strip() == (
+        "winnow: bad filter 'department': use FIELD=VALUE (repeat for any-of), FIELD>=NUMBER or FIELD<=NUMBER"
+    )
+
+
+def test_unknown_tenant_says_how_to_add_documents(winnow: Winnow, ingested: list[Any]) -> None:
+    run = winnow("search", "parental leave", "--tenant", "nobody")
+    assert run.code == 1
+    assert "no documents for tenant nobody; ingest some with `winnow ingest" in run.stderr
+
+
+def test_missing_model_files_say_run_make_install(tmp_path: Path) -> None:
+    # Given a model path that does not exist
+    winnow = Winnow(tmp_path / "home", WINNOW_LOCAL_MODEL_PATH=str(tmp_path / "missing" / "model.onnx"))
+    doc = tmp_path / "a.md"
+    doc.write_text("# A\n\nSome text about apples and pears in the orchard.\n")
+    # When ingesting or searching
+    for run in (winnow("ingest", str(doc)), winnow("search", "apples")):
+        # Then one line says what to do, and nothing crashes with a traceback
+        assert run.code == 1
+        assert "make install" in run.stderr
+        assert "Traceback" not in run.stderr
+
+
+def test_missing_path_is_one_line(winnow: Winnow, tmp_path: Path) -> None:
+    run = winnow("ingest", str(tmp_path / "nope"))
+    assert run.code == 1
+    assert run.stderr.strip() == f"winnow: no such file or folder: {tmp_path / 'nope'}"
