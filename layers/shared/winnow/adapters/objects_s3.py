@@ -1,0 +1,108 @@
+"""The ``ObjectSource`` on S3. ``get`` pins the bytes to what HEAD saw (``VersionId`` when the bucket is
+versioned, ``IfMatch`` on the ETag always), so an object replaced or deleted between event and read
+surfaces as ``ObjectGone`` instead of indexing bytes that do not match the recorded identity."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any, TypeVar
+
+from winnow.adapters import _aws
+from winnow.errors import ObjectGone
+from winnow.models import ObjectInfo
+from winnow.ports import ObjectSource
+
+T = TypeVar("T")
+
+_GONE_CODES = frozenset({"NoSuchKey", "NotFound", "404", "NoSuchVersion", "PreconditionFailed", "412"})
+
+
+class S3ObjectSource(ObjectSource):
+    def __init__(self, bucket: str, client: Any = None, *, page_size: int = 1000) -> None:
+        self._bucket = bucket
+        self._client = client
+        self._page_size = max(1, min(page_size, 1000))
+
+    @property
+    def bucket(self) -> str:
+        return self._bucket
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _aws.make_client("s3")
+        return self._client
+
+    def head(self, key: str) -> ObjectInfo:
+        response = self._call(f"head {key}", lambda: self.client.head_object(Bucket=self._bucket, Key=key))
+        return ObjectInfo(
+            key=key,
+            size=int(response.get("ContentLength", 0)),
+            etag=str(response.get("ETag", "")),
+            version_id=_version(response.get("VersionId")),
+            metadata={str(k).lower(): str(v) for k, v in (response.get("Metadata") or {}).items()},
+            content_type=response.get("ContentType"),
+            last_modified=_iso(response.get("LastModified")),
+        )
+
+    def get(self, key: str, info: ObjectInfo | None = None) -> bytes:
+        request: dict[str, Any] = {"Bucket": self._bucket, "Key": key}
+        if info is not None:
+            if info.version_id:
+                request["VersionId"] = info.version_id
+            if info.etag:
+                request["IfMatch"] = info.etag
+        response = self._call(f"get {key}", lambda: self.client.get_object(**request))
+        body = response["Body"]
+        try:
+            return bytes(body.read())
+        except Exception as exc:  # the connection dropped mid-body
+            error = _aws.translate(exc, f"get {key}")
+            if error is None:
+                raise
+            raise error from exc
+        finally:
+            body.close()
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        pages = paginator.paginate(
+            Bucket=self._bucket, Prefix=prefix, PaginationConfig={"PageSize": self._page_size}
+        )
+        iterator = iter(pages)
+        while True:
+            page = self._call(f"list {prefix!r}", lambda: next(iterator, None))
+            if page is None:
+                return
+            for entry in page.get("Contents", []):
+                yield ObjectInfo(
+                    key=str(entry["Key"]),
+                    size=int(entry.get("Size", 0)),
+                    etag=str(entry.get("ETag", "")),
+                    last_modified=_iso(entry.get("LastModified")),
+                )
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except Exception as exc:
+            code = _aws.error_code(exc)
+            gone_status = code != "NoSuchBucket" and _aws.http_status(exc) in (404, 412)
+            if code in _GONE_CODES or (code is not None and gone_status):
+                raise ObjectGone(f"s3://{self._bucket}: {what}: {code}") from exc
+            error = _aws.translate(exc, f"s3 {what}")
+            if error is None:
+                raise
+            raise error from exc
+
+
+def _version(value: Any) -> str | None:
+    """S3 reports ``null`` as the version of objects in unversioned/suspended buckets: not pinnable."""
+    return None if value in (None, "", "null") else str(value)
+
+
+def _iso(value: Any) -> str | None:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value) if value is not None else None
