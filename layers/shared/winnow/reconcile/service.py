@@ -1,0 +1,605 @@
+"""Reconcile: make the ledger and Qdrant match the bucket again, cheaply, and say what was done.
+
+How it compares. Per tenant, three streams sorted by key are merged: the bucket listing (S3 order), the
+tenant's ledger pages (ordered by key) and the tenant's point counts per document (one scroll of the
+tenant's points, sorted). Only the current page of each is held, plus the tenant's counts; never the
+whole listing. Each key then falls in one case:
+
+- object, no live record → **new**; object whose ETag (or version) differs from the record →
+  **modified**; record indexed with another embedding profile → **modified** (re-embedded into the
+  configured profile's collection); point count differs from the record's chunks → **repaired**;
+  object newer than the record, or its ``.metadata.json`` sidecar newer → **metadata_modified**.
+  Each is sent as a synthetic ``ObjectCreated`` S3 event *without a sequencer* through the ``EventQueue``
+  (the queue the bucket feeds), so ingest does the work with its own leases, retries and DLQ. Ingest reads
+  the object's current state; a sequencer-less event for a document whose points are incomplete makes it
+  re-index, reusing the vectors that remain. The content hash is compared by ingest after the GET: a
+  changed ETag over identical bytes costs a read and no embedding.
+- live record, no object → **deleted**: a synthetic ``ObjectRemoved`` event (ingest checks the object is
+  really gone, removes the points and marks the record deleted).
+- points, no record that owns them → **orphans_removed**: deleted directly, under the document's lease
+  and after re-checking ledger and bucket, so a document being indexed right now is never touched.
+- record failed for this very version → counted **failed**, not retried (it would fail the same way).
+
+Sidecars are not documents: a sidecar newer than its document's record re-sends the document (ingest
+re-applies metadata without embedding). Keys that name no tenant are counted failed and never sent.
+Whole-bucket runs then visit tenants that have records or points but no objects left.
+
+Idempotence: after the queued events are processed every document compares unchanged, so a second
+run sends nothing and embeds nothing.
+
+Paging. ``should_stop`` is checked before each key; on stop, the queued events are flushed and a
+continuation token (phase, tenant, last key, the ledger page cursor, totals so far) is returned. A run
+resumed with it starts the listing after that key (``ObjectSource.list_after``).
+
+Embedding-profile change. One collection per profile; the ``ActiveIndex`` pointer (a Qdrant alias)
+names the one searches read. Ingest always writes into the configured profile's collection. When the
+pointer names another profile, reconcile re-sends every document indexed with it (modified); searches
+stay on the old, complete collection meanwhile. At the end of a run, when no indexed record is left on
+another profile, the pointer moves to the configured profile in one atomic step. With SQS the events are
+processed after the run, so the switch happens on the next run; the in-process queue (embedded default)
+indexes synchronously and switches in the same run. The first run on a deployment without a pointer
+sets it: to the profile its indexed records were made with, if that collection exists, else to the
+configured one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from itertools import groupby
+
+from winnow.errors import BadRequest, EnqueueFailed, InvalidKey, ObjectGone, TransientError
+from winnow.ingest.events import ObjectEvent
+from winnow.ingest.metadata import document_key_of, is_sidecar
+from winnow.ingest.service import UNASSIGNED_TENANT, split_key
+from winnow.models import DocumentStatus, EmbeddingProfile, LedgerRecord, ObjectInfo
+from winnow.observability import logger
+from winnow.ports import ActiveIndex, EventQueue, Ledger, ObjectSource, VectorStore
+from winnow.reconcile.stats import ReconcileStats
+
+TOKEN_VERSION = 1
+SQS_BATCH = 10
+LEDGER_PAGE = 1000
+RECENT_DOCUMENTS = 1024  # documents remembered for their sidecars, which sort a little later
+Category = str  # a ReconcileStats counter name
+
+
+class OutOfOrderListing(RuntimeError):
+    """A source yielded keys out of order: the merge would misjudge documents, so the run stops."""
+
+
+@dataclass
+class ReconcileResult:
+    """``totals`` over every invocation of the run so far; ``invocation`` for this one only (metrics);
+    ``continuation`` to pass to the next invocation, or None when the run is complete."""
+
+    totals: ReconcileStats
+    invocation: ReconcileStats
+    continuation: str | None
+
+
+@dataclass
+class _Position:
+    phase: str = "objects"  # objects → leftover (whole bucket only) → finish
+    tenant: str | None = None
+    after: str | None = None  # last key fully handled in ``tenant``
+    ledger_page: str | None = None  # cursor that fetched the ledger page holding the next record
+
+
+@dataclass
+class _Recent:
+    info: ObjectInfo
+    record: LedgerRecord | None
+    sent: bool
+
+
+@dataclass
+class _Run:
+    scope: str | None
+    dry_run: bool
+    should_stop: Callable[[], bool]
+    stats: ReconcileStats
+    position: _Position
+    run_id: str
+    pending: list[tuple[ObjectEvent, Category]] = field(default_factory=list)
+    recent: OrderedDict[str, _Recent] = field(default_factory=OrderedDict)
+
+
+class Reconciler:
+    """Compares bucket, ledger and vector store through the ports and repairs through the ingest queue."""
+
+    def __init__(
+        self,
+        objects: ObjectSource,
+        ledger: Ledger,
+        store: VectorStore,
+        queue: EventQueue,
+        profile: EmbeddingProfile,
+        *,
+        bucket: str = "local",
+        active_index: ActiveIndex | None = None,
+        batch_size: int = SQS_BATCH,
+        ledger_page_size: int = LEDGER_PAGE,
+        lease_seconds: int = 120,
+    ) -> None:
+        self.objects = objects
+        self.ledger = ledger
+        self.store = store
+        self.queue = queue
+        self.profile = profile
+        self.bucket = bucket
+        self.active_index = active_index
+        self.batch_size = max(1, batch_size)
+        self.ledger_page_size = ledger_page_size
+        self.lease_seconds = lease_seconds
+
+    # --- entry point -----------------------------------------------------------------------------------
+    def run(
+        self,
+        tenant: str | None = None,
+        *,
+        dry_run: bool = False,
+        continuation: str | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> ReconcileResult:
+        """Reconcile one tenant (``tenant``) or the whole bucket. With ``continuation``, resume the run
+        that returned it (its tenant and dry-run flag win over the arguments)."""
+        started = time.perf_counter()
+        totals: ReconcileStats | None = None
+        position = _Position()
+        if continuation:
+            tenant, dry_run, position, totals = decode_token(continuation)
+        if tenant is not None:
+            _check_tenant(tenant)
+        run = _Run(
+            scope=tenant,
+            dry_run=dry_run,
+            should_stop=should_stop or (lambda: False),
+            stats=ReconcileStats(dry_run=dry_run, tenant=tenant),
+            position=position,
+            run_id=uuid.uuid4().hex[:12],
+        )
+        active = self._active_profile(run, first=continuation is None)
+        stopped = False
+        if position.phase == "objects":
+            stopped = not self._objects_phase(run)
+            if not stopped:
+                run.position = _Position(phase="leftover" if tenant is None else "finish")
+        if not stopped and run.position.phase == "leftover":
+            stopped = not self._leftover_phase(run)
+            if not stopped:
+                run.position = _Position(phase="finish")
+        self._flush(run)
+        if not stopped:
+            active = self._finish(run, active)
+        run.stats.complete = not stopped
+        run.stats.configured_profile = self.profile.slug
+        run.stats.active_profile = active.slug if active else None
+        run.stats.rebuilding = active is not None and active != self.profile
+        run.stats.duration_ms = (time.perf_counter() - started) * 1000
+        invocation = run.stats
+        if totals is None:
+            totals = ReconcileStats.from_dict(invocation.to_dict())
+        else:
+            totals.add(invocation)
+        totals.duration_ms = round(totals.duration_ms, 1)
+        token = encode_token(tenant, dry_run, run.position, totals) if stopped else None
+        logger.info(
+            "reconcile invocation",
+            extra={"tenant": tenant, "dry_run": dry_run, "complete": not stopped, **invocation.counters()},
+        )
+        return ReconcileResult(totals=totals, invocation=invocation, continuation=token)
+
+    # --- phases ----------------------------------------------------------------------------------------
+    def _objects_phase(self, run: _Run) -> bool:
+        """The bucket listing (one tenant's prefix, or everything), tenant by tenant. False when stopped."""
+        pos = run.position
+        prefix = f"{run.scope}/" if run.scope else ""
+        resume_tenant, after, ledger_page = pos.tenant, pos.after, pos.ledger_page
+        listing = self.objects.list_after(prefix, after)
+        listing = (o for o in listing if not o.key.endswith("/"))  # folder placeholders are not objects
+        for tenant, group in groupby(listing, key=lambda o: _tenant_of(o.key)):
+            # The resumed tenant has no objects after ``after``: finish its records and points first.
+            if (
+                resume_tenant is not None
+                and tenant != resume_tenant
+                and not self._tenant(run, resume_tenant, iter(()), after, ledger_page)
+            ):
+                return False
+            if tenant == resume_tenant:
+                group_after, group_page = after, ledger_page
+            else:
+                group_after, group_page = None, None
+            resume_tenant = None
+            if tenant is None:
+                if not self._unassigned(run, group):
+                    return False
+                continue
+            if not self._tenant(run, tenant, group, group_after, group_page):
+                return False
+        if resume_tenant is not None:
+            return self._tenant(run, resume_tenant, iter(()), after, ledger_page)
+        return True
+
+    def _leftover_phase(self, run: _Run) -> bool:
+        """Tenants with records or points but no objects left (a whole prefix deleted while events were
+        lost). Tenants that still have objects were handled by the listing."""
+        pos = run.position
+        candidates = {t for t in self.ledger.tenants() | self.store.tenants() if _is_tenant(t)}
+        for tenant in sorted(candidates):
+            if pos.tenant is not None and tenant < pos.tenant:
+                continue
+            resuming = tenant == pos.tenant
+            if not resuming and next(iter(self.objects.list(f"{tenant}/")), None) is not None:
+                continue
+            after = pos.after if resuming else None
+            page = pos.ledger_page if resuming else None
+            listing = self.objects.list_after(f"{tenant}/", after)
+            if not self._tenant(run, tenant, listing, after, page):
+                return False
+        return True
+
+    def _finish(self, run: _Run, active: EmbeddingProfile | None) -> EmbeddingProfile | None:
+        """Move searches to the configured profile once no indexed document is left on another one."""
+        if self.active_index is None or active is None or active == self.profile or run.dry_run:
+            return active
+        for record in self.ledger.scan():
+            live = _is_tenant(record.tenant) and record.status == DocumentStatus.INDEXED
+            if live and record.profile != self.profile.slug:
+                logger.info(
+                    "profile rebuild still under way",
+                    extra={"active": active.slug, "configured": self.profile.slug},
+                )
+                return active
+        self.active_index.activate(self.profile)
+        run.stats.switched = True
+        logger.info("searches switched to the rebuilt collection", extra={"profile": self.profile.slug})
+        return self.profile
+
+    def _active_profile(self, run: _Run, first: bool) -> EmbeddingProfile | None:
+        if self.active_index is None:
+            return None
+        active = self.active_index.active()
+        if active is not None or not first:
+            return active
+        target = self._legacy_profile() or self.profile
+        if not run.dry_run:
+            self.active_index.activate(target)
+            logger.info("active collection pointer created", extra={"profile": target.slug})
+        return target
+
+    def _legacy_profile(self) -> EmbeddingProfile | None:
+        """The profile of documents indexed before any pointer existed, when its collection is still
+        there: searches must stay on it until the configured profile's collection is complete."""
+        assert self.active_index is not None
+        for record in self.ledger.scan():
+            if not _is_tenant(record.tenant) or record.status != DocumentStatus.INDEXED:
+                continue
+            if record.profile and record.profile != self.profile.slug:
+                for profile in self.active_index.available():
+                    if profile.slug == record.profile:
+                        return profile
+                return None
+            return None  # records carry the configured profile: nothing to protect
+        return None
+
+    # --- one tenant --------------------------------------------------------------------------------------
+    def _tenant(
+        self,
+        run: _Run,
+        tenant: str,
+        listing: Iterator[ObjectInfo],
+        after: str | None,
+        ledger_page: str | None,
+    ) -> bool:
+        counts = self.store.count_by_document(tenant)
+        count_keys = sorted(k for (t, k), n in counts.items() if t == tenant and (after is None or k > after))
+        counted = ((k, counts[(tenant, k)]) for k in count_keys)
+        page = [ledger_page]  # the cursor of the ledger page fetched last: it holds the next record
+        records = self._records(tenant, after, page)
+        run.recent.clear()
+        for key, info, record, count in merge_by_key(listing, records, counted):
+            if run.should_stop():
+                return False
+            self._one(run, tenant, key, info, record, count)
+            run.position = _Position(run.position.phase, tenant, key, page[0])
+        return True
+
+    def _records(self, tenant: str, after: str | None, page: list[str | None]) -> Iterator[LedgerRecord]:
+        """The tenant's ledger records after ``after``, page by page from the cursor in ``page[0]``,
+        which is kept pointing at the page being read so that a continuation can fetch it again."""
+        cursor = page[0]
+        while True:
+            page[0] = cursor
+            records, next_cursor = self.ledger.list(tenant, limit=self.ledger_page_size, cursor=cursor)
+            for record in records:
+                if after is None or record.key > after:
+                    yield record
+            if not next_cursor:
+                return
+            cursor = next_cursor
+
+    def _unassigned(self, run: _Run, group: Iterator[ObjectInfo]) -> bool:
+        """Keys outside any tenant prefix: ingest could only record them as failed, so count, never send."""
+        for info in group:
+            if run.should_stop():
+                return False
+            run.stats.scanned += 1
+            run.stats.failed += 1
+            run.position = _Position(run.position.phase, None, info.key, None)
+        return True
+
+    def _one(
+        self,
+        run: _Run,
+        tenant: str,
+        key: str,
+        info: ObjectInfo | None,
+        record: LedgerRecord | None,
+        count: int,
+    ) -> None:
+        if is_sidecar(key):
+            if info is not None:
+                self._sidecar(run, tenant, info)
+            elif count:
+                self._remove_orphans(run, tenant, key, count)
+            return
+        status = record.status if record is not None else None
+        if info is None:
+            if status in (DocumentStatus.INDEXED, DocumentStatus.FAILED):
+                self._send(run, self._removed(key), "deleted")
+            elif count:
+                self._remove_orphans(run, tenant, key, count)
+            return
+        run.stats.scanned += 1
+        category = self._classify(info, record, count)
+        if category == "failed" and count:
+            self._remove_orphans(run, tenant, key, count)  # a failed document keeps no points
+        if category in ("unchanged", "failed"):
+            setattr(run.stats, category, getattr(run.stats, category) + 1)
+        else:
+            self._send(run, self._created(info), category)
+        _remember(run, key, _Recent(info, record, sent=category not in ("unchanged", "failed")))
+
+    def _classify(self, info: ObjectInfo, record: LedgerRecord | None, count: int) -> Category:
+        if record is None or record.status == DocumentStatus.DELETED:
+            return "new"
+        if record.status == DocumentStatus.FAILED:
+            return "failed" if _same_version(info, record) else "modified"
+        if record.profile != self.profile.slug or not _same_version(info, record):
+            return "modified"
+        if count != record.chunks:
+            return "repaired"
+        if _newer(info.last_modified, record.updated_at):
+            return "metadata_modified"
+        return "unchanged"
+
+    def _sidecar(self, run: _Run, tenant: str, sidecar: ObjectInfo) -> None:
+        """A sidecar newer than its document's record: re-send the document, whose unchanged path
+        re-applies metadata without embedding."""
+        run.stats.metadata_scanned += 1
+        doc_key = document_key_of(sidecar.key)
+        recent = run.recent.get(doc_key)
+        if recent is not None and recent.sent:
+            return  # the document is on its way already; ingest reads the sidecar with it
+        record = recent.record if recent is not None else self.ledger.get(tenant, doc_key)
+        if record is None or record.status != DocumentStatus.INDEXED or record.profile != self.profile.slug:
+            return
+        if not _newer(sidecar.last_modified, record.updated_at):
+            return
+        info = recent.info if recent is not None else None
+        if info is None:
+            try:
+                info = self.objects.head(doc_key)
+            except ObjectGone:
+                return
+        self._send(run, self._created(info), "metadata_modified")
+        _remember(run, doc_key, _Recent(info, record, sent=True))
+
+    def _remove_orphans(self, run: _Run, tenant: str, key: str, count: int) -> None:
+        """Delete points no ledger record owns, under the document's lease and after looking again: an
+        ingest that is writing this document right now must win."""
+        if run.dry_run:
+            run.stats.orphans_removed += count
+            return
+        owner = f"reconcile-{run.run_id}"
+        try:
+            if not self.ledger.acquire(tenant, key, owner, self.lease_seconds):
+                return  # someone is indexing it: these points are about to be owned
+            try:
+                record = self.ledger.get(tenant, key)
+                if record is not None and record.status == DocumentStatus.INDEXED:
+                    return
+                if record is None or record.status == DocumentStatus.DELETED:
+                    try:
+                        self.objects.head(key)
+                        return  # the object exists (again): its create event will own the points
+                    except ObjectGone:
+                        pass
+                run.stats.orphans_removed += self.store.delete_document(tenant, key)
+            finally:
+                self.ledger.release(tenant, key, owner)
+        except TransientError as exc:
+            logger.warning("orphan removal failed", extra={"tenant": tenant, "key": key, "error": str(exc)})
+            run.stats.failed += 1
+
+    # --- the queue -------------------------------------------------------------------------------------
+    def _created(self, info: ObjectInfo) -> ObjectEvent:
+        return ObjectEvent(
+            action="created",
+            bucket=self.bucket,
+            key=info.key,
+            sequencer=None,  # ingest reads the current state; the ledger keeps the newest S3 sequencer
+            etag=info.etag.strip('"') if info.etag else None,
+            version_id=info.version_id,
+            size=info.size,
+            event_name="ObjectCreated:Put",
+        )
+
+    def _removed(self, key: str) -> ObjectEvent:
+        return ObjectEvent(
+            action="removed",
+            bucket=self.bucket,
+            key=key,
+            sequencer=None,
+            etag=None,
+            version_id=None,
+            size=None,
+            event_name="ObjectRemoved:Delete",
+        )
+
+    def _send(self, run: _Run, event: ObjectEvent, category: Category) -> None:
+        if run.dry_run:
+            setattr(run.stats, category, getattr(run.stats, category) + 1)
+            return
+        run.pending.append((event, category))
+        if len(run.pending) >= self.batch_size:
+            self._flush(run)
+
+    def _flush(self, run: _Run) -> None:
+        if not run.pending:
+            return
+        batch, run.pending = run.pending, []
+        failed: set[str] = set()
+        try:
+            self.queue.send([event for event, _ in batch])
+        except EnqueueFailed as exc:
+            failed = set(exc.keys)
+            logger.warning("some reconcile events were not queued", extra={"count": len(failed)})
+        except TransientError as exc:
+            failed = {event.key for event, _ in batch}
+            logger.warning(
+                "reconcile events were not queued", extra={"count": len(failed), "error": str(exc)}
+            )
+        for event, category in batch:
+            name = "failed" if event.key in failed else category
+            setattr(run.stats, name, getattr(run.stats, name) + 1)
+
+
+# --- merging -----------------------------------------------------------------------------------------
+def merge_by_key(
+    objects: Iterator[ObjectInfo],
+    records: Iterator[LedgerRecord],
+    counts: Iterator[tuple[str, int]],
+) -> Iterator[tuple[str, ObjectInfo | None, LedgerRecord | None, int]]:
+    """Walk three key-sorted streams together: (key, object, record, point count) per distinct key.
+    Python's string order is code-point order, which for UTF-8 is S3's (and the ledgers') byte order."""
+    obj, rec, cnt = next(objects, None), next(records, None), next(counts, None)
+    last: str | None = None
+    while obj is not None or rec is not None or cnt is not None:
+        heads = [
+            h for h in (obj.key if obj else None, rec.key if rec else None, cnt[0] if cnt else None) if h
+        ]
+        key = min(heads)
+        if last is not None and key <= last:
+            raise OutOfOrderListing(f"keys out of order after {last!r}")
+        last = key
+        out_obj = out_rec = None
+        out_cnt = 0
+        if obj is not None and obj.key == key:
+            out_obj, obj = obj, next(objects, None)
+        if rec is not None and rec.key == key:
+            out_rec, rec = rec, next(records, None)
+        if cnt is not None and cnt[0] == key:
+            out_cnt, cnt = cnt[1], next(counts, None)
+        yield key, out_obj, out_rec, out_cnt
+
+
+# --- continuation tokens -----------------------------------------------------------------------------
+def encode_token(tenant: str | None, dry_run: bool, position: _Position, totals: ReconcileStats) -> str:
+    body = {
+        "v": TOKEN_VERSION,
+        "scope": tenant,
+        "dry_run": dry_run,
+        "position": asdict(position),
+        "totals": totals.to_dict(),
+    }
+    raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_token(token: str) -> tuple[str | None, bool, _Position, ReconcileStats]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        body = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
+        if body.get("v") != TOKEN_VERSION:
+            raise ValueError("unknown token version")
+        position = _Position(**body["position"])
+        if position.phase not in ("objects", "leftover", "finish"):
+            raise ValueError("unknown phase")
+        scope = body["scope"]
+        if scope is not None and not isinstance(scope, str):
+            raise ValueError("bad scope")
+        return scope, bool(body["dry_run"]), position, ReconcileStats.from_dict(body["totals"])
+    except (ValueError, KeyError, TypeError, UnicodeError, binascii.Error) as exc:
+        raise BadRequest("invalid reconcile continuation token") from exc
+
+
+# --- helpers -------------------------------------------------------------------------------------------
+def _tenant_of(key: str) -> str | None:
+    try:
+        return split_key(key)[0]
+    except InvalidKey:
+        return None
+
+
+def _is_tenant(name: str) -> bool:
+    return name != UNASSIGNED_TENANT and _tenant_of(f"{name}/x") == name
+
+
+def _check_tenant(tenant: str) -> None:
+    if not _is_tenant(tenant):
+        raise BadRequest(f"{tenant[:80]!r} is not a tenant name")
+
+
+def _remember(run: _Run, key: str, recent: _Recent) -> None:
+    run.recent[key] = recent
+    run.recent.move_to_end(key)
+    while len(run.recent) > RECENT_DOCUMENTS:
+        run.recent.popitem(last=False)
+
+
+def _norm_etag(etag: str | None) -> str | None:
+    return etag.strip('"') if etag else None
+
+
+def _same_version(info: ObjectInfo, record: LedgerRecord) -> bool:
+    if _norm_etag(info.etag) != _norm_etag(record.etag):
+        return False
+    return info.version_id is None or record.version_id is None or info.version_id == record.version_id
+
+
+def _instant(value: str | None) -> datetime | None:
+    """An ISO timestamp to whole seconds (S3 and the ledger differ in precision), naive = UTC."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).replace(microsecond=0)
+
+
+def _newer(object_time: str | None, record_time: str | None) -> bool:
+    """Whether the object changed after the record was written (a metadata change whose event was lost)."""
+    changed, recorded = _instant(object_time), _instant(record_time)
+    return changed is not None and recorded is not None and changed > recorded
+
+
+__all__ = [
+    "OutOfOrderListing",
+    "ReconcileResult",
+    "Reconciler",
+    "decode_token",
+    "encode_token",
+    "merge_by_key",
+]
