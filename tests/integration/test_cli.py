@@ -291,3 +291,29 @@ def test_missing_path_is_one_line(winnow: Winnow, tmp_path: Path) -> None:
     run = winnow("ingest", str(tmp_path / "nope"))
     assert run.code == 1
     assert run.stderr.strip() == f"winnow: no such file or folder: {tmp_path / 'nope'}"
+
+
+def test_reconcile_repairs_a_lost_delete(winnow: Winnow, tmp_path: Path) -> None:
+    # Given two indexed documents, one of whose objects vanished without a delete event
+    (tmp_path / "ferry.md").write_text(
+        "# Ferry timetable\n\nThe first ferry to Lundy leaves Bideford quay at 08:15 on Tuesdays.\n"
+    )
+    (tmp_path / "bus.md").write_text("# Bus timetable\n\nThe number 21 bus leaves the harbour every hour.\n")
+    assert winnow("ingest", str(tmp_path), "--tenant", "recon").code == 0
+    (winnow.home / "bucket" / "recon" / "ferry.md").unlink()
+    # When reconcile runs as a dry run
+    dry = winnow("reconcile", "--tenant", "recon", "--dry-run", "--json")
+    # Then it reports the delete it would make and changes nothing
+    assert dry.code == 0, dry.stderr
+    [stats] = dry.json_lines()
+    assert (stats["dry_run"], stats["deleted"]) == (True, 1)
+    listed = {d["key"]: d["status"] for d in winnow("documents", "--tenant", "recon", "--json").json_lines()}
+    assert listed == {"recon/ferry.md": "indexed", "recon/bus.md": "indexed"}
+    # When it runs for real
+    run = winnow("reconcile", "--tenant", "recon")
+    # Then the document is gone from the index, and the summary says so
+    assert run.code == 0, run.stderr
+    assert run.stdout.startswith("reconciled tenant recon: 1 scanned")
+    assert "1 deleted" in run.stdout
+    gone = winnow("search", "first ferry to Lundy", "--tenant", "recon", "--json", "--threshold", "0")
+    assert {r["key"] for r in json.loads(gone.stdout)["results"]} == {"recon/bus.md"}

@@ -403,6 +403,42 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(tenant=_check_tenant(args.tenant))
 
 
+def reconcile_available() -> bool:
+    """``winnow reconcile`` exists only where the reconcile package ships."""
+    import importlib.util
+
+    return importlib.util.find_spec("winnow.reconcile") is not None
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    from winnow.factory import get_container
+    from winnow.reconcile import run_reconcile
+
+    tenant = _check_tenant(args.tenant) if args.tenant else None
+    stats = run_reconcile(get_container(), tenant=tenant, dry_run=args.dry_run).to_dict()
+    if args.json:
+        _print_json(stats)
+        return 0
+    scope = f"tenant {tenant}" if tenant else "the whole bucket"
+    if args.dry_run:
+        scope += " (dry run: nothing changed)"
+    counts = ", ".join(
+        f"{stats.get(name, 0)} {name.replace('_', ' ')}"
+        for name in (
+            "scanned",
+            "new",
+            "modified",
+            "unchanged",
+            "deleted",
+            "failed",
+            "orphans_removed",
+            "repaired",
+        )
+    )
+    print(f"reconciled {scope}: {counts} in {stats.get('duration_ms', 0):.0f} ms")
+    return 0
+
+
 # --- parser --------------------------------------------------------------------------------------------
 def _positive_int(text: str) -> int:
     try:
@@ -493,6 +529,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--tenant", default="demo", help="tenant for the samples (default 'demo')")
     demo.set_defaults(func=cmd_demo)
 
+    if reconcile_available():
+        reconcile = commands.add_parser(
+            "reconcile",
+            help="make the index match the bucket again",
+            description="Compare the bucket with the ledger and the index; index what is new or changed, "
+            "remove what is gone, and report what was done.",
+        )
+        reconcile.add_argument("--tenant", default=None, help="one tenant (default: the whole bucket)")
+        reconcile.add_argument(
+            "--dry-run", action="store_true", help="change nothing; report what would change"
+        )
+        reconcile.add_argument("--json", action="store_true", help="the statistics as one JSON object")
+        reconcile.set_defaults(func=cmd_reconcile)
     return parser
 
 
