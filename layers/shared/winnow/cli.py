@@ -83,7 +83,8 @@ def _format_ingest(result: dict[str, Any]) -> str:
         return f"{status:<9}  {key}  {result.get('error') or ''}".rstrip()
     if status in ("indexed", "unchanged"):
         embedded, reused = result.get("embedded", 0), result.get("reused", 0)
-        detail = f"{result.get('chunks', 0)} chunks ({embedded} embedded, {reused} reused)"
+        chunks = result.get("chunks", 0)
+        detail = f"{chunks} chunk{'' if chunks == 1 else 's'} ({embedded} embedded, {reused} reused)"
         return f"{status:<9}  {key}  {detail}"
     extra = f"  {result['error']}" if result.get("error") else ""
     return f"{status:<9}  {key}{extra}"
@@ -377,15 +378,19 @@ def cmd_documents(args: argparse.Namespace) -> int:
         print(f"winnow: {_no_documents(tenant)}", file=sys.stderr)
         return 0
     if not args.json:
-        width = max(len(_document_name(str(d.get("key")), tenant)) for d in documents)
-        for document in documents:
-            name = _document_name(str(document.get("key")), tenant)
-            line = f"{document.get('status', '?'):<9}  {name:<{width}}  {document.get('chunks', 0):>5} chunks"
-            if document.get("updated"):
-                line += f"  {document['updated']}"
-            if document.get("error"):
-                line += f"  {document['error']}"
-            print(line)
+        names = [_document_name(str(d.get("key")), tenant) for d in documents]
+        width = max(len("DOCUMENT"), *(len(name) for name in names))
+        print(f"{'STATUS':<9}  {'DOCUMENT':<{width}}  {'CHUNKS':>6}  {'UPDATED':<16}  ERROR".rstrip())
+        for name, document in zip(names, documents, strict=True):
+            updated = str(document.get("updated") or "")[:16].replace("T", " ")
+            error = document.get("error") or ""
+            status, chunks = document.get("status", "?"), document.get("chunks", 0)
+            line = f"{status:<9}  {name:<{width}}  {chunks:>6}  {updated:<16}"
+            print(f"{line}  {error}".rstrip())
+        print(
+            f"{len(documents)} document{'s' if len(documents) != 1 else ''} for tenant {tenant}",
+            file=sys.stderr,
+        )
     return 0
 
 
