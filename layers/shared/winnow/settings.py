@@ -136,3 +136,13 @@ class SearchSettings(BaseSettings):
     )
     tenant_header: str = "x-winnow-tenant"
     rrf_k: int = Field(default=60, ge=1, le=1000)
+
+
+class ReconcileSettings(BaseSettings):
+    """The reconcile function's paging: stop and continue in a new invocation when less time is left
+    than ``margin_ms``; give up after ``max_invocations`` (a guard against a runaway chain)."""
+
+    model_config = _config("WINNOW_RECONCILE_")
+
+    margin_ms: int = Field(default=90_000, ge=5_000, le=840_000)
+    max_invocations: int = Field(default=1000, ge=1, le=100_000)
