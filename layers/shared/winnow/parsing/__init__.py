@@ -1,0 +1,150 @@
+"""Document parsing: bytes in, a :class:`ParsedDocument` of cleaned blocks out, or a one-line reason.
+
+``parse_document`` is the only entry point the ingest service needs. It decides the type from the
+extension, checks it against the first bytes (a ``.txt`` that is really a PDF, or a ``.docx`` that is
+not a zip, is refused rather than indexed as garbage), and hands the bytes to one module per format.
+The parsers (pypdf, python-docx, lxml) are imported inside those modules' functions, so importing
+this package costs nothing and the search Lambda, which never parses, never loads them.
+
+Every failure is a :class:`winnow.errors.DocumentError` subclass whose message is a single line fit
+for the ledger: ``UnsupportedDocument``, ``CorruptDocument``, ``EncryptedDocument``, ``EmptyDocument``
+or ``OversizedDocument``. Nothing else escapes, whatever the bytes.
+
+Titles come from the format when it has one (PDF metadata, DOCX core properties, HTML ``<title>``,
+Markdown front matter), then from the first top-level heading, then from the file name. Headings
+become each block's ``section_path``; a first path element equal to the title is dropped because
+``Chunk.embed_text`` already starts with the title.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from io import BytesIO
+from pathlib import PurePosixPath
+
+from winnow.errors import CorruptDocument, EmptyDocument, EncryptedDocument, UnsupportedDocument
+from winnow.models import ParsedDocument
+from winnow.parsing.blocks import one_line
+from winnow.parsing.text_decoding import DecodedText, binary_reason, decode_text
+from winnow.settings import IngestSettings
+
+__all__ = ["SOURCE_TYPES", "detect_type", "parse_document"]
+
+_TYPE_BY_EXTENSION: dict[str, str] = {
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".text": "text",
+    ".html": "html",
+    ".htm": "html",
+}
+SOURCE_TYPES = ("pdf", "docx", "markdown", "text", "html")
+
+_OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ZIP_MAGIC = b"PK\x03\x04"
+_EMPTY_ZIP_MAGIC = b"PK\x05\x06"
+# The PDF spec lets a few bytes of junk precede the header; readers accept it within the first KiB.
+_PDF_HEADER_WINDOW = 1024
+
+
+def parse_document(key: str, data: bytes, settings: IngestSettings | None = None) -> ParsedDocument:
+    """Parse one document. Raises only ``DocumentError`` subclasses, each with a one-line reason."""
+    settings = settings or IngestSettings()
+    source_type, decoded = _detect(key, data)
+    if source_type == "pdf":
+        from winnow.parsing.pdf import parse_pdf
+
+        return parse_pdf(key, data)
+    if source_type == "docx":
+        from winnow.parsing.docx import parse_docx
+
+        return parse_docx(key, data, settings)
+    assert decoded is not None  # text-like types were decoded by _detect
+    if source_type == "markdown":
+        from winnow.parsing.markdown import parse_markdown
+
+        return parse_markdown(key, decoded.text)
+    if source_type == "html":
+        from winnow.parsing.html import parse_html
+
+        return parse_html(key, data, decoded)
+    from winnow.parsing.text import parse_text
+
+    return parse_text(key, decoded.text)
+
+
+def detect_type(key: str, data: bytes) -> str:
+    """The source type of ``key``: one of ``SOURCE_TYPES``. Raises ``UnsupportedDocument`` when the
+    extension is unknown or the content does not match it, ``EmptyDocument`` for a 0-byte file."""
+    return _detect(key, data)[0]
+
+
+def _detect(key: str, data: bytes) -> tuple[str, DecodedText | None]:
+    extension = PurePosixPath(key).suffix.lower()
+    if not extension:
+        raise UnsupportedDocument("file name has no extension; supported: " + _supported_list())
+    source_type = _TYPE_BY_EXTENSION.get(extension)
+    if source_type is None:
+        raise UnsupportedDocument(f"unsupported file type {extension!r}; supported: {_supported_list()}")
+    if not data:
+        raise EmptyDocument("empty file (0 bytes)")
+    if source_type == "pdf":
+        if b"%PDF-" not in data[:_PDF_HEADER_WINDOW]:
+            raise UnsupportedDocument(f"named {extension} but {_describe(data)}, not a PDF")
+        return source_type, None
+    if source_type == "docx":
+        _check_docx_container(data, extension)
+        return source_type, None
+    return source_type, _decode_text_like(data, extension)
+
+
+def _check_docx_container(data: bytes, extension: str) -> None:
+    """A DOCX is a zip holding ``word/document.xml``. Reading the central directory is cheap and
+    decompresses nothing, so it is safe before the zip-bomb check."""
+    if data.startswith(_OLE2_MAGIC):
+        if "EncryptionInfo".encode("utf-16-le") in data:
+            raise EncryptedDocument("DOCX is password protected")
+        raise UnsupportedDocument(f"named {extension} but is a legacy Word .doc (OLE2) file")
+    if not data.startswith((_ZIP_MAGIC, _EMPTY_ZIP_MAGIC)):
+        raise UnsupportedDocument(f"named {extension} but {_describe(data)}, not a DOCX (zip) file")
+    try:
+        with zipfile.ZipFile(BytesIO(data)) as archive:
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as error:
+        raise CorruptDocument(f"DOCX zip container is unreadable ({one_line(error)})") from error
+    if "word/document.xml" not in names:
+        raise UnsupportedDocument(f"named {extension} but the zip has no word/document.xml, not a DOCX")
+
+
+def _decode_text_like(data: bytes, extension: str) -> DecodedText:
+    if data.lstrip()[:5] == b"%PDF-" or data.startswith((_ZIP_MAGIC, _OLE2_MAGIC)):
+        raise UnsupportedDocument(f"named {extension} but {_describe(data)}")
+    decoded = decode_text(data)
+    reason = binary_reason(decoded.text)
+    if reason:
+        raise UnsupportedDocument(f"named {extension} but {reason}")
+    return decoded
+
+
+def _describe(data: bytes) -> str:
+    """What the bytes look like, for a reason that helps the uploader fix the file."""
+    head = data[:_PDF_HEADER_WINDOW]
+    if b"%PDF-" in head:
+        return "content is a PDF"
+    if data.startswith(_ZIP_MAGIC):
+        return "content is a zip archive"
+    if data.startswith(_OLE2_MAGIC):
+        return "content is a legacy Office (OLE2) file"
+    lowered = head.lower()
+    if b"<html" in lowered or b"<!doctype html" in lowered:
+        return "content is HTML"
+    decoded = decode_text(head)
+    if binary_reason(decoded.text):
+        return "content is binary"
+    return "content is text"
+
+
+def _supported_list() -> str:
+    return ", ".join(sorted(_TYPE_BY_EXTENSION))

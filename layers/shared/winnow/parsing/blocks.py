@@ -1,0 +1,114 @@
+"""What every format parser shares: whitespace normalisation, the heading stack that turns headings
+into section paths, and the final assembly of a :class:`ParsedDocument`.
+
+Keeping this in one place means the chunker sees the same shape of blocks whatever the format was:
+no empty blocks, single spaces inside running text, line breaks only where they carry meaning
+(table rows, code, lists).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from winnow.errors import EmptyDocument
+from winnow.models import Block, ParsedDocument
+
+# Characters that are invisible or formatting-only: zero-width spaces/joiners, BOM, soft hyphen.
+_INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
+# Control characters other than tab and line breaks (PDF text layers are full of them).
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+_ANY_WHITESPACE = re.compile(r"\s+")
+_HORIZONTAL_WHITESPACE = re.compile(r"[^\S\n]+")
+_LINE_BREAKS = re.compile(r"\r\n?|[\v\f\u2028\u2029\x85]")
+_MAX_TITLE_CHARS = 300
+
+
+def clean_inline(text: str) -> str:
+    """Running text: every run of whitespace, line breaks included, becomes one space."""
+    text = _INVISIBLE.sub("", text)
+    text = _CONTROLS.sub(" ", text)
+    return _ANY_WHITESPACE.sub(" ", text).strip()
+
+
+def clean_lines(text: str) -> str:
+    """Text whose line breaks mean something (a table, code, a list): spaces collapse inside each
+    line, blank lines disappear, the lines themselves stay."""
+    text = _INVISIBLE.sub("", text)
+    text = _LINE_BREAKS.sub("\n", text)
+    text = _CONTROLS.sub(" ", text)
+    lines = (_HORIZONTAL_WHITESPACE.sub(" ", line).strip() for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+class HeadingStack:
+    """The current section path. A heading of level n closes every open heading of level >= n, so
+    "1 Intro / 1.1 Scope / 2 Method" gives ("Method",) after the third heading, not three levels."""
+
+    def __init__(self) -> None:
+        self._open: list[tuple[int, str]] = []
+
+    def push(self, level: int, title: str) -> None:
+        title = clean_inline(title)
+        if not title:
+            return
+        while self._open and self._open[-1][0] >= level:
+            self._open.pop()
+        self._open.append((level, title[:_MAX_TITLE_CHARS]))
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(title for _, title in self._open)
+
+
+class BlockCollector:
+    """Accumulates cleaned, non-empty blocks in document order."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+
+    def add(
+        self,
+        text: str,
+        section_path: tuple[str, ...] = (),
+        page: int | None = None,
+        *,
+        keep_lines: bool = False,
+    ) -> None:
+        cleaned = clean_lines(text) if keep_lines else clean_inline(text)
+        if cleaned:
+            self.blocks.append(Block(text=cleaned, section_path=section_path, page=page))
+
+
+def title_from_key(key: str) -> str:
+    """A readable title from the object key: ``acme/q3_sales-report.pdf`` -> ``q3 sales report``."""
+    name = PurePosixPath(key).name
+    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    readable = clean_inline(stem.replace("_", " ").replace("-", " "))
+    return readable or clean_inline(name) or key
+
+
+def finish_document(
+    blocks: list[Block], *, title: str | None, key: str, source_type: str, empty_reason: str
+) -> ParsedDocument:
+    """Assemble the document: choose the title, drop a leading path element that only repeats the
+    title (``Chunk.embed_text`` already starts with the title; "Guide > Guide > Install" helps no
+    one), and refuse a document without text."""
+    chosen_title = clean_inline(title or "")[:_MAX_TITLE_CHARS] or title_from_key(key)
+    if not blocks:
+        raise EmptyDocument(empty_reason)
+    folded_title = chosen_title.casefold()
+    finished = [
+        Block(text=block.text, section_path=block.section_path[1:], page=block.page)
+        if block.section_path and block.section_path[0].casefold() == folded_title
+        else block
+        for block in blocks
+    ]
+    return ParsedDocument(title=chosen_title, blocks=finished, source_type=source_type)
+
+
+def one_line(error: BaseException, limit: int = 160) -> str:
+    """An exception as a short single line for a ledger reason: parser messages can be long and
+    span lines. Only the exception text of a parser is used, never document content we chose."""
+    message = " ".join(str(error).split()) or type(error).__name__
+    return message[:limit]

@@ -1,0 +1,246 @@
+"""DOCX text extraction with python-docx: heading styles become the section path, tables stay as rows.
+
+python-docx loads every part of the package into memory, so the zip's central directory is checked
+first: the sizes it declares and its compression ratios, before a single byte is inflated. A member
+that inflates past its declared size cannot slip through either: Python's zipfile stops at the
+declared size and the CRC check then fails, which we report as corrupt.
+
+Headings are recognised by style ("Heading 1".."Heading 9", "Title"; Word stores built-in style
+names in English whatever the UI language) and otherwise by the outline level set on the paragraph
+or inherited from its style, which also covers custom heading styles.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Iterator
+from io import BytesIO
+from typing import TYPE_CHECKING, Any
+
+from winnow.errors import (
+    CorruptDocument,
+    DocumentError,
+    OversizedDocument,
+    UnsupportedDocument,
+)
+from winnow.models import ParsedDocument
+from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
+from winnow.settings import IngestSettings
+
+if TYPE_CHECKING:
+    from docx.document import Document as DocxDocument
+
+_HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
+_MAX_MEMBERS = 10_000
+# Small members compress extremely well when they are repetitive XML; only a member big enough to
+# hurt is judged by its ratio. The total declared size is checked for every archive.
+_RATIO_CHECK_MIN_BYTES = 1024 * 1024
+_MAX_STYLE_DEPTH = 20
+_TITLE_LEVEL = 0
+
+
+def parse_docx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
+    check_zip_bomb(data, settings)
+    try:
+        return _parse(key, data)
+    except (DocumentError, ImportError):
+        raise  # an ImportError is a broken deployment, not a broken document: let it be loud
+    except RecursionError as error:
+        raise CorruptDocument("corrupt DOCX: structure nested too deeply") from error
+    except MemoryError as error:
+        raise OversizedDocument("DOCX needs too much memory to parse") from error
+    except ValueError as error:
+        if "not a Word file" in str(error):
+            raise UnsupportedDocument(f"not a Word document ({one_line(error)})") from error
+        raise CorruptDocument(f"corrupt DOCX (ValueError: {one_line(error)})") from error
+    except Exception as error:
+        raise CorruptDocument(f"corrupt DOCX ({type(error).__name__}: {one_line(error)})") from error
+
+
+def check_zip_bomb(data: bytes, settings: IngestSettings) -> None:
+    """Refuse an archive whose central directory promises more than we are willing to inflate."""
+    try:
+        with zipfile.ZipFile(BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as error:
+        raise CorruptDocument(f"DOCX zip container is unreadable ({one_line(error)})") from error
+    if len(members) > _MAX_MEMBERS:
+        raise OversizedDocument(f"DOCX zip has {len(members)} members (limit {_MAX_MEMBERS})")
+    declared = sum(member.file_size for member in members)
+    if declared > settings.max_uncompressed_bytes:
+        raise OversizedDocument(
+            f"DOCX declares {declared} uncompressed bytes"
+            f" (limit {settings.max_uncompressed_bytes}): zip bomb?"
+        )
+    for member in members:
+        if member.file_size < _RATIO_CHECK_MIN_BYTES:
+            continue
+        ratio = member.file_size / max(member.compress_size, 1)
+        if ratio > settings.max_compression_ratio:
+            raise OversizedDocument(
+                f"DOCX member compression ratio {ratio:.0f}:1 exceeds {settings.max_compression_ratio:.0f}:1"
+                " (zip bomb?)"
+            )
+
+
+def _parse(key: str, data: bytes) -> ParsedDocument:
+    import docx
+    from docx.oxml.ns import qn
+
+    document = docx.Document(BytesIO(data))
+    styles = _StyleLevels(document)
+    table_tag = qn("w:tbl")
+    collector = BlockCollector()
+    headings = HeadingStack()
+    title_paragraph: str | None = None
+    first_top_heading: str | None = None
+    for element in _iter_body(document):
+        if element.tag == table_tag:
+            collector.add(_table_text(element), headings.path, keep_lines=True)
+            continue
+        text = _paragraph_text(element)
+        level = styles.paragraph_level(element)
+        if level is None or not clean_inline(text):
+            collector.add(text, headings.path)
+            continue
+        headings.push(level, text)
+        if level == _TITLE_LEVEL and title_paragraph is None:
+            title_paragraph = text
+        elif level == 1 and first_top_heading is None:
+            first_top_heading = text
+    return finish_document(
+        collector.blocks,
+        title=_core_title(document) or title_paragraph or first_top_heading,
+        key=key,
+        source_type="docx",
+        empty_reason="DOCX has no text",
+    )
+
+
+def _iter_body(document: DocxDocument) -> Iterator[Any]:
+    """Body paragraphs and tables in order, including those wrapped in content controls (``w:sdt``),
+    which python-docx's own iterator skips (cover pages and form fields live there)."""
+    from docx.oxml.ns import qn
+
+    paragraph_tag, table_tag = qn("w:p"), qn("w:tbl")
+    wrapper_tags = {qn("w:sdt"): qn("w:sdtContent"), qn("w:customXml"): None}
+
+    def walk(element: Any) -> Iterator[Any]:
+        for child in element.iterchildren():
+            if child.tag in (paragraph_tag, table_tag):
+                yield child
+            elif child.tag in wrapper_tags:
+                inner_tag = wrapper_tags[child.tag]
+                inner = child.find(inner_tag) if inner_tag else child
+                if inner is not None:
+                    yield from walk(inner)
+
+    yield from walk(document.element.body)
+
+
+def _paragraph_text(paragraph: Any) -> str:
+    """Text of a ``w:p`` in order: runs, hyperlinks and tracked insertions; tabs and breaks become
+    spaces. Deleted text (``w:delText``) and field codes (``w:instrText``) are other tags, so they
+    are left out."""
+    from docx.oxml.ns import qn
+
+    text_tag = qn("w:t")
+    parts = [
+        (node.text or "") if node.tag == text_tag else " "
+        for node in paragraph.iter(text_tag, qn("w:tab"), qn("w:br"), qn("w:cr"))
+    ]
+    return "".join(parts)
+
+
+def _table_text(table: Any) -> str:
+    """One line per row, cells joined by " | ". A merged cell appears once, not once per grid column;
+    nested tables and text boxes inside a cell are read too."""
+    from docx.oxml.ns import qn
+
+    paragraph_tag = qn("w:p")
+    rows: list[str] = []
+    for row in table.iterchildren(qn("w:tr")):
+        cells: list[str] = []
+        for cell in row.iterchildren(qn("w:tc")):
+            text = clean_inline(" ".join(_paragraph_text(p) for p in cell.iter(paragraph_tag)))
+            if text and (not cells or cells[-1] != text):
+                cells.append(text)
+        if cells:
+            rows.append(" | ".join(cells))
+    return "\n".join(rows)
+
+
+class _StyleLevels:
+    """Heading level of each paragraph style, resolved once per style: by name, else by the outline
+    level set on the style or inherited through ``w:basedOn``."""
+
+    def __init__(self, document: DocxDocument) -> None:
+        from docx.oxml.ns import qn
+
+        self._qn = qn
+        self._styles: dict[str, Any] = {}
+        for style in document.styles.element.iterchildren(qn("w:style")):
+            style_id = style.get(qn("w:styleId"))
+            if style_id:
+                self._styles.setdefault(style_id, style)
+        self._levels: dict[str, int | None] = {}
+
+    def paragraph_level(self, paragraph: Any) -> int | None:
+        """0 for a Title, 1..9 for headings, None for body text. Direct formatting wins over style."""
+        qn = self._qn
+        properties = paragraph.find(qn("w:pPr"))
+        if properties is None:
+            return None
+        outline = properties.find(qn("w:outlineLvl"))
+        if outline is not None:
+            return _outline_level(outline.get(qn("w:val")))
+        style = properties.find(qn("w:pStyle"))
+        style_id = style.get(qn("w:val")) if style is not None else None
+        if not style_id:
+            return None
+        if style_id not in self._levels:
+            self._levels[style_id] = self._style_level(style_id)
+        return self._levels[style_id]
+
+    def _style_level(self, style_id: str) -> int | None:
+        qn = self._qn
+        seen: set[str] = set()
+        current: str | None = style_id
+        first = True
+        while current and current not in seen and len(seen) < _MAX_STYLE_DEPTH:
+            seen.add(current)
+            style = self._styles.get(current)
+            if style is None:
+                return None
+            name_element = style.find(qn("w:name"))
+            name = (name_element.get(qn("w:val")) or "").strip() if name_element is not None else ""
+            if first and name.lower() == "title":
+                return _TITLE_LEVEL
+            match = _HEADING_STYLE.match(name)
+            if match:
+                return int(match.group(1))
+            outline = style.find(f"{qn('w:pPr')}/{qn('w:outlineLvl')}")
+            if outline is not None:
+                return _outline_level(outline.get(qn("w:val")))
+            based_on = style.find(qn("w:basedOn"))
+            current = based_on.get(qn("w:val")) if based_on is not None else None
+            first = False
+        return None
+
+
+def _outline_level(value: str | None) -> int | None:
+    """w:outlineLvl is 0-based and 9 means body text."""
+    try:
+        level = int(value or "")
+    except ValueError:
+        return None
+    return level + 1 if 0 <= level <= 8 else None
+
+
+def _core_title(document: DocxDocument) -> str | None:
+    try:
+        title = document.core_properties.title
+    except Exception:
+        return None
+    return clean_inline(title) if isinstance(title, str) and title.strip() else None

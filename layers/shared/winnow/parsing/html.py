@@ -1,0 +1,173 @@
+"""HTML with lxml: the visible text of the page, with h1..h6 as the section path.
+
+What a reader does not see, or sees on every page of the site, is removed before the walk: scripts,
+styles, templates, forms, navigation, page headers and footers, asides, hidden elements. A ``header``
+inside an ``article`` or ``main`` is kept, because that is where the article's own heading lives.
+
+Bytes are decoded by our fallback chain, with the page's ``<meta charset>`` trusted ahead of the
+guesses; lxml then parses UTF-8 we hand it, so a wrong declaration cannot garble the text twice.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
+from winnow.models import ParsedDocument
+from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
+from winnow.parsing.text_decoding import DecodedText, decode_text
+
+_DROPPED_TAGS = frozenset(
+    {
+        "script", "style", "nav", "footer", "aside", "noscript", "template", "form",
+        "iframe", "object", "embed", "svg", "math", "canvas", "button", "select", "textarea",
+        "head", "dialog", "menu",
+    }
+)  # fmt: skip
+_DROPPED_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search", "menu"})
+_BLOCK_TAGS = frozenset(
+    {
+        "address", "article", "blockquote", "body", "caption", "center", "dd", "details", "div", "dl",
+        "dt", "fieldset", "figcaption", "figure", "header", "hr", "html", "legend", "li", "main",
+        "ol", "p", "section", "summary", "ul",
+    }
+)  # fmt: skip
+_HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_UNICODE_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
+
+
+def parse_html(key: str, data: bytes, decoded: DecodedText | None = None) -> ParsedDocument:
+    text = _decode(data, decoded)
+    try:
+        return _parse(key, text)
+    except (DocumentError, ImportError):
+        raise  # an ImportError is a broken deployment, not a broken document: let it be loud
+    except RecursionError as error:
+        raise CorruptDocument("corrupt HTML: nested too deeply") from error
+    except MemoryError as error:
+        raise OversizedDocument("HTML needs too much memory to parse") from error
+    except Exception as error:
+        raise CorruptDocument(f"unreadable HTML ({type(error).__name__}: {one_line(error)})") from error
+
+
+def _decode(data: bytes, decoded: DecodedText | None) -> str:
+    if decoded is not None and decoded.encoding in _UNICODE_ENCODINGS:
+        return decoded.text
+    declared = _META_CHARSET.search(data[:4096])
+    if declared is None:
+        return decoded.text if decoded is not None else decode_text(data).text
+    return decode_text(data, declared.group(1).decode("ascii")).text
+
+
+def _parse(key: str, text: str) -> ParsedDocument:
+    import lxml.html
+    from lxml import etree
+
+    parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
+    try:
+        root = lxml.html.document_fromstring(text.encode("utf-8", "replace"), parser=parser)
+    except etree.ParserError as error:
+        raise EmptyDocument("HTML file has no content") from error
+    title = _title(root)
+    _drop_invisible(root)
+    body = root.find("body")
+    collector = BlockCollector()
+    headings = HeadingStack()
+    first_h1: str | None = None
+    buffer: list[str] = []
+
+    def flush() -> None:
+        if buffer:
+            collector.add("".join(buffer), headings.path)
+            buffer.clear()
+
+    walker = etree.iterwalk(body if body is not None else root, events=("start", "end"))
+    for event, element in walker:
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if event == "start":
+            if tag in _HEADING_TAGS:
+                flush()
+                heading = clean_inline(element.text_content())
+                headings.push(_HEADING_TAGS[tag], heading)
+                if tag == "h1" and first_h1 is None and heading:
+                    first_h1 = heading
+                walker.skip_subtree()
+            elif tag == "table":
+                flush()
+                collector.add(_table_text(element), headings.path, keep_lines=True)
+                walker.skip_subtree()
+            elif tag == "pre":
+                flush()
+                collector.add(element.text_content(), headings.path, keep_lines=True)
+                walker.skip_subtree()
+            elif tag == "br":
+                buffer.append("\n")
+            else:
+                if tag in _BLOCK_TAGS:
+                    flush()
+                if element.text:
+                    buffer.append(element.text)
+        else:
+            if tag in _BLOCK_TAGS:
+                flush()
+            if element.tail:
+                buffer.append(element.tail)
+    flush()
+    return finish_document(
+        collector.blocks,
+        title=title or first_h1,
+        key=key,
+        source_type="html",
+        empty_reason="HTML has no visible text",
+    )
+
+
+def _title(root: Any) -> str | None:
+    element = root.find(".//title")
+    if element is None:
+        return None
+    return clean_inline(element.text_content()) or None
+
+
+def _drop_invisible(root: Any) -> None:
+    doomed = [element for element in root.iter() if _is_invisible(element)]
+    for element in doomed:
+        if element.getparent() is not None:
+            element.drop_tree()  # keeps the element's tail text, which belongs to its parent
+
+
+def _is_invisible(element: Any) -> bool:
+    if not isinstance(element.tag, str):
+        return False
+    tag = element.tag
+    if tag in _DROPPED_TAGS:
+        return True
+    if tag == "header":
+        return not any(
+            isinstance(ancestor.tag, str) and ancestor.tag in ("article", "main")
+            for ancestor in element.iterancestors()
+        )
+    attributes = element.attrib
+    if "hidden" in attributes or attributes.get("aria-hidden", "").lower() == "true":
+        return True
+    if attributes.get("role", "").lower() in _DROPPED_ROLES:
+        return True
+    return bool(_HIDDEN_STYLE.search(attributes.get("style", "")))
+
+
+def _table_text(table: Any) -> str:
+    """One line per row, cells joined by " | ", the caption first. Rows of nested tables are read as
+    part of their cell's text rather than as rows of the outer table."""
+    lines: list[str] = []
+    caption = table.find("caption")
+    if caption is not None:
+        lines.append(clean_inline(caption.text_content()))
+    for row in table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr"):
+        cells = [clean_inline(cell.text_content()) for cell in row.xpath("./td | ./th")]
+        cells = [cell for cell in cells if cell]
+        if cells:
+            lines.append(" | ".join(cells))
+    return "\n".join(lines)

@@ -1,0 +1,124 @@
+"""Markdown: ATX (``# Title``) and setext (underlined) headings become the section path.
+
+A small line scanner instead of a Markdown library: we need headings, paragraphs and code fences,
+not HTML rendering, and it keeps the layer free of another dependency. It follows CommonMark where it
+matters for structure: a ``#`` inside a code fence is not a heading, ``---`` under a paragraph is a
+setext heading but after a blank line is a rule, closing ``#``s are trimmed. YAML front matter is
+not indexed; its ``title:`` is the document title.
+
+Inline syntax is mostly left alone (the analyzer ignores ``*`` and backticks), except links and
+images, whose URLs are noise to search: ``[text](url)`` keeps ``text``, ``![alt](src)`` keeps ``alt``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from winnow.models import ParsedDocument
+from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document
+
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_THEMATIC_BREAK = re.compile(r"^ {0,3}((\*[ \t]*){3,}|(-[ \t]*){3,}|(_[ \t]*){3,})$")
+_STRUCTURED_LINE = re.compile(r"^\s*([-*+][ \t]|\d{1,9}[.)][ \t]|\||>)")
+_TABLE_DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)+\|?\s*$")
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_FRONT_MATTER_TITLE = re.compile(r"""^title:\s*["']?(.*?)["']?\s*$""", re.IGNORECASE)
+
+
+def parse_markdown(key: str, text: str) -> ParsedDocument:
+    text = _HTML_COMMENT.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    lines = text.split("\n")
+    title, start = _front_matter(lines)
+    collector = BlockCollector()
+    headings = HeadingStack()
+    paragraph: list[str] = []
+    first_h1: str | None = None
+
+    def flush() -> None:
+        if paragraph:
+            structured = _is_structured(paragraph)
+            body = "\n".join(line for line in paragraph if not _TABLE_DELIMITER_ROW.match(line))
+            collector.add(_strip_links(body), headings.path, keep_lines=structured)
+            paragraph.clear()
+
+    def heading(level: int, text: str) -> None:
+        nonlocal first_h1
+        flush()
+        text = clean_inline(_strip_links(text))
+        if level == 1 and first_h1 is None and text:
+            first_h1 = text
+        headings.push(level, text)
+
+    index = start
+    while index < len(lines):
+        line = lines[index]
+        fence = _FENCE_OPEN.match(line)
+        if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
+            flush()
+            index = _code_block(lines, index + 1, fence.group(1), collector, headings.path)
+            continue
+        atx = _ATX_HEADING.match(line)
+        if atx:
+            heading(len(atx.group(1)), atx.group(2) or "")
+        elif not line.strip():
+            flush()
+        elif paragraph and _SETEXT_UNDERLINE.match(line) and not _is_structured(paragraph):
+            text = " ".join(paragraph)
+            paragraph.clear()
+            heading(1 if line.strip().startswith("=") else 2, text)
+        elif _THEMATIC_BREAK.match(line):
+            flush()
+        else:
+            paragraph.append(line)
+        index += 1
+    flush()
+    return finish_document(
+        collector.blocks,
+        title=title or first_h1,
+        key=key,
+        source_type="markdown",
+        empty_reason="Markdown file has no text",
+    )
+
+
+def _code_block(
+    lines: list[str], index: int, fence: str, collector: BlockCollector, path: tuple[str, ...]
+) -> int:
+    """Collect a fenced code block as one line-preserving block; returns the index after it. An
+    unclosed fence runs to the end of the file, as CommonMark says."""
+    closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+    body: list[str] = []
+    while index < len(lines) and not closing.match(lines[index]):
+        body.append(lines[index])
+        index += 1
+    collector.add("\n".join(body), path, keep_lines=True)
+    return index + 1
+
+
+def _front_matter(lines: list[str]) -> tuple[str | None, int]:
+    """YAML front matter between ``---`` lines at the very top: (its title, first line after it)."""
+    if not lines or lines[0].strip() != "---":
+        return None, 0
+    for end in range(1, min(len(lines), 200)):
+        if lines[end].strip() in ("---", "..."):
+            title = None
+            for line in lines[1:end]:
+                match = _FRONT_MATTER_TITLE.match(line.strip())
+                if match and match.group(1).strip():
+                    title = match.group(1).strip()
+                    break
+            return title, end + 1
+    return None, 0
+
+
+def _is_structured(lines: list[str]) -> bool:
+    """Lists, tables and quotes keep their line breaks; wrapped prose does not."""
+    return any(_STRUCTURED_LINE.match(line) for line in lines)
+
+
+def _strip_links(text: str) -> str:
+    return _LINK.sub(r"\1", _IMAGE.sub(r"\1", text))

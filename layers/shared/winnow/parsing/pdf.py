@@ -1,0 +1,264 @@
+"""PDF text extraction with pypdf: one block per paragraph-like run of lines, each with its 1-based page.
+
+A PDF's text layer has no paragraphs, only positioned lines. pypdf gives them back line by line; a
+line that is clearly shorter than the page's full lines ends a paragraph (the last line of a
+paragraph, a heading, a list item), and so does a blank line. Words hyphenated across a line break
+("exam-" / "ple") are joined again so the search can find them.
+
+Sections come from the outline (bookmarks) when the PDF has one: the path of the bookmark in effect
+at that point. A bookmark usually points at a whole page, so the heading line itself is looked for
+on its page, and the switch happens there; text above it stays in the previous section.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from io import BytesIO
+from typing import TYPE_CHECKING, Any
+
+from winnow.errors import (
+    CorruptDocument,
+    DocumentError,
+    EmptyDocument,
+    EncryptedDocument,
+    OversizedDocument,
+)
+from winnow.models import ParsedDocument
+from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
+
+# A line shorter than this share of the page's typical full line ends its paragraph.
+_SHORT_LINE_SHARE = 0.7
+_HYPHENATED_END = re.compile(r"[^\W\d_]-$")
+_FILE_NAME_TITLE = re.compile(r"\.(docx?|pdf|tex|dvi|indd|pptx?|xlsx?|odt|rtf|txt)$", re.IGNORECASE)
+_JUNK_TITLES = frozenset({"untitled", "unknown", "title", "no title", "document", "microsoft word"})
+_MAX_OUTLINE_ENTRIES = 10_000
+
+
+@dataclass(frozen=True)
+class _OutlineEntry:
+    page_index: int
+    path: tuple[str, ...]
+    order: int
+
+
+def parse_pdf(key: str, data: bytes) -> ParsedDocument:
+    # pypdf logs warnings that can quote document strings (bookmark titles); keep them out of our logs.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    try:
+        return _parse(key, data)
+    except (DocumentError, ImportError):
+        raise  # an ImportError is a broken deployment, not a broken document: let it be loud
+    except RecursionError as error:
+        raise CorruptDocument("corrupt PDF: structure nested too deeply") from error
+    except MemoryError as error:
+        raise OversizedDocument("PDF needs too much memory to parse") from error
+    except Exception as error:
+        raise CorruptDocument(_reason(error)) from error
+
+
+def _reason(error: Exception) -> str:
+    from pypdf.errors import LimitReachedError
+
+    if isinstance(error, LimitReachedError):
+        return f"PDF exceeds a decompression limit ({one_line(error)})"
+    return f"corrupt PDF ({type(error).__name__}: {one_line(error)})"
+
+
+def _parse(key: str, data: bytes) -> ParsedDocument:
+    reader = _open(data)
+    page_count = len(reader.pages)
+    if page_count == 0:
+        raise EmptyDocument("PDF has no pages")
+    bookmarks_by_page: dict[int, list[_OutlineEntry]] = {}
+    for entry in _outline_entries(reader):
+        bookmarks_by_page.setdefault(entry.page_index, []).append(entry)
+    collector = BlockCollector()
+    path: tuple[str, ...] = ()
+    failed_pages = 0
+    for page_index in range(page_count):
+        try:
+            text = reader.pages[page_index].extract_text() or ""
+        except RecursionError:
+            raise
+        except Exception:
+            # One damaged page should not cost the reader the other hundred; all damaged is corrupt.
+            failed_pages += 1
+            text = ""
+        path = _collect_page(collector, text, page_index + 1, path, bookmarks_by_page.get(page_index, []))
+    if failed_pages == page_count:
+        raise CorruptDocument("corrupt PDF: no page could be read")
+    return finish_document(
+        collector.blocks,
+        title=_metadata_title(reader),
+        key=key,
+        source_type="pdf",
+        empty_reason="PDF has no text layer (scanned PDF?)",
+    )
+
+
+def _open(data: bytes) -> PdfReader:
+    from pypdf import PasswordType, PdfReader
+    from pypdf.errors import DependencyError
+
+    try:
+        reader = PdfReader(BytesIO(data), strict=False)  # tries the empty user password itself
+    except DependencyError as error:
+        raise EncryptedDocument("PDF is encrypted with AES and no AES library is installed") from error
+    except NotImplementedError as error:
+        if b"/Encrypt" in data:
+            raise EncryptedDocument(f"PDF uses an unsupported encryption ({one_line(error)})") from error
+        raise
+    if reader.is_encrypted:
+        try:
+            opened = reader.decrypt("")
+        except DependencyError as error:
+            raise EncryptedDocument("PDF is encrypted with AES and no AES library is installed") from error
+        if opened == PasswordType.NOT_DECRYPTED:
+            raise EncryptedDocument("PDF is password protected")
+    return reader
+
+
+def _metadata_title(reader: PdfReader) -> str | None:
+    try:
+        metadata = reader.metadata
+        raw = metadata.title if metadata is not None else None
+    except Exception:
+        return None
+    if not isinstance(raw, str):
+        return None
+    title = clean_inline(raw)
+    if title.lower().startswith("microsoft word - "):
+        title = title[len("microsoft word - ") :]
+    if not title or title.lower() in _JUNK_TITLES or _FILE_NAME_TITLE.search(title):
+        return None
+    return title
+
+
+def _outline_entries(reader: PdfReader) -> list[_OutlineEntry]:
+    """Bookmarks flattened to (page, path), sorted by page then outline order. A damaged outline is
+    ignored: sections are a bonus, the text is what matters."""
+    try:
+        outline = reader.outline
+    except Exception:
+        return []
+    entries: list[_OutlineEntry] = []
+
+    def walk(items: list[Any], parents: tuple[str, ...]) -> None:
+        last_path: tuple[str, ...] | None = None
+        for item in items:
+            if len(entries) >= _MAX_OUTLINE_ENTRIES:
+                return
+            if isinstance(item, list):
+                walk(item, last_path if last_path is not None else parents)
+                continue
+            title = clean_inline(str(getattr(item, "title", "") or ""))
+            if not title:
+                last_path = parents
+                continue
+            last_path = (*parents, title)
+            try:
+                page_index = reader.get_destination_page_number(item)
+            except Exception:
+                page_index = None
+            if page_index is not None and page_index >= 0:
+                entries.append(_OutlineEntry(page_index, last_path, len(entries)))
+
+    try:
+        walk(outline, ())
+    except RecursionError:
+        return []
+    return sorted(entries, key=lambda entry: (entry.page_index, entry.order))
+
+
+def _normalise_heading(text: str) -> str:
+    return clean_inline(text).casefold()
+
+
+def _heading_positions(
+    lines: list[str], entries: list[_OutlineEntry]
+) -> list[tuple[int, _OutlineEntry, bool]]:
+    """Where each bookmark of this page takes effect: (line index, entry, whether that line is the
+    heading itself). A bookmark whose title is not found takes effect where the previous one did."""
+    positions: list[tuple[int, _OutlineEntry, bool]] = []
+    cursor = 0
+    normalised = [_normalise_heading(line) for line in lines]
+    for entry in entries:
+        wanted = entry.path[-1].casefold()
+        found = next(
+            (
+                index
+                for index in range(cursor, len(lines))
+                if normalised[index] == wanted
+                or (normalised[index].endswith(wanted) and len(normalised[index]) - len(wanted) <= 8)
+            ),
+            None,
+        )
+        if found is None:
+            positions.append((cursor, entry, False))
+        else:
+            positions.append((found, entry, True))
+            cursor = found + 1
+    return positions
+
+
+def _collect_page(
+    collector: BlockCollector,
+    text: str,
+    page: int,
+    path: tuple[str, ...],
+    bookmarks: list[_OutlineEntry],
+) -> tuple[str, ...]:
+    """Add the page's paragraphs; returns the section path in effect at the end of the page."""
+    lines = [line.strip() for line in text.splitlines()]
+    switches = _heading_positions(lines, bookmarks)
+    heading_lines = {index for index, _, is_heading in switches if is_heading}
+    full_line = _typical_full_line(lines)
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            collector.add(_join_lines(paragraph), path, page)
+            paragraph.clear()
+
+    switch_at = 0
+    for index, line in enumerate(lines):
+        while switch_at < len(switches) and switches[switch_at][0] == index:
+            flush()
+            path = switches[switch_at][1].path
+            switch_at += 1
+        if index in heading_lines or not line:
+            flush()
+            continue
+        paragraph.append(line)
+        if len(line) < _SHORT_LINE_SHARE * full_line:
+            flush()
+    while switch_at < len(switches):  # bookmarks pointing below the last line
+        flush()
+        path = switches[switch_at][1].path
+        switch_at += 1
+    flush()
+    return path
+
+
+def _typical_full_line(lines: list[str]) -> float:
+    """The length of a full line on this page: the 90th percentile, so one stray long line (a URL, a
+    table row) does not turn every normal line into a paragraph end."""
+    lengths = sorted(len(line) for line in lines if line)
+    if not lengths:
+        return 0.0
+    return float(lengths[min(len(lengths) - 1, int(len(lengths) * 0.9))])
+
+
+def _join_lines(lines: list[str]) -> str:
+    joined = lines[0]
+    for line in lines[1:]:
+        if _HYPHENATED_END.search(joined) and line[:1].islower():
+            joined = joined[:-1] + line
+        else:
+            joined = f"{joined} {line}"
+    return joined
