@@ -1,0 +1,316 @@
+"""Structure-aware chunking: passages that follow the document's sections, sized for embedding.
+
+The rules, in the order they apply:
+
+1. **Sections are walls.** Consecutive blocks with the same section path form a run; a chunk never
+   takes text from two runs (the one exception is rule 5).
+2. **Paragraphs accumulate.** Within a run, whole blocks are packed greedily, joined by a blank line,
+   while the chunk stays within ``target_chars``.
+3. **Long blocks are split** at sentence ends or line breaks, a sentence that is still too long at
+   word boundaries, and a token longer than the room left (``target_chars - overlap_chars``) is cut
+   where it must be. Pieces are balanced (each aims at the run's remaining length divided by the
+   pieces still needed), so a split never leaves a 30-character tail.
+4. **Overlap where the text was cut.** Each piece after the first in a split block starts with up to
+   ``overlap_chars`` of the previous piece's end: whole trailing sentences when they fit, else the
+   trailing words. Never more than half of that piece. Blocks that were kept whole need no overlap:
+   the cut between them is the author's own paragraph break.
+5. **Tiny fragments are merged**, not indexed alone. A chunk under ``min_chars`` joins the following
+   chunk of its section, else the previous one; a section that is tiny as a whole (a heading with one
+   short line) joins the next section's first chunk, or the previous section's last chunk at the end
+   of the document. The merged chunk keeps the tiny part's section path only if that path is an
+   ancestor of the other part's path (the whole passage then lies inside it, so the citation is
+   true); otherwise it keeps the receiving chunk's path, which holds most of the text.
+
+Size guarantee: no chunk is longer than ``target_chars + 2 * min_chars + 4`` (a chunk can receive a
+tiny fragment from each side, with a separator each), and no chunk is shorter than ``min_chars``
+unless the whole document is. ``page`` is the page where the chunk's text starts. The output depends
+only on the input: no randomness, no clocks.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from winnow.models import Block, Chunk, ParsedDocument
+from winnow.settings import ChunkingSettings
+
+__all__ = ["chunk_document", "max_chunk_chars"]
+
+_BLOCK_SEPARATOR = "\n\n"
+# A cut is allowed after sentence-final punctuation (with closing quotes or brackets) followed by
+# whitespace, after CJK full stops, and at any line break.
+_SENTENCE_END = re.compile("[.!?\u2026]+[\"'\u201d\u2019\u00bb)\\]]*\\s+|[\u3002\uff01\uff1f]+\\s*|\n\\s*")
+_WORD = re.compile(r"\S+\s*")
+_WORD_START = re.compile(r"(?<=\s)\S")
+
+
+@dataclass(frozen=True)
+class _Draft:
+    text: str
+    section_path: tuple[str, ...]
+    page: int | None
+    # The first ``overlap`` characters of ``text`` repeat the end of the previous draft, and ``gap`` is
+    # the whitespace that separated the two in the source: both let a merge undo the overlap.
+    overlap: int = 0
+    gap: str = _BLOCK_SEPARATOR
+
+
+def max_chunk_chars(settings: ChunkingSettings) -> int:
+    """The documented upper bound on a chunk's length (see the module docstring)."""
+    return settings.target_chars + 2 * settings.min_chars + 2 * len(_BLOCK_SEPARATOR)
+
+
+def chunk_document(doc: ParsedDocument, settings: ChunkingSettings | None = None) -> list[Chunk]:
+    settings = settings or ChunkingSettings()
+    drafts: list[_Draft] = []
+    for path, blocks in _section_runs(doc.blocks):
+        drafts.extend(_SectionPacker(path, settings).pack(blocks))
+    drafts = _merge_small(drafts, settings.min_chars)
+    return [
+        Chunk(index=index, text=draft.text, title=doc.title, section_path=draft.section_path, page=draft.page)
+        for index, draft in enumerate(drafts)
+    ]
+
+
+def _section_runs(blocks: Sequence[Block]) -> Iterator[tuple[tuple[str, ...], list[Block]]]:
+    run: list[Block] = []
+    for block in blocks:
+        if not block.text.strip():
+            continue
+        if run and block.section_path != run[0].section_path:
+            yield run[0].section_path, run
+            run = []
+        run.append(block)
+    if run:
+        yield run[0].section_path, run
+
+
+class _SectionPacker:
+    """Packs the blocks of one section run into drafts (rules 2-4)."""
+
+    def __init__(self, path: tuple[str, ...], settings: ChunkingSettings) -> None:
+        self.path = path
+        self.target = settings.target_chars
+        self.overlap = settings.overlap_chars
+        self.min_chars = settings.min_chars
+        self.drafts: list[_Draft] = []
+        self._parts: list[str] = []
+        self._page: int | None = None
+        self._length = 0
+        self._overlap_prefix = 0
+        self._gap = _BLOCK_SEPARATOR
+
+    def pack(self, blocks: Sequence[Block]) -> list[_Draft]:
+        for block in blocks:
+            text = block.text.strip()
+            if len(text) <= self.target:
+                if self._parts and self._length + len(_BLOCK_SEPARATOR) + len(text) > self.target:
+                    self._emit()
+                self._append(text, block.page)
+                continue
+            spans = [(text, block.page)]
+            carried_overlap, carried_gap = 0, ""
+            if self._parts and self._length < self.min_chars:
+                # A tiny paragraph before a long one would be left alone: split them together instead.
+                spans.insert(0, (_BLOCK_SEPARATOR.join(self._parts), self._page))
+                carried_overlap, carried_gap = self._overlap_prefix, self._gap
+                self._reset()
+            else:
+                self._emit()
+            pieces = _split_long(spans, self.path, self.target, self.overlap)
+            if carried_overlap:
+                # The folded paragraph began with overlap from the draft before it: keep that known.
+                pieces[0] = replace(pieces[0], overlap=carried_overlap, gap=carried_gap)
+            self.drafts.extend(pieces[:-1])
+            last = pieces[-1]
+            self._parts = [last.text]
+            self._page = last.page
+            self._length = len(last.text)
+            self._overlap_prefix = last.overlap
+            self._gap = last.gap
+        self._emit()
+        return self.drafts
+
+    def _append(self, text: str, page: int | None) -> None:
+        if not self._parts:
+            self._page = page
+            self._length = len(text)
+        else:
+            self._length += len(_BLOCK_SEPARATOR) + len(text)
+        self._parts.append(text)
+
+    def _emit(self) -> None:
+        if self._parts:
+            self.drafts.append(
+                _Draft(
+                    text=_BLOCK_SEPARATOR.join(self._parts),
+                    section_path=self.path,
+                    page=self._page,
+                    overlap=self._overlap_prefix,
+                    gap=self._gap,
+                )
+            )
+        self._reset()
+
+    def _reset(self) -> None:
+        self._parts = []
+        self._page = None
+        self._length = 0
+        self._overlap_prefix = 0
+        self._gap = _BLOCK_SEPARATOR
+
+
+def _split_long(
+    spans: list[tuple[str, int | None]], path: tuple[str, ...], target: int, overlap_chars: int
+) -> list[_Draft]:
+    """Split text longer than ``target`` into balanced pieces with overlap (rules 3 and 4)."""
+    text = _BLOCK_SEPARATOR.join(span for span, _ in spans)
+    span_starts: list[int] = []
+    offset = 0
+    for span, _ in spans:
+        span_starts.append(offset)
+        offset += len(span) + len(_BLOCK_SEPARATOR)
+    span_pages = [page for _, page in spans]
+
+    def page_at(position: int) -> int | None:
+        return span_pages[bisect.bisect_right(span_starts, position) - 1]
+
+    room = target - overlap_chars  # new text per piece when a full overlap is in front of it
+    units = _units(text, room)
+    end_of_text = len(text)
+    drafts: list[_Draft] = []
+    first = 0  # index of the first unit of new text in the next piece
+    prefix_start = 0  # where the next piece starts, overlap included
+    while first < len(units):
+        content_start = units[first][0]
+        budget = target - (content_start - prefix_start)
+        remaining = end_of_text - content_start
+        pieces_needed = max(1, math.ceil(remaining / room))
+        aim = remaining / pieces_needed
+        last = first
+        while last + 1 < len(units):
+            grown = units[last + 1][1] - content_start
+            current = units[last][1] - content_start
+            if grown > budget and len(text[content_start : units[last + 1][1]].rstrip()) > budget:
+                break
+            if abs(grown - aim) > abs(current - aim):
+                break
+            last += 1
+        end = units[last][1]
+        drafts.append(
+            _Draft(
+                text=text[prefix_start:end].strip(),
+                section_path=path,
+                page=page_at(prefix_start),
+                overlap=content_start - prefix_start,
+                gap=_trailing_whitespace(text, content_start) or _BLOCK_SEPARATOR,
+            )
+        )
+        first = last + 1
+        if first < len(units):
+            prefix_start = _overlap_start(text, units, content_start, first, overlap_chars)
+    return drafts
+
+
+def _trailing_whitespace(text: str, end: int) -> str:
+    start = end
+    while start > 0 and text[start - 1].isspace():
+        start -= 1
+    return text[start:end]
+
+
+def _overlap_start(
+    text: str, units: list[tuple[int, int]], piece_start: int, next_unit: int, limit: int
+) -> int:
+    """Where the next piece's overlap begins: the earliest unit start that keeps the overlap within
+    ``limit`` and within half of the finished piece; else the earliest word start that does; else no
+    overlap (the next piece starts at its own new text)."""
+    boundary = units[next_unit][0]
+    limit = min(limit, (boundary - piece_start) // 2)
+    if limit <= 0:
+        return boundary
+    start = boundary
+    index = next_unit - 1
+    while index >= 0 and units[index][0] >= piece_start and boundary - units[index][0] <= limit:
+        start = units[index][0]
+        index -= 1
+    if start < boundary:
+        return start
+    word = _WORD_START.search(text, max(piece_start, boundary - limit), boundary)
+    if word is not None and text[word.start() : boundary].strip():
+        return word.start()
+    return boundary
+
+
+def _units(text: str, room: int) -> list[tuple[int, int]]:
+    """Cut candidates as (start, end) spans covering ``text``; trailing whitespace belongs to the span
+    before it. Sentences first; a sentence longer than ``room`` falls back to words, a word longer
+    than ``room`` to fixed slices."""
+    units: list[tuple[int, int]] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        if match.end() > start:
+            _add_unit(text, start, match.end(), room, units)
+            start = match.end()
+    if start < len(text):
+        _add_unit(text, start, len(text), room, units)
+    return units
+
+
+def _add_unit(text: str, start: int, end: int, room: int, units: list[tuple[int, int]]) -> None:
+    if end - start <= room or len(text[start:end].rstrip()) <= room:
+        units.append((start, end))
+        return
+    for word in _WORD.finditer(text, start, end):
+        word_start, word_end = word.span()
+        while word_end - word_start > room and len(text[word_start:word_end].rstrip()) > room:
+            units.append((word_start, word_start + room))
+            word_start += room
+        units.append((word_start, word_end))
+
+
+def _merge_small(drafts: list[_Draft], min_chars: int) -> list[_Draft]:
+    """Rule 5: fold every draft shorter than ``min_chars`` into a neighbour."""
+    merged = list(drafts)
+    index = 0
+    while index < len(merged) and len(merged) > 1:
+        draft = merged[index]
+        if len(draft.text) >= min_chars:
+            index += 1
+            continue
+        following = merged[index + 1] if index + 1 < len(merged) else None
+        preceding = merged[index - 1] if index > 0 else None
+        if following is not None and (
+            following.section_path == draft.section_path
+            or preceding is None
+            or preceding.section_path != draft.section_path
+        ):
+            merged[index] = _join(draft, following, tiny_first=True)
+            del merged[index + 1]
+        else:
+            assert preceding is not None
+            merged[index - 1] = _join(preceding, draft, tiny_first=False)
+            del merged[index]
+            # the grown predecessor is not tiny; the draft now at ``index`` is the next to look at
+    return merged
+
+
+def _join(first: _Draft, second: _Draft, *, tiny_first: bool) -> _Draft:
+    tiny, receiver = (first, second) if tiny_first else (second, first)
+    if _is_ancestor(tiny.section_path, receiver.section_path):
+        path = tiny.section_path
+    else:
+        path = receiver.section_path
+    if 0 < second.overlap < len(second.text):
+        text = first.text + second.gap + second.text[second.overlap :]
+    else:
+        text = first.text + _BLOCK_SEPARATOR + second.text
+    return _Draft(text=text, section_path=path, page=first.page, overlap=first.overlap, gap=first.gap)
+
+
+def _is_ancestor(candidate: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    return len(candidate) < len(path) and path[: len(candidate)] == candidate
