@@ -1,0 +1,160 @@
+"""BM25 sparse vectors for Qdrant: term-frequency saturation here, IDF in Qdrant (``Modifier.IDF``).
+
+BM25 scores a document for a query as ``sum over query terms of IDF(t) * tf_weight(t, d)``. The
+IDF needs corpus statistics that change with every upload, so Qdrant keeps them and applies them at
+query time; what stays in the vector is the document side,
+
+    tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl))
+
+and the query side is 1.0 per distinct term. Documents and queries go through the same ``analyze``
+and ``term_id``, so the two sides cannot drift apart.
+
+Analysis: Unicode word tokens, case-folded; English stop-words removed (Lucene's list, the one
+Elasticsearch and bm25s use, so "not" and "no" go too: IDF would weigh them near zero anyway);
+tokens longer than 64 characters dropped (hashes and base64, not words); Snowball English stemming
+(``snowballstemmer`` runs on PyStemmer's C code when it is installed). Term ids are CRC-32 of the
+UTF-8 stem: stable across processes and Python versions, unlike ``hash()``. Two stems that collide
+share a dimension: their counts add up, as if they were one term.
+
+``avgdl`` cannot come from the corpus here (each chunk is encoded alone, in a Lambda that sees one
+document), so it is a constant matched to the default chunking (target 1,200 characters): chunks
+average 850-1,000 characters, and English prose keeps about 110 terms per 1,000 characters after
+stop-words go. SciFact abstracts chunked with the defaults and encoded with their title header
+average 97 terms per chunk, hence 100. Scored on whole SciFact documents with Qdrant's IDF formula,
+this encoder gives nDCG@10 0.780 with the true average length and 0.777 with 100, against 0.782 for
+the bm25s reference: the constant costs little, and a chunk much longer than ``avgdl`` has its term
+frequencies damped more, which is what BM25 intends.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import zlib
+from collections import Counter
+from functools import lru_cache
+from typing import Any
+
+from winnow.models import SparseVector
+
+__all__ = ["DEFAULT_AVGDL", "ENGLISH_STOP_WORDS", "Bm25Encoder"]
+
+DEFAULT_AVGDL = 100.0
+ENGLISH_STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
+_TOKEN = re.compile(r"[^\W_]+")
+_MAX_TOKEN_CHARS = 64
+
+
+class Bm25Encoder:
+    """Thread-safe: the stemmer object (not thread-safe in PyStemmer) is kept per thread, and the
+    caches are ``functools.lru_cache``, which is."""
+
+    def __init__(
+        self,
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+        avgdl: float = DEFAULT_AVGDL,
+        language: str = "english",
+        stop_words: frozenset[str] = ENGLISH_STOP_WORDS,
+        cache_size: int = 200_000,
+    ) -> None:
+        if k1 < 0 or not 0 <= b <= 1 or avgdl <= 0:
+            raise ValueError("BM25 needs k1 >= 0, 0 <= b <= 1 and avgdl > 0")
+        self.k1 = k1
+        self.b = b
+        self.avgdl = avgdl
+        self.language = language
+        self.stop_words = stop_words
+        self._local = threading.local()
+        # One cache from surface token to (stem, term id): the hot path is a dict lookup per token.
+        self._analyze_token = lru_cache(maxsize=cache_size)(self._analyze_token_uncached)
+
+    # --- analysis ------------------------------------------------------------------------------------
+    def analyze(self, text: str) -> list[str]:
+        """The terms of ``text`` in order, repeats kept: what both encoders count."""
+        return [self._analyze_token(token)[0] for token in self._tokens(text)]
+
+    @staticmethod
+    def term_id(term: str) -> int:
+        """Stable unsigned 32-bit id of an analysed term (Qdrant sparse indices are u32)."""
+        return zlib.crc32(term.encode("utf-8"))
+
+    def _tokens(self, text: str) -> list[str]:
+        stop_words = self.stop_words
+        return [
+            token
+            for token in _TOKEN.findall(text.casefold())
+            if token not in stop_words and len(token) <= _MAX_TOKEN_CHARS
+        ]
+
+    def _analyze_token_uncached(self, token: str) -> tuple[str, int]:
+        stem = self._stemmer().stemWord(token)
+        return stem, self.term_id(stem)
+
+    def _stemmer(self) -> Any:
+        stemmer = getattr(self._local, "stemmer", None)
+        if stemmer is None:
+            import snowballstemmer
+
+            stemmer = snowballstemmer.stemmer(self.language)
+            self._local.stemmer = stemmer
+        return stemmer
+
+    def _term_ids(self, text: str) -> list[int]:
+        analyze_token = self._analyze_token
+        return [analyze_token(token)[1] for token in self._tokens(text)]
+
+    # --- vectors -------------------------------------------------------------------------------------
+    def encode_document(self, text: str) -> SparseVector:
+        """BM25 term-frequency weights of a chunk (its ``embed_text``)."""
+        ids = self._term_ids(text)
+        if not ids:
+            return SparseVector(indices=[], values=[])
+        counts = Counter(ids)
+        k1 = self.k1
+        length_norm = k1 * (1.0 - self.b + self.b * len(ids) / self.avgdl)
+        indices = sorted(counts)
+        values = [counts[index] * (k1 + 1.0) / (counts[index] + length_norm) for index in indices]
+        return SparseVector(indices=indices, values=values)
+
+    def encode_query(self, text: str) -> SparseVector:
+        """One dimension per distinct query term, weight 1.0: Qdrant multiplies in the IDF."""
+        indices = sorted(set(self._term_ids(text)))
+        return SparseVector(indices=indices, values=[1.0] * len(indices))
