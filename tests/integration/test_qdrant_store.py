@@ -1,0 +1,649 @@
+"""The Qdrant adapter against Qdrant local mode (the same client code path as Qdrant Cloud): collection
+layout and recorded profile, batched upserts, the three search modes, tenant isolation under any filter,
+metadata filters, metadata replacement, deletes, vector reuse, and error translation over real HTTP."""
+
+from __future__ import annotations
+
+import math
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from qdrant_client import QdrantClient
+from qdrant_client.http import models as qm
+from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client, profile_from_metadata
+from winnow.errors import BadRequest, ConfigurationError, ProfileMismatch, ProviderUnavailable
+from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector
+from winnow.ports import FilterValue, RangeFilter, SearchQuery
+from winnow.settings import QdrantSettings
+
+# A toy embedding that makes expected rankings obvious: one dense axis and one sparse term per word.
+VOCAB = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+PROFILE = EmbeddingProfile(provider="test", model="toy-axes", dimension=len(VOCAB))
+
+
+def dense(text: str) -> list[float]:
+    counts = [float(text.split().count(word)) for word in VOCAB]
+    norm = math.sqrt(sum(c * c for c in counts)) or 1.0
+    return [c / norm for c in counts]
+
+
+def sparse(text: str) -> SparseVector:
+    words = [w for w in text.split() if w in VOCAB]
+    indices = sorted({VOCAB.index(w) + 1 for w in words})
+    return SparseVector(indices=indices, values=[float(words.count(VOCAB[i - 1])) for i in indices])
+
+
+def point(
+    tenant: str,
+    key: str,
+    text: str,
+    index: int = 0,
+    metadata: dict[str, Any] | None = None,
+    source_type: str = "text",
+    title: str = "Doc",
+    page: int | None = 1,
+) -> ChunkPoint:
+    chunk = Chunk(index=index, text=text, title=title, section_path=("Intro", "Part"), page=page)
+    return ChunkPoint(
+        point_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{tenant}/{key}#{index}")),
+        tenant=tenant,
+        key=key,
+        chunk=chunk,
+        dense=dense(text),
+        sparse=sparse(text),
+        metadata=metadata or {},
+        source_type=source_type,
+        doc_version='"etag-1"',
+    )
+
+
+def query(
+    tenant: str,
+    text: str,
+    mode: str = "hybrid",
+    limit: int = 10,
+    filters: dict[str, FilterValue] | None = None,
+    score_threshold: float | None = None,
+) -> SearchQuery:
+    return SearchQuery(
+        tenant=tenant,
+        dense=dense(text),
+        sparse=sparse(text),
+        mode=mode,  # type: ignore[arg-type]
+        limit=limit,
+        filters=filters or {},
+        score_threshold=score_threshold,
+    )
+
+
+class RecordingClient:
+    """A real local-mode client that records the calls the store makes (to count batches and indexes)."""
+
+    def __init__(self, inner: QdrantClient) -> None:
+        self._inner = inner
+        self._client = inner._client  # the store detects local mode through this
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._inner, name)
+        if not callable(target):
+            return target
+
+        def record(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((name, {"args": args, **kwargs}))
+            return target(*args, **kwargs)
+
+        return record
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [kwargs for call, kwargs in self.calls if call == name]
+
+
+def qsettings(**overrides: Any) -> QdrantSettings:
+    values: dict[str, Any] = {"collection_prefix": "t", "metadata_indexes": ["department", "year"]}
+    values.update(overrides)
+    return QdrantSettings(**values)
+
+
+@pytest.fixture
+def client() -> Iterator[QdrantClient]:
+    c = QdrantClient(":memory:")
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def store(client: QdrantClient) -> QdrantVectorStore:
+    s = QdrantVectorStore(client, PROFILE, qsettings())
+    s.ensure_collection()
+    return s
+
+
+CORPUS = [
+    ("acme", "alpha.txt", "alpha alpha beta", {"department": "hr", "year": 2021, "public": True}),
+    ("acme", "beta.txt", "beta beta gamma", {"department": "eng", "year": 2023, "public": False}),
+    ("acme", "gamma.txt", "gamma delta", {"department": "eng", "year": 2024, "tags": ["x", "y"]}),
+    ("acme", "epsilon.txt", "epsilon zeta", {"department": "ops", "year": 2019, "tenant": "globex"}),
+    ("globex", "alpha.txt", "alpha alpha alpha beta", {"department": "hr", "year": 2021, "public": True}),
+    ("globex", "secret.txt", "gamma delta epsilon", {"department": "eng", "year": 2024}),
+]
+
+
+@pytest.fixture
+def filled(store: QdrantVectorStore) -> QdrantVectorStore:
+    store.upsert([point(t, k, text, metadata=m) for t, k, text, m in CORPUS])
+    return store
+
+
+def keys(results: Sequence[Any]) -> list[str]:
+    return [r.key for r in results]
+
+
+# --- collection --------------------------------------------------------------------------------------
+def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(client: QdrantClient) -> None:
+    # Given a fresh Qdrant
+    recording = RecordingClient(client)
+    store = QdrantVectorStore(recording, PROFILE, qsettings())  # type: ignore[arg-type]
+    # When the store ensures its collection
+    store.ensure_collection()
+    # Then one collection per profile exists: dense cosine of the profile's size, sparse bm25 with IDF
+    assert store.collection_name == f"t_{PROFILE.slug}"
+    info = client.get_collection(store.collection_name)
+    assert info.config.params.vectors["dense"].size == PROFILE.dimension  # type: ignore[index]
+    assert info.config.params.vectors["dense"].distance == qm.Distance.COSINE  # type: ignore[index]
+    assert info.config.params.sparse_vectors["bm25"].modifier == qm.Modifier.IDF  # type: ignore[index]
+    assert profile_from_metadata(info.config.metadata) == PROFILE
+    # And payload indexes were requested: tenant (is_tenant), key, and each configured metadata field
+    indexes = {c["field_name"]: c["field_schema"] for c in recording.named("create_payload_index")}
+    assert set(indexes) == {"tenant", "key", "meta.department", "meta.year"}
+    assert indexes["tenant"].is_tenant is True
+    # When a second store (another container) ensures it again, Then nothing is recreated
+    again = RecordingClient(client)
+    QdrantVectorStore(again, PROFILE, qsettings()).ensure_collection()  # type: ignore[arg-type]
+    assert again.named("create_collection") == []
+
+
+def test_a_collection_of_another_profile_is_refused(client: QdrantClient) -> None:
+    # Given a collection made for the toy profile
+    QdrantVectorStore(client, PROFILE, qsettings()).ensure_collection()
+    other = EmbeddingProfile(provider="test", model="other-model", dimension=PROFILE.dimension)
+    # When a store of another profile is pointed at it (e.g. a slug collision or a renamed collection)
+    intruder = QdrantVectorStore(client, other, qsettings(), collection_name=f"t_{PROFILE.slug}")
+    # Then it refuses to write or search there
+    with pytest.raises(ProfileMismatch):
+        intruder.ensure_collection()
+    bad = point("acme", "a.txt", "alpha")
+    with pytest.raises(ProfileMismatch):
+        intruder.upsert([bad])
+    with pytest.raises(ProfileMismatch):
+        intruder.search(query("acme", "alpha"))
+    assert client.count(f"t_{PROFILE.slug}").count == 0
+
+
+def test_a_query_embedder_without_a_collection_is_told_which_profile_was_indexed(
+    filled: QdrantVectorStore, client: QdrantClient
+) -> None:
+    # Given documents indexed with the toy profile, When searching with a store of another profile
+    other = EmbeddingProfile(provider="voyage", model="voyage-3.5", dimension=PROFILE.dimension)
+    store = QdrantVectorStore(client, other, qsettings())
+    # Then it is a configuration error naming the indexed collection, not an empty answer
+    with pytest.raises(ProfileMismatch, match=PROFILE.slug):
+        store.search(query("acme", "alpha"))
+
+
+def test_a_collection_not_made_by_winnow_is_refused(client: QdrantClient) -> None:
+    client.create_collection(
+        f"t_{PROFILE.slug}", vectors_config={"dense": qm.VectorParams(size=8, distance=qm.Distance.COSINE)}
+    )
+    with pytest.raises(ProfileMismatch):
+        QdrantVectorStore(client, PROFILE, qsettings()).ensure_collection()
+
+
+def test_an_empty_qdrant_answers_reads_with_nothing(client: QdrantClient) -> None:
+    store = QdrantVectorStore(client, PROFILE, qsettings())
+    assert store.search(query("acme", "alpha")) == []
+    assert store.existing_vectors("acme", "a.txt") == {}
+    assert store.point_ids("acme", "a.txt") == set()
+    assert store.count_by_document() == {}
+    assert store.delete_document("acme", "a.txt") == 0
+    assert store.set_metadata("acme", "a.txt", {"x": "y"}) == 0
+    assert not client.get_collections().collections  # reads never create the collection
+
+
+# --- writes ------------------------------------------------------------------------------------------
+def test_upserts_go_in_batches_of_at_most_256_and_wait(client: QdrantClient) -> None:
+    recording = RecordingClient(client)
+    store = QdrantVectorStore(recording, PROFILE, qsettings())  # type: ignore[arg-type]
+    # When 600 chunks of one document are upserted
+    store.upsert([point("acme", "big.txt", f"alpha beta {i}", index=i) for i in range(600)])
+    # Then three batches (256, 256, 88) were sent, each waiting to be applied
+    batches = recording.named("upsert")
+    assert [len(b["points"]) for b in batches] == [256, 256, 88]
+    assert all(b["wait"] is True for b in batches)
+    assert client.count(store.collection_name).count == 600
+
+
+def test_a_smaller_configured_batch_size_is_honoured(client: QdrantClient) -> None:
+    recording = RecordingClient(client)
+    store = QdrantVectorStore(recording, PROFILE, qsettings(upsert_batch_size=100))  # type: ignore[arg-type]
+    store.upsert([point("acme", "big.txt", "alpha", index=i) for i in range(250)])
+    assert [len(b["points"]) for b in recording.named("upsert")] == [100, 100, 50]
+
+
+def test_vectors_of_the_wrong_dimension_are_refused_before_anything_is_written(
+    store: QdrantVectorStore,
+) -> None:
+    good = point("acme", "a.txt", "alpha", index=0)
+    wrong = ChunkPoint(**{**good.__dict__, "point_id": str(uuid.uuid4()), "dense": [0.1] * 1024})
+    with pytest.raises(ProfileMismatch):
+        store.upsert([good, wrong])
+    assert store.point_ids("acme", "a.txt") == set()
+
+
+def test_point_ids_must_be_canonical_uuids(store: QdrantVectorStore) -> None:
+    p = point("acme", "a.txt", "alpha")
+    with pytest.raises(ValueError, match="UUID"):
+        store.upsert([ChunkPoint(**{**p.__dict__, "point_id": "acme/a.txt#0"})])
+
+
+def test_the_payload_carries_citation_fields_and_user_metadata(
+    filled: QdrantVectorStore, client: QdrantClient
+) -> None:
+    pid = str(uuid.uuid5(uuid.NAMESPACE_URL, "acme/alpha.txt#0"))
+    (record,) = client.retrieve(filled.collection_name, [pid], with_payload=True)
+    expected = point("acme", "alpha.txt", "alpha alpha beta")
+    assert record.payload == {
+        "tenant": "acme",
+        "key": "alpha.txt",
+        "title": "Doc",
+        "section": "Intro > Part",
+        "section_path": ["Intro", "Part"],
+        "page": 1,
+        "chunk_index": 0,
+        "text": "alpha alpha beta",
+        "content_hash": expected.chunk.content_hash,
+        "source_type": "text",
+        "doc_version": '"etag-1"',
+        "meta": {"department": "hr", "year": 2021, "public": True},
+    }
+
+
+def test_set_metadata_replaces_the_whole_metadata_of_one_document(filled: QdrantVectorStore) -> None:
+    before = filled.existing_vectors("acme", "alpha.txt")
+    # When acme's alpha.txt gets new metadata without "year" and "public"
+    assert filled.set_metadata("acme", "alpha.txt", {"department": "legal"}) == 1
+    # Then its points carry exactly the new metadata, vectors untouched, other documents unchanged
+    hits = filled.search(query("acme", "alpha", filters={"department": "legal"}))
+    assert keys(hits) == ["alpha.txt"] and hits[0].metadata == {"department": "legal"}
+    assert filled.search(query("acme", "alpha", filters={"year": 2021})) == []
+    assert filled.existing_vectors("acme", "alpha.txt") == before
+    globex = filled.search(query("globex", "alpha", filters={"year": 2021}))
+    assert keys(globex) == ["alpha.txt"] and globex[0].metadata["public"] is True
+
+
+def test_delete_document_removes_only_that_tenants_document(filled: QdrantVectorStore) -> None:
+    filled.upsert([point("acme", "alpha.txt", "alpha gamma", index=1)])
+    assert filled.delete_document("acme", "alpha.txt") == 2
+    assert filled.point_ids("acme", "alpha.txt") == set()
+    assert len(filled.point_ids("globex", "alpha.txt")) == 1  # same key, other tenant
+    assert filled.delete_document("acme", "alpha.txt") == 0
+
+
+def test_delete_points_removes_exactly_those(filled: QdrantVectorStore) -> None:
+    ids = filled.point_ids("acme", "beta.txt") | filled.point_ids("acme", "gamma.txt")
+    filled.delete_points(sorted(filled.point_ids("acme", "beta.txt")))
+    assert filled.point_ids("acme", "beta.txt") == set()
+    assert filled.point_ids("acme", "gamma.txt") == ids - {
+        str(uuid.uuid5(uuid.NAMESPACE_URL, "acme/beta.txt#0"))
+    }
+    filled.delete_points([])  # no-op
+
+
+def test_existing_vectors_and_dense_vectors_return_what_was_stored(filled: QdrantVectorStore) -> None:
+    filled.upsert([point("acme", "multi.txt", t, index=i) for i, t in enumerate(["alpha", "beta gamma"])])
+    existing = filled.existing_vectors("acme", "multi.txt")
+    expected = {
+        point("acme", "multi.txt", t, index=i).chunk.content_hash: dense(t)
+        for i, t in enumerate(["alpha", "beta gamma"])
+    }
+    assert existing.keys() == expected.keys()
+    for h, vector in existing.items():
+        assert vector == pytest.approx(expected[h], abs=1e-6)
+    ids = sorted(filled.point_ids("acme", "multi.txt"))
+    vectors = filled.dense_vectors([*ids, str(uuid.uuid4())])
+    assert set(vectors) == set(ids)
+    assert filled.existing_vectors("globex", "multi.txt") == {}
+
+
+def test_count_by_document_for_all_or_one_tenant(filled: QdrantVectorStore) -> None:
+    filled.upsert([point("acme", "alpha.txt", "alpha gamma", index=n) for n in range(1, 4)])
+    counts = filled.count_by_document()
+    assert counts[("acme", "alpha.txt")] == 4
+    assert counts[("globex", "alpha.txt")] == 1
+    assert sum(counts.values()) == len(CORPUS) + 3
+    assert filled.count_by_document("globex") == {("globex", "alpha.txt"): 1, ("globex", "secret.txt"): 1}
+
+
+def test_count_by_document_pages_through_large_collections(store: QdrantVectorStore) -> None:
+    store.upsert([point("acme", f"d{n % 7}.txt", "alpha", index=n) for n in range(2300)])
+    counts = store.count_by_document("acme")
+    assert sum(counts.values()) == 2300 and len(counts) == 7
+
+
+# --- search ------------------------------------------------------------------------------------------
+def test_dense_search_ranks_by_cosine_and_honours_the_score_threshold(filled: QdrantVectorStore) -> None:
+    hits = filled.search(query("acme", "beta", mode="dense"))
+    assert keys(hits)[:2] == ["beta.txt", "alpha.txt"]
+    assert hits[0].score == pytest.approx(2 / math.sqrt(5), abs=1e-5)  # cos(beta, 2 beta + gamma)
+    # The threshold drops weak matches inside Qdrant
+    assert keys(filled.search(query("acme", "beta", mode="dense", score_threshold=0.8))) == ["beta.txt"]
+    # The result carries what a citation needs
+    top = hits[0]
+    assert (top.title, top.section, top.page, top.chunk_index, top.text) == (
+        "Doc",
+        "Intro > Part",
+        1,
+        0,
+        "beta beta gamma",
+    )
+    assert top.metadata["department"] == "eng"
+
+
+def test_sparse_search_only_finds_documents_sharing_terms(filled: QdrantVectorStore) -> None:
+    hits = filled.search(query("acme", "epsilon", mode="sparse"))
+    assert keys(hits) == ["epsilon.txt"]
+    # A query with no known terms (stop words only) has nothing to match
+    assert filled.search(query("acme", "unknown words", mode="sparse")) == []
+
+
+def test_hybrid_fuses_dense_and_sparse_with_configurable_rrf_k(client: QdrantClient) -> None:
+    for k in (10, 60):
+        name = f"rrf{k}"
+        store = QdrantVectorStore(client, PROFILE, qsettings(), rrf_k=k, collection_name=name)
+        store.upsert([point("acme", k2, text) for _, k2, text, _ in CORPUS[:4]])
+        hits = store.search(query("acme", "gamma delta"))
+        # gamma.txt ranks first in both prefetches: its fused score is 1/k + 1/k
+        assert hits[0].key == "gamma.txt"
+        assert hits[0].score == pytest.approx(2 / k)
+
+
+def test_hybrid_without_sparse_terms_still_answers_from_dense(filled: QdrantVectorStore) -> None:
+    q = query("acme", "alpha")
+    no_terms = SearchQuery(q.tenant, q.dense, SparseVector([], []), "hybrid", 5, {})
+    assert keys(filled.search(no_terms))[0] == "alpha.txt"
+
+
+def test_hybrid_filters_apply_inside_the_prefetches(filled: QdrantVectorStore) -> None:
+    # Given globex's "alpha alpha alpha beta" is the best match for "alpha" in both dense and sparse,
+    # When acme searches hybrid with a limit far above what acme holds
+    hits = filled.search(query("acme", "alpha", limit=50))
+    # Then no globex chunk comes back, though the outer fusion query carries no filter of its own
+    assert "secret.txt" not in keys(hits)
+    assert all(h.point_id != str(uuid.uuid5(uuid.NAMESPACE_URL, "globex/alpha.txt#0")) for h in hits)
+    # And a metadata filter narrows both prefetches too
+    assert keys(
+        filled.search(query("acme", "alpha beta gamma", limit=50, filters={"department": "eng"}))
+    ) == [
+        "beta.txt",
+        "gamma.txt",
+    ]
+
+
+def test_the_tenant_cannot_be_overridden_by_a_filter(filled: QdrantVectorStore) -> None:
+    # A filter named "tenant" addresses the user metadata field meta.tenant, never the real tenant
+    for mode in ("hybrid", "dense", "sparse"):
+        hits = filled.search(query("acme", "epsilon gamma delta", mode=mode, filters={"tenant": "globex"}))
+        assert keys(hits) == ["epsilon.txt"], mode  # acme's document whose metadata says "globex"
+        assert filled.search(query("globex", "epsilon", mode=mode, filters={"tenant": "globex"})) == []
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({"department": "eng"}, {"beta.txt", "gamma.txt"}),
+        ({"department": ["hr", "ops"]}, {"alpha.txt", "epsilon.txt"}),
+        ({"year": 2023}, {"beta.txt"}),
+        ({"year": 2023.0}, {"beta.txt"}),
+        ({"year": [2019, 2024]}, {"epsilon.txt", "gamma.txt"}),
+        ({"year": RangeFilter(gte=2021, lte=2023)}, {"alpha.txt", "beta.txt"}),
+        ({"year": RangeFilter(gte=2023.5)}, {"gamma.txt"}),
+        ({"year": RangeFilter(lte=2019)}, {"epsilon.txt"}),
+        ({"public": True}, {"alpha.txt"}),
+        ({"public": False}, {"beta.txt"}),
+        ({"public": [True, False]}, {"alpha.txt", "beta.txt"}),
+        ({"tags": "y"}, {"gamma.txt"}),
+        ({"tags": ["z", "x"]}, {"gamma.txt"}),
+        ({"department": ["eng", 2019]}, {"beta.txt", "gamma.txt"}),
+        ({"department": "eng", "year": RangeFilter(gte=2024)}, {"gamma.txt"}),
+        ({"key": "beta.txt"}, {"beta.txt"}),
+        ({"key": ["beta.txt", "alpha.txt"]}, {"alpha.txt", "beta.txt"}),
+        ({"source_type": "text"}, {"alpha.txt", "beta.txt", "gamma.txt", "epsilon.txt"}),
+        ({"source_type": "pdf"}, set()),
+        ({"title": "Doc"}, {"alpha.txt", "beta.txt", "gamma.txt", "epsilon.txt"}),
+        ({"missing": "x"}, set()),
+    ],
+)
+def test_metadata_filters(
+    filled: QdrantVectorStore, filters: dict[str, FilterValue], expected: set[str]
+) -> None:
+    for mode in ("dense", "hybrid"):
+        hits = filled.search(query("acme", "alpha beta gamma delta epsilon zeta", mode=mode, filters=filters))
+        assert set(keys(hits)) == expected, mode
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{"a.b": "x"}, {"": "x"}, {"x" * 65: "y"}, {"dept": []}, {"year": RangeFilter()}, {"meta": {"a": 1}}],
+)
+def test_malformed_filters_are_bad_requests(filled: QdrantVectorStore, filters: dict[str, Any]) -> None:
+    with pytest.raises(BadRequest):
+        filled.search(query("acme", "alpha", filters=filters))
+
+
+def test_malformed_queries_are_refused(filled: QdrantVectorStore) -> None:
+    q = query("acme", "alpha")
+    with pytest.raises(BadRequest):
+        filled.search(SearchQuery("acme", None, q.sparse, "dense", 5, {}))
+    with pytest.raises(BadRequest):
+        filled.search(SearchQuery("", q.dense, q.sparse, "dense", 5, {}))
+    with pytest.raises(ProfileMismatch):
+        filled.search(SearchQuery("acme", [1.0, 0.0], q.sparse, "dense", 5, {}))
+
+
+_TENANTS = ["acme", "globex", "initech"]
+_filter_values = st.one_of(
+    st.sampled_from(["hr", "eng", "globex", "acme"]),
+    st.lists(st.sampled_from(["hr", "eng", "globex"]), min_size=1, max_size=3),
+    st.integers(2018, 2025),
+    st.builds(RangeFilter, gte=st.integers(2018, 2025), lte=st.none() | st.integers(2018, 2025)),
+    st.booleans(),
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    docs=st.lists(
+        st.tuples(
+            st.sampled_from(_TENANTS),
+            st.lists(st.sampled_from(VOCAB), min_size=1, max_size=6),
+            st.fixed_dictionaries(
+                {"department": st.sampled_from(["hr", "eng"]), "tenant": st.sampled_from(_TENANTS)},
+                optional={"year": st.integers(2018, 2025), "public": st.booleans()},
+            ),
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    searcher=st.sampled_from(_TENANTS),
+    words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4),
+    filters=st.dictionaries(
+        st.sampled_from(["department", "tenant", "year", "public", "key"]), _filter_values, max_size=3
+    ),
+    mode=st.sampled_from(["hybrid", "dense", "sparse"]),
+)
+def test_search_never_returns_another_tenants_chunk(
+    client: QdrantClient,
+    docs: list[tuple[str, list[str], dict[str, Any]]],
+    searcher: str,
+    words: list[str],
+    filters: dict[str, FilterValue],
+    mode: str,
+) -> None:
+    # Given random documents across tenants (whose metadata may even claim another tenant)
+    store = QdrantVectorStore(client, PROFILE, qsettings(), collection_name=f"iso-{uuid.uuid4().hex}")
+    owner: dict[str, str] = {}
+    points = []
+    for n, (tenant, text_words, metadata) in enumerate(docs):
+        p = point(tenant, f"doc-{n}.txt", " ".join(text_words), metadata=metadata)
+        owner[p.point_id] = tenant
+        points.append(p)
+    store.upsert(points)
+    # When one tenant searches with any filter in any mode
+    hits = store.search(query(searcher, " ".join(words), mode=mode, limit=50, filters=filters))
+    # Then every hit is its own
+    assert all(owner[h.point_id] == searcher for h in hits)
+    client.delete_collection(store.collection_name)
+
+
+# --- local mode, clients and errors --------------------------------------------------------------------
+def test_local_path_mode_persists_and_shares_one_client_per_folder(tmp_path: Path) -> None:
+    settings_ = qsettings(path=str(tmp_path / "qdrant"))
+    client = make_qdrant_client(settings_, None, tmp_path / "unused")
+    assert make_qdrant_client(settings_, None, tmp_path / "unused") is client
+    store = QdrantVectorStore(client, PROFILE, settings_)
+    store.upsert([point("acme", "a.txt", "alpha beta")])
+    client.close()
+    # When the folder is opened again (a new process), Then the points and the recorded profile remain
+    reopened = make_qdrant_client(settings_, None, tmp_path / "unused")
+    assert reopened is not client
+    again = QdrantVectorStore(reopened, PROFILE, settings_)
+    assert keys(again.search(query("acme", "alpha"))) == ["a.txt"]
+    assert again.recorded_profile() == PROFILE
+    reopened.close()
+
+
+def test_memory_and_default_local_paths(tmp_path: Path) -> None:
+    memory = make_qdrant_client(qsettings(path=":memory:"), None, tmp_path / "unused")
+    QdrantVectorStore(memory, PROFILE, qsettings()).upsert([point("acme", "a.txt", "alpha")])
+    assert not (tmp_path / "unused").exists()
+    default = make_qdrant_client(qsettings(), None, tmp_path / "home" / "qdrant")
+    QdrantVectorStore(default, PROFILE, qsettings()).upsert([point("acme", "a.txt", "alpha")])
+    assert (tmp_path / "home" / "qdrant").is_dir()
+    default.close()
+
+
+def test_concurrent_writers_on_one_local_client(store: QdrantVectorStore) -> None:
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for round_ in range(5):
+                store.upsert([point("acme", f"w{n}.txt", "alpha beta", index=i) for i in range(20)])
+                store.search(query("acme", "alpha"))
+                if round_ < 4:
+                    store.delete_document("acme", f"w{n}.txt")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert store.count_by_document("acme") == {("acme", f"w{n}.txt"): 20 for n in range(6)}
+
+
+class FakeQdrant:
+    """A loopback HTTP server standing in for Qdrant Cloud that answers every request the same way."""
+
+    def __init__(self, status: int, body: bytes = b'{"status":{"error":"boom"}}') -> None:
+        self.status, self.body, self.requests = status, body, 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                owner.requests += 1
+                self.send_response(owner.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(owner.body)))
+                self.end_headers()
+                self.wfile.write(owner.body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_qdrant() -> Iterator[Any]:
+    servers: list[FakeQdrant] = []
+
+    def start(status: int, body: bytes = b'{"status":{"error":"boom"}}') -> FakeQdrant:
+        servers.append(FakeQdrant(status, body))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+def remote_store(url: str, sleeps: list[float], **overrides: Any) -> QdrantVectorStore:
+    settings_ = qsettings(url=url, max_attempts=3, timeout_seconds=2, **overrides)
+    client = make_qdrant_client(settings_, None, Path("/nonexistent"))
+    return QdrantVectorStore(client, PROFILE, settings_, sleep=sleeps.append)
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 429])
+def test_server_errors_are_retried_then_reported_unavailable(fake_qdrant: Any, status: int) -> None:
+    server = fake_qdrant(status)
+    sleeps: list[float] = []
+    store = remote_store(server.url, sleeps)
+    with pytest.raises(ProviderUnavailable):
+        store.search(query("acme", "alpha"))
+    assert server.requests == 3 and len(sleeps) == 2  # max_attempts, with a pause between
+
+
+def test_unreachable_qdrant_is_unavailable(tmp_path: Path) -> None:
+    sleeps: list[float] = []
+    store = remote_store("http://127.0.0.1:9", sleeps)
+    with pytest.raises(ProviderUnavailable):
+        store.upsert([point("acme", "a.txt", "alpha")])
+    assert len(sleeps) == 2
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_credentials_are_a_configuration_error_without_retries(fake_qdrant: Any, status: int) -> None:
+    server = fake_qdrant(status)
+    sleeps: list[float] = []
+    with pytest.raises(ConfigurationError):
+        remote_store(server.url, sleeps).ensure_collection()
+    assert server.requests == 1 and sleeps == []
+
+
+def test_a_rejected_search_is_a_bad_request(fake_qdrant: Any) -> None:
+    # Given a server that rejects the query itself (HTTP 400)
+    server = fake_qdrant(400, b'{"status":{"error":"Bad request: wrong filter"}}')
+    sleeps: list[float] = []
+    store = remote_store(server.url, sleeps)
+    store._ready = True  # as if the collection was verified earlier in this warm container
+    with pytest.raises(BadRequest, match="wrong filter"):
+        store.search(query("acme", "alpha"))
+    assert sleeps == []
