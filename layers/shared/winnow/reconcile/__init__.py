@@ -1,0 +1,25 @@
+"""Reconcile: one operation that makes the index match the bucket again and says what it did (see
+``winnow.reconcile.service`` for how). ``run_reconcile`` is what the CLI calls; the Lambda handler pages
+through ``Reconciler.run`` with continuation tokens."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from winnow.reconcile.stats import ReconcileStats
+
+if TYPE_CHECKING:
+    from winnow.factory import Container
+
+
+def run_reconcile(container: Container, tenant: str | None = None, dry_run: bool = False) -> ReconcileStats:
+    """Reconcile one tenant or the whole bucket to the end, in this process. Without a queue URL the
+    events go straight to the ingest service, so the index matches the bucket when this returns."""
+    from winnow.reconcile.wiring import forget_active, reconciler_for
+
+    result = reconciler_for(container).run(tenant, dry_run=dry_run)
+    forget_active(container)
+    return result.totals
+
+
+__all__ = ["ReconcileStats", "run_reconcile"]
