@@ -17,7 +17,10 @@ from winnow.ingest.events import ObjectEvent, is_sqs_batch, parse_s3_notificatio
 from winnow.ingest.service import IngestResult, IngestService
 from winnow.observability import MetricUnit, logger, metrics, tracer
 
-processor = BatchProcessor(event_type=EventType.SQS)
+# A batch whose every record hit a transient fault (a provider outage) is answered like any other
+# partial failure, listing every record: raising instead would turn an expected, retried condition
+# into a failed invocation with a stack trace, for the same outcome (SQS redelivers them all).
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 _service: IngestService | None = None
 
 
@@ -64,7 +67,17 @@ def handle_object_event(event: ObjectEvent) -> IngestResult:
 def _record_handler(record: SQSRecord) -> list[dict[str, Any]]:
     """One SQS message: every object event inside it. A transient error raises, so the batch processor
     reports this message (and only this one) as failed."""
-    return [handle_object_event(e).to_dict() for e in parse_sqs_body(record.body)]
+    results = []
+    for object_event in parse_sqs_body(record.body):
+        try:
+            results.append(handle_object_event(object_event).to_dict())
+        except TransientError as exc:
+            logger.warning(
+                "transient ingest failure; SQS will redeliver",
+                extra={"key": object_event.key, "error_type": type(exc).__name__, "error": str(exc)},
+            )
+            raise
+    return results
 
 
 def _direct(event: dict[str, Any]) -> dict[str, Any]:
