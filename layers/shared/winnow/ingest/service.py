@@ -194,6 +194,11 @@ class IngestService:
             return self._remove(tenant, event, current)
         try:
             return self._index_object(tenant, event, current, info)
+        except ObjectGone:
+            # Deleted or replaced between HEAD and GET: the announced bytes are no longer the object.
+            # Apply what the bucket holds now: a deleted key is removed here; a replaced one is left to
+            # its own, newer event. Never a crash of a direct invoke, never a needless SQS retry.
+            return self._remove(tenant, event, current)
         except DocumentError as exc:
             reason = str(exc) or type(exc).__name__
             self.store.delete_document(tenant, event.key)
