@@ -272,8 +272,21 @@ def _prune_empty(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
+_TYPES = {  # Winnow's formats first: the system's mime.types varies between machines
+    ".pdf": "application/pdf",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".txt": "text/plain",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".json": "application/json",
+}
+
+
 def _guess_type(key: str) -> str:
-    return mimetypes.guess_type(key)[0] or "application/octet-stream"
+    suffix = Path(key).suffix.lower()
+    return _TYPES.get(suffix) or mimetypes.guess_type(key)[0] or "application/octet-stream"
 
 
 def _iso(timestamp: float) -> str:
