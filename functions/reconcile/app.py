@@ -69,8 +69,9 @@ def parse_request(event: Any) -> tuple[str | None, bool, str | None, bool]:
 
 
 def _emit(stats: ReconcileStats) -> None:
+    metrics.add_metric(name="ReconcileInvocations", unit=MetricUnit.Count, value=1)
     if stats.dry_run:
-        return  # a dry run changes nothing: counting it would blur the dashboards
+        return  # a dry run changes nothing: counting what it would do would blur the dashboards
     for field, name in _METRICS.items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=getattr(stats, field))
     metrics.add_metric(name="ReconcileDuration", unit=MetricUnit.Milliseconds, value=stats.duration_ms)
@@ -92,6 +93,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         )
     except BadRequest as exc:
         logger.warning("reconcile request rejected", extra={"error": str(exc)})
+        metrics.add_metric(name="ReconcileRejected", unit=MetricUnit.Count, value=1)
         return {"error": str(exc)}
     _emit(result.invocation)
     response: dict[str, Any] = {

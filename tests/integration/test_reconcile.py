@@ -444,9 +444,14 @@ class ShortLivedContext(LocalLambdaContext):
 
 
 def test_lambda_continues_a_large_bucket_in_follow_up_invocations(
-    aws: AwsWorld, monkeypatch: pytest.MonkeyPatch
+    aws: AwsWorld, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from functions.reconcile import app
+
+    # Metrics printed as CloudWatch EMF, as in Lambda
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    app.metrics.clear_metrics()
+    capsys.readouterr()
 
     # Given a bucket of seven unindexed documents and a function that only has time for three per call
     for i in range(7):
@@ -470,6 +475,15 @@ def test_lambda_continues_a_large_bucket_in_follow_up_invocations(
     assert invocations == 3 and response["complete"] and response["continuation"] is None
     stats = response["stats"]
     assert (stats["scanned"], stats["new"], stats["invocations"]) == (7, 7, 3)
+    # and each invocation emitted its own counts, which add up to the totals
+    emitted: dict[str, float] = {}
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            blob = json.loads(line)
+            for name in ("ReconcileNew", "ReconcileScanned"):
+                value = blob.get(name, 0)
+                emitted[name] = emitted.get(name, 0) + (sum(value) if isinstance(value, list) else value)
+    assert emitted == {"ReconcileNew": 7, "ReconcileScanned": 7}
     assert len(aws.drain()) == 7
 
 
