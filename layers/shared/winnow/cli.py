@@ -9,8 +9,8 @@ samples we ship. State lives in ``WINNOW_HOME`` (default ``./.winnow``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
+import os
 import shutil
 import sys
 import textwrap
@@ -22,7 +22,14 @@ from typing import IO, Any, NoReturn
 
 import winnow
 from winnow.local.filters import FilterSyntaxError, parse_filters
-from winnow.local.runtime import DEFAULT_TENANT, TENANT_PATTERN, ApiResponse, LocalRuntime, Upload
+from winnow.local.runtime import (
+    DEFAULT_TENANT,
+    TENANT_PATTERN,
+    ApiResponse,
+    LocalRuntime,
+    Upload,
+    close_local_qdrant,
+)
 
 SIDECAR_SUFFIX = ".metadata.json"
 INGEST_FIELDS = ("key", "status", "chunks", "embedded", "reused", "error")
@@ -327,6 +334,8 @@ def _fail_response(response: ApiResponse) -> NoReturn:
     hint = ""
     if response.status == 401:
         hint = " (the request carried no tenant)"
+    elif response.status == 500 and "internal" in response.error_message:
+        hint = " (run with --verbose to see the handler's log)"
     raise CliError(f"{response.error_message}{hint}")
 
 
@@ -472,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
         "State lives in WINNOW_HOME (default ./.winnow).",
     )
     parser.add_argument("--version", action="version", version=f"winnow {winnow.__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show the handlers' logs on stderr")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     tenant_help = f"tenant (default {DEFAULT_TENANT!r})"
 
@@ -556,22 +566,24 @@ def _quiet_library_warnings() -> None:
     warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
 
 
-def _close_local_stores() -> None:
-    """Close Qdrant local clients before the interpreter tears modules down; otherwise their
-    ``__del__`` runs too late and prints an ignored-exception traceback on exit."""
-    store_module = sys.modules.get("winnow.adapters.qdrant_store")
-    for client in list(getattr(store_module, "_LOCAL_CLIENTS", {}).values()):
-        with contextlib.suppress(Exception):
-            client.close()
+def _set_log_level(args: argparse.Namespace) -> None:
+    """Handlers log for operators; at a terminal, the one-line error is the message. ``--verbose`` shows
+    the handlers' logs (on stderr); ``serve`` keeps warnings and errors, as a server console should.
+    Must run before the handlers (and so ``winnow.observability``) are imported."""
+    if args.verbose:
+        os.environ["POWERTOOLS_LOG_LEVEL"] = "INFO"
+    elif args.command != "serve":
+        os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "CRITICAL")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _set_log_level(args)
     _quiet_library_warnings()
     try:
         return _run(args)
     finally:
-        _close_local_stores()
+        close_local_qdrant()
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -7,11 +7,14 @@ stays instant."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from winnow.local.apigw import QueryValue, http_api_event, to_http_response
@@ -23,6 +26,32 @@ if TYPE_CHECKING:
 DEFAULT_TENANT = "default"
 # The search handler accepts exactly these tenants; the CLI checks early so the message can say why.
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def close_local_qdrant(path: Path | str | None = None) -> None:
+    """Close the Qdrant local-mode client of ``path`` (every one when None). Local mode holds a folder
+    lock until closed, and a client left to ``__del__`` at interpreter exit prints an ignored-exception
+    traceback; the adapter reopens a closed client on next use."""
+    store_module = sys.modules.get("winnow.adapters.qdrant_store")
+    clients = getattr(store_module, "_LOCAL_CLIENTS", None)
+    if not clients:
+        return
+    keys = list(clients) if path is None else [str(Path(path).expanduser().resolve())]
+    for key in keys:
+        client = clients.get(key)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+
+def local_qdrant_path() -> Path | None:
+    """Where the current settings put Qdrant's local mode, or None for a server or ``:memory:``."""
+    from winnow.factory import get_container
+
+    settings = get_container().settings
+    if settings.qdrant.url or settings.qdrant.path == ":memory:":
+        return None
+    return Path(settings.qdrant.path) if settings.qdrant.path else settings.storage.qdrant_local_path
 
 
 @dataclass(frozen=True)

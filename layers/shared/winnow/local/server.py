@@ -34,7 +34,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from winnow.local.runtime import DEFAULT_TENANT, TENANT_PATTERN, ApiResponse, LocalRuntime, Upload
+from winnow.local.runtime import (
+    DEFAULT_TENANT,
+    TENANT_PATTERN,
+    ApiResponse,
+    LocalRuntime,
+    Upload,
+    close_local_qdrant,
+    local_qdrant_path,
+)
 
 STATIC_DIR = Path(__file__).with_name("static")
 TENANT_HEADER = "x-winnow-tenant"
@@ -105,6 +113,7 @@ class WinnowHTTPServer(ThreadingHTTPServer):
         self.runtime = LocalRuntime()
         self.lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="winnow-handlers")
         self.quiet = quiet
+        self.qdrant_path = local_qdrant_path()
 
     @property
     def url(self) -> str:
@@ -115,6 +124,8 @@ class WinnowHTTPServer(ThreadingHTTPServer):
     def server_close(self) -> None:
         super().server_close()
         self.lane.shutdown(wait=True, cancel_futures=True)
+        if self.qdrant_path is not None:
+            close_local_qdrant(self.qdrant_path)
 
     def max_upload_bytes(self) -> int:
         from winnow.factory import get_container
