@@ -168,6 +168,7 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
     def _read_body(self, limit: int) -> bytes | None:
         """The request body, or None after answering 411/413 when it is missing a length or too big."""
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            self.close_connection = True  # the unread body would be taken for the next request
             self._send_error(
                 411, "length_required", "send a Content-Length; chunked bodies are not supported"
             )
@@ -175,6 +176,7 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("content-length") or 0)
         except ValueError:
+            self.close_connection = True
             self._send_error(400, "bad_request", "invalid Content-Length")
             return None
         if length > limit:
