@@ -169,7 +169,12 @@ def event_queue_for(container: Container) -> EventQueue:
     if url:
         from winnow.adapters.queue_sqs import SqsEventQueue
 
-        return SqsEventQueue(url)
+        state = _of(container)
+        with _lock:  # one SQS client per warm container
+            queue = state.get("sqs")
+            if queue is None or queue[0] != url:
+                queue = state["sqs"] = (url, SqsEventQueue(url))
+        return queue[1]
     from winnow.adapters.queue_inprocess import InProcessEventQueue
 
     return InProcessEventQueue(ingest_service(container).handle)
