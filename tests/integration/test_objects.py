@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,8 +154,8 @@ def test_s3_listing_over_1000_objects_is_paginated_and_streamed(
     # Given 1,050 objects (more than one ListObjectsV2 page)
     s3 = aws_client("s3")
     keys = [f"acme/doc-{n:05d}.txt" for n in range(1050)]
-    for key in keys:
-        s3.put_object(Bucket=s3_bucket, Key=key, Body=b"x")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda key: s3.put_object(Bucket=s3_bucket, Key=key, Body=b"x"), keys))
     source = S3ObjectSource(s3_bucket)
     calls: list[dict[str, Any]] = []
     source.client.meta.events.register(

@@ -161,13 +161,14 @@ class DynamoDbLedger(Ledger):
 
     def _query(self, tenant: str, after: str | None, page_limit: int | None) -> Iterator[dict[str, Any]]:
         start: dict[str, Any] | None = None
+        condition, values = "pk = :tenant", {":tenant": {"S": tenant}}
         if after is not None:
-            start = _key(tenant, after)
+            condition, values = "pk = :tenant AND sk > :after", {**values, ":after": {"S": after}}
         while True:
             request: dict[str, Any] = {
                 "TableName": self._table,
-                "KeyConditionExpression": "pk = :tenant",
-                "ExpressionAttributeValues": {":tenant": {"S": tenant}},
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeValues": values,
                 "FilterExpression": "attribute_exists(#status)",
                 "ExpressionAttributeNames": {"#status": "status"},
                 "ScanIndexForward": True,
