@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import unquote_plus
 
 from winnow.ingest.events import s3_event
 from winnow.models import DocumentStatus
 from winnow.testing.fake_voyage import Fault
 
+from tests.support.documents import DocxHeading, DocxParagraph, DocxTable, make_docx, make_pdf
 from tests.support.stack import EmbeddedStack
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -97,25 +99,30 @@ def test_keys_are_url_decoded(stack: EmbeddedStack) -> None:
 
 
 def test_sample_sqs_event_from_events_folder_is_processed(stack: EmbeddedStack) -> None:
-    # Given the shared sample SQS batch, and objects at the keys it names
+    # Given the shared sample SQS batch (a create, a delete and an s3:TestEvent), objects at the created
+    # keys, and an indexed document at the deleted key that is gone from the bucket
     event = json.loads((EVENTS / "sqs-s3-batch.json").read_text())
-    keys = []
+    expected: dict[str, DocumentStatus] = {}
     for record in event["Records"]:
-        body = json.loads(record["body"])
-        for r in body.get("Records", []):
-            from urllib.parse import unquote_plus
-
-            keys.append(unquote_plus(r["s3"]["object"]["key"]))
-    for key in keys:
-        stack.put_object(key, f"Notes stored at {key}. The committee approved the budget.".encode())
+        for r in json.loads(record["body"]).get("Records", []):
+            key = unquote_plus(r["s3"]["object"]["key"])
+            text = f"Notes stored at {key}. The committee approved the budget for the new library wing."
+            data = make_pdf([text]) if key.endswith(".pdf") else text.encode()
+            if r["eventName"].startswith("ObjectCreated"):
+                stack.put_object(key, data)
+                expected[key] = DocumentStatus.INDEXED
+            else:
+                assert stack.upload(key, data)["status"] == "indexed"
+                stack.delete_object(key)
+                expected[key] = DocumentStatus.DELETED
+    assert set(expected.values()) == {DocumentStatus.INDEXED, DocumentStatus.DELETED}
     # When the handler processes it
     response = stack.invoke_ingest(event)
-    # Then nothing fails and every named key is in the ledger
+    # Then nothing fails and the ledger follows every named key
     assert response == {"batchItemFailures": []}
-    for key in keys:
-        tenant = key.split("/", 1)[0]
-        record = stack.container.ledger.get(tenant, key)
-        assert record is not None and record.status == DocumentStatus.INDEXED, key
+    for key, status in expected.items():
+        record = stack.container.ledger.get(key.split("/", 1)[0], key)
+        assert record is not None and record.status == status, key
 
 
 def test_delete_event_without_size_removes_every_point(stack: EmbeddedStack) -> None:
@@ -260,3 +267,51 @@ def test_oversized_object_is_refused_from_head(stack: EmbeddedStack, tmp_path: P
     result = small.upload("acme/handbook.md", HANDBOOK)
     assert result["status"] == "failed" and "limit" in result["error"]
     assert small.embed_calls() == 0
+
+
+def test_pdf_chunks_cite_their_pages(stack: EmbeddedStack) -> None:
+    # Given a three-page PDF whose pages talk about different things
+    pages = [
+        "Quarterly report. Revenue grew in every region during the first quarter, led by strong demand "
+        "for subscriptions in the south and a recovery of hardware sales in the east.",
+        "Logistics. The warehouse in Rotterdam doubled its storage capacity for frozen goods this spring, "
+        "and the new cold-chain trucks cut delivery times to the northern stores by a day.",
+        "Hiring plans. The engineering team will add twelve people before the end of the year, most of "
+        "them in data platform and mobile, with two new offices opening for remote staff.",
+    ]
+    assert stack.upload("acme/report.pdf", make_pdf(pages, title="Quarterly report"))["status"] == "indexed"
+    # When searching for what page two says
+    _, body = stack.search("Rotterdam warehouse storage capacity", relevance_threshold=0)
+    # Then the citation names page 2
+    top = body["results"][0]
+    assert top["key"] == "acme/report.pdf" and top["page"] == 2
+    assert "Rotterdam" in top["text"]
+
+
+def test_docx_headings_become_sections_and_tables_are_searchable(stack: EmbeddedStack) -> None:
+    docx = make_docx(
+        [
+            DocxHeading("Office guide", 0),
+            DocxHeading("Parking", 1),
+            DocxParagraph(
+                "Visitors park in the north garage and sign in at the front desk; staff use the "
+                "underground levels with their badge, and bicycles go in the racks by the east door."
+            ),
+            DocxHeading("Opening hours", 1),
+            DocxTable(
+                [
+                    ["Day", "Hours"],
+                    *[[day, "eight to six"] for day in ("Monday", "Tuesday", "Wednesday", "Thursday")],
+                    ["Friday", "eight to four"],
+                    ["Saturday", "ten to two"],
+                    ["Sunday", "closed"],
+                ]
+            ),
+        ]
+    )
+    assert stack.upload("acme/guide.docx", docx)["status"] == "indexed"
+    _, body = stack.search("visitors park north garage", relevance_threshold=0)
+    assert body["results"][0]["section"] == "Parking"
+    _, body = stack.search("Saturday hours", relevance_threshold=0)
+    hit = next(r for r in body["results"] if "Saturday" in r["text"])
+    assert hit["section"] == "Opening hours" and "ten to two" in hit["text"]

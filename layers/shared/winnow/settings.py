@@ -103,7 +103,9 @@ class ChunkingSettings(BaseSettings):
 
     target_chars: int = Field(default=1200, ge=200, le=20_000)
     overlap_chars: int = Field(default=150, ge=0, le=5_000)
-    min_chars: int = Field(default=200, ge=0, le=5_000)
+    # Below this a fragment is merged into a neighbour. Low enough that a real two-sentence section keeps
+    # its own chunk (and its own citation), high enough that a heading with one short line does not.
+    min_chars: int = Field(default=100, ge=0, le=5_000)
 
     @model_validator(mode="after")
     def _overlap_smaller_than_target(self) -> ChunkingSettings:

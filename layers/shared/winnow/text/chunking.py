@@ -2,8 +2,9 @@
 
 The rules, in the order they apply:
 
-1. **Sections are walls.** Consecutive blocks with the same section path form a run; a chunk never
-   takes text from two runs (the one exception is rule 5).
+1. **Sections are walls, pages are walls.** Consecutive blocks with the same section path form a run;
+   a chunk never takes text from two runs, and within a run a new page starts a new chunk, so a page
+   citation is exact (the one exception to both is rule 5, which can fold a tiny remnant across).
 2. **Paragraphs accumulate.** Within a run, whole blocks are packed greedily, joined by a blank line,
    while the chunk stays within ``target_chars``.
 3. **Long blocks are split** at sentence ends or line breaks, a sentence that is still too long at
@@ -107,6 +108,8 @@ class _SectionPacker:
     def pack(self, blocks: Sequence[Block]) -> list[_Draft]:
         for block in blocks:
             text = block.text.strip()
+            if self._parts and None not in (block.page, self._page) and block.page != self._page:
+                self._emit()  # a new page starts a new chunk, so every chunk's page citation is exact
             if len(text) <= self.target:
                 if self._parts and self._length + len(_BLOCK_SEPARATOR) + len(text) > self.target:
                     self._emit()
