@@ -150,6 +150,11 @@ class QdrantVectorStore(VectorStore):
         return self._name
 
     @property
+    def client(self) -> QdrantClient:
+        """The underlying client, for components that share it (the active-collection pointer)."""
+        return self._client
+
+    @property
     def profile(self) -> EmbeddingProfile:
         return self._profile
 
@@ -500,7 +505,7 @@ class QdrantVectorStore(VectorStore):
         ``tenant``."""
         from qdrant_client.http import models as qm
 
-        must: list[qm.Condition] = [_tenant_condition(tenant)]
+        must: list[qm.Condition] = []
         for name, value in filters.items():
             if not isinstance(name, str) or not _FILTER_NAME.match(name):
                 raise BadRequest(f"filter field {name!r} must be 1-64 letters, digits, '_' or '-'")
