@@ -7,6 +7,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,8 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     out = [line, "  ".join("-" * w for w in widths)]
     out.extend("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
     return "\n".join(out)
+
+
+def quiet_known_warnings() -> None:
+    """Qdrant local mode warns that payload indexes do nothing there; true, and known: not news here."""
+    warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
