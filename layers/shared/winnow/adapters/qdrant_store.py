@@ -505,7 +505,7 @@ class QdrantVectorStore(VectorStore):
         ``tenant``."""
         from qdrant_client.http import models as qm
 
-        must: list[qm.Condition] = []
+        must: list[qm.Condition] = [_tenant_condition(tenant)]
         for name, value in filters.items():
             if not isinstance(name, str) or not _FILTER_NAME.match(name):
                 raise BadRequest(f"filter field {name!r} must be 1-64 letters, digits, '_' or '-'")
