@@ -99,7 +99,9 @@ def make_pdf(
     if title is not None:
         pdf.setTitle(title)
     for page_index, page_text in enumerate(pages):
-        pdf.bookmarkPage(f"page-{page_index}")
+        for entry_index, (_, entry_page, _) in enumerate(outline):
+            if entry_page == page_index:  # reportlab needs one destination key per outline entry
+                pdf.bookmarkPage(f"outline-{entry_index}")
         y = _TOP
         for paragraph in page_text.split("\n\n"):
             for line in textwrap.wrap(" ".join(paragraph.split()), _WRAP_COLUMNS) or []:
@@ -109,8 +111,8 @@ def make_pdf(
                 y -= _LINE_HEIGHT
             y -= _LINE_HEIGHT
         pdf.showPage()
-    for entry_title, page_index, level in outline:
-        pdf.addOutlineEntry(entry_title, f"page-{page_index}", level=level)
+    for entry_index, (entry_title, _, level) in enumerate(outline):
+        pdf.addOutlineEntry(entry_title, f"outline-{entry_index}", level=level)
     pdf.save()
     return buffer.getvalue()
 

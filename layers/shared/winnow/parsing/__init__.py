@@ -18,13 +18,11 @@ become each block's ``section_path``; a first path element equal to the title is
 
 from __future__ import annotations
 
-import zipfile
-from io import BytesIO
 from pathlib import PurePosixPath
 
-from winnow.errors import CorruptDocument, EmptyDocument, EncryptedDocument, UnsupportedDocument
+from winnow.errors import EmptyDocument, EncryptedDocument, UnsupportedDocument
 from winnow.models import ParsedDocument
-from winnow.parsing.blocks import one_line
+from winnow.parsing.containers import zip_members
 from winnow.parsing.text_decoding import DecodedText, binary_reason, decode_text
 from winnow.settings import IngestSettings
 
@@ -109,11 +107,7 @@ def _check_docx_container(data: bytes, extension: str) -> None:
         raise UnsupportedDocument(f"named {extension} but is a legacy Word .doc (OLE2) file")
     if not data.startswith((_ZIP_MAGIC, _EMPTY_ZIP_MAGIC)):
         raise UnsupportedDocument(f"named {extension} but {_describe(data)}, not a DOCX (zip) file")
-    try:
-        with zipfile.ZipFile(BytesIO(data)) as archive:
-            names = set(archive.namelist())
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as error:
-        raise CorruptDocument(f"DOCX zip container is unreadable ({one_line(error)})") from error
+    names = {member.filename for member in zip_members(data)}
     if "word/document.xml" not in names:
         raise UnsupportedDocument(f"named {extension} but the zip has no word/document.xml, not a DOCX")
 

@@ -13,7 +13,6 @@ or inherited from its style, which also covers custom heading styles.
 from __future__ import annotations
 
 import re
-import zipfile
 from collections.abc import Iterator
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from winnow.errors import (
 )
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
+from winnow.parsing.containers import zip_members
 from winnow.settings import IngestSettings
 
 if TYPE_CHECKING:
@@ -60,11 +60,7 @@ def parse_docx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocumen
 
 def check_zip_bomb(data: bytes, settings: IngestSettings) -> None:
     """Refuse an archive whose central directory promises more than we are willing to inflate."""
-    try:
-        with zipfile.ZipFile(BytesIO(data)) as archive:
-            members = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as error:
-        raise CorruptDocument(f"DOCX zip container is unreadable ({one_line(error)})") from error
+    members = zip_members(data)
     if len(members) > _MAX_MEMBERS:
         raise OversizedDocument(f"DOCX zip has {len(members)} members (limit {_MAX_MEMBERS})")
     declared = sum(member.file_size for member in members)

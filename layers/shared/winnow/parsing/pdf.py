@@ -48,7 +48,7 @@ class _OutlineEntry:
 
 def parse_pdf(key: str, data: bytes) -> ParsedDocument:
     # pypdf logs warnings that can quote document strings (bookmark titles); keep them out of our logs.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    logging.getLogger("pypdf").setLevel(logging.CRITICAL)
     try:
         return _parse(key, data)
     except (DocumentError, ImportError):

@@ -2,9 +2,10 @@
 
 People upload whatever their editor saved: UTF-8 with or without a BOM, UTF-16 from Windows tools,
 cp1252 or Latin-1 from older systems. The order below goes from the most certain evidence to the
-least: a BOM says exactly what the encoding is; strict UTF-8 almost never succeeds by accident on
-other encodings; UTF-16 without a BOM shows as a regular pattern of NUL bytes; cp1252 is the usual
-"ANSI" of Western Windows; Latin-1 maps every byte, so it is the final net and cannot fail.
+least: a BOM says exactly what the encoding is; UTF-16 without a BOM shows as a regular pattern of
+NUL bytes (looked for before UTF-8, because NULs are valid UTF-8 and real UTF-8 text has none);
+strict UTF-8 almost never succeeds by accident on other encodings; cp1252 is the usual "ANSI" of
+Western Windows; Latin-1 maps every byte, so it is the final net and cannot fail.
 
 Decoding alone cannot tell text from binary (Latin-1 decodes anything), so :func:`binary_reason`
 looks at the decoded characters: NUL bytes that UTF-16 did not explain, or many control
@@ -49,6 +50,11 @@ def decode_text(data: bytes, declared_encoding: str | None = None) -> DecodedTex
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             return DecodedText(data[len(bom) :].decode(encoding, errors="replace"), encoding)
+    # NUL bytes are valid UTF-8, so ASCII-only UTF-16 would pass the strict UTF-8 check as text full
+    # of NULs: look for the UTF-16 pattern first. Real UTF-8 text has no NULs, so this costs nothing.
+    utf16 = _guess_utf16(data) if b"\x00" in data[:_SAMPLE_BYTES] else None
+    if utf16 is not None:
+        return DecodedText(data.decode(utf16, errors="replace"), utf16)
     try:
         return DecodedText(data.decode("utf-8"), "utf-8")
     except UnicodeDecodeError:
@@ -58,9 +64,6 @@ def decode_text(data: bytes, declared_encoding: str | None = None) -> DecodedTex
             return DecodedText(data.decode(declared_encoding), declared_encoding)
         except (LookupError, UnicodeDecodeError):
             pass
-    utf16 = _guess_utf16(data)
-    if utf16 is not None:
-        return DecodedText(data.decode(utf16, errors="replace"), utf16)
     try:
         return DecodedText(data.decode("cp1252"), "cp1252")
     except UnicodeDecodeError:
