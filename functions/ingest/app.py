@@ -16,6 +16,7 @@ from winnow.factory import get_container
 from winnow.ingest.events import ObjectEvent, is_sqs_batch, parse_s3_notification, parse_sqs_body
 from winnow.ingest.service import IngestResult, IngestService
 from winnow.observability import MetricUnit, logger, metrics, tracer
+from winnow.reconcile.wiring import ingest_store
 
 # A batch whose every record hit a transient fault (a provider outage) is answered like any other
 # partial failure, listing every record: raising instead would turn an expected, retried condition
@@ -28,11 +29,13 @@ def service() -> IngestService:
     """One service (and so one client of each kind) per warm container."""
     global _service
     container = get_container()
-    if _service is None or _service.store is not container.store:
+    # During an embedding-profile rebuild (reconcile) deletions must reach the collection searches read.
+    store = ingest_store(container)
+    if _service is None or _service.store is not store:
         _service = IngestService(
             objects=container.objects,
             ledger=container.ledger,
-            store=container.store,
+            store=store,
             embedder=container.embedder,
             sparse=container.sparse,
             chunking=container.settings.chunking,

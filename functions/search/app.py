@@ -33,6 +33,7 @@ from winnow.errors import (
 from winnow.factory import get_container
 from winnow.models import LedgerRecord
 from winnow.observability import logger, metrics, tracer
+from winnow.reconcile.wiring import search_components
 from winnow.search.schemas import (
     DocumentsPage,
     DocumentStatusModel,
@@ -53,10 +54,12 @@ def service() -> SearchService:
     """One service (one client of each kind) per warm container."""
     global _service
     container = get_container()
-    if _service is None or _service.store is not container.store:
+    # The active collection: the configured profile's, or the previous one while reconcile rebuilds.
+    embedder, store = search_components(container)
+    if _service is None or _service.store is not store:
         _service = SearchService(
-            embedder=container.embedder,
-            store=container.store,
+            embedder=embedder,
+            store=store,
             sparse=container.sparse,
             reranker=container.reranker,
             settings=container.settings.search,
