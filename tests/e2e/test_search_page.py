@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from winnow.factory import reset_container
 from winnow.local.demo import stage_samples
 from winnow.local.server import WinnowHTTPServer, make_server
@@ -114,6 +115,7 @@ def _pdf_page_of(passage: str) -> int:
     import io
 
     import pypdf
+
     from winnow.local.demo import GENERATED, SOURCES_DIR
     from winnow.local.docgen import render
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from winnow.factory import reset_container
 from winnow.local.server import WinnowHTTPServer, make_server
 

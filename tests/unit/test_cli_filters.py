@@ -4,6 +4,7 @@ else is refused with a message that lists the accepted forms."""
 from __future__ import annotations
 
 import pytest
+
 from winnow.local.filters import ACCEPTED_FORMS, FilterSyntaxError, parse_filters, parse_value
 
 

@@ -7,6 +7,7 @@ import base64
 import json
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+
 from winnow.local.apigw import http_api_event, match_route, to_http_response
 
 

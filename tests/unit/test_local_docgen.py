@@ -8,6 +8,7 @@ import io
 import docx
 import pypdf
 import pytest
+
 from winnow.local.demo import GENERATED, SOURCES_DIR
 from winnow.local.docgen import parse_source, render
 
