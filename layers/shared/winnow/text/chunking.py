@@ -192,7 +192,8 @@ def _split_long(
         content_start = units[first][0]
         budget = target - (content_start - prefix_start)
         remaining = end_of_text - content_start
-        pieces_needed = max(1, math.ceil(remaining / room))
+        # The rest may fit in this piece even when it is over ``room``: its overlap can be shorter.
+        pieces_needed = 1 if remaining <= budget else max(2, math.ceil(remaining / room))
         aim = remaining / pieces_needed
         last = first
         while last + 1 < len(units):
