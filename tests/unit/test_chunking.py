@@ -3,6 +3,7 @@ merged by the documented rule, and invariants checked on generated documents."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from hypothesis import HealthCheck, given, settings
@@ -72,7 +73,7 @@ def test_a_long_paragraph_is_split_at_sentence_ends_into_balanced_pieces_with_ov
     assert max(lengths) <= SMALL.target_chars
     # balanced: the last piece is not a stub
     assert min(lengths) >= SMALL.target_chars // 2
-    for previous, current in zip(chunks, chunks[1:], strict=False):
+    for previous, current in itertools.pairwise(chunks):
         # every piece ends at a sentence end, and the next starts with whole trailing sentences of it
         assert previous.text.endswith(".")
         overlap = _leading_overlap(previous.text, current.text)
@@ -85,7 +86,7 @@ def test_a_long_paragraph_is_split_at_sentence_ends_into_balanced_pieces_with_ov
 def test_overlap_falls_back_to_words_when_a_sentence_is_longer_than_the_overlap() -> None:
     text = _sentences("w", 12, words=20)  # sentences of about 170 characters > overlap of 60
     chunks = chunk_document(_doc(Block(text)), SMALL)
-    for previous, current in zip(chunks, chunks[1:], strict=False):
+    for previous, current in itertools.pairwise(chunks):
         overlap = _leading_overlap(previous.text, current.text)
         assert overlap and len(overlap) <= SMALL.overlap_chars
         assert previous.text.endswith(overlap)
