@@ -9,7 +9,8 @@ query time; what stays in the vector is the document side,
 and the query side is 1.0 per distinct term. Documents and queries go through the same ``analyze``
 and ``term_id``, so the two sides cannot drift apart.
 
-Analysis: Unicode word tokens, case-folded; English stop-words removed (Lucene's list, the one
+Analysis: NFKC-normalised (the "ﬁ" ligature PDFs are full of becomes "fi", full-width letters become
+ASCII), Unicode word tokens, case-folded; English stop-words removed (Lucene's list, the one
 Elasticsearch and bm25s use, so "not" and "no" go too: IDF would weigh them near zero anyway);
 tokens longer than 64 characters dropped (hashes and base64, not words); Snowball English stemming
 (``snowballstemmer`` runs on PyStemmer's C code when it is installed). Term ids are CRC-32 of the
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 import zlib
 from collections import Counter
 from functools import lru_cache
@@ -120,7 +122,7 @@ class Bm25Encoder:
         stop_words = self.stop_words
         return [
             token
-            for token in _TOKEN.findall(text.casefold())
+            for token in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
             if token not in stop_words and len(token) <= _MAX_TOKEN_CHARS
         ]
 
