@@ -11,6 +11,7 @@ installed by ``make test``.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import pytest
 from cfnlint.decode.cfn_yaml import loads as load_cfn_yaml
 from packaging.requirements import Requirement
 from pydantic_settings import BaseSettings
+
 from winnow import settings as settings_module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -232,7 +234,8 @@ SECRET_ARNS = [
 
 
 def policy_templates(function: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The function's policies as (SAM policy template, arguments); conditional ones unwrapped."""
+    """The function's policies as (SAM policy template, arguments); conditional ones unwrapped, inline
+    statements (see ``inline_statements``) left out."""
     found = []
     for policy in function["Properties"]["Policies"]:
         if "Fn::If" in policy:
@@ -240,26 +243,48 @@ def policy_templates(function: dict[str, Any]) -> list[tuple[str, dict[str, Any]
             assert policy is not None
         assert isinstance(policy, dict) and len(policy) == 1, f"only SAM policy templates, got {policy}"
         ((name, args),) = policy.items()
+        if name == "Statement":
+            continue
         found.append((name, dict(args)))
     return found
 
 
+def inline_statements(function: dict[str, Any]) -> list[dict[str, Any]]:
+    """IAM statements written out in the function's policies (no SAM policy template is tight enough)."""
+    return [
+        statement
+        for policy in function["Properties"]["Policies"]
+        if isinstance(policy, dict) and "Statement" in policy
+        for statement in policy["Statement"]
+    ]
+
+
+def secret_arns(policies: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    return [args["SecretArn"] for name, args in policies if name == "AWSSecretsManagerGetSecretValuePolicy"]
+
+
 def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -> None:
-    """Given the two functions, then each has only SAM policy templates scoped to this stack's bucket,
-    table and secrets: ingest reads the bucket and writes the ledger, search only reads the ledger."""
+    """Given the three functions, then each has only SAM policy templates scoped to this stack's bucket,
+    table, queue and secrets: ingest reads the bucket and writes the ledger, search only reads the ledger,
+    reconcile reads the bucket, writes the ledger (leases) and sends to the ingest queue only."""
     t = load_template()
     fns = functions_of(t)
+    assert set(fns) == {"IngestFunction", "SearchFunction", "ReconcileFunction"}
     ingest = policy_templates(fns["IngestFunction"])
     search = policy_templates(fns["SearchFunction"])
+    reconcile = policy_templates(fns["ReconcileFunction"])
 
-    assert ("S3ReadPolicy", {"BucketName": {"Ref": "DocumentsBucket"}}) in ingest
-    assert ("DynamoDBCrudPolicy", {"TableName": {"Ref": "LedgerTable"}}) in ingest
+    bucket_read = ("S3ReadPolicy", {"BucketName": {"Ref": "DocumentsBucket"}})
+    ledger_crud = ("DynamoDBCrudPolicy", {"TableName": {"Ref": "LedgerTable"}})
+    assert bucket_read in ingest and bucket_read in reconcile
+    assert ledger_crud in ingest and ledger_crud in reconcile
     assert ("DynamoDBReadPolicy", {"TableName": {"Ref": "LedgerTable"}}) in search
-    for policies in (ingest, search):
-        secrets = [
-            args["SecretArn"] for name, args in policies if name == "AWSSecretsManagerGetSecretValuePolicy"
-        ]
-        assert secrets == SECRET_ARNS
+    assert (
+        "SQSSendMessagePolicy",
+        {"QueueName": {"Fn::GetAtt": ["IngestQueue", "QueueName"]}},
+    ) in reconcile
+    for policies in (ingest, search, reconcile):
+        assert secret_arns(policies) == SECRET_ARNS
     allowed = {
         "S3ReadPolicy",
         "DynamoDBCrudPolicy",
@@ -269,6 +294,58 @@ def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -
     }
     assert {name for name, _ in ingest} <= allowed
     assert {name for name, _ in search} == {"DynamoDBReadPolicy", "AWSSecretsManagerGetSecretValuePolicy"}
+    assert {name for name, _ in reconcile} <= allowed | {"SQSSendMessagePolicy"}
+    # Only reconcile writes a statement of its own (to invoke itself; checked below).
+    assert inline_statements(fns["IngestFunction"]) == []
+    assert inline_statements(fns["SearchFunction"]) == []
+    (statement,) = inline_statements(fns["ReconcileFunction"])
+    assert statement["Effect"] == "Allow"
+    assert statement["Action"] == "lambda:InvokeFunction"
+
+
+PSEUDO = {
+    "AWS::Partition": "aws",
+    "AWS::Region": "eu-central-1",
+    "AWS::AccountId": "123456789012",
+    "AWS::StackName": "winnow-dev",
+}
+
+
+def substitute(value: Any) -> str:
+    """An ``!Sub`` of pseudo parameters only, as CloudFormation resolves it."""
+    assert set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str), value
+    text: str = value["Fn::Sub"]
+    for name, resolved in PSEUDO.items():
+        text = text.replace("${" + name + "}", resolved)
+    assert "${" not in text, text
+    return text
+
+
+def test_reconcile_may_invoke_itself_and_nothing_else() -> None:
+    """Given reconcile's self-invoke statement, when IAM matches it against function ARNs, then the
+    function's own ARN (plain or qualified, as ``invoked_function_arn`` may be) is allowed, and no other
+    function of this or any stack is, not even one whose name starts with the same prefix."""
+    fn = load_template()["Resources"]["ReconcileFunction"]
+    name = substitute(fn["Properties"]["FunctionName"])
+    (statement,) = inline_statements(fn)
+    patterns = [substitute(resource) for resource in statement["Resource"]]
+
+    def allowed(arn: str) -> bool:  # IAM's wildcards: * any run, ? one character
+        return any(fnmatch.fnmatchcase(arn, pattern) for pattern in patterns)
+
+    own = f"arn:aws:lambda:eu-central-1:123456789012:function:{name}"
+    assert allowed(own)
+    assert allowed(f"{own}:7") and allowed(f"{own}:$LATEST")
+    for other in (
+        f"{own}-copy",
+        f"{own}x",
+        "arn:aws:lambda:eu-central-1:123456789012:function:winnow-dev-search",
+        f"arn:aws:lambda:eu-central-1:123456789012:function:other-{name}",
+        f"arn:aws:lambda:us-east-1:123456789012:function:{name}",
+        f"arn:aws:lambda:eu-central-1:210987654321:function:{name}",
+    ):
+        assert not allowed(other), other
+    assert len(name) <= 64  # Lambda's limit, for a stack name like the samconfig ones
 
 
 def test_search_api_uses_a_jwt_authorizer_cors_and_routes_the_app_serves() -> None:
@@ -322,6 +399,89 @@ def test_snapstart_and_provisioned_concurrency_are_optional_and_exclusive() -> N
     assert t["Globals"]["Function"]["Runtime"] == "python3.13"
 
 
+NO_VALUE = object()
+
+
+def evaluate(template: dict[str, Any], value: Any, overrides: dict[str, str] | None = None) -> Any:
+    """What CloudFormation makes of ``value`` for the given parameter values (defaults otherwise): enough
+    of Ref, Fn::If, Fn::Equals, Fn::Not, Fn::And and Fn::Or for the template's conditions."""
+    overrides = overrides or {}
+    params = template["Parameters"]
+
+    def condition(name: str) -> bool:
+        return bool(resolve(template["Conditions"][name]))
+
+    def resolve(v: Any) -> Any:
+        if isinstance(v, list):
+            return [resolve(x) for x in v]
+        if not isinstance(v, dict) or len(v) != 1:
+            return v
+        ((fn, arg),) = v.items()
+        if fn == "Ref" and arg == "AWS::NoValue":
+            return NO_VALUE
+        if fn == "Ref" and arg in params:
+            return str(overrides.get(arg, params[arg].get("Default")))
+        if fn == "Fn::If":
+            name, when_true, when_false = arg
+            return resolve(when_true if condition(name) else when_false)
+        if fn == "Fn::Equals":
+            left, right = (str(resolve(x)) for x in arg)
+            return left == right
+        if fn == "Fn::Not":
+            return not resolve(arg[0])
+        if fn == "Fn::And":
+            return all(resolve(x) for x in arg)
+        if fn == "Fn::Or":
+            return any(resolve(x) for x in arg)
+        if fn == "Condition":
+            return condition(arg)
+        return v
+
+    return resolve(value)
+
+
+def test_reconcile_schedule_is_disabled_by_default_and_runs_the_whole_bucket_when_set() -> None:
+    """Given the ReconcileSchedule parameter left empty, then the EventBridge rule exists but is disabled
+    (reconcile runs on demand only); given a schedule, then the rule is enabled with that expression, and
+    its input is one the handler accepts as a real (not dry) run of the whole bucket."""
+    from functions.reconcile.app import parse_request
+
+    t = load_template()
+    assert t["Parameters"]["ReconcileSchedule"]["Default"] == ""
+    events = t["Resources"]["ReconcileFunction"]["Properties"]["Events"]
+    (schedule,) = [e["Properties"] for e in events.values() if e["Type"] == "Schedule"]
+
+    assert evaluate(t, schedule["State"]) == "DISABLED"
+    assert evaluate(t, schedule["Schedule"]).startswith(("rate(", "cron("))  # valid even when unused
+    nightly = {"ReconcileSchedule": "cron(0 3 * * ? *)"}
+    assert evaluate(t, schedule["State"], nightly) == "ENABLED"
+    assert evaluate(t, schedule["Schedule"], nightly) == "cron(0 3 * * ? *)"
+
+    tenant, dry_run, continuation, chain = parse_request(json.loads(schedule["Input"]))
+    assert (tenant, dry_run, continuation, chain) == (None, False, None, True)
+
+
+def test_reconcile_pages_inside_its_timeout_and_runs_one_chain_at_a_time() -> None:
+    """Given every timeout the parameter allows, then the paging margin leaves at least a minute of work
+    per invocation; by default a reserved concurrency of 1 keeps two chains from overlapping (with an
+    opt-out for accounts whose quota forbids any reservation), and failed async invocations are retried."""
+    from winnow.settings import ReconcileSettings
+
+    t = load_template()
+    props = t["Resources"]["ReconcileFunction"]["Properties"]
+    timeout = t["Parameters"]["ReconcileTimeoutSeconds"]
+    assert props["Timeout"] == {"Ref": "ReconcileTimeoutSeconds"}
+    margin_ms = ReconcileSettings().margin_ms
+    env = function_env(t, "ReconcileFunction")
+    assert "WINNOW_RECONCILE_MARGIN_MS" not in env  # the settings' default is the margin in force
+    assert timeout["MinValue"] * 1000 - margin_ms >= 60_000
+    assert timeout["MaxValue"] <= 900  # Lambda's maximum
+
+    assert evaluate(t, props["ReservedConcurrentExecutions"]) == 1
+    assert evaluate(t, props["ReservedConcurrentExecutions"], {"ReconcileExclusive": "false"}) is NO_VALUE
+    assert props["EventInvokeConfig"]["MaximumRetryAttempts"] >= 1
+
+
 def test_runtime_layer_logs_and_alarms() -> None:
     """Python 3.13 on arm64 with X-Ray, a makefile-built layer, a log group with retention per function,
     and alarms for the DLQ and every function's errors and throttles, sent to the SNS topic parameter."""
@@ -350,9 +510,19 @@ def test_runtime_layer_logs_and_alarms() -> None:
         dims = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
         target = dims.get("FunctionName", dims.get("QueueName"))
         watched.add((alarm["MetricName"], json.dumps(target, sort_keys=True)))
+    for function_name in functions_of(t):
+        assert ("Errors", json.dumps({"Ref": function_name})) in watched, function_name
+    # Reconcile's continuations are throttled by design (reserved concurrency 1), so no throttles alarm.
     for function_name in ("IngestFunction", "SearchFunction"):
-        for metric in ("Errors", "Throttles"):
-            assert (metric, json.dumps({"Ref": function_name})) in watched
+        assert ("Throttles", json.dumps({"Ref": function_name})) in watched
+    assert ("Throttles", json.dumps({"Ref": "ReconcileFunction"})) not in watched
+    reconcile_failed = next(a for a in alarms if a["MetricName"] == "ReconcileFailed")
+    assert (
+        reconcile_failed["Namespace"]
+        == t["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"]
+    )
+    reconcile_service = function_env(t, "ReconcileFunction")["POWERTOOLS_SERVICE_NAME"]
+    assert reconcile_failed["Dimensions"] == [{"Name": "service", "Value": reconcile_service}]
     dlq = json.dumps({"Fn::GetAtt": ["IngestDeadLetterQueue", "QueueName"]}, sort_keys=True)
     assert ("ApproximateNumberOfMessagesVisible", dlq) in watched
 
@@ -368,6 +538,7 @@ def test_outputs_name_everything_a_team_needs_after_deploy() -> None:
         "SharedLayerArn",
         "IngestFunctionName",
         "SearchFunctionName",
+        "ReconcileFunctionName",
         "QdrantSecretArn",
         "VoyageSecretArn",
     ):
@@ -463,6 +634,16 @@ def test_every_required_setting_and_every_aws_essential_is_set_by_the_template()
             "WINNOW_SEARCH_TENANT_CLAIM",
             "WINNOW_HOME",
         },
+        "ReconcileFunction": {
+            "WINNOW_BUCKET",
+            "WINNOW_QUEUE_URL",
+            "WINNOW_LEDGER_TABLE",
+            "QDRANT_URL",
+            "QDRANT_API_KEY_SECRET_ARN",
+            "VOYAGE_API_KEY_SECRET_ARN",
+            "WINNOW_EMBEDDER",
+            "WINNOW_HOME",
+        },
     }
     for name in functions_of(t):
         env = set(function_env(t, name))
@@ -490,11 +671,41 @@ def test_template_environment_validates_against_the_settings_models_for_every_al
             assert s.voyage.configured
             assert s.qdrant.api_key_secret_arn and s.voyage.api_key_secret_arn
             assert s.storage.ledger_table
-            if name == "IngestFunction":
+            if name in ("IngestFunction", "ReconcileFunction"):
                 assert s.storage.bucket
+            if name == "ReconcileFunction":
+                assert s.storage.queue_url  # else reconcile would ingest in-process, inside its own timeout
             if name == "SearchFunction":
                 assert s.search.allow_tenant_header is False
     assert checked > 10
+
+
+SHARED_BY_EVERY_FUNCTION = (
+    "WINNOW_EMBEDDER",
+    "VOYAGE_EMBED_MODEL",
+    "VOYAGE_OUTPUT_DIMENSION",
+    "QDRANT_URL",
+    "QDRANT_COLLECTION_PREFIX",
+    "QDRANT_API_KEY_SECRET_ARN",
+    "VOYAGE_API_KEY_SECRET_ARN",
+    "WINNOW_LEDGER_TABLE",
+)
+
+
+def test_every_function_sees_the_same_embedding_profile_collections_and_ledger() -> None:
+    """Given the three functions, then they agree on the embedding profile, the Qdrant collections and the
+    ledger (a reconcile that saw another model would re-queue every document), reconcile lists the bucket
+    ingest reads, and it queues onto the very queue ingest consumes."""
+    t = load_template()
+    envs = {name: function_env(t, name) for name in functions_of(t)}
+    for var in SHARED_BY_EVERY_FUNCTION:
+        values = {json.dumps(env.get(var), sort_keys=True) for env in envs.values()}
+        assert len(values) == 1 and envs["IngestFunction"].get(var) is not None, (var, values)
+    assert envs["ReconcileFunction"]["WINNOW_BUCKET"] == envs["IngestFunction"]["WINNOW_BUCKET"]
+    assert envs["ReconcileFunction"]["WINNOW_QUEUE_URL"] == {"Ref": "IngestQueue"}
+    ingest_events = t["Resources"]["IngestFunction"]["Properties"]["Events"].values()
+    (queue,) = [e["Properties"]["Queue"] for e in ingest_events if e["Type"] == "SQS"]
+    assert queue == {"Fn::GetAtt": ["IngestQueue", "Arn"]}
 
 
 # --- samconfig and requirements -----------------------------------------------------------------------
@@ -625,9 +836,8 @@ def test_api_events_parse_and_match_a_template_route(name: str, route_key: str) 
 def test_search_event_body_is_a_valid_search_request_and_health_event_answers() -> None:
     """The sample search body follows the API contract, and the public health event gets a 200 through the
     real handler (no provider involved)."""
-    from winnow.search.schemas import SearchRequest
-
     from functions.search import app as search_app
+    from winnow.search.schemas import SearchRequest
 
     request = SearchRequest.model_validate_json(load_event("api-search.json")["body"])
     assert request.query
@@ -674,6 +884,7 @@ def host_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "SharedLayer": ROOT / "layers/shared",
         "IngestFunction": ROOT / "functions/ingest",
         "SearchFunction": ROOT / "functions/search",
+        "ReconcileFunction": ROOT / "functions/reconcile",
     }
     for target, source in targets.items():
         run(
@@ -700,19 +911,23 @@ def elf_machine(path: Path) -> int | None:
 
 @pytest.mark.slow
 def test_sam_build_bundles_stay_well_inside_lambda_limits(sam_build: Path) -> None:
-    """Given ``sam build``, then search + layer ≤ 120 MB and ingest + layer ≤ 200 MB unzipped (Lambda's hard
-    limit is 250 MB), and the search function ships nothing but its handler."""
+    """Given ``sam build``, then search + layer ≤ 120 MB, ingest + layer and reconcile + layer ≤ 200 MB
+    unzipped (Lambda's hard limit is 250 MB), and search and reconcile ship nothing but their handler."""
     layer = tree_bytes(sam_build / "SharedLayer")
     ingest = tree_bytes(sam_build / "IngestFunction")
     search = tree_bytes(sam_build / "SearchFunction")
+    reconcile = tree_bytes(sam_build / "ReconcileFunction")
     print(
-        f"\nunzipped: layer {layer / MB:.1f} MB, ingest {ingest / MB:.1f} MB, search {search / MB:.3f} MB; "
-        f"ingest+layer {(ingest + layer) / MB:.1f} MB, search+layer {(search + layer) / MB:.1f} MB "
+        f"\nunzipped: layer {layer / MB:.1f} MB, ingest {ingest / MB:.1f} MB, search {search / MB:.3f} MB, "
+        f"reconcile {reconcile / MB:.3f} MB; ingest+layer {(ingest + layer) / MB:.1f} MB, "
+        f"search+layer {(search + layer) / MB:.1f} MB, reconcile+layer {(reconcile + layer) / MB:.1f} MB "
         f"(limit {LAMBDA_UNZIPPED_LIMIT / MB:.0f} MB)"
     )
     assert search + layer <= 120 * MB
     assert ingest + layer <= 200 * MB
+    assert reconcile + layer <= 200 * MB
     assert [p.name for p in (sam_build / "SearchFunction").iterdir()] == ["app.py"]
+    assert [p.name for p in (sam_build / "ReconcileFunction").iterdir()] == ["app.py"]
 
 
 @pytest.mark.slow
@@ -754,7 +969,8 @@ def test_host_build_has_the_same_distributions_as_the_lambda_build(
     assert distributions(host_build["SharedLayer"] / "python") == distributions(
         sam_build / "SharedLayer" / "python"
     )
-    assert distributions(host_build["IngestFunction"]) == distributions(sam_build / "IngestFunction")
+    for target in ("IngestFunction", "ReconcileFunction"):
+        assert distributions(host_build[target]) == distributions(sam_build / target), target
 
 
 def runtime_standin(tmp: Path) -> Path:
@@ -812,7 +1028,8 @@ def test_built_handlers_import_with_only_their_bundle_and_the_layer(
     host_build: dict[str, Path], tmp_path: Path
 ) -> None:
     """Each handler imports from its bundle + the layer alone; the search handler loads no parser, no
-    local model and no boto3 at cold start, and the ingest bundle's parsers load without extra deps."""
+    local model and no boto3 at cold start, the ingest bundle's parsers load without extra deps, and the
+    reconcile handler loads no parser and no local model."""
     layer = host_build["SharedLayer"] / "python"
     standin = runtime_standin(tmp_path)
     heavy = ("pypdf", "docx", "lxml", "onnxruntime", "tokenizers", "boto3")
@@ -828,6 +1045,15 @@ def test_built_handlers_import_with_only_their_bundle_and_the_layer(
         [host_build["IngestFunction"], layer, standin],
         "import app; assert callable(app.handler)\nimport pypdf, docx, lxml.etree, lxml.html",
     )
+    # Reconcile lists and queues; it never parses or embeds locally, so nothing of the sort may load.
+    loaded = json.loads(
+        run_isolated(
+            [host_build["ReconcileFunction"], layer, standin],
+            "import app, json, sys\nassert callable(app.handler)\n"
+            f"print(json.dumps([m for m in {heavy[:-1]!r} if m in sys.modules]))",
+        )
+    )
+    assert loaded == []
 
 
 def test_isolated_runner_really_hides_the_dev_environment(tmp_path: Path) -> None:
