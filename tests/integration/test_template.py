@@ -17,8 +17,10 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -27,9 +29,11 @@ from urllib.parse import unquote_plus
 import pytest
 from cfnlint.decode.cfn_yaml import loads as load_cfn_yaml
 from packaging.requirements import Requirement
+from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
 from winnow import settings as settings_module
+from winnow.testing.fake_voyage import Endpoint, FakeVoyageServer
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -706,6 +710,150 @@ def test_every_function_sees_the_same_embedding_profile_collections_and_ledger()
     ingest_events = t["Resources"]["IngestFunction"]["Properties"]["Events"].values()
     (queue,) = [e["Properties"]["Queue"] for e in ingest_events if e["Type"] == "SQS"]
     assert queue == {"Fn::GetAtt": ["IngestQueue", "Arn"]}
+
+
+# --- search: bounded provider retries ------------------------------------------------------------------
+SEARCH_RETRY_BOUNDS = (
+    "VOYAGE_MAX_ATTEMPTS",
+    "VOYAGE_TIMEOUT_SECONDS",
+    "VOYAGE_BACKOFF_MAX_SECONDS",
+    "QDRANT_MAX_ATTEMPTS",
+    "QDRANT_TIMEOUT_SECONDS",
+)
+API_GATEWAY_LIMIT_SECONDS = 29  # HTTP API integrations time out at 30 s; keep a second for API Gateway
+HANDLER_MARGIN_SECONDS = 1.0  # validation, BM25, threshold and JSON around the provider calls
+
+
+def literal_env(template: dict[str, Any], name: str, prefixes: tuple[str, ...]) -> dict[str, str]:
+    """The function's literal variables with these prefixes (references resolve only at deploy time)."""
+    return {
+        var: str(value)
+        for var, value in function_env(template, name).items()
+        if var.startswith(prefixes) and isinstance(value, str | int | float)
+    }
+
+
+class QdrantOutage:
+    """A loopback HTTP server that answers every request 503, counting them: Qdrant down."""
+
+    def __init__(self) -> None:
+        outage = self
+        self.requests = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _unavailable(self) -> None:
+                outage.requests += 1
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                body = b'{"status": {"error": "service unavailable"}}'
+                self.send_response(503)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = _unavailable
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> QdrantOutage:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_search_bounds_are_set_on_the_search_function_only() -> None:
+    """Given the retry bounds, then they are the search function's own variables: ingest and reconcile,
+    which run for minutes, keep the settings' patient defaults."""
+    t = load_template()
+    assert not set(SEARCH_RETRY_BOUNDS) & set(t["Globals"]["Function"]["Environment"]["Variables"])
+    assert set(SEARCH_RETRY_BOUNDS) <= set(function_env(t, "SearchFunction"))
+    for name in ("IngestFunction", "ReconcileFunction"):
+        assert not set(SEARCH_RETRY_BOUNDS) & set(function_env(t, name)), name
+
+
+@pytest.mark.usefixtures("clean_settings_env")
+def test_search_worst_case_provider_time_fits_its_timeout_and_api_gateway(
+    fake_voyage: FakeVoyageServer, tmp_path: Path
+) -> None:
+    """Given the search function's environment from the template and providers that are down (Voyage
+    answers 503 with ``Retry-After: 3600``, Qdrant answers 503), when the real adapters make a request's
+    calls one after another (embed the query, hybrid search, re-rank), then each gives up after the
+    template's attempts, sleeping no longer than its cap; the worst case (attempts x timeout + the sleeps)
+    of the three calls fits inside every timeout the function may have, so an outage is the function's own
+    503, and that timeout is inside API Gateway's."""
+    from winnow.adapters import qdrant_store
+    from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
+    from winnow.adapters.voyage import VoyageEmbedder, VoyageReranker
+    from winnow.errors import TransientError
+    from winnow.models import EmbeddingProfile
+    from winnow.ports import SearchQuery
+    from winnow.settings import QdrantSettings, VoyageSettings
+    from winnow.testing.fake_voyage import Fault
+
+    t = load_template()
+    env = literal_env(t, "SearchFunction", ("VOYAGE_", "QDRANT_"))
+    assert set(SEARCH_RETRY_BOUNDS) <= set(env)
+    with mock.patch.dict(os.environ, env):
+        voyage = VoyageSettings(api_key=SecretStr(fake_voyage.api_key), base_url=fake_voyage.base_url)
+        qdrant = QdrantSettings()
+
+    # Voyage: the query embedding, then the re-ranking, each against a provider that is down.
+    fake_voyage.set_outage(Fault.unavailable(retry_after=3600))
+
+    def embed(sleep: Callable[[float], None]) -> object:
+        return VoyageEmbedder(voyage, fake_voyage.api_key, sleep=sleep).embed(["q"], "query")
+
+    def rerank(sleep: Callable[[float], None]) -> object:
+        return VoyageReranker(voyage, fake_voyage.api_key, sleep=sleep).rerank("q", ["a", "b"])
+
+    voyage_calls = []
+    endpoints: tuple[Endpoint, Endpoint] = ("embeddings", "rerank")
+    for endpoint, call in zip(endpoints, (embed, rerank), strict=True):
+        slept: list[float] = []
+        with pytest.raises(TransientError):
+            call(slept.append)
+        assert len(fake_voyage.requests_to(endpoint)) == voyage.max_attempts
+        assert len(slept) == voyage.max_attempts - 1
+        assert all(s <= voyage.backoff_max_seconds for s in slept)  # Retry-After is capped
+        voyage_calls.append(voyage.max_attempts * voyage.timeout_seconds + sum(slept))
+
+    # Qdrant: the hybrid search, with the adapter's jitter at its ceiling.
+    with QdrantOutage() as outage, mock.patch.object(qdrant_store.random, "uniform", lambda low, high: high):
+        settings = qdrant.model_copy(update={"url": outage.url})
+        client = make_qdrant_client(settings, None, tmp_path)
+        profile = EmbeddingProfile("voyage", voyage.embed_model, voyage.output_dimension or 1024)
+        slept = []
+        store = QdrantVectorStore(client, profile, settings, sleep=slept.append)
+        query = SearchQuery("acme", [0.1] * profile.dimension, None, "dense", 15, {})
+        with pytest.raises(TransientError):
+            store.search(query)
+        client.close()
+    assert outage.requests == qdrant.max_attempts
+    assert len(slept) == qdrant.max_attempts - 1
+    qdrant_call = qdrant.max_attempts * qdrant.timeout_seconds + sum(slept)
+
+    worst = sum(voyage_calls) + qdrant_call
+    timeout = t["Parameters"]["SearchTimeoutSeconds"]
+    print(
+        f"\nsearch worst case: embed {voyage_calls[0]:.1f} s + search {qdrant_call:.1f} s + "
+        f"rerank {voyage_calls[1]:.1f} s = {worst:.1f} s; "
+        f"timeout {timeout['MinValue']}-{timeout['MaxValue']} s (default {timeout['Default']})"
+    )
+    assert t["Resources"]["SearchFunction"]["Properties"]["Timeout"] == {"Ref": "SearchTimeoutSeconds"}
+    assert worst + HANDLER_MARGIN_SECONDS <= timeout["MinValue"] <= timeout["Default"]
+    assert timeout["Default"] <= timeout["MaxValue"] <= API_GATEWAY_LIMIT_SECONDS
 
 
 # --- samconfig and requirements -----------------------------------------------------------------------
