@@ -40,9 +40,11 @@ Factories (all return ``bytes``):
 - ``make_binary(size: int = 4096, seed: int = 0) -> bytes``: random bytes with NULs (not text).
 - ``make_large_text(size_bytes: int) -> bytes``: deterministic English-like UTF-8 prose, in
   paragraphs, of at least ``size_bytes`` (50 MB takes well under a second).
-- ``bad_input_corpus() -> list[BadInput]``: every hostile or broken input of issue 7, each as
-  ``BadInput(name, key, data, expected)`` where ``expected`` is the ``DocumentError`` subclass the
-  parser must raise, or ``None`` when the file must be indexed.
+- ``bad_input_corpus(*, include_large: bool = False) -> list[BadInput]``: every hostile or broken
+  input of issue 7, each as ``BadInput(name, key, data, expected)`` where ``expected`` is the
+  ``DocumentError`` subclass the parser must raise, or ``None`` when the file must be indexed.
+  ``include_large`` adds a 50 MB text file: ``OversizedDocument`` under the default 25 MB
+  ``max_object_bytes``; raise that limit and it parses (in about 2-3 s).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pytest
+
 from winnow.errors import (
     CorruptDocument,
     DocumentError,
@@ -401,9 +404,24 @@ CP1252_SAMPLE = (
 UTF16_SAMPLE = "Unicode text written by a Windows tool: résumé, Zürich, Ελληνικά, 日本語."
 
 
-def bad_input_corpus() -> list[BadInput]:
+def _truncated_docx() -> bytes:
+    data = make_docx([DocxParagraph("A paragraph that will be cut off. " * 50)])
+    return data[: len(data) // 2]
+
+
+def _scripts_only_html() -> bytes:
+    return b"<html><head><script>track()</script></head><body><nav>Home</nav></body></html>"
+
+
+def bad_input_corpus(*, include_large: bool = False) -> list[BadInput]:
     ok_pdf = make_pdf(["A perfectly good page about the quarterly report."])
+    large = (
+        [BadInput("50 MB text", "acme/large.txt", make_large_text(50_000_000), OversizedDocument)]
+        if include_large
+        else []
+    )
     return [
+        *large,
         BadInput("truncated pdf", "acme/truncated.pdf", make_truncated_pdf(), CorruptDocument),
         BadInput("corrupt pdf", "acme/corrupt.pdf", make_corrupt_pdf(), CorruptDocument),
         BadInput(
@@ -425,6 +443,14 @@ def bad_input_corpus() -> list[BadInput]:
         ),
         BadInput(
             "utf-16 text without bom", "acme/utf16-nobom.txt", make_text(UTF16_SAMPLE, "utf-16-le"), None
+        ),
+        BadInput("truncated docx", "acme/truncated.docx", _truncated_docx(), CorruptDocument),
+        BadInput("html without visible text", "acme/scripts.html", _scripts_only_html(), EmptyDocument),
+        BadInput(
+            "key with spaces, plus, percent and unicode",
+            "acme/Q3 report + notes 100% \u00fcber caf\u00e9.md",
+            b"# Notes\n\nThe file name is awkward, the content is fine.\n",
+            None,
         ),
         BadInput(
             "owner-only encrypted pdf",

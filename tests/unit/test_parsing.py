@@ -13,18 +13,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from winnow.errors import (
-    CorruptDocument,
-    DocumentError,
-    EmptyDocument,
-    EncryptedDocument,
-    OversizedDocument,
-    UnsupportedDocument,
-)
-from winnow.models import ParsedDocument
-from winnow.parsing import detect_type, parse_document
-from winnow.parsing.text_decoding import binary_reason, decode_text
-from winnow.settings import IngestSettings
 
 from tests.support.documents import (
     CP1252_SAMPLE,
@@ -49,6 +37,18 @@ from tests.support.documents import (
     make_text,
     make_truncated_pdf,
 )
+from winnow.errors import (
+    CorruptDocument,
+    DocumentError,
+    EmptyDocument,
+    EncryptedDocument,
+    OversizedDocument,
+    UnsupportedDocument,
+)
+from winnow.models import ParsedDocument
+from winnow.parsing import detect_type, parse_document
+from winnow.parsing.text_decoding import binary_reason, decode_text
+from winnow.settings import IngestSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -687,3 +687,21 @@ def test_docx_with_a_damaged_central_directory_is_corrupt() -> None:
     data[central + 6 : central + 8] = (200).to_bytes(2, "little")
     with pytest.raises(CorruptDocument, match="zip container is unreadable"):
         parse_document("acme/damaged.docx", bytes(data))
+
+
+def test_files_over_the_object_size_limit_are_oversized_and_the_limit_is_configurable() -> None:
+    data = b"Some text. " * 200
+    with pytest.raises(OversizedDocument, match="limit 1000"):
+        parse_document("acme/big.txt", data, IngestSettings(max_object_bytes=1000))
+    assert parse_document("acme/big.txt", data, IngestSettings(max_object_bytes=len(data))).blocks
+
+
+@pytest.mark.slow
+def test_a_50_mb_text_file_is_oversized_by_default_and_parses_when_allowed() -> None:
+    from tests.support.documents import bad_input_corpus
+
+    (large,) = [bad for bad in bad_input_corpus(include_large=True) if bad.name == "50 MB text"]
+    with pytest.raises(OversizedDocument):
+        parse_document(large.key, large.data)
+    doc = parse_document(large.key, large.data, IngestSettings(max_object_bytes=60_000_000))
+    assert sum(len(block.text) for block in doc.blocks) > 45_000_000

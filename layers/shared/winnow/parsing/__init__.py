@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from winnow.errors import EmptyDocument, EncryptedDocument, UnsupportedDocument
+from winnow.errors import EmptyDocument, EncryptedDocument, OversizedDocument, UnsupportedDocument
 from winnow.models import ParsedDocument
 from winnow.parsing.containers import zip_members
 from winnow.parsing.text_decoding import DecodedText, binary_reason, decode_text
@@ -50,6 +50,9 @@ _PDF_HEADER_WINDOW = 1024
 def parse_document(key: str, data: bytes, settings: IngestSettings | None = None) -> ParsedDocument:
     """Parse one document. Raises only ``DocumentError`` subclasses, each with a one-line reason."""
     settings = settings or IngestSettings()
+    if len(data) > settings.max_object_bytes:
+        # Ingest refuses these from HEAD before downloading; this guards every other caller.
+        raise OversizedDocument(f"file is {len(data)} bytes (limit {settings.max_object_bytes})")
     source_type, decoded = _detect(key, data)
     if source_type == "pdf":
         from winnow.parsing.pdf import parse_pdf

@@ -14,11 +14,14 @@ from pathlib import PurePosixPath
 from winnow.errors import EmptyDocument
 from winnow.models import Block, ParsedDocument
 
-# Characters that are invisible or formatting-only: zero-width spaces/joiners, BOM, soft hyphen.
-_INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
-# Control characters other than tab and line breaks (PDF text layers are full of them).
-_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
-_ANY_WHITESPACE = re.compile(r"\s+")
+# Characters that are invisible or formatting-only (zero-width spaces and joiners, BOM, soft hyphen)
+# are removed; control characters other than tab and line breaks (PDF text layers are full of them)
+# become spaces. One regex finds whether there is anything to do, so clean text pays only a scan.
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+_CONTROL_CODES = [*range(0x00, 0x09), *range(0x0E, 0x20), *range(0x7F, 0xA0)]
+_CLEANUP_TABLE: dict[int, str | None] = {ord(char): None for char in _INVISIBLE}
+_CLEANUP_TABLE.update({code: " " for code in _CONTROL_CODES})
+_NEEDS_CLEANUP = re.compile(f"[{_INVISIBLE}\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _HORIZONTAL_WHITESPACE = re.compile(r"[^\S\n]+")
 _LINE_BREAKS = re.compile(r"\r\n?|[\v\f\u2028\u2029\x85]")
 _MAX_TITLE_CHARS = 300
@@ -26,17 +29,17 @@ _MAX_TITLE_CHARS = 300
 
 def clean_inline(text: str) -> str:
     """Running text: every run of whitespace, line breaks included, becomes one space."""
-    text = _INVISIBLE.sub("", text)
-    text = _CONTROLS.sub(" ", text)
-    return _ANY_WHITESPACE.sub(" ", text).strip()
+    if _NEEDS_CLEANUP.search(text):
+        text = text.translate(_CLEANUP_TABLE)
+    return " ".join(text.split())
 
 
 def clean_lines(text: str) -> str:
     """Text whose line breaks mean something (a table, code, a list): spaces collapse inside each
     line, blank lines disappear, the lines themselves stay."""
-    text = _INVISIBLE.sub("", text)
     text = _LINE_BREAKS.sub("\n", text)
-    text = _CONTROLS.sub(" ", text)
+    if _NEEDS_CLEANUP.search(text):
+        text = text.translate(_CLEANUP_TABLE)
     lines = (_HORIZONTAL_WHITESPACE.sub(" ", line).strip() for line in text.split("\n"))
     return "\n".join(line for line in lines if line)
 
