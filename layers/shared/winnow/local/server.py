@@ -3,7 +3,7 @@
 Every API route goes HTTP request → API Gateway (payload v2) event → ``functions.search.app.handler`` →
 HTTP response, so a web app developed against this server behaves the same against AWS. The tenant comes
 from the ``x-winnow-tenant`` header (default ``default``): the server turns on the handler's header mode
-(``WINNOW_SEARCH_ALLOW_TENANT_HEADER``) for its own process only; deployed APIs take it from the JWT.
+(``allow_tenant_header`` on its own container only); deployed APIs take it from the JWT.
 
 Routes besides the API:
 - ``GET /`` — the search page (``/static/*`` holds its script and style sheet).
@@ -20,7 +20,6 @@ single-writer stores, and one lane keeps them consistent without locking inside 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 import threading
@@ -313,9 +312,12 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, *, quiet: bool = Fals
     """Bind the server (port 0 picks a free one) and let the handler read the tenant header."""
     from winnow.factory import get_container
 
-    os.environ["WINNOW_SEARCH_ALLOW_TENANT_HEADER"] = "true"
-    if not get_container().settings.search.allow_tenant_header:
-        get_container(refresh=True)
+    # Header tenancy for this server's container only: never through os.environ, which would leak it to
+    # everything else in the process.
+    container = get_container()
+    search = container.settings.search
+    if not search.allow_tenant_header:
+        container.settings.search = search.model_copy(update={"allow_tenant_header": True})
     return WinnowHTTPServer((host, port), quiet=quiet)
 
 
