@@ -705,3 +705,19 @@ def test_a_50_mb_text_file_is_oversized_by_default_and_parses_when_allowed() -> 
         parse_document(large.key, large.data)
     doc = parse_document(large.key, large.data, IngestSettings(max_object_bytes=60_000_000))
     assert sum(len(block.text) for block in doc.blocks) > 45_000_000
+
+
+def test_macro_enabled_word_file_renamed_docx_is_unsupported() -> None:
+    # Given a .docm (macro-enabled) package renamed to .docx: its main part has another content type
+    source = make_docx([DocxParagraph("Macros inside.")])
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(source)) as original, zipfile.ZipFile(buffer, "w") as renamed:
+        for member in original.infolist():
+            content = original.read(member.filename)
+            if member.filename == "[Content_Types].xml":
+                content = content.replace(
+                    b"wordprocessingml.document.main+xml", b"ms-word.document.macroEnabled.main+xml"
+                )
+            renamed.writestr(member, content)
+    with pytest.raises(UnsupportedDocument, match=r"not a Word document \(content type .*macroEnabled"):
+        parse_document("acme/macros.docx", buffer.getvalue())

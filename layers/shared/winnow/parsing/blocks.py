@@ -25,6 +25,7 @@ _NEEDS_CLEANUP = re.compile(f"[{_INVISIBLE}\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _HORIZONTAL_WHITESPACE = re.compile(r"[^\S\n]+")
 _LINE_BREAKS = re.compile(r"\r\n?|[\v\f\u2028\u2029\x85]")
 _MAX_TITLE_CHARS = 300
+_OBJECT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # "<_io.BytesIO object at 0x7f...>" varies per run
 
 
 def clean_inline(text: str) -> str:
@@ -113,5 +114,5 @@ def finish_document(
 def one_line(error: BaseException, limit: int = 160) -> str:
     """An exception as a short single line for a ledger reason: parser messages can be long and
     span lines. Only the exception text of a parser is used, never document content we chose."""
-    message = " ".join(str(error).split()) or type(error).__name__
+    message = _OBJECT_ADDRESS.sub("", " ".join(str(error).split())) or type(error).__name__
     return message[:limit]

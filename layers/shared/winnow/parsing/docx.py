@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from docx.document import Document as DocxDocument
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
+_CONTENT_TYPE = re.compile(r"content type is '([^']{1,120})'")
 _MAX_MEMBERS = 10_000
 # Small members compress extremely well when they are repetitive XML; only a member big enough to
 # hurt is judged by its ratio. The total declared size is checked for every archive.
@@ -52,7 +53,9 @@ def parse_docx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocumen
         raise OversizedDocument("DOCX needs too much memory to parse") from error
     except ValueError as error:
         if "not a Word file" in str(error):
-            raise UnsupportedDocument(f"not a Word document ({one_line(error)})") from error
+            content_type = _CONTENT_TYPE.search(str(error))
+            detail = f" (content type {content_type.group(1)})" if content_type else ""
+            raise UnsupportedDocument(f"not a Word document{detail}") from error
         raise CorruptDocument(f"corrupt DOCX (ValueError: {one_line(error)})") from error
     except Exception as error:
         raise CorruptDocument(f"corrupt DOCX ({type(error).__name__}: {one_line(error)})") from error
