@@ -98,7 +98,7 @@ class EmbeddedStack:
         if container is not None:
             cached = container.__dict__
             store = cached.get("store")
-            client = getattr(store, "_client", None)
+            client = getattr(store, "client", None)
             if client is not None:
                 with contextlib.suppress(Exception):
                     client.close()
@@ -134,10 +134,9 @@ class EmbeddedStack:
     def send_ingest_event(
         self, records: list[tuple[str, str, int | None, str | None, str | None]]
     ) -> list[dict[str, Any]]:
+        from functions.ingest.app import handler
         from winnow.ingest.events import s3_event
         from winnow.local.context import LocalLambdaContext
-
-        from functions.ingest.app import handler
 
         response = handler(s3_event(records, bucket="local"), LocalLambdaContext())
         return list(response.get("results") or [])
@@ -167,9 +166,8 @@ class EmbeddedStack:
 
     def call_search(self, event: dict[str, Any]) -> list[Hit]:
         """Send one prepared event to the search handler; raise on any non-200 answer."""
-        from winnow.local.context import LocalLambdaContext
-
         from functions.search.app import handler
+        from winnow.local.context import LocalLambdaContext
 
         response = handler(event, LocalLambdaContext())
         if response.get("statusCode") != 200:
