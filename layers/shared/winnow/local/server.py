@@ -106,6 +106,9 @@ class WinnowHTTPServer(ThreadingHTTPServer):
     """The HTTP server and the one-lane runner its requests share."""
 
     daemon_threads = True
+    # socketserver's default listen backlog is 5: a web app opening 20 connections at once had some of
+    # them reset before they were accepted (found by tests/integration/test_load_serve.py).
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], *, quiet: bool = False) -> None:
         super().__init__(address, WinnowRequestHandler)
