@@ -16,7 +16,8 @@ import hashlib
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -149,19 +150,25 @@ class IngestService:
         )
         return result
 
-    def _with_lease(self, tenant: str, event: ObjectEvent) -> IngestResult:
+    @contextmanager
+    def _lease(self, tenant: str, key: str) -> Iterator[None]:
+        """Hold the document's lease: one worker at a time writes a document's points and record."""
         owner = uuid.uuid4().hex
-        if not self.ledger.acquire(tenant, event.key, owner, self.settings.lease_seconds):
-            raise DocumentBusy(f"another worker is indexing {event.key}", retry_after=5)
+        if not self.ledger.acquire(tenant, key, owner, self.settings.lease_seconds):
+            raise DocumentBusy(f"another worker is indexing {key}", retry_after=5)
         try:
+            yield
+        finally:
+            self.ledger.release(tenant, key, owner)
+
+    def _with_lease(self, tenant: str, event: ObjectEvent) -> IngestResult:
+        with self._lease(tenant, event.key):
             current = self.ledger.get(tenant, event.key)
             if current is not None and not sequencer_is_newer(event.sequencer, current.sequencer):
                 return IngestResult(event.key, "skipped", error="stale or duplicate event")
             if event.action == "removed":
                 return self._remove(tenant, event, current)
             return self._index(tenant, event, current)
-        finally:
-            self.ledger.release(tenant, event.key, owner)
 
     # --- removal ---------------------------------------------------------------------------------------
     def _remove(self, tenant: str, event: ObjectEvent, current: LedgerRecord | None) -> IngestResult:
@@ -336,6 +343,12 @@ class IngestService:
             except InvalidMetadata as exc:
                 self._record_failure(tenant, event, str(exc))
                 return IngestResult(event.key, "failed", error=str(exc))
+        # Under the document's lease: a re-index in flight read the sidecar before this change, and would
+        # otherwise write its points with the old metadata after this one applied the new.
+        with self._lease(tenant, doc_key):
+            return self._apply_sidecar(tenant, event, doc_key)
+
+    def _apply_sidecar(self, tenant: str, event: ObjectEvent, doc_key: str) -> IngestResult:
         record = self.ledger.get(tenant, doc_key)
         if record is None or record.status != DocumentStatus.INDEXED:
             return IngestResult(event.key, "skipped", error="no indexed document for this sidecar yet")
