@@ -480,6 +480,47 @@ def test_two_workers_racing_on_one_key_serialise_on_the_lease(
     assert_cluster_matches_bucket(cluster, [key], fake_voyage)
 
 
+def test_a_sidecar_change_racing_with_a_reindex_is_not_lost(
+    cluster: Cluster, fake_voyage: FakeVoyageServer
+) -> None:
+    import json
+
+    key = f"{cluster.tenant}/policy.md"
+    sidecar = key + ".metadata.json"
+
+    def attributes(department: str) -> bytes:
+        return json.dumps({"metadataAttributes": {"department": department}}).encode()
+
+    cluster.put(sidecar, attributes("finance"))
+    assert cluster.workers[2].handle(cluster.put(key, CONTENTS[0])).status == "indexed"
+    # Given worker A re-indexing a new version: it has read the sidecar and is now inside embedding
+    reindex = cluster.put(key, CONTENTS[1])
+    gate_a = cluster.gates[0]
+    gate_a.release.clear()
+    outcome: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: outcome.update(a=cluster.workers[0].handle(reindex)))
+    thread.start()
+    assert gate_a.entered.wait(10)
+    # When the sidecar changes meanwhile and worker B gets its event, SQS-style (redelivered on error)
+    change = cluster.put(sidecar, attributes("legal"))
+    attempts: list[str] = []
+    try:
+        attempts.append(cluster.workers[1].handle(change).status)
+    except TransientError as exc:
+        attempts.append(type(exc).__name__)
+    gate_a.release.set()
+    thread.join(10)
+    assert outcome["a"].status == "indexed"
+    if attempts[-1] == "DocumentBusy":
+        attempts.append(cluster.workers[1].handle(change).status)
+    # Then every point of the document carries the sidecar's final metadata: the change was not lost
+    metas = {
+        json.loads(view[0])["meta"].get("department")
+        for view in point_snapshot(cluster.workers[0].store, cluster.tenant).values()
+    }
+    assert metas == {"legal"}, (metas, attempts)
+
+
 def test_same_key_uploaded_twice_and_delivered_in_both_orders_by_racing_workers(
     cluster: Cluster, fake_voyage: FakeVoyageServer
 ) -> None:
