@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from winnow.errors import BadRequest
 from winnow.factory import get_container
 from winnow.observability import MetricUnit, logger, metrics, tracer

@@ -12,7 +12,6 @@ import uuid
 from typing import Annotated, Any
 from urllib.parse import quote, unquote
 
-import winnow
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
@@ -22,6 +21,8 @@ from aws_lambda_powertools.event_handler.openapi.types import (
     OpenAPIResponseContentSchema,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
+import winnow
 from winnow.errors import (
     BadRequest,
     ConfigurationError,

@@ -9,12 +9,11 @@ import json
 from pathlib import Path
 from urllib.parse import unquote_plus
 
+from tests.support.documents import DocxHeading, DocxParagraph, DocxTable, make_docx, make_pdf
+from tests.support.stack import EmbeddedStack
 from winnow.ingest.events import s3_event
 from winnow.models import DocumentStatus
 from winnow.testing.fake_voyage import Fault
-
-from tests.support.documents import DocxHeading, DocxParagraph, DocxTable, make_docx, make_pdf
-from tests.support.stack import EmbeddedStack
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 

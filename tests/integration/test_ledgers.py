@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.support.aws import FaultyAws
 from winnow.adapters.ledger_dynamodb import DynamoDbLedger
 from winnow.adapters.ledger_sqlite import SqliteLedger
 from winnow.errors import (
@@ -26,8 +28,6 @@ from winnow.errors import (
 )
 from winnow.models import DocumentStatus, LedgerRecord, sequencer_is_newer
 from winnow.ports import Ledger
-
-from tests.support.aws import FaultyAws
 
 
 class Clock:

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.aws import FaultyAws
 from winnow.adapters.objects_local import LocalObjectSource
 from winnow.adapters.objects_s3 import S3ObjectSource
 from winnow.errors import (
@@ -24,8 +26,6 @@ from winnow.errors import (
     ProviderUnavailable,
 )
 from winnow.ports import ObjectSource
-
-from tests.support.aws import FaultyAws
 
 
 @dataclass

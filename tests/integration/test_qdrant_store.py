@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
+
 from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client, profile_from_metadata
 from winnow.errors import BadRequest, ConfigurationError, ProfileMismatch, ProviderUnavailable
 from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector

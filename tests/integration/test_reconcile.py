@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.stack import EmbeddedStack, voyage_settings
 from winnow.factory import Container, Settings, set_container
 from winnow.local.context import LocalLambdaContext
 from winnow.models import DocumentStatus
@@ -21,8 +23,6 @@ from winnow.search.schemas import SearchRequest
 from winnow.search.service import SearchService
 from winnow.settings import ChunkingSettings
 from winnow.testing.fake_voyage import FakeVoyageServer
-
-from tests.support.stack import EmbeddedStack, voyage_settings
 
 HOLIDAYS = b"""# Holiday policy
 

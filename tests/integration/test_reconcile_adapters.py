@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
+from tests.support.aws import FaultyAws
 from winnow.adapters.lambda_invoke import LambdaAsyncInvoker
 from winnow.adapters.queue_inprocess import InProcessEventQueue
 from winnow.adapters.queue_sqs import SqsEventQueue
@@ -15,8 +17,6 @@ from winnow.errors import ConfigurationError, DocumentBusy, EnqueueFailed, Provi
 from winnow.ingest.events import ObjectEvent, parse_sqs_body
 from winnow.models import EmbeddingProfile
 from winnow.settings import QdrantSettings
-
-from tests.support.aws import FaultyAws
 
 
 def _created(key: str, size: int = 10, etag: str = "abc123") -> ObjectEvent:
@@ -127,6 +127,7 @@ def test_lambda_async_invoke_on_the_wire(faulty_aws: FaultyAws) -> None:
 
 def test_qdrant_alias_points_searches_at_one_profile_at_a_time() -> None:
     from qdrant_client import QdrantClient
+
     from winnow.adapters.qdrant_active import QdrantActiveIndex
     from winnow.adapters.qdrant_store import QdrantVectorStore
 

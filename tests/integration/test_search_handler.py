@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from winnow.local.context import LocalLambdaContext
-from winnow.testing.fake_voyage import Fault
 
 from functions.search import app as search_app
 from tests.support.stack import EmbeddedStack
+from winnow.local.context import LocalLambdaContext
+from winnow.testing.fake_voyage import Fault
 
 ROOT = Path(__file__).resolve().parents[2]
 

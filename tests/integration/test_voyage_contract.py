@@ -9,6 +9,7 @@ import warnings
 
 import httpx
 import pytest
+
 from winnow.adapters.voyage import VoyageEmbedder, VoyageReranker
 from winnow.errors import ProviderRateLimited, ProviderRejected, ProviderResponseError, ProviderUnavailable
 from winnow.settings import VoyageSettings

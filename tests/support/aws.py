@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
 from winnow.adapters.ledger_dynamodb import TTL_ATTRIBUTE, table_definition
 
 

@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 from pydantic import SecretStr
+
+from functions.ingest import app as ingest_app
+from functions.search import app as search_app
 from winnow.factory import Container, Settings, set_container
 from winnow.ingest.events import s3_event
 from winnow.local.apigw import http_api_event
@@ -31,9 +34,6 @@ from winnow.settings import (
     VoyageSettings,
 )
 from winnow.testing.fake_voyage import DEFAULT_API_KEY, FakeVoyageServer
-
-from functions.ingest import app as ingest_app
-from functions.search import app as search_app
 
 
 def voyage_settings(fake: FakeVoyageServer, **overrides: Any) -> VoyageSettings:

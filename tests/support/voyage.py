@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from pydantic import SecretStr
+
 from winnow.settings import VoyageSettings
 from winnow.testing.fake_voyage import FakeVoyageServer
 

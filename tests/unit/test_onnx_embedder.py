@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from winnow.adapters.onnx_embedder import (
     DIMENSION,
     MODEL_SHA256,

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+
 from winnow.adapters.ledger_sqlite import SqliteLedger
 from winnow.adapters.objects_local import LocalObjectSource
 from winnow.adapters.qdrant_store import QdrantVectorStore

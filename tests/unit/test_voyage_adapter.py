@@ -11,6 +11,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from winnow.adapters.voyage import VoyageEmbedder, VoyageReranker, batches_within, estimate_tokens
 from winnow.errors import (
     ConfigurationError,
