@@ -17,7 +17,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 POINT_NAMESPACE = uuid.UUID("6f0b1d55-7c1e-4f43-9b7e-1f5f0c3a9e21")
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SEQUENCER = re.compile(r"^[0-9A-Fa-f]{1,64}$")
 # Ledger rows for keys that name no tenant: an underscore can never start a real tenant name.
 UNASSIGNED_TENANT = "_unassigned"
 
@@ -128,10 +129,22 @@ class IngestService:
         except InvalidKey as exc:
             self._record_failure(UNASSIGNED_TENANT, event, str(exc))
             return IngestResult(event.key, "failed", error=str(exc), duration_ms=_ms(started))
-        if meta.is_sidecar(event.key):
-            result = self._handle_sidecar(tenant, event)
+        if event.sequencer is not None and not _SEQUENCER.match(event.sequencer):
+            # S3 sequencers are hex; anything else is not an S3 event, and no retry can make it one.
+            result = IngestResult(event.key, "failed", error="malformed S3 event sequencer")
         else:
-            result = self._with_lease(tenant, event)
+            try:
+                if meta.is_sidecar(event.key):
+                    result = self._handle_sidecar(tenant, event)
+                else:
+                    result = self._with_lease(tenant, event)
+            except DocumentError as exc:
+                # Permanent, and raised before a record was written: the object source refuses the key
+                # (the local bucket cannot hold '..' or NUL). Acknowledge it as failed; never retry it.
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                with suppress(DocumentError):
+                    self._record_failure(tenant, event, reason)
+                result = IngestResult(event.key, "failed", error=reason)
         result.tenant = tenant
         result.duration_ms = _ms(started)
         logger.info(
