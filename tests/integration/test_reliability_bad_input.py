@@ -281,3 +281,26 @@ def test_redelivering_a_failed_document_changes_nothing_and_costs_nothing(stack:
     after = stack.container.ledger.get("acme", corrupt.key)
     assert after is not None and after.error == before.error and after.sequencer == before.sequencer
     assert stack.embed_calls() == 0
+
+
+def test_events_no_bucket_could_produce_are_acknowledged_as_failed(stack: EmbeddedStack) -> None:
+    # Given events that name keys the bucket cannot hold, or carry a sequencer S3 never sends
+    stack.put_object("acme/fine.md", GOOD_MARKDOWN)
+    fine = stack.created_record("acme/fine.md")
+    records = [
+        ("ObjectCreated:Put", "acme/../../etc/passwd", 10, "abc", "0A"),
+        ("ObjectCreated:Put", "acme/nul\x00byte.md", 10, "abc", "0B"),
+        ("ObjectRemoved:Delete", "acme/" + "x" * 1100 + ".md", None, None, "0C"),
+        ("ObjectCreated:Put", "acme/fine.md", fine[2], fine[3], "not-hex!"),
+    ]
+    # When they arrive directly, one result per event comes back: failed, with a one-line reason
+    out = stack.invoke_ingest(s3_event(records))
+    assert [r["status"] for r in out["results"]] == ["failed"] * len(records), out
+    assert all(one_line(r["error"]) for r in out["results"])
+    # and through SQS they are acknowledged (a retry could never succeed; no poison message loop)
+    batch = stack.sqs_batch(*[s3_event([r]) for r in records])
+    assert stack.invoke_ingest(batch) == {"batchItemFailures": []}
+    # Nothing was indexed on the strength of a malformed event, and a real event still works afterwards
+    assert stack.container.store.point_ids("acme", "acme/fine.md") == set()
+    assert stack.embed_calls() == 0
+    assert stack.invoke_ingest(s3_event([fine]))["results"][0]["status"] == "indexed"
