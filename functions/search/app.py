@@ -293,6 +293,19 @@ def _normalise_document_path(event: dict[str, Any]) -> None:
             http["path"] = encoded
 
 
+def _body_is_text(event: dict[str, Any]) -> bool:
+    """A base64 body (API Gateway's encoding of non-text payloads) must decode to UTF-8: Powertools would
+    otherwise raise UnicodeDecodeError while reading it, and a client's bad bytes would become a 500."""
+    body = event.get("body")
+    if not event.get("isBase64Encoded") or not body:
+        return True
+    try:
+        base64.b64decode(str(body), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
 def _route_path(event: dict[str, Any]) -> str:
     return str(
         event.get("rawPath") or ((event.get("requestContext") or {}).get("http") or {}).get("path", "")
@@ -318,6 +331,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             )
         app.append_context(tenant=tenant)
         logger.append_keys(tenant=tenant)
+    if not _body_is_text(event):
+        return _finish(app_error_response(422, "validation_error", "the request body is not UTF-8 text"), cid)
     _normalise_document_path(event)
     return _finish(app.resolve(event, context), cid)
 
