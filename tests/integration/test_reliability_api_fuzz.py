@@ -1,0 +1,145 @@
+"""Hostile requests to the search API: whatever JSON (or non-JSON) a client sends, whatever query string or
+document path it asks for, the answer is a structured 2xx/4xx, never a 500, a stack trace or another
+tenant's data. Hypothesis generates the requests; the real search handler answers them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from tests.support.stack import EmbeddedStack
+from winnow.testing.fake_voyage import FakeVoyageServer
+
+NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # see test_isolation.py
+FIELDS = [
+    "query",
+    "top_k",
+    "candidates",
+    "filters",
+    "mode",
+    "rerank",
+    "relevance_threshold",
+    "score_threshold",
+]
+
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=40),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+search_bodies = st.one_of(
+    json_values,
+    st.dictionaries(st.sampled_from(FIELDS), json_values, min_size=1, max_size=5),
+    st.fixed_dictionaries(
+        {"query": st.text(min_size=1, max_size=60)},
+        optional={
+            "filters": st.dictionaries(st.text(max_size=70), json_values, max_size=4),
+            "top_k": json_values,
+            "mode": st.sampled_from(["hybrid", "dense", "sparse", "HYBRID", ""]),
+        },
+    ),
+)
+
+
+@pytest.fixture
+def loaded(tmp_path: Path, fake_voyage: FakeVoyageServer) -> Iterator[EmbeddedStack]:
+    stack = EmbeddedStack(tmp_path / "home", fake_voyage)
+    for tenant in ("acme", "globex"):
+        doc = f"# {tenant} notes\n\nThe {tenant} warehouse ships pallets of turbine parts every Tuesday.\n"
+        assert stack.upload(f"{tenant}/notes.md", doc.encode(), {"department": "ops"})["status"] == "indexed"
+    yield stack
+    stack.close()
+
+
+def assert_structured(status: int, headers: dict[str, str], body: Any) -> None:
+    assert status < 500, body
+    assert "X-Correlation-Id" in headers
+    text = json.dumps(body)
+    assert "Traceback" not in text and 'File "' not in text
+    assert "globex" not in text  # the caller is acme: nothing of globex's may leak, even in an error
+    if status >= 400:
+        assert isinstance(body, dict) and body["error"]["code"] and body["error"]["message"], body
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    phases=NO_SHRINK,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(body=search_bodies)
+def test_any_json_body_gets_a_structured_answer(loaded: EmbeddedStack, body: Any) -> None:
+    if isinstance(body, dict) and "globex" in json.dumps(body):
+        return  # an echo of the caller's own input is not a leak; keep the leak check meaningful
+    status, headers, payload = loaded.api("POST", "/search", body)
+    assert_structured(status, headers, payload)
+    assert status in (200, 400, 422), payload
+    if status == 200:
+        assert all(r["key"].startswith("acme/") for r in payload["results"])
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    phases=NO_SHRINK,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(raw=st.binary(max_size=200))
+def test_bodies_that_are_not_json_get_422(loaded: EmbeddedStack, raw: bytes) -> None:
+    try:
+        json.loads(raw)
+    except ValueError:
+        pass
+    else:
+        return  # valid JSON is the other test's business
+    status, headers, payload = loaded.api(
+        "POST", "/search", raw, headers={"content-type": "application/json"}
+    )
+    assert_structured(status, headers, payload)
+    assert status in (400, 422), payload
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    phases=NO_SHRINK,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    path=st.text(min_size=1, max_size=80).filter(
+        lambda p: "globex" not in p and "?" not in p and "#" not in p
+    ),
+    limit=st.one_of(st.none(), st.text(max_size=8), st.integers(-5, 500).map(str)),
+    cursor=st.one_of(st.none(), st.text(max_size=60)),
+)
+def test_any_document_path_or_listing_query_gets_a_structured_answer(
+    loaded: EmbeddedStack, path: str, limit: str | None, cursor: str | None
+) -> None:
+    from urllib.parse import quote
+
+    status, headers, payload = loaded.api("GET", "/documents/" + quote(path, safe=""))
+    assert_structured(status, headers, payload)
+    assert status in (200, 400, 404, 422), payload
+    if status == 200:
+        assert payload["key"] == "acme/notes.md"
+    query = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v is not None}
+    status, headers, payload = loaded.api("GET", "/documents", query=query)
+    assert_structured(status, headers, payload)
+    assert status in (200, 400, 422), payload
+    if status == 200:
+        assert [d["key"] for d in payload["documents"]] in ([], ["acme/notes.md"])
