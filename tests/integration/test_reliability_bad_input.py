@@ -287,7 +287,7 @@ def test_events_no_bucket_could_produce_are_acknowledged_as_failed(stack: Embedd
     # Given events that name keys the bucket cannot hold, or carry a sequencer S3 never sends
     stack.put_object("acme/fine.md", GOOD_MARKDOWN)
     fine = stack.created_record("acme/fine.md")
-    records = [
+    records: list[tuple[str, str, int | None, str | None, str | None]] = [
         ("ObjectCreated:Put", "acme/../../etc/passwd", 10, "abc", "0A"),
         ("ObjectCreated:Put", "acme/nul\x00byte.md", 10, "abc", "0B"),
         ("ObjectRemoved:Delete", "acme/" + "x" * 1100 + ".md", None, None, "0C"),
