@@ -3,15 +3,21 @@ counts the same way.
 
 Outside Lambda (CLI, local server, tests) tracing and metric flushing are off and logs go to stderr at
 WARNING unless ``POWERTOOLS_LOG_LEVEL`` says otherwise, so that ``winnow ... --json`` output on stdout
-stays machine-readable."""
+stays machine-readable.
+
+When tracing is off, handlers get a no-op tracer: Powertools' Tracer imports the X-Ray SDK (and botocore)
+even when disabled, about 0.27 s of every cold start for nothing. In Lambda with tracing on (the
+template's ``Tracing: Active``) the real Tracer is used."""
 
 from __future__ import annotations
 
 import logging
 import os
 import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "winnow")
@@ -28,7 +34,37 @@ if not IN_LAMBDA:
     )
 else:
     logger = Logger(service=SERVICE)
-tracer = Tracer(service=SERVICE)
+
+TRACING = os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").lower() not in ("1", "true", "yes")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class NoopTracer:
+    """The subset of Powertools' Tracer our handlers use, doing nothing."""
+
+    def capture_lambda_handler(self, handler: F) -> F:
+        return handler
+
+    def capture_method(self, method: F) -> F:
+        return method
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        return None
+
+    def put_metadata(self, key: str, value: Any, namespace: str | None = None) -> None:
+        return None
+
+
+def _tracer() -> Any:
+    if not TRACING:
+        return NoopTracer()
+    from aws_lambda_powertools import Tracer
+
+    return Tracer(service=SERVICE)
+
+
+tracer: Any = _tracer()
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 
-__all__ = ["IN_LAMBDA", "MetricUnit", "logger", "metrics", "tracer"]
+__all__ = ["IN_LAMBDA", "TRACING", "MetricUnit", "NoopTracer", "logger", "metrics", "tracer"]
