@@ -257,7 +257,12 @@ class IngestService:
         if len(chunks) > self.settings.max_chunks:
             raise OversizedDocument(f"{len(chunks)} chunks, over the {self.settings.max_chunks} limit")
 
-        existing = self.store.existing_vectors(tenant, event.key)
+        # A key the ledger has never seen has no points to reuse or replace: skip the two per-document
+        # scans (in Qdrant local mode each is a pass over every point in Python, which made bulk ingest
+        # quadratic). Should a crash between upsert and ledger write leave points behind and the object
+        # then change, the ledger's chunk count disagrees with the points and reconcile re-indexes it.
+        known = current is not None
+        existing = self.store.existing_vectors(tenant, event.key) if known else {}
         vectors: dict[str, list[float]] = {h: v for h, v in existing.items()}
         missing: dict[str, str] = {}
         for chunk in chunks:
@@ -287,7 +292,7 @@ class IngestService:
                     doc_version=doc_version,
                 )
             )
-        old_ids = self.store.point_ids(tenant, event.key)
+        old_ids = self.store.point_ids(tenant, event.key) if known else set()
         self.store.upsert(points)
         leftovers = old_ids - {p.point_id for p in points}
         if leftovers:
