@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +84,12 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 def quiet_known_warnings() -> None:
     """Qdrant local mode warns that payload indexes do nothing there; true, and known: not news here."""
     warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
+
+
+@contextlib.contextmanager
+def stdout_reserved_for_result() -> Iterator[None]:
+    """Send anything printed during a run to stderr, so stdout carries only the result. Powertools'
+    Metrics prints an EMF blob to stdout whenever 100 values of one metric pile up, even with
+    ``POWERTOOLS_METRICS_DISABLED`` (disabled flushes never clear the set): a long ingest hits that."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield

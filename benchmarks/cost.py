@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Progress, positive_int, quiet_known_warnings, table
+from benchmarks.common import Progress, positive_int, quiet_known_warnings, stdout_reserved_for_result, table
 from benchmarks.stack import EmbeddedStack
 
 GOAL_RATIO = 0.05
@@ -240,7 +240,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     quiet_known_warnings()
-    with tempfile.TemporaryDirectory(prefix="winnow-cost-") as tmp:
+    with stdout_reserved_for_result(), tempfile.TemporaryDirectory(prefix="winnow-cost-") as tmp:
         result = run(Path(tmp), pages=args.pages, fmt=args.format, progress=Progress(quiet=args.quiet))
     print(json.dumps(result) if args.json else render_result(result))
     return 0

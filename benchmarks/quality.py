@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.baselines import bm25_rankings, dense_rankings
-from benchmarks.common import Progress, existing_file, positive_int, quiet_known_warnings, table
+from benchmarks.common import (
+    Progress,
+    existing_file,
+    positive_int,
+    quiet_known_warnings,
+    stdout_reserved_for_result,
+    table,
+)
 from benchmarks.data import EvalSet, load_eval_set
 from benchmarks.metrics import METRIC_NAMES, evaluate
 from benchmarks.stack import EmbeddedStack, documents_by_best_chunk, write_documents
@@ -151,11 +158,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit_docs or args.limit_queries:
         eval_set = eval_set.limited(args.limit_docs, args.limit_queries)
     progress = Progress(quiet=args.quiet)
-    if args.workdir:
-        result = run(eval_set, args.workdir, progress)
-    else:
-        with tempfile.TemporaryDirectory(prefix="winnow-quality-") as tmp:
-            result = run(eval_set, Path(tmp), progress)
+    with stdout_reserved_for_result():
+        if args.workdir:
+            result = run(eval_set, args.workdir, progress)
+        else:
+            with tempfile.TemporaryDirectory(prefix="winnow-quality-") as tmp:
+                result = run(eval_set, Path(tmp), progress)
     if args.json:
         print(json.dumps({k: result[k] for k in ("modes", "baselines", "queries", "documents")}))
     else:

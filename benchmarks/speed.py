@@ -36,7 +36,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Progress, machine, positive_int, quiet_known_warnings, table
+from benchmarks.common import (
+    Progress,
+    machine,
+    positive_int,
+    quiet_known_warnings,
+    stdout_reserved_for_result,
+    table,
+)
 from benchmarks.data import REPO_ROOT, EvalSet, load_eval_set
 from benchmarks.stack import EmbeddedStack, write_documents
 
@@ -384,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     eval_set = load_eval_set()
     if args.limit_docs:
         eval_set = eval_set.limited(args.limit_docs)
-    with tempfile.TemporaryDirectory(prefix="winnow-speed-") as tmp:
+    with stdout_reserved_for_result(), tempfile.TemporaryDirectory(prefix="winnow-speed-") as tmp:
         result = run(
             eval_set,
             Path(tmp),
