@@ -1,0 +1,82 @@
+"""Each benchmark's entry point, run on a tiny corpus through the real handlers, prints the promised JSON
+with sane figures. The full runs are not part of the test command (see docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import cost, quality, speed
+from benchmarks.data import DEFAULT_EVAL_DIR
+
+
+def _metrics_ok(scores: dict[str, float]) -> None:
+    assert set(scores) == {"ndcg@10", "recall@10", "mrr@10"}
+    for value in scores.values():
+        assert 0.0 <= value <= 1.0
+
+
+def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given 12 SciFact documents and 3 of their queries
+    assert DEFAULT_EVAL_DIR.is_dir(), "the shared eval set must sit beside the repository"
+    # When the quality benchmark runs with --json
+    assert quality.main(["--json", "--quiet", "--limit-docs", "12", "--limit-queries", "3"]) == 0
+    # Then stdout holds exactly one JSON object of the documented shape
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) == {"modes", "baselines", "queries", "documents"}
+    assert result["documents"] == 12
+    assert result["queries"] == 3
+    assert {"sparse", "dense", "hybrid"} <= set(result["modes"])
+    assert set(result["baselines"]) == {"bm25", "dense"}
+    for scores in [*result["modes"].values(), *result["baselines"].values()]:
+        _metrics_ok(scores)
+    # And on so small a corpus every system finds something relevant for these queries
+    assert result["modes"]["hybrid"]["recall@10"] > 0
+    assert result["baselines"]["bm25"]["recall@10"] > 0
+
+
+def test_speed_reports_ingest_against_naive_latency_per_mode_and_cold_init(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # When the speed benchmark runs on 8 documents with few queries and one cold run
+    assert (
+        speed.main(["--json", "--quiet", "--limit-docs", "8", "--search-queries", "3", "--cold-runs", "1"])
+        == 0
+    )
+    result = json.loads(capsys.readouterr().out)
+    # Then both ingest paths indexed every document and report positive rates
+    for name in ("winnow", "naive"):
+        assert result["ingest"][name]["documents"] == 8
+        assert result["ingest"][name]["chunks"] >= 8
+        assert result["ingest"][name]["docs_per_s"] > 0
+    assert result["ingest"]["speedup"] > 0
+    # And each mode has latency percentiles, p95 not below p50
+    assert set(result["search"]) == {"sparse", "dense", "hybrid"}
+    for figures in result["search"].values():
+        assert figures["queries"] == 3
+        assert 0 < figures["p50_ms"] <= figures["p95_ms"]
+    # And the cold init compares the handler with importing qdrant_client alone
+    cold = result["cold_init"]
+    assert cold["handler_init_ms"] > 0 and cold["qdrant_client_import_ms"] > 0
+    assert cold["ratio"] == pytest.approx(cold["handler_init_ms"] / cold["qdrant_client_import_ms"], rel=0.01)
+    assert result["peak_rss_mb"] > 0
+    assert "bundle_mb" in result
+
+
+def test_cost_counts_far_fewer_tokens_for_an_edit_than_for_the_whole_document(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # When the cost benchmark edits one section of a 10-section document
+    assert cost.main(["--json", "--quiet", "--pages", "10"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Then the edit embedded only part of the document, counted at the fake Voyage server
+    document, edit = result["document"], result["edit"]
+    assert document["tokens"] > 0 and document["chunks"] >= 10
+    assert 0 < edit["tokens"] < document["tokens"]
+    assert edit["chunks_reused"] > 0
+    assert 0 < edit["chunks_embedded"] < document["chunks"]
+    assert result["ratio"] == pytest.approx(edit["tokens"] / document["tokens"], abs=1e-4)
+    assert result["goal_met"] == (result["ratio"] <= result["goal"])
