@@ -6,9 +6,10 @@
 Every document is written as ``<_id>.txt``, put into the bucket of a fresh embedded stack (temporary
 WINNOW_HOME: folder bucket, SQLite ledger, Qdrant local mode, local ONNX embedder) and ingested by the
 real ingest handler from S3 notifications of 50 records each. Every query then goes through the real
-search handler as an API Gateway event (tenant from the JWT claim) with ``top_k`` 50, ``candidates`` 100
-and ``relevance_threshold`` 0, so the ranking is measured rather than the threshold. Documents are ranked
-by their best chunk. Modes: ``sparse``, ``dense``, ``hybrid`` (the API default), and ``hybrid+rerank``
+search handler as an API Gateway event (tenant from the JWT claim) with ``top_k`` 10, the API's default
+``candidates`` (30) and ``relevance_threshold`` 0, so the ranking is measured rather than the threshold:
+what a client asking for ten passages gets. Documents are ranked by their best chunk, so a query whose ten
+passages come from eight documents is scored on those eight. Modes: ``sparse``, ``dense``, ``hybrid`` (the API default), and ``hybrid+rerank``
 when a re-ranker is configured (``VOYAGE_API_KEY``). Baselines on the same whole documents: BM25
 (``bm25s``) and brute-force dense cosine with the same local model.
 """
@@ -39,8 +40,8 @@ from benchmarks.stack import EmbeddedStack, documents_by_best_chunk, write_docum
 MODES = ("sparse", "dense", "hybrid")
 RERANK_MODE = "hybrid+rerank"
 DEFAULT_MODE = "hybrid"
-TOP_K = 50
-CANDIDATES = 100
+TOP_K = 10
+CANDIDATES: int | None = None  # the API default, max(15, 3 x top_k)
 EVENT_RECORDS = 50
 GOAL_MARGIN = 0.02
 

@@ -147,7 +147,7 @@ class EmbeddedStack:
         query: str,
         mode: str = "hybrid",
         top_k: int = 50,
-        candidates: int = 100,
+        candidates: int | None = 100,
         rerank: bool = False,
         relevance_threshold: float = 0.0,
     ) -> dict[str, Any]:
@@ -157,10 +157,11 @@ class EmbeddedStack:
             "query": query,
             "mode": mode,
             "top_k": top_k,
-            "candidates": candidates,
             "rerank": rerank,
             "relevance_threshold": relevance_threshold,
         }
+        if candidates is not None:
+            body["candidates"] = candidates
         claim = self.container.settings.search.tenant_claim
         return http_api_event("POST", "/search", body=body, tenant=self.tenant, claim=claim)
 

@@ -12,6 +12,7 @@ import pytest
 from functions.search import app as search_app
 from tests.support.stack import EmbeddedStack
 from winnow.local.context import LocalLambdaContext
+from winnow.ports import SearchQuery
 from winnow.testing.fake_voyage import Fault
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,6 +181,43 @@ def test_results_are_ordered_and_unique(loaded: EmbeddedStack) -> None:
     ids = [r["chunk_id"] for r in body["results"]]
     assert len(ids) == len(set(ids))
     assert [r["rank"] for r in body["results"]] == list(range(1, len(ids) + 1))
+
+
+def test_without_reranker_hybrid_returns_the_fused_top_k_ordered_by_score(stack: EmbeddedStack) -> None:
+    """The fusion picks which chunks come back and the cosine score orders them: ordering every fused
+    candidate by cosine would make hybrid mode return exactly what dense mode returns."""
+    # Given: many short notes sharing only a common word with the query, and longer documents that
+    # carry the query's rare word (BM25 favours them, the bag-of-words cosine favours the short notes)
+    for i in range(12):
+        stack.upload(f"acme/notes/{i}.md", f"# Note {i}\n\nThe report of team {i}.\n".encode())
+    for i in range(3):
+        text = f"# Engine {i}\n\nThe zephyr engine {i} has pistons, valves, gaskets and a report.\n"
+        stack.upload(f"acme/engines/{i}.md", text.encode())
+    query, top_k = "zephyr report", 4
+    container = stack.container
+    fused = container.store.search(
+        SearchQuery(
+            tenant="acme",
+            dense=container.embedder.embed([query], "query")[0],
+            sparse=container.sparse.encode_query(query),
+            mode="hybrid",
+            limit=max(15, 3 * top_k),
+            filters={},
+        )
+    )
+    _, dense_body = stack.search(query, mode="dense", top_k=top_k, relevance_threshold=0)
+    fused_top = {hit.point_id for hit in fused[:top_k]}
+    assert {r["chunk_id"] for r in dense_body["results"]} != fused_top  # the data tells the two apart
+
+    # When: the default mode runs without a re-ranker
+    status, body = stack.search(query, top_k=top_k, relevance_threshold=0)
+
+    # Then: the result set is the fused top_k, in score order
+    assert status == 200
+    assert {r["chunk_id"] for r in body["results"]} == fused_top
+    scores = [r["score"] for r in body["results"]]
+    assert scores == sorted(scores, reverse=True)
+    assert any(r["key"].startswith("acme/engines/") for r in body["results"])
 
 
 def test_filters_any_of_and_numeric_ranges(loaded: EmbeddedStack) -> None:
