@@ -233,6 +233,26 @@ def test_lost_delete_removes_points_and_record(aws: AwsWorld) -> None:
     assert aws.reconcile().counters()["deleted"] == 0
 
 
+def test_tenant_run_over_an_emptied_prefix_removes_the_tenants_documents(aws: AwsWorld) -> None:
+    # Given a tenant whose every object was deleted from S3 with the events lost, and another tenant
+    aws.stack.upload("acme/holidays.md", HOLIDAYS)
+    aws.stack.upload("acme/expenses.md", EXPENSES)
+    aws.stack.upload("globex/expenses.md", EXPENSES)
+    aws.stack.delete_object("acme/holidays.md")
+    aws.stack.delete_object("acme/expenses.md")
+    # When reconcile runs for that tenant only and its events are consumed
+    stats = aws.reconcile(tenant="acme")
+    assert (stats.scanned, stats.deleted) == (0, 2)
+    aws.drain()
+    # Then the tenant's documents are gone from Qdrant and the ledger, and the other tenant is untouched
+    assert aws.points("acme", "acme/holidays.md") == set() == aws.points("acme", "acme/expenses.md")
+    for key in ("acme/holidays.md", "acme/expenses.md"):
+        record = aws.container.ledger.get("acme", key)
+        assert record is not None and record.status == DocumentStatus.DELETED
+    assert aws.points("globex", "globex/expenses.md")
+    assert aws.keys_found("reimbursed travel expenses receipts") == set()
+
+
 def test_lost_create_is_indexed(aws: AwsWorld) -> None:
     # Given an indexed document and another one uploaded while its event was lost
     aws.stack.upload("acme/holidays.md", HOLIDAYS)

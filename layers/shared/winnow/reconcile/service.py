@@ -205,7 +205,9 @@ class Reconciler:
         resume_tenant, after, ledger_page = pos.tenant, pos.after, pos.ledger_page
         listing = self.objects.list_after(prefix, after)
         listing = (o for o in listing if not o.key.endswith("/"))  # folder placeholders are not objects
+        scope_visited = False
         for tenant, group in groupby(listing, key=lambda o: _tenant_of(o.key)):
+            scope_visited = scope_visited or tenant == run.scope
             # The resumed tenant has no objects after ``after``: finish its records and points first.
             if (
                 resume_tenant is not None
@@ -226,6 +228,10 @@ class Reconciler:
                 return False
         if resume_tenant is not None:
             return self._tenant(run, resume_tenant, iter(()), after, ledger_page)
+        if run.scope and not scope_visited:
+            # A one-tenant run over an emptied prefix: every record and point of the tenant is left over
+            # (whole-bucket runs find such tenants in the leftover phase).
+            return self._tenant(run, run.scope, iter(()), None, None)
         return True
 
     def _leftover_phase(self, run: _Run) -> bool:
