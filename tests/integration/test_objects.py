@@ -184,6 +184,29 @@ def test_s3_listing_honours_a_small_page_size(s3_bucket: str, aws_client: Callab
     assert len(calls) == 3
 
 
+def test_s3_list_after_starts_at_the_key_without_paging_through_the_ones_before(
+    s3_bucket: str, aws_client: Callable[[str], Any], tmp_path: Path
+) -> None:
+    # Given seven objects listed three per page, and the same keys in a local folder bucket
+    s3 = aws_client("s3")
+    local = _local_bucket(tmp_path / "bucket")
+    for n in range(7):
+        s3.put_object(Bucket=s3_bucket, Key=f"acme/{n}.txt", Body=b"x")
+        local.put(f"acme/{n}.txt", b"x")
+    source = S3ObjectSource(s3_bucket, page_size=3)
+    calls: list[Any] = []
+    source.client.meta.events.register("before-call.s3.ListObjectsV2", lambda **_: calls.append(1))
+    # When a resumed run lists after the fifth key
+    keys = [i.key for i in source.list_after("acme/", "acme/4.txt")]
+    # Then S3 starts there (one page for the two keys left) and the answer matches the port's default
+    assert (
+        keys
+        == ["acme/5.txt", "acme/6.txt"]
+        == [i.key for i in local.source.list_after("acme/", "acme/4.txt")]
+    )
+    assert len(calls) == 1
+
+
 def test_local_and_s3_list_the_same_keys_in_the_same_order(
     s3_bucket: str, aws_client: Callable[[str], Any], tmp_path: Path
 ) -> None:

@@ -66,10 +66,16 @@ class S3ObjectSource(ObjectSource):
             body.close()
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        return self.list_after(prefix, None)
+
+    def list_after(self, prefix: str, start_after: str | None) -> Iterator[ObjectInfo]:
+        """S3 starts the listing after ``start_after`` itself (``StartAfter``), so a resumed reconcile
+        does not page through the keys it already handled."""
         paginator = self.client.get_paginator("list_objects_v2")
-        pages = paginator.paginate(
-            Bucket=self._bucket, Prefix=prefix, PaginationConfig={"PageSize": self._page_size}
-        )
+        options: dict[str, Any] = {"Bucket": self._bucket, "Prefix": prefix}
+        if start_after is not None:
+            options["StartAfter"] = start_after
+        pages = paginator.paginate(**options, PaginationConfig={"PageSize": self._page_size})
         iterator = iter(pages)
         while True:
             page = self._call(f"list {prefix!r}", lambda: next(iterator, None))
