@@ -382,11 +382,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--search-queries", type=positive_int, default=100, help="measured queries per mode")
     parser.add_argument("--cold-runs", type=positive_int, default=5, help="fresh processes per cold figure")
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
+    parser.add_argument(
+        "--engine",
+        choices=["local", "edge"],
+        help="embedded Qdrant engine (sets QDRANT_LOCAL_ENGINE for this run and its child processes)",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.engine:
+        os.environ["QDRANT_LOCAL_ENGINE"] = args.engine
     quiet_known_warnings()
     eval_set = load_eval_set()
     if args.limit_docs:

@@ -1,6 +1,9 @@
 """The Qdrant adapter against Qdrant local mode (the same client code path as Qdrant Cloud): collection
 layout and recorded profile, batched upserts, the three search modes, tenant isolation under any filter,
-metadata filters, metadata replacement, deletes, vector reuse, and error translation over real HTTP."""
+metadata filters, metadata replacement, deletes, vector reuse, and error translation over real HTTP.
+
+Every test that needs an embedded Qdrant runs on both local engines: qdrant-client's local mode and Qdrant
+Edge behind ``EdgeQdrantClient`` (``QDRANT_LOCAL_ENGINE=edge``); the store must behave the same on both."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from hypothesis import strategies as st
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
+from winnow.adapters.qdrant_edge_client import EdgeQdrantClient
 from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client, profile_from_metadata
 from winnow.errors import BadRequest, ConfigurationError, ProfileMismatch, ProviderUnavailable
 from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector
@@ -113,9 +117,14 @@ def qsettings(**overrides: Any) -> QdrantSettings:
     return QdrantSettings(**values)
 
 
+@pytest.fixture(params=["local", "edge"])
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def client() -> Iterator[QdrantClient]:
-    c = QdrantClient(":memory:")
+def client(engine: str) -> Iterator[QdrantClient]:
+    c: Any = EdgeQdrantClient(":memory:") if engine == "edge" else QdrantClient(":memory:")
     yield c
     c.close()
 
@@ -514,8 +523,8 @@ def test_search_never_returns_another_tenants_chunk(
 
 
 # --- local mode, clients and errors --------------------------------------------------------------------
-def test_local_path_mode_persists_and_shares_one_client_per_folder(tmp_path: Path) -> None:
-    settings_ = qsettings(path=str(tmp_path / "qdrant"))
+def test_local_path_mode_persists_and_shares_one_client_per_folder(tmp_path: Path, engine: str) -> None:
+    settings_ = qsettings(path=str(tmp_path / "qdrant"), local_engine=engine)
     client = make_qdrant_client(settings_, None, tmp_path / "unused")
     assert make_qdrant_client(settings_, None, tmp_path / "unused") is client
     store = QdrantVectorStore(client, PROFILE, settings_)
@@ -530,11 +539,11 @@ def test_local_path_mode_persists_and_shares_one_client_per_folder(tmp_path: Pat
     reopened.close()
 
 
-def test_memory_and_default_local_paths(tmp_path: Path) -> None:
-    memory = make_qdrant_client(qsettings(path=":memory:"), None, tmp_path / "unused")
+def test_memory_and_default_local_paths(tmp_path: Path, engine: str) -> None:
+    memory = make_qdrant_client(qsettings(path=":memory:", local_engine=engine), None, tmp_path / "unused")
     QdrantVectorStore(memory, PROFILE, qsettings()).upsert([point("acme", "a.txt", "alpha")])
     assert not (tmp_path / "unused").exists()
-    default = make_qdrant_client(qsettings(), None, tmp_path / "home" / "qdrant")
+    default = make_qdrant_client(qsettings(local_engine=engine), None, tmp_path / "home" / "qdrant")
     QdrantVectorStore(default, PROFILE, qsettings()).upsert([point("acme", "a.txt", "alpha")])
     assert (tmp_path / "home" / "qdrant").is_dir()
     default.close()

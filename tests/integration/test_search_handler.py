@@ -328,3 +328,44 @@ def test_committed_openapi_document_matches_the_code() -> None:
     committed = json.loads((ROOT / "docs" / "openapi.json").read_text())
     generated = json.loads(search_app.openapi_json())
     assert committed == generated, "docs/openapi.json drifted: run `make openapi` and commit it"
+
+
+# --- engines ------------------------------------------------------------------------------------------------
+def _answers(stack: EmbeddedStack) -> list[tuple[int, list[tuple[str, str]]]]:
+    """What the handler returns for a fixed set of requests: status and (key, section) of each hit."""
+    for key, (data, metadata) in DOCS.items():
+        assert stack.upload(key, data, metadata)["status"] == "indexed"
+    requests: list[tuple[str, dict[str, Any]]] = [
+        ("travel expenses receipts", {}),
+        ("laptops full-disk encryption", {"mode": "dense"}),
+        ("paid holiday allowance", {"mode": "sparse"}),
+        ("policy days expenses laptops", {"top_k": 10}),
+        ("travel expenses", {"filters": {"department": "finance"}}),
+        ("travel expenses", {"filters": {"department": ["it", "people"]}}),
+    ]
+    answers = []
+    for text, fields in requests:
+        status, body = stack.search(text, relevance_threshold=0, **fields)
+        answers.append((status, [(r["key"], r["section"]) for r in body["results"]]))
+    return answers
+
+
+def test_the_edge_engine_answers_like_local_mode_through_the_handlers(
+    tmp_path: Path, fake_voyage: Any
+) -> None:
+    # Given the same documents ingested through the ingest handler into each embedded engine
+    answers = {}
+    for engine in ("local", "edge"):
+        stack = EmbeddedStack(tmp_path / engine, fake_voyage, qdrant_engine=engine)
+        try:
+            assert type(stack.container.store.client).__name__ == (  # type: ignore[attr-defined]
+                "EdgeQdrantClient" if engine == "edge" else "QdrantClient"
+            )
+            # When the search handler answers the same requests
+            answers[engine] = _answers(stack)
+        finally:
+            stack.close()
+    # Then Qdrant Edge returns the same hits in the same order as qdrant-client's local mode
+    assert all(status == 200 and hits for status, hits in answers["edge"])
+    assert all(key.startswith("acme/") for _, hits in answers["edge"] for key, _ in hits)
+    assert answers["edge"] == answers["local"]

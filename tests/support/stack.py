@@ -65,12 +65,18 @@ class EmbeddedStack:
         chunking: ChunkingSettings | None = None,
         ingest: IngestSettings | None = None,
         search: SearchSettings | None = None,
+        qdrant_engine: str | None = None,
     ) -> None:
         self.fake = fake_voyage
         voyage = voyage_settings(fake_voyage) if fake_voyage else VoyageSettings()
         settings = Settings(
             storage=StorageSettings(home=home),
-            qdrant=QdrantSettings(path=":memory:", metadata_indexes=["department", "year"]),
+            qdrant=QdrantSettings(
+                path=":memory:",
+                metadata_indexes=["department", "year"],
+                # None: the environment decides (QDRANT_LOCAL_ENGINE), as in the embedded default.
+                **({"local_engine": qdrant_engine} if qdrant_engine else {}),
+            ),
             voyage=voyage,
             providers=ProviderSettings(
                 embedder="local" if embedder is not None or fake_voyage is None else "voyage",

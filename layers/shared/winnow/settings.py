@@ -50,6 +50,11 @@ class QdrantSettings(BaseSettings):
     api_key: SecretStr | None = None
     api_key_secret_arn: str | None = Field(default=None, description="Secrets Manager ARN of the API key.")
     path: str | None = Field(default=None, description="Local mode path, or ':memory:'.")
+    local_engine: Literal["local", "edge"] = Field(
+        default="local",
+        description="Engine without a URL: qdrant-client's local mode, or Qdrant Edge (in-process Rust; "
+        "needs qdrant-edge-py, stores under <path>/edge).",
+    )
     collection_prefix: str = "winnow"
     timeout_seconds: int = Field(default=10, ge=1, le=120)
     upsert_batch_size: int = Field(default=256, ge=1, le=256)

@@ -80,7 +80,9 @@ def make_qdrant_client(settings: QdrantSettings, api_key: str | None, local_path
         )
     location = settings.path or str(local_path)
     if location == ":memory:":
-        return QdrantClient(location=":memory:")
+        return (
+            _open_local(location, settings) if settings.local_engine == "edge" else QdrantClient(":memory:")
+        )
     resolved = str(Path(location).expanduser().resolve())
     with _LOCAL_LOCK:
         cached = _LOCAL_CLIENTS.get(resolved)
@@ -88,13 +90,24 @@ def make_qdrant_client(settings: QdrantSettings, api_key: str | None, local_path
             return cached
         Path(resolved).mkdir(parents=True, exist_ok=True)
         try:
-            client = QdrantClient(path=resolved)
+            client = _open_local(resolved, settings)
         except RuntimeError as exc:  # portalocker: another process holds the folder
             raise ConfigurationError(
                 f"Qdrant local storage {resolved} is in use by another process; stop it or set QDRANT_PATH"
             ) from exc
         _LOCAL_CLIENTS[resolved] = client
         return client
+
+
+def _open_local(location: str, settings: QdrantSettings) -> QdrantClient:
+    """qdrant-client's local mode, or Qdrant Edge behind the same client API (``QDRANT_LOCAL_ENGINE``)."""
+    if settings.local_engine == "edge":
+        from winnow.adapters.qdrant_edge_client import EdgeQdrantClient
+
+        return EdgeQdrantClient(location)  # type: ignore[return-value]
+    from qdrant_client import QdrantClient
+
+    return QdrantClient(path=location)
 
 
 def _is_local(client: QdrantClient) -> bool:
