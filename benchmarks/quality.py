@@ -9,9 +9,10 @@ real ingest handler from S3 notifications of 50 records each. Every query then g
 search handler as an API Gateway event (tenant from the JWT claim) with ``top_k`` 10, the API's default
 ``candidates`` (30) and ``relevance_threshold`` 0, so the ranking is measured rather than the threshold:
 what a client asking for ten passages gets. Documents are ranked by their best chunk, so a query whose ten
-passages come from eight documents is scored on those eight. Modes: ``sparse``, ``dense``, ``hybrid`` (the API default), and ``hybrid+rerank``
-when a re-ranker is configured (``VOYAGE_API_KEY``). Baselines on the same whole documents: BM25
-(``bm25s``) and brute-force dense cosine with the same local model.
+passages come from eight documents is scored on those eight. Modes: ``sparse``, ``dense``, ``hybrid``
+(the API default), and ``hybrid+rerank`` when a re-ranker is configured (``VOYAGE_API_KEY``).
+Baselines on the same whole documents: BM25 (``bm25s``) and brute-force dense cosine with the same
+local model.
 """
 
 from __future__ import annotations
