@@ -261,6 +261,19 @@ def test_rerank_orders_by_reranker_score(rerank_stack: EmbeddedStack) -> None:
     assert plain["timings_ms"]["rerank"] == 0
 
 
+def test_query_embedding_and_rerank_share_one_connection(rerank_stack: EmbeddedStack) -> None:
+    # Given Voyage as embedder and re-ranker, wired by the factory
+    rerank_stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")
+    # When a re-ranked search embeds the query and then re-ranks
+    status, _ = rerank_stack.search("where is the boiler room", relevance_threshold=0)
+    assert status == 200
+    query_embedding = rerank_stack.fake.requests_to("embeddings")[-1]
+    (rerank,) = rerank_stack.fake.requests_to("rerank")
+    # Then both calls came over one keep-alive connection (one pool, one TLS context for both adapters)
+    assert query_embedding.body["input_type"] == "query"
+    assert rerank.peer_port == query_embedding.peer_port != 0
+
+
 def test_provider_outage_is_503_with_retry_after(loaded: EmbeddedStack) -> None:
     loaded.fake.set_outage(Fault.unavailable(retry_after=7))
     status, headers, body = loaded.api("POST", "/search", {"query": "a question never asked before"})

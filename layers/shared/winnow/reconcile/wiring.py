@@ -80,7 +80,7 @@ def embedder_for(container: Container, profile: EmbeddingProfile) -> Embedder:
         voyage = container.settings.voyage.model_copy(
             update={"embed_model": profile.model, "output_dimension": profile.dimension}
         )
-        return VoyageEmbedder(voyage, container._voyage_key())
+        return VoyageEmbedder(voyage, container._voyage_key(), container.voyage_http)
     if profile.provider == "local":
         from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
 
