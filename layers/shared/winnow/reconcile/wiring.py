@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from winnow.errors import ConfigurationError
 from winnow.reconcile.active import ActiveProfileCache, TransitionStore
-from winnow.reconcile.service import Reconciler
 
 if TYPE_CHECKING:
     from winnow.factory import Container
     from winnow.ingest.service import IngestService
     from winnow.models import EmbeddingProfile
     from winnow.ports import ActiveIndex, Embedder, EventQueue, VectorStore
+    from winnow.reconcile.service import Reconciler
 
 _lock = threading.RLock()
 # Per container: the pointer cache and the components of the active profile (one client of each kind).
@@ -185,6 +185,9 @@ def bucket_name(container: Container) -> str:
 
 
 def reconciler_for(container: Container, queue: EventQueue | None = None) -> Reconciler:
+    # Imported here: the search handler imports this module, and the reconciler pulls in the ingest service.
+    from winnow.reconcile.service import Reconciler
+
     return Reconciler(
         objects=container.objects,
         ledger=container.ledger,
