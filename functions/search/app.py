@@ -13,39 +13,43 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Annotated, Any
 from urllib.parse import quote, unquote
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Path, Query
-from aws_lambda_powertools.event_handler.openapi.types import (
-    OpenAPIResponse,
-    OpenAPIResponseContentModel,
-    OpenAPIResponseContentSchema,
-)
-from aws_lambda_powertools.utilities.typing import LambdaContext
-
-import winnow
 from winnow.coldstart import building_long_lived_objects, freeze_long_lived
-from winnow.errors import (
-    BadRequest,
-    ConfigurationError,
-    NotFound,
-    ProviderRejected,
-    TransientError,
-    Unauthorized,
-)
-from winnow.factory import get_container
-from winnow.models import LedgerRecord
-from winnow.observability import logger, metrics, tracer
-from winnow.reconcile.wiring import search_components
-from winnow.search.schemas import (
-    DocumentsPage,
-    DocumentStatusModel,
-    ErrorResponse,
-    Health,
-    SearchRequest,
-    SearchResponse,
-)
-from winnow.search.service import SearchService
+
+# What these imports build (Powertools, pydantic models, settings) lives as long as the container:
+# imported without cyclic-GC passes, then frozen (see winnow.coldstart).
+with building_long_lived_objects():
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+    from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+    from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+    from aws_lambda_powertools.event_handler.openapi.types import (
+        OpenAPIResponse,
+        OpenAPIResponseContentModel,
+        OpenAPIResponseContentSchema,
+    )
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    import winnow
+    from winnow.errors import (
+        BadRequest,
+        ConfigurationError,
+        NotFound,
+        ProviderRejected,
+        TransientError,
+        Unauthorized,
+    )
+    from winnow.factory import get_container
+    from winnow.models import LedgerRecord
+    from winnow.observability import logger, metrics, tracer
+    from winnow.reconcile.wiring import search_components
+    from winnow.search.schemas import (
+        DocumentsPage,
+        DocumentStatusModel,
+        ErrorResponse,
+        Health,
+        SearchRequest,
+        SearchResponse,
+    )
+    from winnow.search.service import SearchService
 
 app = APIGatewayHttpResolver(enable_validation=True)
 PUBLIC_ROUTES = {"/health", "/openapi.json"}
