@@ -268,8 +268,10 @@ def test_query_embedding_and_rerank_share_one_connection(rerank_stack: EmbeddedS
     # When a re-ranked search embeds the query and then re-ranks
     status, _ = rerank_stack.search("where is the boiler room", relevance_threshold=0)
     assert status == 200
-    query_embedding = rerank_stack.fake.requests_to("embeddings")[-1]
-    (rerank,) = rerank_stack.fake.requests_to("rerank")
+    fake = rerank_stack.fake
+    assert fake is not None
+    query_embedding = fake.requests_to("embeddings")[-1]
+    (rerank,) = fake.requests_to("rerank")
     # Then both calls came over one keep-alive connection (one pool, one TLS context for both adapters)
     assert query_embedding.body["input_type"] == "query"
     assert rerank.peer_port == query_embedding.peer_port != 0
