@@ -9,41 +9,47 @@ import binascii
 import json
 import re
 import uuid
+from contextlib import AbstractContextManager, nullcontext
 from typing import Annotated, Any
 from urllib.parse import quote, unquote
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Path, Query
-from aws_lambda_powertools.event_handler.openapi.types import (
-    OpenAPIResponse,
-    OpenAPIResponseContentModel,
-    OpenAPIResponseContentSchema,
-)
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from winnow.coldstart import building_long_lived_objects, freeze_long_lived
 
-import winnow
-from winnow.errors import (
-    BadRequest,
-    ConfigurationError,
-    NotFound,
-    ProviderRejected,
-    TransientError,
-    Unauthorized,
-)
-from winnow.factory import get_container
-from winnow.models import LedgerRecord
-from winnow.observability import logger, metrics, tracer
-from winnow.reconcile.wiring import search_components
-from winnow.search.schemas import (
-    DocumentsPage,
-    DocumentStatusModel,
-    ErrorResponse,
-    Health,
-    SearchRequest,
-    SearchResponse,
-)
-from winnow.search.service import SearchService
+# What these imports build (Powertools, pydantic models, settings) lives as long as the container:
+# imported without cyclic-GC passes, then frozen (see winnow.coldstart).
+with building_long_lived_objects():
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+    from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+    from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+    from aws_lambda_powertools.event_handler.openapi.types import (
+        OpenAPIResponse,
+        OpenAPIResponseContentModel,
+        OpenAPIResponseContentSchema,
+    )
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    import winnow
+    from winnow.errors import (
+        BadRequest,
+        ConfigurationError,
+        NotFound,
+        ProviderRejected,
+        TransientError,
+        Unauthorized,
+    )
+    from winnow.factory import get_container
+    from winnow.models import LedgerRecord
+    from winnow.observability import logger, metrics, tracer
+    from winnow.reconcile.wiring import search_components
+    from winnow.search.schemas import (
+        DocumentsPage,
+        DocumentStatusModel,
+        ErrorResponse,
+        Health,
+        SearchRequest,
+        SearchResponse,
+    )
+    from winnow.search.service import SearchService
 
 app = APIGatewayHttpResolver(enable_validation=True)
 PUBLIC_ROUTES = {"/health", "/openapi.json"}
@@ -52,21 +58,24 @@ _service: SearchService | None = None
 
 
 def service() -> SearchService:
-    """One service (one client of each kind) per warm container."""
+    """One service (one client of each kind) per warm container. The first build imports qdrant-client
+    and opens the clients: without collector passes (see ``winnow.coldstart``)."""
     global _service
     container = get_container()
-    # The active collection: the configured profile's, or the previous one while reconcile rebuilds.
-    embedder, store = search_components(container)
-    if _service is None or _service.store is not store:
-        _service = SearchService(
-            embedder=embedder,
-            store=store,
-            sparse=container.sparse,
-            reranker=container.reranker,
-            settings=container.settings.search,
-            cache_size=container.settings.providers.query_cache_size,
-        )
-    return _service
+    cold: AbstractContextManager[None] = building_long_lived_objects() if _service is None else nullcontext()
+    with cold:
+        # The active collection: the configured profile's, or the previous one while reconcile rebuilds.
+        embedder, store = search_components(container)
+        if _service is None or _service.store is not store:
+            _service = SearchService(
+                embedder=embedder,
+                store=store,
+                sparse=container.sparse,
+                reranker=container.reranker,
+                settings=container.settings.search,
+                cache_size=container.settings.providers.query_cache_size,
+            )
+        return _service
 
 
 # --- tenant and correlation ------------------------------------------------------------------------------
@@ -354,6 +363,9 @@ def _finish(response: dict[str, Any], cid: str) -> dict[str, Any]:
     app.clear_context()
     return response
 
+
+# The modules, routes and models imported above live as long as the container (see winnow.coldstart).
+freeze_long_lived()
 
 if __name__ == "__main__":  # print the OpenAPI document: python -m functions.search.app
     print(json.dumps(json.loads(openapi_json()), indent=2, sort_keys=True))

@@ -66,6 +66,20 @@ def test_speed_reports_ingest_against_naive_latency_per_mode_and_cold_init(
     assert "bundle_mb" in result
 
 
+def test_speed_only_cold_runs_the_cold_init_section_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    # When the speed benchmark runs with --only cold and one cold run
+    assert speed.main(["--json", "--quiet", "--limit-docs", "8", "--cold-runs", "1", "--only", "cold"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Then the object keeps its keys, without the ingest and search sections it skipped
+    assert {"ingest", "search", "cold_init", "goals", "machine"} <= set(result)
+    assert result["ingest"] is None and result["search"] is None
+    cold = result["cold_init"]
+    assert cold["runs"] == 1
+    assert cold["ratio"] == pytest.approx(cold["handler_init_ms"] / cold["qdrant_client_import_ms"], rel=0.01)
+    # And the table form renders without those sections
+    assert "ingest" not in speed.render(result) and "cold start" in speed.render(result)
+
+
 def test_cost_counts_far_fewer_tokens_for_an_edit_than_for_the_whole_document(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -3,6 +3,7 @@ tenant isolation, modes, re-ranking, the relevance threshold, outages and the Op
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -259,6 +260,52 @@ def test_rerank_orders_by_reranker_score(rerank_stack: EmbeddedStack) -> None:
     _, plain = rerank_stack.search("holiday allowance paid days", relevance_threshold=0, rerank=False)
     assert len(rerank_stack.fake.requests_to("rerank")) == 1
     assert plain["timings_ms"]["rerank"] == 0
+
+
+def test_query_embedding_and_rerank_share_one_connection(rerank_stack: EmbeddedStack) -> None:
+    # Given Voyage as embedder and re-ranker, wired by the factory
+    rerank_stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")
+    # When a re-ranked search embeds the query and then re-ranks
+    status, _ = rerank_stack.search("where is the boiler room", relevance_threshold=0)
+    assert status == 200
+    fake = rerank_stack.fake
+    assert fake is not None
+    query_embedding = fake.requests_to("embeddings")[-1]
+    (rerank,) = fake.requests_to("rerank")
+    # Then both calls came over one keep-alive connection (one pool, one TLS context for both adapters)
+    assert query_embedding.body["input_type"] == "query"
+    assert rerank.peer_port == query_embedding.peer_port != 0
+
+
+def test_the_cold_search_builds_its_clients_with_the_collector_paused_and_leaves_it_on(
+    loaded: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a container whose search service was never built, and the collector on
+    monkeypatch.setattr(search_app, "_service", None)
+    assert gc.isenabled()
+    frozen_before = gc.get_freeze_count()
+    # When the first search arrives
+    status, body = loaded.search("paid holiday days per year")
+    # Then it answers, the objects it built are frozen, and the collector runs again
+    assert status == 200 and keys(body)[0] == "acme/people/holidays.md"
+    assert gc.get_freeze_count() > frozen_before
+    assert gc.isenabled()
+
+
+def test_a_cold_search_that_fails_to_build_leaves_the_collector_on(
+    loaded: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a cold container whose components cannot be built
+    def broken(container: object) -> None:
+        raise RuntimeError("cannot reach Qdrant")
+
+    monkeypatch.setattr(search_app, "_service", None)
+    monkeypatch.setattr(search_app, "search_components", broken)
+    # When the first search arrives
+    status, _, body = loaded.api("POST", "/search", {"query": "anything"})
+    # Then it is a structured 500 and the collector runs again
+    assert status == 500 and body["error"]["code"] == "internal_error"
+    assert gc.isenabled()
 
 
 def test_provider_outage_is_503_with_retry_after(loaded: EmbeddedStack) -> None:

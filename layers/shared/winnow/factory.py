@@ -22,6 +22,8 @@ from winnow.settings import (
 )
 
 if TYPE_CHECKING:
+    import httpx
+
     from winnow.ports import Embedder, Ledger, ObjectSource, Reranker, VectorStore
     from winnow.text.sparse import Bm25Encoder
 
@@ -97,7 +99,7 @@ class Container:
             if self.uses_voyage_embedder:
                 from winnow.adapters.voyage import VoyageEmbedder
 
-                return VoyageEmbedder(self.settings.voyage, self._voyage_key())
+                return VoyageEmbedder(self.settings.voyage, self._voyage_key(), self.voyage_http)
             from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
 
             p = self.settings.providers
@@ -115,7 +117,15 @@ class Container:
                 return None
             from winnow.adapters.voyage import VoyageReranker
 
-            return VoyageReranker(self.settings.voyage, self._voyage_key())
+            return VoyageReranker(self.settings.voyage, self._voyage_key(), self.voyage_http)
+
+    @cached_property
+    def voyage_http(self) -> httpx.Client:
+        """One connection pool shared by the Voyage embedder and re-ranker (see ``voyage_http_client``)."""
+        with self._lock:
+            from winnow.adapters.voyage import voyage_http_client
+
+            return voyage_http_client(self.settings.voyage)
 
     def _voyage_key(self) -> str:
         v = self.settings.voyage

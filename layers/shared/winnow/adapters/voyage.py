@@ -116,6 +116,16 @@ class _Failure:
     retry_after: float | None = None
 
 
+def voyage_http_client(settings: VoyageSettings) -> httpx.Client:
+    """The connection pool for Voyage. The factory gives the embedder and the re-ranker the same one: a
+    re-ranked query then reuses the connection its query embedding opened (no second TLS handshake), and
+    a cold start builds one TLS context instead of two (each loads the whole CA bundle, ~25 ms)."""
+    return httpx.Client(
+        timeout=httpx.Timeout(settings.timeout_seconds),
+        limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=60),
+    )
+
+
 class _VoyageClient:
     """The HTTP part both adapters share: one connection pool, auth, retries and error translation."""
 
@@ -135,10 +145,7 @@ class _VoyageClient:
         self._api_key = api_key
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
         self._owns_client = client is None
-        self._client = client or httpx.Client(
-            timeout=httpx.Timeout(settings.timeout_seconds),
-            limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=60),
-        )
+        self._client = client or voyage_http_client(settings)
         self._base_url = settings.base_url.rstrip("/")
         self._sleep = sleep
         self._rng = rng

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from winnow.errors import ConfigurationError
 from winnow.reconcile.active import ActiveProfileCache, TransitionStore
-from winnow.reconcile.service import Reconciler
 
 if TYPE_CHECKING:
     from winnow.factory import Container
     from winnow.ingest.service import IngestService
     from winnow.models import EmbeddingProfile
     from winnow.ports import ActiveIndex, Embedder, EventQueue, VectorStore
+    from winnow.reconcile.service import Reconciler
 
 _lock = threading.RLock()
 # Per container: the pointer cache and the components of the active profile (one client of each kind).
@@ -80,7 +80,7 @@ def embedder_for(container: Container, profile: EmbeddingProfile) -> Embedder:
         voyage = container.settings.voyage.model_copy(
             update={"embed_model": profile.model, "output_dimension": profile.dimension}
         )
-        return VoyageEmbedder(voyage, container._voyage_key())
+        return VoyageEmbedder(voyage, container._voyage_key(), container.voyage_http)
     if profile.provider == "local":
         from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
 
@@ -185,6 +185,9 @@ def bucket_name(container: Container) -> str:
 
 
 def reconciler_for(container: Container, queue: EventQueue | None = None) -> Reconciler:
+    # Imported here: the search handler imports this module, and the reconciler pulls in the ingest service.
+    from winnow.reconcile.service import Reconciler
+
     return Reconciler(
         objects=container.objects,
         ledger=container.ledger,

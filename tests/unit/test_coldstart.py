@@ -1,0 +1,70 @@
+"""The cold-start collector policy: paused while long-lived objects are built, then those objects frozen,
+and the collector always back on afterwards."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from winnow.coldstart import building_long_lived_objects, freeze_long_lived
+
+
+@pytest.fixture
+def collector_on() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if was:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+class Client:
+    """A stand-in for a long-lived client: an object the collector tracks."""
+
+    def __init__(self) -> None:
+        self.self_ref = self
+
+
+def test_collector_is_paused_while_building_and_what_was_built_is_frozen(collector_on: None) -> None:
+    # Given the collector on and a number of already frozen objects
+    frozen_before = gc.get_freeze_count()
+    # When clients are built inside the block
+    with building_long_lived_objects():
+        paused = not gc.isenabled()
+        clients = [Client() for _ in range(1000)]
+    # Then the collector was off inside, is on again, and the new objects are frozen
+    assert paused
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= frozen_before + len(clients)
+
+
+def test_collector_is_back_on_after_an_exception(collector_on: None) -> None:
+    # When building fails half-way
+    with pytest.raises(RuntimeError), building_long_lived_objects():
+        raise RuntimeError("no Voyage key")
+    # Then the collector runs again
+    assert gc.isenabled()
+
+
+def test_a_collector_turned_off_by_the_host_stays_off_and_nothing_is_frozen(collector_on: None) -> None:
+    # Given a host that turned the collector off itself
+    gc.disable()
+    frozen_before = gc.get_freeze_count()
+    # When clients are built inside the block
+    with building_long_lived_objects():
+        Client()
+    # Then that choice is left alone
+    assert not gc.isenabled()
+    assert gc.get_freeze_count() == frozen_before
+
+
+def test_freeze_long_lived_freezes_the_objects_alive_now(collector_on: None) -> None:
+    frozen_before = gc.get_freeze_count()
+    clients = [Client() for _ in range(100)]
+    freeze_long_lived()
+    assert gc.get_freeze_count() >= frozen_before + len(clients)
+    assert gc.isenabled()
