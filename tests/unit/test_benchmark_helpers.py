@@ -76,3 +76,26 @@ def test_output_printed_during_a_run_goes_to_stderr(capsys: pytest.CaptureFixtur
     captured = capsys.readouterr()
     assert captured.out == "result\n"
     assert '{"_aws": "noise"}' in captured.err
+
+
+def test_packages_hidden_from_the_cold_start_are_not_shipped_in_the_lambda_bundle() -> None:
+    """The cold-init figure hides dev-only packages; that is fair only while the bundle lacks them."""
+    from pathlib import Path
+
+    from benchmarks.speed import NOT_IN_BUNDLE
+
+    root = Path(__file__).resolve().parents[2]
+    shipped = [root / "layers/shared/requirements.txt", *sorted(root.glob("functions/*/requirements.txt"))]
+    names = {
+        line.split("#")[0]
+        .strip()
+        .split(";")[0]
+        .split("[")[0]
+        .split("=")[0]
+        .split(">")[0]
+        .split("<")[0]
+        .lower()
+        for path in shipped
+        for line in path.read_text().splitlines()
+    }
+    assert NOT_IN_BUNDLE and not set(NOT_IN_BUNDLE) & names
