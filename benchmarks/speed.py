@@ -256,6 +256,7 @@ def cold_init(eval_set: EvalSet, workdir: Path, runs: int, note: Progress) -> di
         base["PYTHONDONTWRITEBYTECODE"] = "0"
         handler_env = {
             **base,
+            **{k: v for k, v in os.environ.items() if k == "QDRANT_LOCAL_ENGINE"},  # --engine: same index
             "WINNOW_HOME": str(home),
             **{k: v for k, v in voyage_env.items() if v is not None},
         }

@@ -94,3 +94,18 @@ def test_cost_counts_far_fewer_tokens_for_an_edit_than_for_the_whole_document(
     assert 0 < edit["chunks_embedded"] < document["chunks"]
     assert result["ratio"] == pytest.approx(edit["tokens"] / document["tokens"], abs=1e-4)
     assert result["goal_met"] == (result["ratio"] <= result["goal"])
+
+
+def test_speed_cold_init_runs_on_the_engine_it_was_asked_for(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the environment restored after the run (--engine sets QDRANT_LOCAL_ENGINE for the process)
+    monkeypatch.setenv("QDRANT_LOCAL_ENGINE", "local")
+    # When the cold-init section runs with the Edge engine
+    code = speed.main(
+        ["--json", "--quiet", "--limit-docs", "8", "--cold-runs", "1", "--only", "cold", "--engine", "edge"]
+    )
+    # Then the cold process searched the index the run built (it would find nothing on another engine)
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["cold_init"]["handler_init_ms"] > 0
