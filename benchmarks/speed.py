@@ -9,7 +9,8 @@ loop while working on start-up time.
 1. Ingest throughput (documents/s, chunks/s) of the real ingest handler with the local ONNX embedder
    (S3 notifications of 50 records, folder bucket, SQLite ledger, Qdrant local mode on disk), against
    a naive pipeline built from the same components: one document at a time, parse + chunk + embed in
-   batches of 32 chunks in arrival order + BM25 + upsert, nothing batched across documents, no ledger.
+   batches of 32 chunks in arrival order + BM25 + upsert, nothing batched across documents, one model run
+   at a time, no ledger.
    Both embedders are warmed up before timing.
 2. Warm search latency through the search handler per mode (API defaults: top_k 5, no re-ranker with
    the local model), after a warm-up, with the query-embedding cache off so every query is embedded.
@@ -70,7 +71,10 @@ def naive_ingest(files: Sequence[tuple[str, bytes]], home: Path) -> dict[str, fl
     from winnow.text.sparse import Bm25Encoder
 
     providers = ProviderSettings()
-    embedder = LocalOnnxEmbedder(batch_size=NAIVE_BATCH, max_tokens=providers.local_max_tokens)
+    # One model run at a time, as a first version would (Winnow's embedder runs several side by side).
+    embedder = LocalOnnxEmbedder(
+        batch_size=NAIVE_BATCH, max_tokens=providers.local_max_tokens, parallel_runs=1
+    )
     embedder.embed(["warm-up"], "document")
     qdrant_settings = QdrantSettings(path=str(home / "qdrant"))
     client = make_qdrant_client(qdrant_settings, None, home / "qdrant")

@@ -65,8 +65,10 @@ def test_related_sentences_are_closer_than_unrelated_ones(embedder: LocalOnnxEmb
     assert cosine(bread, market) < 0.3
 
 
-def test_batch_results_match_single_results(embedder: LocalOnnxEmbedder) -> None:
-    # Given texts of mixed lengths embedded together (sorted, padded, split into runs)
+@pytest.mark.parametrize("parallel_runs", [1, 3], ids=["runs-one-at-a-time", "runs-side-by-side"])
+def test_batch_results_match_single_results(embedder: LocalOnnxEmbedder, parallel_runs: int) -> None:
+    # Given texts of mixed lengths embedded together (sorted, padded, split into runs of two texts,
+    # the runs either one after another or side by side on single-threaded sessions)
     texts = [
         "Penguins cannot fly but swim very well.",
         "short",
@@ -74,11 +76,16 @@ def test_batch_results_match_single_results(embedder: LocalOnnxEmbedder) -> None
         "Rust and Python are programming languages.",
         "x " * 300,
     ]
-    together = LocalOnnxEmbedder(batch_size=2).embed(texts, "document")
+    together = LocalOnnxEmbedder(batch_size=2, parallel_runs=parallel_runs).embed(texts, "document")
     # Then each vector matches embedding that text alone, in the original order
     for text, vector in zip(texts, together, strict=True):
         (alone,) = embedder.embed([text], "document")
         assert cosine(vector, alone) > 0.999
+
+
+def test_parallel_runs_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="parallel_runs"):
+        LocalOnnxEmbedder(parallel_runs=0)
 
 
 def test_input_type_does_not_change_the_vector(embedder: LocalOnnxEmbedder) -> None:
