@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.sockets import nagle_disabled_on_served_connection
 from winnow.factory import reset_container
 from winnow.local.server import WinnowHTTPServer, make_server
 
@@ -94,6 +95,14 @@ def test_binds_a_free_port_on_loopback(server: WinnowHTTPServer) -> None:
     assert server.server_address[0] == "127.0.0.1"
     assert server.server_address[1] > 0
     assert server.url == f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def test_answers_go_out_without_waiting_for_nagle(
+    server: WinnowHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Headers and body are two writes: with Nagle's algorithm every keep-alive request waited ~40 ms for
+    # the client's delayed ACK (the search page's requests all do). The served socket must carry NODELAY.
+    assert nagle_disabled_on_served_connection(server, monkeypatch)
 
 
 def test_health_and_openapi_come_from_the_handler(client: Client) -> None:

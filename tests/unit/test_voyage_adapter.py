@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.sockets import nagle_disabled_on_served_connection
 from winnow.adapters.voyage import VoyageEmbedder, VoyageReranker, batches_within, estimate_tokens
 from winnow.errors import (
     ConfigurationError,
@@ -565,3 +566,12 @@ def test_batches_cover_every_text_once_in_order_within_limits(
     for group in groups:
         assert 1 <= len(group) <= max_texts
         assert len(group) == 1 or sum(estimate_tokens(texts[i]) for i in group) <= max_tokens
+
+
+def test_fake_answers_without_waiting_for_nagle(
+    fake_voyage: FakeVoyageServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real API answers a kept-alive connection at once; with Nagle's algorithm the fake's body waited
+    # ~40 ms for the client's delayed ACK, latency the benchmarks and tests would wrongly pay.
+    assert fake_voyage._server is not None
+    assert nagle_disabled_on_served_connection(fake_voyage._server, monkeypatch, path="/v1/models")

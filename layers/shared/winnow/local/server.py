@@ -139,6 +139,9 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
     server: WinnowHTTPServer
     protocol_version = "HTTP/1.1"
     server_version = "winnow-local"
+    # TCP_NODELAY: headers and body go out in two writes; with Nagle's algorithm the body waited for the
+    # client's delayed ACK, 44 ms on every keep-alive request (0.5 ms without).
+    disable_nagle_algorithm = True
 
     # --- plumbing -------------------------------------------------------------------------------------
     def log_message(self, format: str, *args: Any) -> None:
