@@ -109,3 +109,5 @@ def test_speed_cold_init_runs_on_the_engine_it_was_asked_for(
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert result["cold_init"]["handler_init_ms"] > 0
+    # And the figures say which engine they were measured on
+    assert result["engine"] == "edge"
