@@ -1045,9 +1045,33 @@ def host_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 f"ARTIFACTS_DIR={out / target}",
                 "PIP_PLATFORM=",
                 f"PYTHON={sys.executable}",
+                f"PYTHON_BYTECODE={sys.executable}",
             ]
         )
     return {target: out / target for target in targets}
+
+
+def bytecode_python(env: dict[str, str] | None = None) -> str:
+    """The interpreter the makefiles compile Lambda's byte code with (empty: no 3.13 on this machine)."""
+    return run(
+        ["make", "-s", "--no-print-directory", "-C", str(ROOT / "layers/shared"), "print-bytecode-python"],
+        env=env,
+    ).strip()
+
+
+def assert_byte_code(tree: Path, tag: str | None) -> None:
+    """With ``tag`` (``cpython-313``): every module has byte code for that interpreter only, hash-based and
+    never checked against its source (flags 1), so a read-only bundle loads it as is. Without: none."""
+    sources = [p for p in tree.rglob("*.py") if p.is_file()]
+    compiled = list(tree.rglob("*.pyc"))
+    if tag is None:
+        assert not compiled
+        return
+    assert sources
+    missing = [s for s in sources if not (s.parent / "__pycache__" / f"{s.stem}.{tag}.pyc").is_file()]
+    assert not missing, f"no {tag} byte code for {[str(m.relative_to(tree)) for m in missing[:5]]}"
+    assert not [p for p in compiled if not p.name.endswith(f".{tag}.pyc")]
+    assert {int.from_bytes(p.read_bytes()[4:8], "little") for p in compiled} == {1}
 
 
 def elf_machine(path: Path) -> int | None:
@@ -1074,14 +1098,33 @@ def test_sam_build_bundles_stay_well_inside_lambda_limits(sam_build: Path) -> No
     assert search + layer <= 120 * MB
     assert ingest + layer <= 200 * MB
     assert reconcile + layer <= 200 * MB
-    assert [p.name for p in (sam_build / "SearchFunction").iterdir()] == ["app.py"]
-    assert [p.name for p in (sam_build / "ReconcileFunction").iterdir()] == ["app.py"]
+    for handler_only in ("SearchFunction", "ReconcileFunction"):
+        shipped = sorted(p.name for p in (sam_build / handler_only).iterdir())
+        assert shipped in (["app.py"], ["__pycache__", "app.py"]), (handler_only, shipped)
+
+
+@pytest.mark.slow
+def test_sam_build_ships_byte_code_for_lambdas_python(sam_build: Path) -> None:
+    """Lambda's /opt and /var/task are read-only: without byte code every cold start compiles every module.
+    Given a Python 3.13 on the build machine, every shipped module has 3.13 byte code and no other; given
+    none, the bundles hold no byte code at all (never byte code for the wrong Python)."""
+    interpreter = bytecode_python(sam_env(sam_cli()))
+    tag = "cpython-313" if interpreter else None
+    for bundle in ("SharedLayer", "IngestFunction", "SearchFunction", "ReconcileFunction"):
+        assert_byte_code(sam_build / bundle, tag)
+
+
+@pytest.mark.slow
+def test_host_build_compiles_byte_code_with_the_interpreter_it_is_given(host_build: dict[str, Path]) -> None:
+    # The host build passes this interpreter as PYTHON_BYTECODE: its tag, and only its tag, is compiled.
+    for bundle in host_build.values():
+        assert_byte_code(bundle, sys.implementation.cache_tag)
 
 
 @pytest.mark.slow
 def test_built_layer_is_lean_and_built_for_arm64(sam_build: Path) -> None:
-    """No boto3/botocore (the runtime has them), no tests, caches or local-only code, and every native
-    extension is an aarch64 ELF: the cross-platform pip really targeted Lambda's machine."""
+    """No boto3/botocore (the runtime has them), no tests or local-only code (byte code has its own test),
+    and every native extension is an aarch64 ELF: the cross-platform pip really targeted Lambda's machine."""
     site = sam_build / "SharedLayer" / "python"
     assert (site / "winnow" / "__init__.py").is_file()
     assert not (site / "winnow" / "testing").exists()
@@ -1090,7 +1133,6 @@ def test_built_layer_is_lean_and_built_for_arm64(sam_build: Path) -> None:
     for name in RUNTIME_PROVIDED:
         assert not (site / name).exists(), name
         assert name not in dists
-    assert not list(site.rglob("__pycache__"))
     assert not [p for p in site.rglob("tests") if p.is_dir()]
     natives = [p for p in site.rglob("*.so*") if p.is_file()]
     assert natives, "expected compiled extensions (pydantic-core, PyStemmer)"
