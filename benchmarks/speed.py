@@ -331,6 +331,19 @@ def bundle_sizes(build_dir: Path | None = None) -> dict[str, float] | None:
 
 
 # --- the run -------------------------------------------------------------------------------------------
+def _run_context() -> dict[str, Any]:
+    """What every result carries besides its figures: memory, bundles, goals, engine and machine."""
+    from winnow.settings import QdrantSettings
+
+    return {
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "bundle_mb": bundle_sizes(),
+        "goals": GOALS,
+        "engine": QdrantSettings().local_engine,
+        "machine": machine(),
+    }
+
+
 def run(
     eval_set: EvalSet,
     workdir: Path,
@@ -347,11 +360,7 @@ def run(
             "ingest": None,
             "search": None,
             "cold_init": cold_init(eval_set, workdir, cold_runs, note),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "bundle_mb": bundle_sizes(),
-            "goals": GOALS,
-            "engine": os.environ.get("QDRANT_LOCAL_ENGINE", "local"),
-            "machine": machine(),
+            **_run_context(),
         }
     paths = write_documents(workdir / "documents", eval_set.documents)
     files = [(p.name, p.read_bytes()) for p in paths]
@@ -377,11 +386,7 @@ def run(
         "ingest": {"winnow": winnow, "naive": naive, "speedup": round(speedup, 2)},
         "search": latency,
         "cold_init": cold,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "bundle_mb": bundle_sizes(),
-        "goals": GOALS,
-        "engine": os.environ.get("QDRANT_LOCAL_ENGINE", "local"),
-        "machine": machine(),
+        **_run_context(),
     }
 
 

@@ -33,4 +33,3 @@ def nagle_disabled_on_served_connection(
         return accepted[-1].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:
         client.close()
-        monkeypatch.setattr(server, "get_request", original)

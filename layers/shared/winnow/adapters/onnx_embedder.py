@@ -128,6 +128,7 @@ class LocalOnnxEmbedder(Embedder):
         self._lock = threading.Lock()
         self._session: Any = None
         self._single_thread_session: Any = None
+        self._model_file: Path | None = None
         self._tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
 
@@ -149,6 +150,7 @@ class LocalOnnxEmbedder(Embedder):
                 tokenizer.enable_truncation(max_length=self._max_tokens)
                 tokenizer.no_padding()
                 session = _session(ort, files["model"], threads=max(1, min(2, os.cpu_count() or 1)))
+                self._model_file = files["model"]
                 self._input_names = frozenset(i.name for i in session.get_inputs())
                 self._tokenizer = tokenizer
                 self._session = session
@@ -156,13 +158,14 @@ class LocalOnnxEmbedder(Embedder):
 
     def _single_threaded(self) -> Any:
         """A second session on one thread, for running several model runs side by side (created on the
-        first call that has more than one run: queries never need it)."""
+        first call that has more than one run: queries never need it). Called after ``_load``, which
+        verified the model file."""
         with self._lock:
             if self._single_thread_session is None:
                 import onnxruntime as ort
 
-                files = verify_model_files(self._model_path, self._tokenizer_path)
-                self._single_thread_session = _session(ort, files["model"], threads=1)
+                assert self._model_file is not None
+                self._single_thread_session = _session(ort, self._model_file, threads=1)
             return self._single_thread_session
 
     def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
