@@ -7,6 +7,7 @@ from typing import Any
 
 def register(commands: Any) -> None:
     """Add ``invoke`` and ``mcp`` to the CLI's subcommands (their heavy imports wait until they run)."""
-    from winnow_local import invoke
+    from winnow_local import invoke, mcp_server
 
     invoke.add_parser(commands)
+    mcp_server.add_parser(commands)
