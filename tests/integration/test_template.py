@@ -20,6 +20,7 @@ import sys
 import threading
 import tomllib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -280,8 +281,9 @@ def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -
 
     bucket_read = ("S3ReadPolicy", {"BucketName": {"Ref": "DocumentsBucket"}})
     ledger_crud = ("DynamoDBCrudPolicy", {"TableName": {"Ref": "LedgerTable"}})
-    assert bucket_read in ingest and bucket_read in reconcile
-    assert ledger_crud in ingest and ledger_crud in reconcile
+    assert bucket_read in reconcile and ledger_crud in reconcile
+    # Ingest gets its exact actions as statements instead (test_ingest_is_granted_exactly_the_calls_it_makes).
+    assert bucket_read not in ingest and ledger_crud not in ingest
     assert ("DynamoDBReadPolicy", {"TableName": {"Ref": "LedgerTable"}}) in search
     assert (
         "SQSSendMessagePolicy",
@@ -296,11 +298,10 @@ def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -
         "AWSSecretsManagerGetSecretValuePolicy",
         "KMSDecryptPolicy",
     }
-    assert {name for name, _ in ingest} <= allowed
+    assert {name for name, _ in ingest} <= {"AWSSecretsManagerGetSecretValuePolicy", "KMSDecryptPolicy"}
     assert {name for name, _ in search} == {"DynamoDBReadPolicy", "AWSSecretsManagerGetSecretValuePolicy"}
     assert {name for name, _ in reconcile} <= allowed | {"SQSSendMessagePolicy"}
-    # Only reconcile writes a statement of its own (to invoke itself; checked below).
-    assert inline_statements(fns["IngestFunction"]) == []
+    # Ingest's statements and reconcile's self-invoke statement are checked below; search has none.
     assert inline_statements(fns["SearchFunction"]) == []
     (statement,) = inline_statements(fns["ReconcileFunction"])
     assert statement["Effect"] == "Allow"
@@ -352,6 +353,222 @@ def test_reconcile_may_invoke_itself_and_nothing_else() -> None:
     assert len(name) <= 64  # Lambda's limit, for a stack name like the samconfig ones
 
 
+# --- hardening (issue 13, item 20) ---------------------------------------------------------------------
+def ingest_statements() -> dict[str, dict[str, Any]]:
+    statements = inline_statements(load_template()["Resources"]["IngestFunction"])
+    return {statement["Sid"]: statement for statement in statements}
+
+
+def granted_ingest_actions() -> dict[str, set[str]]:
+    """IAM action → the resources (as template expressions) the ingest function's statements grant it on."""
+    granted: dict[str, set[str]] = {}
+    for statement in ingest_statements().values():
+        assert statement["Effect"] == "Allow"
+        assert "Condition" not in statement
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        for action in actions:
+            granted.setdefault(action, set()).add(json.dumps(statement["Resource"], sort_keys=True))
+    return granted
+
+
+OBJECTS = json.dumps({"Fn::Sub": "${DocumentsBucket.Arn}/*"}, sort_keys=True)
+BUCKET = json.dumps({"Fn::GetAtt": ["DocumentsBucket", "Arn"]}, sort_keys=True)
+TABLE = json.dumps({"Fn::GetAtt": ["LedgerTable", "Arn"]}, sort_keys=True)
+
+
+class AwsCallRecorder:
+    """The IAM actions a boto3 client's calls need, from botocore's own events: the operation, its
+    parameters (a ``VersionId`` needs ``s3:GetObjectVersion``) and the answer (a 404 to HEAD is what
+    ``s3:ListBucket`` buys: without it S3 says 403)."""
+
+    def __init__(self) -> None:
+        self.actions: dict[str, set[str]] = {}
+        self.active = False  # only the handler's calls count, not the test's own uploads
+
+    @contextmanager
+    def recording(self) -> Iterator[None]:
+        self.active = True
+        try:
+            yield
+        finally:
+            self.active = False
+
+    def attach(self, client: Any) -> None:
+        service = client.meta.service_model.endpoint_prefix
+        client.meta.events.register("provide-client-params", self._params(service))
+        client.meta.events.register("after-call", self._answer(service))
+
+    def _need(self, action: str, resource: str) -> None:
+        self.actions.setdefault(action, set()).add(resource)
+
+    def _params(self, service: str) -> Callable[..., None]:
+        def record(params: dict[str, Any], model: Any, **_: Any) -> None:
+            if not self.active:
+                return
+            if service == "s3":
+                assert model.name in ("HeadObject", "GetObject"), f"ingest called s3 {model.name}"
+                self._need("s3:GetObjectVersion" if params.get("VersionId") else "s3:GetObject", OBJECTS)
+            else:
+                self._need(f"{service}:{model.name}", TABLE)
+
+        return record
+
+    def _answer(self, service: str) -> Callable[..., None]:
+        def record(parsed: dict[str, Any], model: Any, **_: Any) -> None:
+            status = parsed.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if self.active and service == "s3" and model.name == "HeadObject" and status == 404:
+                self._need("s3:ListBucket", BUCKET)
+
+        return record
+
+
+def test_ingest_is_granted_exactly_the_calls_it_makes(
+    tmp_path: Path, s3_bucket: str, ledger_table: str, aws_client: Callable[[str], Any], fake_voyage: Any
+) -> None:
+    """Given the ingest handler on S3 (versioned) and DynamoDB over moto, when it runs every path (create
+    with a sidecar, unchanged re-upload, edit, sidecar change, a corrupt file, deletes), then the IAM
+    actions its calls need are exactly the ones its statements grant, on exactly those resources: no
+    Scan, Query, PutItem or batch write on the ledger, no listing beyond the 404 of a missing key."""
+    from tests.support.stack import EmbeddedStack
+    from winnow.adapters.ledger_dynamodb import DynamoDbLedger
+    from winnow.adapters.objects_s3 import S3ObjectSource
+
+    aws_client("s3").put_bucket_versioning(Bucket=s3_bucket, VersioningConfiguration={"Status": "Enabled"})
+    objects, ledger = S3ObjectSource(s3_bucket), DynamoDbLedger(ledger_table)
+    recorder = AwsCallRecorder()
+    recorder.attach(objects.client)
+    recorder.attach(ledger.client)
+    stack = EmbeddedStack(tmp_path, fake_voyage, objects=objects, ledger=ledger)
+    stack.bucket = s3_bucket
+    invoke = stack.invoke_ingest
+
+    def invoke_recorded(event: dict[str, Any]) -> dict[str, Any]:
+        with recorder.recording():
+            return invoke(event)
+
+    stack.invoke_ingest = invoke_recorded  # type: ignore[method-assign]
+    try:
+        text = b"# Leave\n\nEvery employee receives twenty-eight days of paid holiday per year.\n"
+        sidecar = b'{"metadataAttributes": {"department": "people"}}'
+        stack.put_object("acme/leave.md.metadata.json", sidecar)
+        assert stack.upload("acme/leave.md", text, {"year": "2025"})["status"] == "indexed"
+        assert stack.upload("acme/leave.md", text, {"year": "2025"})["status"] == "unchanged"
+        assert stack.upload("acme/leave.md", text + b"\nAnd five more.\n")["status"] == "indexed"
+        assert stack.upload("acme/other.md", text)["status"] == "indexed"  # no sidecar: a HEAD 404
+        assert stack.upload("acme/broken.pdf", b"%PDF-1.7 not really")["status"] == "failed"
+        assert stack.remove("acme/leave.md.metadata.json")["status"] in ("deleted", "skipped")
+        assert stack.remove("acme/leave.md")["status"] == "deleted"
+    finally:
+        stack.close()
+
+    needed = recorder.actions
+    assert {"s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket", "dynamodb:GetItem"} <= set(needed)
+    assert needed == granted_ingest_actions()
+
+
+def test_ingest_statements_name_only_this_stacks_bucket_objects_and_ledger_table() -> None:
+    """Given the ingest function's statements, then each names one resource of this stack, with no
+    wildcard action and no SAM template that grants more (S3ReadPolicy lists and reads lifecycle rules,
+    DynamoDBCrudPolicy scans, queries and batch-writes)."""
+    statements = ingest_statements()
+    assert set(statements) == {"ReadDocuments", "MissingKeysAnswer404", "LedgerRecordsAndLeases"}
+    for statement in statements.values():
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert not [a for a in actions if "*" in a]
+    assert granted_ingest_actions() == {
+        "s3:GetObject": {OBJECTS},
+        "s3:GetObjectVersion": {OBJECTS},
+        "s3:ListBucket": {BUCKET},
+        "dynamodb:GetItem": {TABLE},
+        "dynamodb:UpdateItem": {TABLE},
+        "dynamodb:DeleteItem": {TABLE},
+    }
+
+
+def test_every_queue_refuses_requests_without_tls() -> None:
+    """Given every SQS queue of the stack (the ingest queue, its dead-letter queue, reconcile's failure
+    queue), then a queue policy denies any request made without TLS, and the queue is encrypted."""
+    t = load_template()
+    queues = {name for name, r in t["Resources"].items() if r["Type"] == "AWS::SQS::Queue"}
+    assert {"IngestQueue", "IngestDeadLetterQueue", "ReconcileFailureQueue"} <= queues
+    denied: set[str] = set()
+    for resource in t["Resources"].values():
+        if resource["Type"] != "AWS::SQS::QueuePolicy":
+            continue
+        props = resource["Properties"]
+        ((queue,),) = [[q["Ref"] for q in props["Queues"]]]
+        for statement in props["PolicyDocument"]["Statement"]:
+            if (
+                statement["Effect"] == "Deny"
+                and statement["Principal"] == "*"
+                and statement["Action"] == "sqs:*"
+                and statement["Resource"] == {"Fn::GetAtt": [queue, "Arn"]}
+                and statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+            ):
+                denied.add(queue)
+    assert denied == queues
+    for queue in queues:
+        assert t["Resources"][queue]["Properties"]["SqsManagedSseEnabled"] is True, queue
+
+
+def test_a_reconcile_invocation_that_fails_every_retry_lands_in_a_watched_queue() -> None:
+    """Given reconcile's async invocations (the schedule, its own continuations), when one fails every
+    retry, then Lambda sends the request and the error to a queue kept 14 days, an alarm watches that
+    queue, and an output names it; nothing of a run is silently dropped."""
+    t = load_template()
+    config = t["Resources"]["ReconcileFunction"]["Properties"]["EventInvokeConfig"]
+    on_failure = config["DestinationConfig"]["OnFailure"]
+    assert on_failure == {"Type": "SQS", "Destination": {"Fn::GetAtt": ["ReconcileFailureQueue", "Arn"]}}
+    assert t["Resources"]["ReconcileFailureQueue"]["Properties"]["MessageRetentionPeriod"] == 1209600
+    watched = [
+        r["Properties"]
+        for r in t["Resources"].values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+        and r["Properties"]["Dimensions"]
+        == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["ReconcileFailureQueue", "QueueName"]}}]
+    ]
+    assert [a["MetricName"] for a in watched] == ["ApproximateNumberOfMessagesVisible"]
+    assert t["Outputs"]["ReconcileFailureQueueUrl"]["Value"] == {"Ref": "ReconcileFailureQueue"}
+
+
+def test_cors_allows_no_browser_origin_by_default_and_never_a_wildcard() -> None:
+    """Given the stack's defaults, then the API names no allowed origin (browsers are refused); given a
+    list of origins, then exactly those are allowed; a wildcard, a path or a space is refused at deploy
+    time by the parameter's pattern, and neither samconfig environment uses one."""
+    t = load_template()
+    param = t["Parameters"]["CorsAllowedOrigins"]
+    origins = t["Resources"]["SearchApi"]["Properties"]["CorsConfiguration"]["AllowOrigins"]
+    assert param["Default"] == ""
+    assert evaluate(t, origins) is NO_VALUE
+    two = "https://app.example.com,http://localhost:3000"
+    assert evaluate(t, origins, {"CorsAllowedOrigins": two}) == [
+        "https://app.example.com",
+        "http://localhost:3000",
+    ]
+
+    pattern = re.compile(param["AllowedPattern"])
+    accepted = ["", "https://app.example.com", two, "http://127.0.0.1:5173"]
+    refused = [
+        "*",
+        "https://*.example.com",
+        "https://app.example.com,*",
+        "https://app.example.com, http://localhost:3000",
+        "https://app.example.com/path",
+        "app.example.com",
+        "null",
+    ]
+    assert all(pattern.fullmatch(value) for value in accepted)  # CloudFormation matches the whole value
+    assert not [value for value in refused if pattern.fullmatch(value)]
+
+    samconfig = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    for environment in ("default", "prod"):
+        overrides = dict(
+            item.split("=", 1)
+            for item in samconfig[environment]["deploy"]["parameters"]["parameter_overrides"]
+        )
+        assert pattern.fullmatch(overrides["CorsAllowedOrigins"]), environment
+
+
 def test_search_api_uses_a_jwt_authorizer_cors_and_routes_the_app_serves() -> None:
     """Given the HTTP API, then every route but the public ones needs a JWT, CORS comes from a parameter,
     and the routes are exactly those the search app's resolver serves."""
@@ -362,7 +579,13 @@ def test_search_api_uses_a_jwt_authorizer_cors_and_routes_the_app_serves() -> No
     assert api["Auth"]["DefaultAuthorizer"] == "WinnowJwt"
     jwt = api["Auth"]["Authorizers"]["WinnowJwt"]["JwtConfiguration"]
     assert jwt == {"issuer": {"Ref": "JwtIssuer"}, "audience": {"Ref": "JwtAudience"}}
-    assert api["CorsConfiguration"]["AllowOrigins"] == {"Fn::Split": [",", {"Ref": "CorsAllowedOrigins"}]}
+    assert api["CorsConfiguration"]["AllowOrigins"] == {
+        "Fn::If": [
+            "HasCorsOrigins",
+            {"Fn::Split": [",", {"Ref": "CorsAllowedOrigins"}]},
+            {"Ref": "AWS::NoValue"},
+        ]
+    }
     assert "authorization" in api["CorsConfiguration"]["AllowHeaders"]
 
     search = t["Resources"]["SearchFunction"]["Properties"]
@@ -439,6 +662,9 @@ def evaluate(template: dict[str, Any], value: Any, overrides: dict[str, str] | N
             return any(resolve(x) for x in arg)
         if fn == "Condition":
             return condition(arg)
+        if fn == "Fn::Split":
+            separator, text = arg
+            return str(resolve(text)).split(separator)
         return v
 
     return resolve(value)
@@ -527,8 +753,9 @@ def test_runtime_layer_logs_and_alarms() -> None:
     )
     reconcile_service = function_env(t, "ReconcileFunction")["POWERTOOLS_SERVICE_NAME"]
     assert reconcile_failed["Dimensions"] == [{"Name": "service", "Value": reconcile_service}]
-    dlq = json.dumps({"Fn::GetAtt": ["IngestDeadLetterQueue", "QueueName"]}, sort_keys=True)
-    assert ("ApproximateNumberOfMessagesVisible", dlq) in watched
+    for queue in ("IngestDeadLetterQueue", "ReconcileFailureQueue"):
+        dlq = json.dumps({"Fn::GetAtt": [queue, "QueueName"]}, sort_keys=True)
+        assert ("ApproximateNumberOfMessagesVisible", dlq) in watched, queue
 
 
 def test_outputs_name_everything_a_team_needs_after_deploy() -> None:
@@ -538,6 +765,7 @@ def test_outputs_name_everything_a_team_needs_after_deploy() -> None:
         "BucketName",
         "QueueUrl",
         "DlqUrl",
+        "ReconcileFailureQueueUrl",
         "LedgerTableName",
         "SharedLayerArn",
         "IngestFunctionName",
@@ -958,6 +1186,7 @@ def test_sqs_batch_holds_s3_notifications_with_an_encoded_key_and_a_test_event()
         ("api-documents-list.json", "GET /documents"),
         ("api-document-status.json", "GET /documents/{key+}"),
         ("api-health.json", "GET /health"),
+        ("api-openapi.json", "GET /openapi.json"),
     ],
 )
 def test_api_events_parse_and_match_a_template_route(name: str, route_key: str) -> None:
@@ -973,7 +1202,7 @@ def test_api_events_parse_and_match_a_template_route(name: str, route_key: str) 
         for e in load_template()["Resources"]["SearchFunction"]["Properties"]["Events"].values()
     }
     assert route_key in template_routes
-    if name == "api-health.json":
+    if name in ("api-health.json", "api-openapi.json"):
         assert "authorizer" not in event.raw_event["requestContext"]  # a public route
     else:
         claim = load_template()["Parameters"]["TenantClaim"]["Default"]

@@ -557,6 +557,11 @@ def build_parser() -> argparse.ArgumentParser:
         )
         reconcile.add_argument("--json", action="store_true", help="the statistics as one JSON object")
         reconcile.set_defaults(func=cmd_reconcile)
+
+    # Local-only tools (invoke, mcp) live in winnow_local, outside the shipped package.
+    from winnow_local.commands import register
+
+    register(commands)
     return parser
 
 

@@ -1,0 +1,277 @@
+"""``winnow mcp``: driven by the MCP Python SDK's own client over stdio, as an agent's host runs it.
+
+Locally: documents are ingested with ``winnow ingest`` into a temporary ``WINNOW_HOME``, then the client
+spawns ``winnow mcp --tenant acme``, initializes, lists the tools and calls them. Against a deployed API:
+a loopback stand-in for API Gateway's JWT authorizer (bearer token → tenant claim, 401 otherwise) turns
+each request into a payload v2 event for the real search handler (``EmbeddedStack``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import anyio
+import pytest
+
+from tests.support.stack import EmbeddedStack
+from winnow_local.invoke import ROOT
+
+SETTINGS_PREFIXES = ("WINNOW_", "QDRANT_", "VOYAGE_", "POWERTOOLS_", "AWS_")
+HANDBOOK = """# Employee handbook
+
+## Holidays
+
+Every employee receives twenty-eight days of paid holiday per year, booked with their manager. Unused
+holiday days may be carried over into the first quarter of the following year, up to a maximum of five
+days, with the approval of the manager. Public holidays are granted on top of the annual allowance, and
+part-time employees receive a share of the allowance that matches their contracted hours. Holiday
+requests of more than two weeks in a row are made at least a month ahead so that cover can be arranged.
+
+## Expenses
+
+Travel expenses are reimbursed within fourteen days when submitted with receipts through the finance
+portal. Meals during business travel are covered up to a daily allowance set by the finance team, and
+hotel bookings go through the travel desk, which negotiates the corporate rates. Mileage for private cars
+used on company business is paid at the rate published each January, and taxis are reimbursed when no
+public transport runs at that hour or when carrying equipment for a customer visit.
+"""
+SECURITY = "# Security policy\n\nLaptops use full-disk encryption and lock the screen after five minutes.\n"
+GLOBEX = "# Globex secrets\n\nGlobex employees receive ninety days of paid holiday per year.\n"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
+    env.update(extra)
+    return env
+
+
+def winnow(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "winnow", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+Session = Any  # mcp.ClientSession
+
+
+def with_mcp_client(args: list[str], env: dict[str, str], body: Callable[[Session], Awaitable[None]]) -> None:
+    """Spawn ``winnow mcp ARGS`` and run ``body`` with an initialized SDK client session on it."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "winnow", "mcp", *args], env=env, cwd=str(ROOT)
+    )
+
+    async def run() -> None:
+        with open(os.devnull, "w") as errlog:  # the server's logs; the protocol is on stdout
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                init = await session.initialize()
+                assert init.server_info.name == "winnow"
+                await body(session)
+
+    anyio.run(run)
+
+
+def text_of(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A WINNOW_HOME with two acme documents and one of another tenant, ingested by the CLI."""
+    home = tmp_path_factory.mktemp("mcp-home")
+    docs = home.parent / "mcp-docs"
+    (docs / "acme").mkdir(parents=True)
+    (docs / "globex").mkdir()
+    (docs / "acme" / "handbook.md").write_text(HANDBOOK)
+    (docs / "acme" / "security.md").write_text(SECURITY)
+    (docs / "globex" / "secrets.md").write_text(GLOBEX)
+    env = clean_env(WINNOW_HOME=str(home))
+    for tenant in ("acme", "globex"):
+        proc = winnow(["ingest", str(docs / tenant), "--tenant", tenant], env)
+        assert proc.returncode == 0, proc.stderr
+    return home
+
+
+def test_an_agent_lists_the_tools_and_searches_local_documents_with_citations(home: Path) -> None:
+    async def body(session: Session) -> None:
+        # When the client lists the tools
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        # Then search, list_documents and get_document are there, search taking query, top_k, filters, mode
+        assert set(tools) == {"search", "list_documents", "get_document"}
+        schema = tools["search"].input_schema
+        assert set(schema["properties"]) == {"query", "top_k", "filters", "mode"}
+        assert schema["required"] == ["query"]
+        assert schema["properties"]["mode"]["enum"] == ["hybrid", "dense", "sparse"]
+        assert tools["get_document"].input_schema["required"] == ["key"]
+
+        # When it searches the ingested documents
+        result = await session.call_tool("search", {"query": "how many days of paid holiday", "top_k": 3})
+        # Then the best passage is the handbook's holiday section, with a citation to find it again
+        assert not result.is_error, text_of(result)
+        found = result.structured_content
+        assert found["relevant"] is True
+        top = found["passages"][0]
+        assert top["key"] == "acme/handbook.md" and "twenty-eight days" in top["text"]
+        assert top["citation"] == 'Employee handbook (acme/handbook.md), section "Holidays"'
+        assert "twenty-eight days" in text_of(
+            result
+        )  # the same answer as text, for clients without structure
+        # and another tenant's document never comes back, whatever the query
+        leak = await session.call_tool("search", {"query": "Globex ninety days of paid holiday", "top_k": 10})
+        assert "globex" not in json.dumps(leak.structured_content).lower()
+
+        # When it filters on a value no document has, then nothing relevant is said plainly
+        none = await session.call_tool(
+            "search", {"query": "paid holiday", "filters": {"department": "nowhere"}, "mode": "dense"}
+        )
+        assert not none.is_error and none.structured_content["relevant"] is False
+        assert none.structured_content["passages"] == []
+
+        # When it lists the documents and asks for one, then only acme's are there, indexed
+        listed = await session.call_tool("list_documents", {})
+        keys = sorted(d["key"] for d in listed.structured_content["documents"])
+        assert keys == ["acme/handbook.md", "acme/security.md"]
+        one = await session.call_tool("get_document", {"key": "handbook.md"})
+        assert one.structured_content["key"] == "acme/handbook.md"
+        assert one.structured_content["status"] == "indexed"
+
+        # When a call is invalid or names an unknown document, then the API's message is the tool error
+        bad = await session.call_tool("search", {"query": "holiday", "top_k": 0})
+        assert bad.is_error and "HTTP 422" in text_of(bad) and "top_k" in text_of(bad)
+        missing = await session.call_tool("get_document", {"key": "globex/secrets.md"})
+        assert missing.is_error and "HTTP 404" in text_of(missing)
+        assert "Traceback" not in text_of(bad) + text_of(missing)
+
+    with_mcp_client(["--tenant", "acme"], clean_env(WINNOW_HOME=str(home)), body)
+
+
+class FakeApiGateway:
+    """What API Gateway does in front of the search function: a JWT authorizer (here a token → tenant
+    table) and a payload v2 event per request; the function is the real handler of ``stack``."""
+
+    def __init__(self, stack: EmbeddedStack, tokens: dict[str, str]) -> None:
+        self.seen: list[tuple[str, str, str | None]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                auth = self.headers.get("authorization")
+                owner.seen.append((self.command, self.path, auth))
+                tenant = tokens.get((auth or "").removeprefix("Bearer "))
+                if tenant is None:
+                    status, payload = 401, {"message": "Unauthorized"}
+                else:
+                    url = urlsplit(self.path)
+                    status, _, payload = stack.api(
+                        self.command,
+                        url.path,
+                        json.loads(raw) if raw else None,
+                        tenant=tenant,
+                        query=dict(parse_qsl(url.query)),
+                    )
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def gateway(stack: EmbeddedStack) -> Iterator[FakeApiGateway]:
+    stack.upload("acme/handbook.md", HANDBOOK.encode())
+    stack.upload("globex/secrets.md", GLOBEX.encode())
+    api = FakeApiGateway(stack, {"token-of-an-acme-user": "acme"})
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+def test_against_a_deployed_api_the_bearer_token_comes_from_the_environment(gateway: FakeApiGateway) -> None:
+    async def body(session: Session) -> None:
+        result = await session.call_tool("search", {"query": "how many days of paid holiday"})
+        assert not result.is_error, text_of(result)
+        assert result.structured_content["passages"][0]["key"] == "acme/handbook.md"
+        listed = await session.call_tool("list_documents", {"limit": 10})
+        assert [d["key"] for d in listed.structured_content["documents"]] == ["acme/handbook.md"]
+
+    env = clean_env(WINNOW_API_TOKEN="token-of-an-acme-user")
+    with_mcp_client(["--api-url", gateway.url], env, body)
+    # Every request carried the token from the environment; the token never appears in the command line
+    assert gateway.seen and {auth for _, _, auth in gateway.seen} == {"Bearer token-of-an-acme-user"}
+    assert ("GET", "/documents?limit=10", "Bearer token-of-an-acme-user") in gateway.seen
+
+
+def test_a_rejected_token_is_a_tool_error_that_says_so(gateway: FakeApiGateway) -> None:
+    async def body(session: Session) -> None:
+        result = await session.call_tool("search", {"query": "holiday"})
+        assert result.is_error
+        assert "HTTP 401: Unauthorized (the token is missing, expired or not for this API)" in text_of(result)
+
+    env = clean_env(MY_TOKEN="expired-token")
+    with_mcp_client(["--api-url", gateway.url, "--token-env", "MY_TOKEN"], env, body)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--api-url", "https://api.example.com"],
+            "set WINNOW_API_TOKEN to a bearer token for https://api.example.com",
+        ),
+        (["--api-url", "http://api.example.com"], "use https://"),
+    ],
+)
+def test_remote_mode_refuses_to_start_without_a_token_or_over_plain_http(
+    args: list[str], message: str
+) -> None:
+    proc = winnow(["mcp", *args], clean_env())
+    assert proc.returncode == 1
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("winnow: ") and message in line, line
+
+
+def test_the_mcp_sdk_is_a_local_extra_never_in_the_lambda_layer() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {r.split(">")[0].split("=")[0].split("<")[0].strip().lower() for r in project["dependencies"]}
+    assert "mcp" not in names
+    assert any(r.startswith("mcp") for r in project["optional-dependencies"]["local"])
+    layer = (ROOT / "layers" / "shared" / "requirements.txt").read_text().lower()
+    assert not [line for line in layer.splitlines() if line.strip().startswith("mcp")]

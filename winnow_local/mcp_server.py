@@ -1,0 +1,254 @@
+"""``winnow mcp``: Winnow as an MCP server over stdio, built on the official MCP Python SDK, so an agent can
+search a document collection and cite what it found.
+
+Tools: ``search`` (query, top_k, filters, mode → passages with citations), ``list_documents`` and
+``get_document``. Every call is a request to the search API: by default through the local handlers on the
+embedded default (``WINNOW_HOME``, one tenant), or over HTTPS to a deployed API (``--api-url``) with a
+bearer token read from an environment variable, never from the command line. The API's own validation and
+tenant rules apply unchanged; its error messages come back to the agent as tool errors."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+from urllib.parse import quote
+
+DEFAULT_TOKEN_ENV = "WINNOW_API_TOKEN"  # noqa: S105 (the name of a variable, not a token)
+INSTRUCTIONS = (
+    "Search the user's documents with `search`; answer from the passages it returns and cite each one by "
+    "its `citation`. When `relevant` is false, say that nothing relevant was found instead of guessing. "
+    "`list_documents` shows what is indexed and its status; `get_document` one document's status."
+)
+
+
+class Backend(Protocol):
+    """Where the API requests go: ``(status, JSON body)`` for one request."""
+
+    def request(
+        self, method: str, path: str, *, body: Any = None, query: Mapping[str, Any] | None = None
+    ) -> tuple[int, Any]: ...
+
+
+class LocalBackend:
+    """The search handler in this process, as ``winnow search`` calls it, for one tenant."""
+
+    def __init__(self, tenant: str) -> None:
+        from winnow.local.runtime import LocalRuntime
+
+        self.tenant = tenant
+        self._runtime = LocalRuntime()
+
+    def request(
+        self, method: str, path: str, *, body: Any = None, query: Mapping[str, Any] | None = None
+    ) -> tuple[int, Any]:
+        response = self._runtime.call_api(method, path, body=body, query=query, tenant=self.tenant)
+        try:
+            return response.status, response.json()
+        except ValueError:
+            return response.status, response.body.decode("utf-8", "replace")
+
+
+class HttpBackend:
+    """A deployed API (API Gateway, JWT authorizer): the bearer token names the tenant. For a local
+    ``winnow serve`` (no authorizer) the tenant header stands in for the token."""
+
+    def __init__(self, api_url: str, token: str | None, tenant_header: str | None = None) -> None:
+        import httpx
+
+        headers = {"accept": "application/json", "user-agent": "winnow-mcp"}
+        if token:
+            headers["authorization"] = f"Bearer {token}"
+        if tenant_header:
+            headers["x-winnow-tenant"] = tenant_header
+        self.api_url = api_url.rstrip("/")
+        self._client = httpx.Client(base_url=self.api_url, headers=headers, timeout=35.0)
+
+    def request(
+        self, method: str, path: str, *, body: Any = None, query: Mapping[str, Any] | None = None
+    ) -> tuple[int, Any]:
+        import httpx
+
+        try:
+            response = self._client.request(method, path, json=body, params=dict(query or {}))
+        except httpx.HTTPError as exc:
+            raise ApiUnavailable(f"cannot reach {self.api_url}: {type(exc).__name__}") from exc
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return response.status_code, response.text
+
+
+class ApiUnavailable(Exception):
+    pass
+
+
+def error_message(status: int, payload: Any) -> str:
+    """The API's ``error.message`` (it says what to send), with the status; never a stack trace."""
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        message = str(payload["error"].get("message") or payload["error"].get("code") or "")
+    elif isinstance(payload, dict) and payload.get("message"):  # API Gateway's own 401/403/429 bodies
+        message = str(payload["message"])
+    else:
+        message = ""
+    hint = {401: " (the token is missing, expired or not for this API)", 429: " (rate limited: retry later)"}
+    return f"HTTP {status}: {message or 'request failed'}{hint.get(status, '')}"
+
+
+def citation(result: Mapping[str, Any]) -> str:
+    """``Title (key), page 3, section "Holidays"``: enough to find the passage again."""
+    key = str(result.get("key") or "")
+    title = result.get("title")
+    parts = [f"{title} ({key})" if title and title != key else key]
+    if result.get("page") is not None:
+        parts.append(f"page {result['page']}")
+    if result.get("section"):
+        parts.append(f'section "{result["section"]}"')
+    return ", ".join(parts)
+
+
+@dataclass
+class WinnowTools:
+    """The three tools, over any backend (so they are the same locally and against AWS)."""
+
+    backend: Backend
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        try:
+            status, payload = self.backend.request(method, path, **kwargs)
+        except ApiUnavailable as exc:
+            raise ToolError(str(exc)) from exc
+        if status >= 400:
+            raise ToolError(error_message(status, payload))
+        return payload
+
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        filters: dict[str, Any] | None = None,
+        mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"query": query, "top_k": top_k, "mode": mode}
+        if filters:
+            body["filters"] = filters
+        payload = self._call("POST", "/search", body=body)
+        passages = [
+            {
+                "rank": r.get("rank"),
+                "score": r.get("score"),
+                "text": r.get("text"),
+                "citation": citation(r),
+                "key": r.get("key"),
+                "title": r.get("title"),
+                "page": r.get("page"),
+                "section": r.get("section"),
+                "metadata": r.get("metadata") or {},
+            }
+            for r in payload.get("results") or []
+        ]
+        return {
+            "relevant": bool(payload.get("relevant")),
+            "message": payload.get("message"),
+            "passages": passages,
+        }
+
+    def list_documents(self, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        query: dict[str, Any] = {"limit": limit}
+        if cursor:
+            query["cursor"] = cursor
+        payload = self._call("GET", "/documents", query=query)
+        return {"documents": payload.get("documents") or [], "next_cursor": payload.get("next_cursor")}
+
+    def get_document(self, key: str) -> dict[str, Any]:
+        payload: dict[str, Any] = self._call("GET", "/documents/" + quote(key, safe=""))
+        return payload
+
+
+def build_server(tools: WinnowTools) -> Any:
+    """The MCP server with the three tools, their descriptions written for an agent."""
+    from mcp.server.mcpserver import MCPServer
+
+    import winnow
+
+    server = MCPServer(name="winnow", version=winnow.__version__, instructions=INSTRUCTIONS)
+
+    @server.tool()
+    def search(
+        query: str,
+        top_k: int = 5,
+        filters: dict[str, Any] | None = None,
+        mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
+    ) -> dict[str, Any]:
+        """Search the documents; the few passages that clear the relevance threshold, best first, each with
+        its text, score and citation (document, page, section). `top_k` 1-50; `filters` maps a metadata
+        field to a value, a list of values (any of) or {"gte": n, "lte": n}; `mode` hybrid (default),
+        dense or sparse. `relevant: false` means nothing relevant was found."""
+        return tools.search(query, top_k, filters, mode)
+
+    @server.tool()
+    def list_documents(limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        """The indexed documents and their ingest status (indexed, failed with a reason, deleted), a page at
+        a time: pass `next_cursor` back as `cursor` for the next page (limit 1-100)."""
+        return tools.list_documents(limit, cursor)
+
+    @server.tool()
+    def get_document(key: str) -> dict[str, Any]:
+        """One document's status by its key (as `list_documents` or a search citation shows it, with or
+        without the tenant prefix): status, chunks, title, error, metadata."""
+        return tools.get_document(key)
+
+    return server
+
+
+# --- the command ---------------------------------------------------------------------------------------
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "mcp",
+        help="serve search to AI agents over MCP (stdio)",
+        description="An MCP server on stdin/stdout with the tools search, list_documents and get_document. "
+        "By default it searches the embedded default in WINNOW_HOME as one tenant; with --api-url it calls a "
+        f"deployed API with the bearer token in ${DEFAULT_TOKEN_ENV} (or --token-env).",
+    )
+    parser.add_argument(
+        "--tenant",
+        default=None,
+        help="local tenant (default 'default'); with --api-url, "
+        "sent as x-winnow-tenant for a local `winnow serve` instead of a token",
+    )
+    parser.add_argument(
+        "--api-url", default=None, metavar="URL", help="a deployed API, e.g. the stack's ApiUrl"
+    )
+    parser.add_argument(
+        "--token-env",
+        default=DEFAULT_TOKEN_ENV,
+        metavar="NAME",
+        help=f"environment variable holding the bearer token (default {DEFAULT_TOKEN_ENV})",
+    )
+    parser.set_defaults(func=cmd_mcp)
+
+
+def backend_for(args: Any, environ: Mapping[str, str] | None = None) -> Backend:
+    from winnow.cli import CliError
+
+    env = os.environ if environ is None else environ
+    if args.api_url is None:
+        return LocalBackend(args.tenant or "default")
+    if not args.api_url.startswith(("https://", "http://127.", "http://localhost")):
+        raise CliError(f"--api-url {args.api_url!r}: use https:// (plain http only to this machine)")
+    token = env.get(args.token_env) or None
+    if token is None and args.tenant is None:
+        raise CliError(
+            f"set {args.token_env} to a bearer token for {args.api_url} (or name another variable with "
+            "--token-env); for a local `winnow serve`, pass --tenant instead"
+        )
+    return HttpBackend(args.api_url, token, args.tenant)
+
+
+def cmd_mcp(args: Any) -> int:
+    server = build_server(WinnowTools(backend_for(args)))
+    server.run("stdio")
+    return 0
