@@ -24,7 +24,7 @@ from winnow.testing.fake_voyage import count_tokens, terms
 
 FaultKind = Literal["status", "delay", "disconnect", "malformed_json"]
 
-_PASSAGES = re.compile(r"<passages>(.*)</passages>", re.DOTALL)
+_PASSAGES = re.compile(r"<passages>(.*?)</passages>", re.DOTALL)  # the first closing tag ends the data
 _PASSAGE = re.compile(r'<passage number="(\d+)"[^>]*>\n?(.*?)\n?</passage>', re.DOTALL)
 _QUESTION = re.compile(r"<question>\n?(.*?)\n?</question>", re.DOTALL)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
