@@ -177,7 +177,8 @@ def search(request: SearchRequest) -> SearchResponse:
 @tracer.capture_method
 def answer(request: AnswerRequest) -> AnswerResponse:
     container = get_container()
-    answers = AnswerService(service(), lambda: container.generator, container.settings.answer)
+    generator = container.generator  # FeatureDisabled (501) before anything is built or called
+    answers = AnswerService(service(), generator, container.settings.answer)
     # Never start a model call that the function's timeout would cut off: stop 1.5 s before it.
     remaining_ms = app.lambda_context.get_remaining_time_in_millis()
     result = answers.answer(

@@ -10,7 +10,14 @@ from unittest import mock
 
 import pytest
 
-from tests.integration.test_template import PSEUDO, evaluate, function_env, load_template, substitute
+from tests.integration.test_template import (  # noqa: F401  (clean_settings_env is a fixture)
+    PSEUDO,
+    clean_settings_env,
+    evaluate,
+    function_env,
+    load_template,
+    substitute,
+)
 from winnow.settings import AnswerSettings
 
 
@@ -81,3 +88,34 @@ def test_search_environment_selects_the_generator_the_parameter_names(generator:
     assert settings.timeout_seconds + 1.5 < shortest
     for name in ("IngestFunction", "ReconcileFunction"):
         assert not any(k.startswith("WINNOW_ANSWER_") for k in function_env(t, name)), name
+
+
+@pytest.mark.usefixtures("clean_settings_env")
+def test_answer_event_parses_matches_its_route_and_its_body_is_a_valid_answer_request() -> None:
+    """The sample event is a JWT-authorized ``POST /answer`` whose body follows the contract; through the
+    real handler with answers switched off it gets the 501 that says how to switch them on, before any
+    embedder or store is built."""
+    from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+
+    from functions.search import app as search_app
+    from tests.integration.test_template import load_event
+    from winnow.answer.schemas import AnswerRequest
+    from winnow.factory import Container, Settings, set_container
+    from winnow.local.context import LocalLambdaContext
+
+    raw = load_event("api-answer.json")
+    event = APIGatewayProxyEventV2(raw)
+    assert event.route_key == "POST /answer" and event.request_context.http.method == "POST"
+    assert event.request_context.authorizer.jwt_claim["tenant"] == "acme"
+    request = AnswerRequest.model_validate_json(raw["body"])
+    assert request.query and request.max_answer_tokens == 300
+
+    container = Container(Settings(answer=AnswerSettings(generator="none")))
+    set_container(container)
+    try:
+        response = search_app.handler(raw, LocalLambdaContext())
+    finally:
+        set_container(None)
+    assert response["statusCode"] == 501
+    assert "AnswerGenerator=bedrock" in response["body"]
+    assert "embedder" not in container.__dict__ and "store" not in container.__dict__

@@ -1,13 +1,12 @@
 """``POST /answer``: run the search pipeline, and when something clears the relevance threshold, have the
 generator answer from exactly those passages; then keep only the citations that name one of them.
 
-Nothing relevant → an honest null answer and no model call. No generator configured → ``FeatureDisabled``
-(501) before any provider is called."""
+Nothing relevant → an honest null answer and no model call. (No generator configured: the handler answers
+501 before a service is built.)"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from winnow.answer.citations import check_citations
 from winnow.answer.prompt import NO_ANSWER, build_prompt
@@ -24,16 +23,15 @@ class AnswerService:
     def __init__(
         self,
         search: SearchService,
-        generator: Callable[[], Generator],
+        generator: Generator,
         settings: AnswerSettings,
     ) -> None:
         self.search = search
-        self._generator = generator  # built on first use: raises FeatureDisabled when none is configured
+        self.generator = generator
         self.settings = settings
 
     def answer(self, tenant: str, request: AnswerRequest, deadline: float | None = None) -> AnswerResponse:
         started = time.perf_counter()
-        generator = self._generator()
         found = self.search.search(tenant, request)
         timings = found.timings_ms
         if not found.results:
@@ -66,7 +64,7 @@ class AnswerService:
             temperature=self.settings.temperature,
         )
         t0 = time.perf_counter()
-        generation = generator.generate(prompt, deadline=deadline)
+        generation = self.generator.generate(prompt, deadline=deadline)
         generate_ms = (time.perf_counter() - t0) * 1000
 
         checked = check_citations(generation.text, {p.number for p in passages})
