@@ -2,6 +2,7 @@
 - ``tests.support.aws``: moto over HTTP (ThreadedMotoServer), S3 bucket, DynamoDB ledger table, SQS queue.
 - ``tests.support.voyage``: the loopback fake Voyage server.
 - ``tests.support.documents``: real PDF / DOCX / HTML / Markdown files generated for tests.
+- ``tests.support.answer``: loopback fake Bedrock runtime and Ollama servers, stacks that answer through them.
 - ``tests.support.stack``: a whole embedded Winnow (local bucket, SQLite ledger, Qdrant local mode) wired to
   the real handlers.
 """
@@ -27,6 +28,7 @@ pytest_plugins = [
         "tests.support.voyage",
         "tests.support.documents",
         "tests.support.stack",
+        "tests.support.answer",
     )
     if importlib.util.find_spec(name) is not None
 ]

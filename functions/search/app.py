@@ -8,6 +8,7 @@ import base64
 import binascii
 import json
 import re
+import time
 import uuid
 from contextlib import AbstractContextManager, nullcontext
 from typing import Annotated, Any
@@ -29,9 +30,12 @@ with building_long_lived_objects():
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     import winnow
+    from winnow.answer.schemas import AnswerRequest, AnswerResponse
+    from winnow.answer.service import AnswerService
     from winnow.errors import (
         BadRequest,
         ConfigurationError,
+        FeatureDisabled,
         NotFound,
         ProviderRejected,
         TransientError,
@@ -39,7 +43,7 @@ with building_long_lived_objects():
     )
     from winnow.factory import get_container
     from winnow.models import LedgerRecord
-    from winnow.observability import logger, metrics, tracer
+    from winnow.observability import MetricUnit, logger, metrics, tracer
     from winnow.reconcile.wiring import search_components
     from winnow.search.schemas import (
         DocumentsPage,
@@ -157,6 +161,38 @@ def search(request: SearchRequest) -> SearchResponse:
     return service().search(app.context["tenant"], request)
 
 
+@app.post(
+    "/answer",
+    summary="Answer a question from the caller's documents, citing the passages",
+    responses={
+        200: OpenAPIResponse(
+            description="An answer citing results by rank, or answer=null with relevant=false"
+        ),
+        **_AUTH_ERRORS,
+        422: _error_response("Invalid request, with field-level messages"),
+        501: _error_response("Answers are not enabled in this deployment; the message says how"),
+        503: _error_response("A provider is unavailable; retry after Retry-After"),
+    },
+)
+@tracer.capture_method
+def answer(request: AnswerRequest) -> AnswerResponse:
+    container = get_container()
+    generator = container.generator  # FeatureDisabled (501) before anything is built or called
+    answers = AnswerService(service(), generator, container.settings.answer)
+    # Never start a model call that the function's timeout would cut off: stop 1.5 s before it.
+    remaining_ms = app.lambda_context.get_remaining_time_in_millis()
+    result = answers.answer(
+        app.context["tenant"], request, deadline=time.monotonic() + remaining_ms / 1000 - 1.5
+    )
+    if result.model is not None:
+        metrics.add_metric(name="AnswerInputTokens", unit=MetricUnit.Count, value=result.usage.input_tokens)
+        metrics.add_metric(name="AnswerOutputTokens", unit=MetricUnit.Count, value=result.usage.output_tokens)
+        metrics.add_metric(
+            name="AnswerGenerateTime", unit=MetricUnit.Milliseconds, value=result.timings_ms.generate
+        )
+    return result
+
+
 def _document(record: LedgerRecord) -> DocumentStatusModel:
     return DocumentStatusModel(
         key=record.key,
@@ -264,6 +300,11 @@ def _unavailable(exc: TransientError) -> Response:
         "a search provider is unavailable; retry later",
         headers={"Retry-After": str(retry_after)},
     )
+
+
+@app.exception_handler(FeatureDisabled)
+def _disabled(exc: FeatureDisabled) -> Response:
+    return _error(501, "not_enabled", str(exc))
 
 
 @app.exception_handler(ConfigurationError)

@@ -530,6 +530,10 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="print the response body exactly as returned")
     search.set_defaults(func=cmd_search)
 
+    from winnow.cli_answer import add_ask_parser
+
+    add_ask_parser(commands, tenant_help)
+
     documents = commands.add_parser("documents", help="list documents and their ingest status")
     documents.add_argument("--tenant", default=DEFAULT_TENANT, help=tenant_help)
     documents.add_argument("--json", action="store_true", help="one JSON object per document")

@@ -112,3 +112,7 @@ class Unauthorized(WinnowError):
 
 class BadRequest(WinnowError):
     """The request is well-formed JSON but asks for something we cannot do."""
+
+
+class FeatureDisabled(WinnowError):
+    """A feature is switched off in this deployment; the message says how to switch it on."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from winnow.errors import ConfigurationError
 from winnow.settings import (
+    AnswerSettings,
     ChunkingSettings,
     IngestSettings,
     ProviderSettings,
@@ -24,7 +25,7 @@ from winnow.settings import (
 if TYPE_CHECKING:
     import httpx
 
-    from winnow.ports import Embedder, Ledger, ObjectSource, Reranker, VectorStore
+    from winnow.ports import Embedder, Generator, Ledger, ObjectSource, Reranker, VectorStore
     from winnow.text.sparse import Bm25Encoder
 
 
@@ -39,6 +40,7 @@ class Settings:
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
 
 
 def read_secret(arn: str, max_age: int) -> str:
@@ -177,6 +179,28 @@ class Container:
 
             s.local_bucket_dir.mkdir(parents=True, exist_ok=True)
             return LocalObjectSource(s.local_bucket_dir)
+
+    @cached_property
+    def generator(self) -> Generator:
+        """The answer generator; ``FeatureDisabled`` (501 on ``/answer``) when none is configured."""
+        with self._lock:
+            a = self.settings.answer
+            chosen = a.chosen
+            if chosen == "bedrock":
+                from winnow.adapters.bedrock import BedrockGenerator
+
+                return BedrockGenerator(a)
+            if chosen == "ollama":
+                from winnow.adapters.ollama import OllamaGenerator
+
+                return OllamaGenerator(a)
+            from winnow.errors import FeatureDisabled
+
+            raise FeatureDisabled(
+                "answers are not enabled here: in AWS deploy with AnswerGenerator=bedrock (BedrockModelId "
+                "names the model); on the embedded default set OLLAMA_HOST to a running Ollama server "
+                "(and WINNOW_ANSWER_OLLAMA_MODEL to a pulled model)"
+            )
 
 
 _container: Container | None = None

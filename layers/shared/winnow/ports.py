@@ -210,3 +210,49 @@ class ActiveIndex(ABC):
     @abstractmethod
     def available(self) -> list[EmbeddingProfile]:
         """Profiles that have a collection (what the pointer may name)."""
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One kept search result as a generator sees it: ``number`` is the citation marker ([1], [2]...),
+    equal to the result's rank."""
+
+    number: int
+    title: str
+    section: str
+    page: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What a generator sends: instructions (the system part), and the user turn with the passages
+    delimited as data and the question."""
+
+    system: str
+    user: str
+    max_tokens: int
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class Generation:
+    text: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    stop_reason: str | None = None
+
+
+class Generator(ABC):
+    """Writes an answer from a prompt (Amazon Bedrock, Ollama). Adapters retry within bounds and raise
+    ``TransientError`` subclasses for timeouts, throttling and outages, ``ProviderRejected`` or
+    ``ConfigurationError`` for requests that retrying cannot fix."""
+
+    @property
+    @abstractmethod
+    def model(self) -> str: ...
+
+    @abstractmethod
+    def generate(self, prompt: Prompt, deadline: float | None = None) -> Generation:
+        """``deadline`` (``time.monotonic()`` seconds): start no attempt that could not finish by then."""

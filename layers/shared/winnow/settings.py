@@ -153,3 +153,40 @@ class ReconcileSettings(BaseSettings):
 
     margin_ms: int = Field(default=90_000, ge=5_000, le=840_000)
     max_invocations: int = Field(default=1000, ge=1, le=100_000)
+
+
+class AnswerSettings(BaseSettings):
+    """``POST /answer``: which generator writes answers from the kept passages. ``auto``: Bedrock when
+    ``WINNOW_ANSWER_BEDROCK_MODEL_ID`` is set, else Ollama when ``OLLAMA_HOST`` is set, else none (the
+    route answers 501 saying how to enable it)."""
+
+    model_config = SettingsConfigDict(**_config("WINNOW_ANSWER_"), populate_by_name=True)
+
+    generator: Literal["auto", "bedrock", "ollama", "none"] = "auto"
+    bedrock_model_id: str | None = Field(
+        default=None, description="Bedrock model (or inference profile) id, e.g. amazon.nova-lite-v1:0."
+    )
+    bedrock_region: str | None = Field(default=None, description="Unset: the function's own region.")
+    bedrock_endpoint_url: str | None = Field(default=None, description="Override (tests, VPC endpoints).")
+    ollama_host: str | None = Field(
+        default=None,
+        validation_alias="OLLAMA_HOST",
+        description="Ollama server, e.g. http://127.0.0.1:11434 (the variable Ollama's own CLI reads).",
+    )
+    ollama_model: str = Field(default="llama3.2", description="An Ollama model already pulled locally.")
+    max_answer_tokens: int = Field(default=512, ge=16, le=4096, description="Default answer length cap.")
+    temperature: float = Field(default=0.0, ge=0, le=1)
+    timeout_seconds: float = Field(default=30.0, gt=0, le=600, description="Per model request.")
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    backoff_base_seconds: float = Field(default=0.5, ge=0)
+    backoff_max_seconds: float = Field(default=8.0, ge=0)
+
+    @property
+    def chosen(self) -> Literal["bedrock", "ollama", "none"]:
+        if self.generator != "auto":
+            return self.generator
+        if self.bedrock_model_id:
+            return "bedrock"
+        if self.ollama_host:
+            return "ollama"
+        return "none"

@@ -285,4 +285,7 @@
     $("upload-form").addEventListener("submit", upload);
     loadDocuments();
   });
+
+  // What answer.js (the "Answer" button) reuses.
+  window.winnowPage = { searchBody, renderResults, element, headers, readJson, errorMessage };
 })();

@@ -1,0 +1,52 @@
+"""``POST /answer``'s request and response models (the OpenAPI document is generated from these)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from winnow.search.schemas import SearchRequest, SearchResult, StrictInt
+
+
+class AnswerRequest(SearchRequest):
+    """The ``/search`` fields, validated the same way, plus the answer's length cap."""
+
+    max_answer_tokens: StrictInt | None = Field(
+        default=None,
+        ge=16,
+        le=4096,
+        description="Most tokens the answer may use; default from configuration.",
+    )
+
+
+class Citation(BaseModel):
+    rank: int = Field(description="The cited result's rank: the answer's marker [rank].")
+    chunk_id: str
+    key: str
+    title: str
+    page: int | None
+    section: str
+
+
+class Usage(BaseModel):
+    input_tokens: int
+    output_tokens: int
+
+
+class AnswerTimings(BaseModel):
+    embed: float
+    search: float
+    rerank: float
+    generate: float
+    total: float
+
+
+class AnswerResponse(BaseModel):
+    query: str
+    answer: str | None = Field(description="Null when no passage cleared the relevance threshold.")
+    relevant: bool = Field(description="False when no passage was relevant: no model was called.")
+    message: str
+    citations: list[Citation] = Field(description="Exactly the results the answer cites, by rank.")
+    results: list[SearchResult] = Field(description="The passages, exactly as /search returns them.")
+    model: str | None = Field(description="The model that wrote the answer; null when none was called.")
+    usage: Usage
+    timings_ms: AnswerTimings

@@ -1,0 +1,148 @@
+"""The search page's "Answer" button in headless Chromium: ``winnow serve`` on loopback with
+``OLLAMA_HOST`` pointing at the loopback fake Ollama, so the real handler, the real Ollama adapter and
+the page's JavaScript all run. The answer's citations are links that bring the cited passage into view."""
+
+from __future__ import annotations
+
+import http.client
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_search_page import _find, _search, _text, _wait
+from winnow.factory import reset_container
+from winnow.local.server import WinnowHTTPServer, make_server
+from winnow.testing.fake_model import ModelFault
+from winnow.testing.fake_ollama import FakeOllamaServer
+
+pytestmark = pytest.mark.slow
+
+TENANT = "answerpage"
+DOCS = {
+    "people/holidays.md": b"# Holidays\n\n## Allowance\n\nEvery employee receives twenty-eight days of paid "
+    b"holiday per year and may carry five days over into the next year.\n",
+    "finance/expenses.md": b"# Expenses\n\n## Travel\n\nTravel expenses are reimbursed within fourteen days "
+    b"when submitted with receipts through the finance portal.\n",
+}
+QUESTION = "How many days of paid holiday does every employee receive?"
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, fake_ollama_server: FakeOllamaServer
+) -> Iterator[WinnowHTTPServer]:
+    home = tmp_path_factory.mktemp("answer-page") / "home"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WINNOW_HOME", str(home))
+        patch.setenv("OLLAMA_HOST", fake_ollama_server.url)
+        patch.setenv("WINNOW_ANSWER_MAX_ATTEMPTS", "2")
+        patch.setenv("WINNOW_ANSWER_BACKOFF_MAX_SECONDS", "0")
+        reset_container()
+        httpd = make_server("127.0.0.1", 0, quiet=True)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            host, port = str(httpd.server_address[0]), int(httpd.server_address[1])
+            for key, data in DOCS.items():
+                connection = http.client.HTTPConnection(host, port, timeout=120)
+                connection.request(
+                    "POST", f"/upload?key={key}", body=data, headers={"X-Winnow-Tenant": TENANT}
+                )
+                response = connection.getresponse()
+                response.read()
+                connection.close()
+                assert response.status == 200, (key, response.status)
+            yield httpd
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+            thread.join(timeout=10)
+            reset_container()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = _find("chromium", "chromium-browser")
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-extensions", "--no-first-run", "--window-size=1280,700",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-answer')}"):  # fmt: skip
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=_find("chromedriver")), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def page(browser: Any, server: WinnowHTTPServer, fake_ollama: FakeOllamaServer) -> Any:
+    browser.get(f"{server.url}/?tenant={TENANT}")
+    return browser
+
+
+def _ask(driver: Any, query: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    box = driver.find_element(By.ID, "query")
+    box.clear()
+    box.send_keys(query)
+    driver.find_element(By.ID, "answer-button").click()
+
+
+def test_answer_shows_above_the_passages_with_citations_that_open_the_passage(
+    page: Any, fake_ollama: FakeOllamaServer
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    # Given the page for a tenant with a holidays policy, when the user asks and presses Answer
+    _ask(page, QUESTION)
+    [text] = _wait(page, "#answer .answer-text")
+    # Then the answer, from the holidays passage, shows with a link for its citation
+    assert "twenty-eight days" in text.text
+    [link] = text.find_elements(By.CSS_SELECTOR, "a.cite")
+    rank = int(link.text.strip("[]"))
+    assert link.get_attribute("href").endswith(f"#result-{rank}")
+    target = page.find_element(By.ID, f"result-{rank}")
+    assert "twenty-eight days" in _text(target, ".passage")
+    assert _text(target, ".citation .doc") == "Document: people/holidays.md"
+    assert "llama3.2" in _text(page, "#answer .answer-meta")
+    assert len(fake_ollama.chat_requests()) == 1
+    # When the citation is clicked, then its passage is highlighted, focused and in view
+    page.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+    link.click()
+    assert "cited-target" in target.get_attribute("class")
+    assert page.execute_script("return document.activeElement.id") == f"result-{rank}"
+    top = page.execute_script("return arguments[0].getBoundingClientRect().top", target)
+    assert 0 <= top < 700
+
+
+def test_nothing_relevant_shows_the_message_and_calls_no_model(
+    page: Any, fake_ollama: FakeOllamaServer
+) -> None:
+    _ask(page, "What is the best recipe for sourdough bread?")
+    [none] = _wait(page, "#answer .answer-none")
+    assert "No relevant passages found" in none.text
+    assert fake_ollama.total_requests == 0
+
+
+def test_a_model_outage_shows_the_apis_message(page: Any, fake_ollama: FakeOllamaServer) -> None:
+    fake_ollama.set_outage(ModelFault.unavailable())
+    _ask(page, QUESTION)
+    [alert] = _wait(page, "#search-error:not([hidden])")
+    assert "unavailable" in alert.text and "retry" in alert.text
+    assert not page.find_element("id", "answer").is_displayed()
+
+
+def test_a_plain_search_hides_the_previous_answer(page: Any) -> None:
+    _ask(page, QUESTION)
+    _wait(page, "#answer .answer-text")
+    _search(page, "travel expenses receipts")
+    _wait(page, "#results li.result")
+    assert not page.find_element("id", "answer").is_displayed()
