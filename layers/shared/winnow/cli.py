@@ -407,7 +407,7 @@ def cmd_documents(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from winnow.local.server import serve
 
-    serve(args.host, args.port)
+    serve(args.host, args.port, allow_hosts=tuple(args.allow_host), allow_origins=tuple(args.allow_origin))
     return 0
 
 
@@ -538,6 +538,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the API and the search page over HTTP")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for this host name (loopback names always); for use on a LAN",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let a web app at this origin (e.g. http://mybox.local:5173) call the API; loopback always",
+    )
     serve.set_defaults(func=cmd_serve)
 
     demo = commands.add_parser("demo", help="ingest the shipped samples and run a few queries")
