@@ -93,7 +93,8 @@ def make_qdrant_client(settings: QdrantSettings, api_key: str | None, local_path
             client = _open_local(resolved, settings)
         except RuntimeError as exc:  # portalocker: another process holds the folder
             raise ConfigurationError(
-                f"Qdrant local storage {resolved} is in use by another process; stop it or set QDRANT_PATH"
+                f"Qdrant local storage {resolved} is in use by another process (a running `winnow serve`?): "
+                "stop it, or give this command another state folder with WINNOW_HOME"
             ) from exc
         _LOCAL_CLIENTS[resolved] = client
         return client
