@@ -267,3 +267,17 @@ def test_static_dir_holds_the_page(server: WinnowHTTPServer) -> None:
     from winnow.local.server import STATIC_DIR
 
     assert {p.name for p in Path(STATIC_DIR).iterdir()} >= {"index.html", "app.js", "style.css"}
+
+
+def test_the_page_learns_whether_a_re_ranker_is_configured(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from winnow.factory import Container
+
+    # Given the embedded default: no re-ranker
+    status, config = client.json("GET", "/local/config")
+    assert (status, config) == (200, {"reranker": None})
+    # When a Voyage re-ranker is configured, the page is told its model
+    monkeypatch.setattr(Container, "uses_voyage_reranker", property(lambda self: True))
+    status, config = client.json("GET", "/local/config")
+    assert (status, config) == (200, {"reranker": "rerank-2.5"})

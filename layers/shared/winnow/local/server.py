@@ -15,7 +15,8 @@ a request must arrive within ``WINNOW_SERVE_REQUEST_TIMEOUT_SECONDS`` and a sile
 ``WINNOW_SERVE_IDLE_TIMEOUT_SECONDS``.
 
 Routes besides the API:
-- ``GET /`` — the search page (``/static/*`` holds its script and style sheet).
+- ``GET /`` — the search page (``/static/*`` holds its script and style sheet; ``GET /local/config``
+  tells it whether a re-ranker is configured).
 - ``POST /upload?key=<path>`` — the raw request body is the file; it is stored as ``<tenant>/<path>``
   and ingested. ``multipart/form-data`` works too: a ``file`` part, and an optional ``key`` field (else the
   file's name). Answers the ingest result ``{"key", "status", "chunks", "embedded", "reused", "error"}``:
@@ -494,6 +495,8 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
             self._static("index.html")
         elif path.startswith("/static/"):
             self._static(path[len("/static/") :])
+        elif path == "/local/config":
+            self._page_config()
         else:
             self._api()
 
@@ -543,6 +546,14 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
             headers["content-security-policy"] = _PAGE_POLICY
             headers["referrer-policy"] = "no-referrer"
         self._send(200, headers, file.read_bytes())
+
+    def _page_config(self) -> None:
+        """What the page needs to know about this server: whether a re-ranker is configured."""
+        from winnow.factory import get_container
+
+        container = get_container()
+        reranker = container.settings.voyage.rerank_model if container.uses_voyage_reranker else None
+        self._send_json(200, {"reranker": reranker})
 
     def _api(self) -> None:
         headers = {name.lower(): value for name, value in self.headers.items()}
