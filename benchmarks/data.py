@@ -1,7 +1,8 @@
 """The evaluation set: a BEIR-format corpus, queries and graded relevance judgements.
 
 Defaults point at ``../shared/eval/scifact/`` beside the repository, found from this file's location so
-the benchmarks work from any working directory."""
+the benchmarks work from any working directory; ``--eval-dir`` names another folder of the same three
+files (``tests/data/scifact`` is a 100-document excerpt that ships with the repository)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EVAL_DIR = REPO_ROOT.parent / "shared" / "eval" / "scifact"
+EXCERPT_EVAL_DIR = REPO_ROOT / "tests" / "data" / "scifact"
 
 
 @dataclass(frozen=True)
@@ -90,13 +92,23 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 
 def load_eval_set(
-    corpus: Path | None = None, queries: Path | None = None, qrels: Path | None = None
+    corpus: Path | None = None,
+    queries: Path | None = None,
+    qrels: Path | None = None,
+    eval_dir: Path | None = None,
 ) -> EvalSet:
-    """Read the three files (each defaulting to the SciFact subset in ``../shared/eval/scifact``)."""
-    corpus = corpus or DEFAULT_EVAL_DIR / "corpus.jsonl"
-    queries = queries or DEFAULT_EVAL_DIR / "queries.jsonl"
-    qrels = qrels or DEFAULT_EVAL_DIR / "qrels.tsv"
+    """Read the three files, each defaulting to ``eval_dir`` (the SciFact subset in
+    ``../shared/eval/scifact`` when not given). A missing file is a one-line error that says what to do."""
+    folder = eval_dir or DEFAULT_EVAL_DIR
+    corpus = corpus or folder / "corpus.jsonl"
+    queries = queries or folder / "queries.jsonl"
+    qrels = qrels or folder / "qrels.tsv"
     for path in (corpus, queries, qrels):
         if not path.is_file():
-            raise FileNotFoundError(f"evaluation file not found: {path}")
+            raise FileNotFoundError(
+                f"evaluation file not found: {path}. The benchmarks read the SciFact set from "
+                f"{DEFAULT_EVAL_DIR} (the shared folder beside the repository); put it there, or pass "
+                f"--eval-dir DIR (e.g. --eval-dir {EXCERPT_EVAL_DIR.relative_to(REPO_ROOT)}, a 100-document "
+                "excerpt)"
+            )
     return EvalSet(documents=_read_jsonl(corpus), queries=_read_jsonl(queries), qrels=_read_qrels(qrels))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -138,6 +139,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.quality", description=__doc__.split("\n\n")[0]
     )
+    parser.add_argument(
+        "--eval-dir", type=Path, help="folder of corpus.jsonl, queries.jsonl, qrels.tsv; default SciFact"
+    )
     parser.add_argument("--corpus", type=existing_file, help="corpus.jsonl ({_id, text}); default SciFact")
     parser.add_argument("--queries", type=existing_file, help="queries.jsonl ({_id, text})")
     parser.add_argument("--qrels", type=existing_file, help="qrels.tsv (query-id, corpus-id, score)")
@@ -156,7 +160,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     quiet_known_warnings()
-    eval_set = load_eval_set(args.corpus, args.queries, args.qrels)
+    try:
+        eval_set = load_eval_set(args.corpus, args.queries, args.qrels, eval_dir=args.eval_dir)
+    except FileNotFoundError as exc:
+        print(f"benchmarks.quality: {exc}", file=sys.stderr)
+        return 2
     if args.limit_docs or args.limit_queries:
         eval_set = eval_set.limited(args.limit_docs, args.limit_queries)
     progress = Progress(quiet=args.quiet)

@@ -452,6 +452,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     parser.add_argument("--limit-docs", type=positive_int, help="use at most N documents")
+    parser.add_argument(
+        "--eval-dir", type=Path, help="folder of corpus.jsonl, queries.jsonl, qrels.tsv; default SciFact"
+    )
     parser.add_argument("--search-queries", type=positive_int, default=100, help="measured queries per mode")
     parser.add_argument("--cold-runs", type=positive_int, default=5, help="fresh processes per cold figure")
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
@@ -471,7 +474,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.engine:
         os.environ["QDRANT_LOCAL_ENGINE"] = args.engine
     quiet_known_warnings()
-    eval_set = load_eval_set()
+    try:
+        eval_set = load_eval_set(eval_dir=args.eval_dir)
+    except FileNotFoundError as exc:
+        print(f"benchmarks.speed: {exc}", file=sys.stderr)
+        return 2
     if args.limit_docs:
         eval_set = eval_set.limited(args.limit_docs)
     with stdout_reserved_for_result(), tempfile.TemporaryDirectory(prefix="winnow-speed-") as tmp:

@@ -137,6 +137,14 @@ def _search(driver: Any, query: str) -> None:
     driver.find_element(By.ID, "search-button").click()
 
 
+def _open_options(driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    options = driver.find_element(By.ID, "options")
+    if options.get_attribute("open") is None:
+        options.find_element(By.TAG_NAME, "summary").click()
+
+
 def _text(element: Any, css: str) -> str:
     from selenium.webdriver.common.by import By
 
@@ -171,6 +179,7 @@ def test_filter_rows_narrow_the_search(page: Any) -> None:
     from selenium.webdriver.common.by import By
 
     # Given a filter row department = people (only the remote work policy has it, from its sidecar)
+    _open_options(page)
     page.find_element(By.ID, "add-filter").click()
     row = page.find_elements(By.CSS_SELECTOR, "#filter-rows .filter-row")[-1]
     row.find_element(By.CSS_SELECTOR, ".filter-field").send_keys("department")
@@ -194,6 +203,7 @@ def test_document_list_shows_ingest_status(page: Any) -> None:
 def test_invalid_request_shows_the_error_message(page: Any) -> None:
     from selenium.webdriver.common.by import By
 
+    _open_options(page)
     threshold = page.find_element(By.ID, "threshold")
     page.execute_script("arguments[0].removeAttribute('max')", threshold)  # let the API refuse it
     threshold.send_keys("3")
@@ -218,6 +228,7 @@ def test_upload_form_indexes_a_file_that_search_then_finds(page: Any, tmp_path: 
     # Then the page reports it indexed and the document list shows it
     [result] = _wait(page, "#upload-results li.status-indexed")
     assert result.text.startswith("kitchen/espresso.md: indexed")
+    assert _text(page, "#upload-status") == "Done: 1 indexed."
     _wait(page, "#documents tbody tr.status-indexed td.doc")
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -231,3 +242,75 @@ def test_upload_form_indexes_a_file_that_search_then_finds(page: Any, tmp_path: 
     top = _wait(page, "#results li.result")[0]
     assert _text(top, ".citation .doc") == "Document: kitchen/espresso.md"
     assert "Cleaning" in _text(top, ".citation .section")
+
+
+def test_a_failed_upload_is_counted_as_failed_in_the_summary(page: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    # Given two files, one of them a broken PDF
+    good, bad = tmp_path / "kettle-care.md", tmp_path / "broken.pdf"
+    good.write_text("# Kettle care\n\nDescale the office kettle every four weeks with citric acid.\n")
+    bad.write_bytes(b"%PDF-1.7 this is not a real pdf")
+    # When both are uploaded at once
+    page.find_element(By.ID, "upload-files").send_keys(f"{good}\n{bad}")
+    page.find_element(By.ID, "upload-button").click()
+    _wait(page, "#upload-results li.status-failed")
+    # Then the summary says one failed instead of "Done: 2 files."
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(page, 60).until(lambda d: d.find_element(By.ID, "upload-status").text.startswith("Done"))
+    assert _text(page, "#upload-status") == "Done: 1 indexed, 1 failed."
+
+
+def test_options_start_closed_and_re_rank_is_off_without_a_re_ranker(page: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # Given the page on the embedded default (no re-ranker configured)
+    options = page.find_element(By.ID, "options")
+    # Then the options panel is closed, so the results start near the query box
+    assert options.get_attribute("open") is None
+    query_box = page.find_element(By.ID, "query").rect
+    results = page.find_element(By.ID, "results").rect
+    assert results["y"] - (query_box["y"] + query_box["height"]) < 150
+    # And once the page has asked the server, Re-rank is neither ticked nor offered
+    WebDriverWait(page, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    _open_options(page)
+    rerank = page.find_element(By.ID, "rerank")
+    assert not rerank.is_selected()
+    assert not rerank.is_enabled()
+    assert "no re-ranker" in _text(page, "#rerank-help")
+
+
+def test_a_390_pixel_wide_screen_shows_everything_without_sideways_scrolling(
+    browser: Any, server: WinnowHTTPServer, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    # Given a phone-sized viewport (390 CSS pixels, as an iPhone 12-15)
+    size = browser.get_window_size()
+    browser.set_window_size(390, 844)
+    try:
+        browser.get(f"{server.url}/?tenant={TENANT}")
+        inner = browser.execute_script("return window.innerWidth")
+        assert inner <= 400, inner
+        # When the options and a filter row are open and a search has answered
+        _open_options(browser)
+        browser.find_element(By.ID, "add-filter").click()
+        _search(browser, "How long is the warranty on the Beacon?")
+        _wait(browser, "#results li.result")
+        _wait(browser, "#documents tbody tr")
+        browser.save_screenshot(str(tmp_path / "search-page-390.png"))
+        # Then nothing is wider than the screen: the page does not scroll sideways and no element
+        # sticks out past the right edge
+        page_width = browser.execute_script("return document.documentElement.scrollWidth")
+        assert page_width <= inner, page_width
+        overflowing = browser.execute_script(
+            "const w = document.documentElement.clientWidth;"
+            "return Array.from(document.querySelectorAll('body *'))"
+            "  .filter(e => e.getClientRects().length && e.getBoundingClientRect().right > w + 0.5)"
+            "  .map(e => e.id || e.className || e.tagName);"
+        )
+        assert overflowing == []
+    finally:
+        browser.set_window_size(size["width"], size["height"])

@@ -4,11 +4,16 @@ with sane figures. The full runs are not part of the test command (see docs/benc
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from benchmarks import cost, quality, speed
-from benchmarks.data import DEFAULT_EVAL_DIR
+from benchmarks.data import EXCERPT_EVAL_DIR
+
+# The excerpt that ships in the repository, so the tests need nothing beside it.
+EVAL = ["--eval-dir", str(EXCERPT_EVAL_DIR)]
 
 
 def _metrics_ok(scores: dict[str, float]) -> None:
@@ -21,9 +26,8 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Given 12 SciFact documents and 3 of their queries
-    assert DEFAULT_EVAL_DIR.is_dir(), "the shared eval set must sit beside the repository"
     # When the quality benchmark runs with --json
-    assert quality.main(["--json", "--quiet", "--limit-docs", "12", "--limit-queries", "3"]) == 0
+    assert quality.main([*EVAL, "--json", "--quiet", "--limit-docs", "12", "--limit-queries", "3"]) == 0
     # Then stdout holds exactly one JSON object of the documented shape
     result = json.loads(capsys.readouterr().out)
     assert set(result) == {"modes", "baselines", "queries", "documents"}
@@ -43,7 +47,9 @@ def test_speed_reports_ingest_against_naive_latency_per_mode_and_cold_init(
 ) -> None:
     # When the speed benchmark runs on 8 documents with few queries and one cold run
     assert (
-        speed.main(["--json", "--quiet", "--limit-docs", "8", "--search-queries", "3", "--cold-runs", "1"])
+        speed.main(
+            [*EVAL, "--json", "--quiet", "--limit-docs", "8", "--search-queries", "3", "--cold-runs", "1"]
+        )
         == 0
     )
     result = json.loads(capsys.readouterr().out)
@@ -68,7 +74,10 @@ def test_speed_reports_ingest_against_naive_latency_per_mode_and_cold_init(
 
 def test_speed_only_cold_runs_the_cold_init_section_alone(capsys: pytest.CaptureFixture[str]) -> None:
     # When the speed benchmark runs with --only cold and one cold run
-    assert speed.main(["--json", "--quiet", "--limit-docs", "8", "--cold-runs", "1", "--only", "cold"]) == 0
+    assert (
+        speed.main([*EVAL, "--json", "--quiet", "--limit-docs", "8", "--cold-runs", "1", "--only", "cold"])
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     # Then the object keeps its keys, without the ingest and search sections it skipped
     assert {"ingest", "search", "cold_init", "goals", "machine"} <= set(result)
@@ -103,7 +112,19 @@ def test_speed_cold_init_runs_on_the_engine_it_was_asked_for(
     monkeypatch.setenv("QDRANT_LOCAL_ENGINE", "local")
     # When the cold-init section runs with the Edge engine
     code = speed.main(
-        ["--json", "--quiet", "--limit-docs", "8", "--cold-runs", "1", "--only", "cold", "--engine", "edge"]
+        [
+            *EVAL,
+            "--json",
+            "--quiet",
+            "--limit-docs",
+            "8",
+            "--cold-runs",
+            "1",
+            "--only",
+            "cold",
+            "--engine",
+            "edge",
+        ]
     )
     # Then the cold process searched the index the run built (it would find nothing on another engine)
     assert code == 0
@@ -111,3 +132,16 @@ def test_speed_cold_init_runs_on_the_engine_it_was_asked_for(
     assert result["cold_init"]["handler_init_ms"] > 0
     # And the figures say which engine they were measured on
     assert result["engine"] == "edge"
+
+
+@pytest.mark.parametrize("benchmark", [quality, speed])
+def test_a_missing_eval_set_is_one_line_that_says_where_to_put_it(
+    benchmark: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # When a benchmark is pointed at a folder without the evaluation files
+    code = benchmark.main(["--eval-dir", str(tmp_path), "--json", "--quiet"])
+    # Then it stops with one line naming the default place and the shipped excerpt, and no traceback
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1
+    assert "shared/eval/scifact" in err and "tests/data/scifact" in err

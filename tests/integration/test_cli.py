@@ -193,8 +193,21 @@ def test_filters_reach_the_search(winnow: Winnow, ingested: list[Any]) -> None:
     assert run.code == 0, run.stderr
     keys = {r["key"] for r in json.loads(run.stdout)["results"]}
     assert keys <= {"acme/kb/policies/leave.md"}
-    # And a filter nothing matches leaves an honest "nothing relevant"
+    # And a filter no document matches says so, instead of "nothing relevant"
     run = winnow("search", "router pairing button", "--tenant", "acme", "--filter", "department=legal")
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "No passages: --filter department=legal matched no documents of tenant acme."
+    # While a filter that matches documents, none of them relevant, keeps the API's answer
+    run = winnow(
+        "search",
+        "sourdough bread recipe",
+        "--tenant",
+        "acme",
+        "--filter",
+        "department=people",
+        "--threshold",
+        "1",
+    )
     assert run.code == 0, run.stderr
     assert "No relevant passages found" in run.stdout
 
@@ -242,6 +255,9 @@ def test_delete_removes_the_document_from_search(winnow: Winnow, tmp_path: Path)
     assert json.loads(gone.stdout)["results"] == []
     listed = winnow("documents", "--tenant", "deltest", "--json").json_lines()
     assert all(d["status"] == "deleted" for d in listed if d["key"] == "deltest/tides.md")
+    # And the listing's summary does not count the deleted document as one of the tenant's documents
+    summary = winnow("documents", "--tenant", "deltest").stderr.strip().splitlines()[-1]
+    assert summary == "0 documents for tenant deltest (and 1 deleted)"
     # And deleting it again says what to do
     again = winnow("delete", "deltest/tides.md")
     assert again.code == 1
@@ -250,12 +266,19 @@ def test_delete_removes_the_document_from_search(winnow: Winnow, tmp_path: Path)
 
 def test_invalid_request_exits_non_zero_with_the_api_message(winnow: Winnow, ingested: list[Any]) -> None:
     # Given a top_k the API refuses (the CLI passes it through)
-    run = winnow("search", "parental leave", "--tenant", "acme", "--top-k", "51")
-    # Then the 422's message is printed on one line and the exit status is non-zero
+    for top_k in ("51", "0"):
+        run = winnow("search", "parental leave", "--tenant", "acme", "--top-k", top_k)
+        # Then the 422's message, in the command's own terms, is one line and the exit status is 1
+        # (0 and 51 alike: no usage screen for one and an API error for the other)
+        assert run.code == 1
+        assert run.stdout == ""
+        [line] = run.stderr.strip().splitlines()
+        assert line.startswith("winnow: --top-k: "), line
+    # And an empty query names the argument, without pydantic's "Value error, " prefix
+    run = winnow("search", "   ", "--tenant", "acme")
     assert run.code == 1
-    assert run.stdout == ""
-    assert "top_k" in run.stderr
-    assert len(run.stderr.strip().splitlines()) == 1
+    [line] = run.stderr.strip().splitlines()
+    assert line.startswith("winnow: QUERY: ") and "Value error" not in line, line
     # And with --json the body is still printed as the client would receive it
     run = winnow("search", "parental leave", "--tenant", "acme", "--top-k", "51", "--json")
     assert run.code == 1
@@ -270,12 +293,33 @@ def test_bad_filter_syntax_says_which_forms_work(winnow: Winnow) -> None:
     )
 
 
-def test_unknown_tenant_says_how_to_add_documents(winnow: Winnow, ingested: list[Any]) -> None:
+def test_unknown_tenant_names_the_state_folder_and_says_how_to_add_documents(
+    winnow: Winnow, ingested: list[Any]
+) -> None:
     run = winnow("search", "parental leave", "--tenant", "nobody")
     assert run.code == 1
     assert run.stderr.strip() == (
-        "winnow: no documents for tenant nobody; ingest some with `winnow ingest PATH --tenant nobody`"
+        f"winnow: no documents for tenant nobody in {winnow.home.resolve()} (WINNOW_HOME); ingest some with "
+        "`winnow ingest PATH --tenant nobody`, or run from the folder you ingested in"
     )
+
+
+def test_a_home_held_by_another_process_says_which_and_what_to_do(
+    winnow: Winnow, ingested: list[Any]
+) -> None:
+    # Given another process (as `winnow serve` would) holding the home's Qdrant folder
+    from qdrant_client import QdrantClient
+
+    holder = QdrantClient(path=str(winnow.home / "qdrant"))
+    try:
+        run = winnow("search", "parental leave", "--tenant", "acme")
+    finally:
+        holder.close()
+    # Then one line names the folder and the documented way out, not an undocumented variable
+    assert run.code == 1
+    [line] = run.stderr.strip().splitlines()
+    assert "in use by another process" in line and "WINNOW_HOME" in line
+    assert "QDRANT_PATH" not in line
 
 
 def test_missing_model_files_say_run_make_install(tmp_path: Path) -> None:

@@ -144,14 +144,22 @@ def test_tenants_are_isolated_by_the_header(client: Client, uploaded: dict[str, 
     assert body["results"] == []
 
 
-def test_default_tenant_without_header(client: Client) -> None:
+def test_routes_without_the_tenant_header_say_what_to_send(client: Client) -> None:
+    # The server has no implicit tenant: a web app that forgot the header would search an empty one
     name = f"note-{uuid.uuid4().hex[:6]}.txt"
-    status, result = client.json("POST", f"/upload?key={name}", body=b"The default tenant keeps notes here.")
-    assert status == 200, result
-    assert result["key"] == f"default/{name}"
-    status, page = client.json("GET", "/documents")
+    for method, path, body in (
+        ("POST", f"/upload?key={name}", b"The default tenant keeps notes here."),
+        ("GET", "/documents", None),
+        ("POST", "/search", {"query": "notes"}),
+    ):
+        status, answer = client.json(method, path, body=body)
+        assert status == 401, (path, answer)
+        assert "x-winnow-tenant" in answer["error"]["message"]
+    # And the public routes need none
+    assert client.json("GET", "/health")[0] == 200
+    status, page = client.json("GET", "/documents", tenant="default")
     assert status == 200
-    assert f"default/{name}" in {d["key"] for d in page["documents"]}
+    assert f"default/{name}" not in {d["key"] for d in page["documents"]}
 
 
 def test_multipart_upload_uses_the_file_name(client: Client) -> None:
@@ -251,7 +259,7 @@ def test_cors_preflight_lets_a_local_web_app_call_the_api(client: Client) -> Non
         headers={"Origin": "http://localhost:5173", "Access-Control-Request-Method": "POST"},
     )
     assert status == 204
-    assert headers["access-control-allow-origin"] == "*"
+    assert headers["access-control-allow-origin"] == "http://localhost:5173"
     assert "x-winnow-tenant" in headers["access-control-allow-headers"]
 
 
@@ -259,3 +267,17 @@ def test_static_dir_holds_the_page(server: WinnowHTTPServer) -> None:
     from winnow.local.server import STATIC_DIR
 
     assert {p.name for p in Path(STATIC_DIR).iterdir()} >= {"index.html", "app.js", "style.css"}
+
+
+def test_the_page_learns_whether_a_re_ranker_is_configured(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from winnow.factory import Container
+
+    # Given the embedded default: no re-ranker
+    status, config = client.json("GET", "/local/config")
+    assert (status, config) == (200, {"reranker": None})
+    # When a Voyage re-ranker is configured, the page is told its model
+    monkeypatch.setattr(Container, "uses_voyage_reranker", property(lambda self: True))
+    status, config = client.json("GET", "/local/config")
+    assert (status, config) == (200, {"reranker": "rerank-2.5"})

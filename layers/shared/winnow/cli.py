@@ -260,8 +260,19 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 # --- search --------------------------------------------------------------------------------------------
+def state_folder() -> str:
+    """Where this command keeps its state, as an absolute path (WINNOW_HOME is relative to the current
+    folder, so the same command run elsewhere looks in another place)."""
+    from winnow.factory import get_container
+
+    return str(get_container().settings.storage.home.expanduser().resolve())
+
+
 def _no_documents(tenant: str) -> str:
-    return f"no documents for tenant {tenant}; ingest some with `winnow ingest PATH --tenant {tenant}`"
+    return (
+        f"no documents for tenant {tenant} in {state_folder()} (WINNOW_HOME); "
+        f"ingest some with `winnow ingest PATH --tenant {tenant}`, or run from the folder you ingested in"
+    )
 
 
 def _tenant_has_documents(runtime: LocalRuntime, tenant: str) -> bool:
@@ -330,7 +341,43 @@ def print_search_results(payload: dict[str, Any], tenant: str, out: IO[str] | No
     out.flush()
 
 
+# The API's request fields, as this command spells them.
+_FLAGS = {
+    "query": "QUERY",
+    "top_k": "--top-k",
+    "candidates": "--candidates",
+    "filters": "--filter",
+    "mode": "--mode",
+    "rerank": "--no-rerank",
+    "relevance_threshold": "--threshold",
+}
+
+
+def _validation_message(response: ApiResponse) -> str | None:
+    """A 422's field errors in the command's own terms: ``--top-k: Input should be ... 50``."""
+    try:
+        details = response.json()["error"]["details"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(details, list) or not details:
+        return None
+    parts = []
+    for detail in details[:5]:
+        field = str(detail.get("field") or "")
+        head = field.split(".", 1)[0]
+        name = _FLAGS.get(head, field)
+        if head == "filters" and "." in field:
+            name = f"--filter {field.split('.', 2)[1]}"
+        message = str(detail.get("message") or "invalid").removeprefix("Value error, ")
+        parts.append(f"{name}: {message}")
+    return "; ".join(parts)
+
+
 def _fail_response(response: ApiResponse) -> NoReturn:
+    if response.status == 422:
+        message = _validation_message(response)
+        if message:
+            raise CliError(message)
     hint = ""
     if response.status == 401:
         hint = " (the request carried no tenant)"
@@ -354,8 +401,21 @@ def cmd_search(args: argparse.Namespace) -> int:
     if not payload.get("results") and not _tenant_has_documents(runtime, tenant):
         raise CliError(_no_documents(tenant))
     if not args.json:
+        if not payload.get("results") and body.get("filters") and not _filter_matches(runtime, body, tenant):
+            conditions = " ".join(f"--filter {spec}" for spec in args.filter)
+            print(f"No passages: {conditions} matched no documents of tenant {tenant}.")
+            return 0
         print_search_results(payload, tenant)
     return 0
+
+
+def _filter_matches(runtime: LocalRuntime, body: dict[str, Any], tenant: str) -> bool:
+    """Whether any passage of the tenant passes the filters at all (threshold 0), to tell "nothing
+    relevant" from "the filter excludes everything"."""
+    probe = {"query": body["query"], "filters": body["filters"], "top_k": 1, "relevance_threshold": 0.0}
+    probe |= {"mode": "dense", "rerank": False}
+    response = runtime.call_api("POST", "/search", body=probe, tenant=tenant)
+    return response.status != 200 or bool(response.json().get("results"))
 
 
 # --- documents -----------------------------------------------------------------------------------------
@@ -396,18 +456,29 @@ def cmd_documents(args: argparse.Namespace) -> int:
             status, chunks = document.get("status", "?"), document.get("chunks", 0)
             line = f"{status:<9}  {name:<{width}}  {chunks:>6}  {updated:<16}"
             print(f"{line}  {error}".rstrip())
-        print(
-            f"{len(documents)} document{'s' if len(documents) != 1 else ''} for tenant {tenant}",
-            file=sys.stderr,
-        )
+        print(_documents_summary(documents, tenant), file=sys.stderr)
     return 0
+
+
+def _documents_summary(documents: list[dict[str, Any]], tenant: str) -> str:
+    """``28 documents for tenant acme: 25 indexed, 1 failed (and 3 deleted)``: deleted ones are not
+    counted as documents."""
+    counts: dict[str, int] = {}
+    for document in documents:
+        status = str(document.get("status"))
+        counts[status] = counts.get(status, 0) + 1
+    deleted = counts.pop("deleted", 0)
+    live = sum(counts.values())
+    parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    line = f"{live} document{'s' if live != 1 else ''} for tenant {tenant}" + (f": {parts}" if parts else "")
+    return line + (f" (and {deleted} deleted)" if deleted else "")
 
 
 # --- serve, demo -------------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
     from winnow.local.server import serve
 
-    serve(args.host, args.port)
+    serve(args.host, args.port, allow_hosts=tuple(args.allow_host), allow_origins=tuple(args.allow_origin))
     return 0
 
 
@@ -454,14 +525,12 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 # --- parser --------------------------------------------------------------------------------------------
-def _positive_int(text: str) -> int:
+def _whole_number(text: str) -> int:
+    """A whole number; its range is the API's to check, so every out-of-range value reads the same."""
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def _unit_float(text: str) -> float:
@@ -515,8 +584,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("query", metavar="QUERY")
     search.add_argument("--tenant", default=DEFAULT_TENANT, help=tenant_help)
-    search.add_argument("--top-k", type=_positive_int, default=None, help="most results (API default 5)")
-    search.add_argument("--candidates", type=_positive_int, default=None, help="candidates per retriever")
+    search.add_argument("--top-k", type=_whole_number, default=None, help="most results, 1-50 (default 5)")
+    search.add_argument(
+        "--candidates", type=_whole_number, default=None, help="candidates per retriever, top-k to 200"
+    )
     search.add_argument(
         "--filter",
         action="append",
@@ -542,6 +613,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the API and the search page over HTTP")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for this host name (loopback names always); for use on a LAN",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let a web app at this origin (e.g. http://mybox.local:5173) call the API; loopback always",
+    )
     serve.set_defaults(func=cmd_serve)
 
     demo = commands.add_parser("demo", help="ingest the shipped samples and run a few queries")

@@ -104,7 +104,7 @@ def run_demo(tenant: str = "demo", out: IO[str] | None = None) -> int:
         print_search_results(response.json(), tenant, out)
 
     print(
-        f"\nNext: `winnow serve` and open http://127.0.0.1:3000 (tenant {tenant!r}), "
+        f"\nNext: `winnow serve` and open http://127.0.0.1:3000/?tenant={tenant}, "
         f'or try `winnow search "..." --tenant {tenant}` and `winnow documents --tenant {tenant}`.',
         file=out,
     )

@@ -92,7 +92,7 @@
     if (topK) body.top_k = Number(topK);
     const threshold = $("threshold").value.trim();
     if (threshold) body.relevance_threshold = Number(threshold);
-    if (!$("rerank").checked) body.rerank = false;
+    if (!$("rerank").disabled && !$("rerank").checked) body.rerank = false;
     const filters = collectFilters();
     if (Object.keys(filters).length) body.filters = filters;
     return body;
@@ -226,6 +226,18 @@
   }
 
   // --- upload -------------------------------------------------------------------------------------
+  // "Done: 1 indexed, 1 failed." from the outcome of each file (a file count hid the failures).
+  function uploadSummary(list) {
+    const counts = new Map();
+    for (const item of list.children) {
+      const status = (Array.from(item.classList).find((c) => c.startsWith("status-")) || "status-failed")
+        .slice("status-".length);
+      counts.set(status, (counts.get(status) || 0) + 1);
+    }
+    const parts = Array.from(counts, ([status, n]) => `${n} ${status}`);
+    return `Done: ${parts.join(", ")}.`;
+  }
+
   async function upload(event) {
     event.preventDefault();
     const files = Array.from($("upload-files").files || []);
@@ -262,7 +274,7 @@
       }
       list.appendChild(item);
     }
-    $("upload-status").textContent = `Done: ${files.length} file${files.length === 1 ? "" : "s"}.`;
+    $("upload-status").textContent = uploadSummary(list);
     $("upload-button").disabled = false;
     $("upload-form").reset();
     loadDocuments();
@@ -284,8 +296,24 @@
     $("refresh-documents").addEventListener("click", loadDocuments);
     $("upload-form").addEventListener("submit", upload);
     loadDocuments();
+    loadConfig();
   });
 
   // What answer.js (the "Answer" button) reuses.
   window.winnowPage = { searchBody, renderResults, element, headers, readJson, errorMessage };
+
+  // Re-rank is offered (and ticked, as the API's default) only when the server has a re-ranker.
+  async function loadConfig() {
+    try {
+      const response = await fetch("/local/config");
+      const config = await readJson(response);
+      if (response.ok && config && config.reranker) {
+        $("rerank").disabled = false;
+        $("rerank").checked = true;
+        $("rerank-help").textContent = `${config.reranker} re-orders the candidates`;
+      }
+    } catch (error) {
+      // leave it off: the API's own default still applies
+    }
+  }
 })();
