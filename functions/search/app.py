@@ -41,6 +41,7 @@ with building_long_lived_objects():
     from winnow.models import LedgerRecord
     from winnow.observability import logger, metrics, tracer
     from winnow.reconcile.wiring import search_components
+    from winnow.rules import is_tenant
     from winnow.search.schemas import (
         DocumentsPage,
         DocumentStatusModel,
@@ -53,7 +54,6 @@ with building_long_lived_objects():
 
 app = APIGatewayHttpResolver(enable_validation=True)
 PUBLIC_ROUTES = {"/health", "/openapi.json"}
-_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _service: SearchService | None = None
 
 
@@ -334,7 +334,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             return _finish(
                 app_error_response(401, "unauthorized", "no tenant in the authorizer context"), cid
             )
-        if not _TENANT.match(tenant):
+        if not is_tenant(tenant):
             return _finish(
                 app_error_response(403, "forbidden", "the tenant claim is not a valid tenant"), cid
             )

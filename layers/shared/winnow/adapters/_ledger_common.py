@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from winnow.errors import BadRequest, DocumentError
 from winnow.models import LedgerRecord
+from winnow.rules import UNASSIGNED_TENANT, is_tenant
 
 # S3 sequencers are hex strings of varying length (16-18 characters today). Padded on the right to this
 # width they compare as the S3 docs prescribe (pad the shorter one with zeros, compare as strings).
@@ -37,6 +38,12 @@ def accepts(new: str | None, stored: str | None, same_event_ok: bool) -> bool:
         return True
     candidate = sequencer_sort_key(new)
     return candidate > stored or (same_event_ok and candidate == stored)
+
+
+def check_identity(record: LedgerRecord) -> None:
+    """Every record belongs to a valid tenant, or to the unassigned rows of keys that name none."""
+    if not (is_tenant(record.tenant) or record.tenant == UNASSIGNED_TENANT) or not record.key:
+        raise ValueError("a ledger record needs a valid tenant and a key")
 
 
 def encode_cursor(tenant: str, last_key: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
     from winnow.adapters.objects_local import LocalObjectSource
 
 DEFAULT_TENANT = "default"
-# The search handler accepts exactly these tenants; the CLI checks early so the message can say why.
-TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def close_local_qdrant(path: Path | str | None = None) -> None:

@@ -35,13 +35,13 @@ from urllib.parse import parse_qs, urlsplit
 
 from winnow.local.runtime import (
     DEFAULT_TENANT,
-    TENANT_PATTERN,
     ApiResponse,
     LocalRuntime,
     Upload,
     close_local_qdrant,
     local_qdrant_path,
 )
+from winnow.rules import is_tenant
 
 STATIC_DIR = Path(__file__).with_name("static")
 TENANT_HEADER = "x-winnow-tenant"
@@ -269,7 +269,7 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
 
     def _upload(self) -> None:
         tenant = self._tenant()
-        if not TENANT_PATTERN.match(tenant):
+        if not is_tenant(tenant):
             self._send_error(403, "forbidden", "the tenant header is not a valid tenant")
             return
         limit = self.server.max_upload_bytes()

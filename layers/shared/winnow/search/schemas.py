@@ -3,12 +3,11 @@ routes), committed as ``docs/openapi.json``, and a test fails when it drifts."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-_FIELD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+from winnow.rules import FIELD_NAME_RULE, is_field_name
 
 # Strict numbers: JSON booleans and numeric strings are rejected, integers are accepted as floats.
 StrictInt = Annotated[int, Field(strict=True)]
@@ -77,8 +76,10 @@ class SearchRequest(BaseModel):
     @classmethod
     def _filter_names(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name in value:
-            if not _FIELD.match(name):
-                raise ValueError(f"filter field {name[:40]!r} is not a valid metadata field name")
+            if not is_field_name(name):
+                raise ValueError(
+                    f"filter field {name[:40]!r} is not a metadata field name: use {FIELD_NAME_RULE}"
+                )
         return value
 
     @model_validator(mode="after")
