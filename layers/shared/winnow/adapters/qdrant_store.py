@@ -31,6 +31,7 @@ from winnow.errors import (
     ProviderRateLimited,
     ProviderRejected,
     ProviderUnavailable,
+    QueryRejected,
     TransientError,
     WinnowError,
 )
@@ -498,7 +499,7 @@ class QdrantVectorStore(VectorStore):
                 )
             return list(response.points)
 
-        points = self._call("search", run, rejected=BadRequest)
+        points = self._call("search", run, rejected=QueryRejected)
         return [_stored_chunk(p) for p in points]
 
     # --- filters -----------------------------------------------------------------------------------

@@ -110,7 +110,12 @@ class LocalRuntime:
         from functions.search.app import handler
         from winnow.factory import get_container
 
-        claim = get_container().settings.search.tenant_claim
+        search = get_container().settings.search
+        if not search.show_configuration_errors:  # here the caller is the operator: say what to fix
+            get_container().settings.search = search = search.model_copy(
+                update={"show_configuration_errors": True}
+            )
+        claim = search.tenant_claim
         event = http_api_event(
             method, path, body=body, query=query, headers=headers, tenant=tenant, claim=claim
         )
