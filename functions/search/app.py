@@ -58,7 +58,7 @@ with building_long_lived_objects():
         RangeCondition,
         SearchRequest,
         SearchResponse,
-        error_field,
+        error_path,
     )
     from winnow.search.service import SearchService
 
@@ -253,8 +253,8 @@ MAX_ERROR_DETAILS = 20
 
 def _explain(err: dict[str, Any]) -> dict[str, str]:
     """One validation error as ``{field, message}``, in words a caller can act on."""
-    field = error_field(tuple(err.get("loc", ()))) or "body"
-    loc = field.split(".") if field != "body" else []
+    loc = error_path(tuple(err.get("loc", ())))
+    field = ".".join(loc) or "body"
     kind = str(err.get("type", ""))
     message = str(err.get("msg", "invalid"))
     if kind == "extra_forbidden":

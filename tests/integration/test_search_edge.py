@@ -174,6 +174,11 @@ def test_bytes_that_are_not_utf8_are_400(loaded: EmbeddedStack) -> None:
         ("[1, 2]", 422, ["must be a JSON object"]),
         ('{"query": "x", "tenant": "globex"}', 422, ["unknown field 'tenant'", "query, top_k"]),
         ('{"qeury": "x"}', 422, ["unknown field 'qeury'", "query: this field is required"]),
+        (
+            '{"query": "x", "a.b": 1, "body": 2}',
+            422,
+            ["a.b: unknown field 'a.b'", "body: unknown field 'body'"],
+        ),
         ('{"query": "x", "filters": {"year": {"between": 1}}}', 422, ["filters.year.between", "gte, lte"]),
         ('{"query": "x", "filters": {"year": {"gte": "2020"}}}', 422, ["filters.year.gte", "number"]),
         (

@@ -103,10 +103,10 @@ FilterCondition = Annotated[
 ]
 
 
-def error_field(loc: tuple[int | str, ...]) -> str:
-    """A validation error's location as the caller's field path: ``filters.year.range.gte`` is
-    ``filters.year.gte`` (the union tags above are ours, not the caller's)."""
-    parts = [str(p) for p in loc if p != "body"]
+def error_path(loc: tuple[int | str, ...]) -> list[str]:
+    """A validation error's location as the caller's field path: ``body.filters.year.range.gte`` is
+    ``filters.year.gte`` (the resolver's ``body`` and the union tags above are ours, not the caller's)."""
+    parts = [str(p) for p in (loc[1:] if loc[:1] == ("body",) else loc)]
     if len(parts) > 2 and parts[0] == "filters":
         tag, rest = parts[2], parts[3:]
         if tag == "value":
@@ -114,7 +114,7 @@ def error_field(loc: tuple[int | str, ...]) -> str:
         elif tag == "list":
             rest = rest[:1]  # the index; drop the scalar's tag after it
         parts = parts[:2] + rest
-    return ".".join(parts)
+    return parts
 
 
 class SearchRequest(BaseModel):
