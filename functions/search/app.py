@@ -410,7 +410,10 @@ def _route_path(event: dict[str, Any]) -> str:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Whatever happens below, the caller gets a structured answer with a correlation id: an exception
     that escapes the resolver (or the checks before it) is logged and answered with a generic 500."""
-    cid = correlation_id(event)
+    try:
+        cid = correlation_id(event)
+    except Exception:  # not an API Gateway event at all
+        cid = str(uuid.uuid4())
     app.append_context(correlation_id=cid)
     try:
         response = _respond(event, context)

@@ -345,3 +345,14 @@ def test_a_tenant_claim_that_breaks_the_rule_is_403(loaded: EmbeddedStack, claim
     status, headers, body = loaded.api("POST", "/search", {"query": "turbine"}, tenant=claim)
     assert status == 403, body
     assert error_of(status, headers, body)["code"] == "forbidden"
+
+
+def test_an_event_that_is_not_from_api_gateway_still_gets_a_structured_answer(loaded: EmbeddedStack) -> None:
+    from winnow.local.context import LocalLambdaContext
+
+    # Given an event whose headers are not a mapping
+    response = search_app.handler({"headers": ["x-correlation-id: abc"]}, LocalLambdaContext())
+    # Then the answer is structured, with a correlation id, and not a crash of the invocation
+    assert response["statusCode"] in (401, 500)
+    assert response["headers"]["X-Correlation-Id"]
+    assert set(json.loads(response["body"])) == {"error", "correlation_id"}
