@@ -18,7 +18,7 @@ from winnow.rules import UNASSIGNED_TENANT, is_tenant
 # S3 sequencers are hex strings of varying length (16-18 characters today). Padded on the right to this
 # width they compare as the S3 docs prescribe (pad the shorter one with zeros, compare as strings).
 SEQUENCER_WIDTH = 64
-_HEX = re.compile(r"^[0-9A-Fa-f]+$")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
 TOMBSTONE_TTL_SECONDS = 30 * 24 * 3600  # longer than any SQS retention (14 days) a late event could wait
 MAX_PAGE = 1000
 RECORD_FIELDS = tuple(f.name for f in fields(LedgerRecord))
@@ -26,7 +26,7 @@ RECORD_FIELDS = tuple(f.name for f in fields(LedgerRecord))
 
 def sequencer_sort_key(sequencer: str) -> str:
     """The sequencer uppercased and right-padded with zeros, so that plain string order is event order."""
-    if not _HEX.match(sequencer) or len(sequencer) > SEQUENCER_WIDTH:
+    if not _HEX.fullmatch(sequencer) or len(sequencer) > SEQUENCER_WIDTH:
         raise DocumentError(f"malformed S3 event sequencer {sequencer[:80]!r}")
     return sequencer.upper().ljust(SEQUENCER_WIDTH, "0")
 

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from winnow.text.sparse import Bm25Encoder
 
 POINT_NAMESPACE = uuid.UUID("6f0b1d55-7c1e-4f43-9b7e-1f5f0c3a9e21")
-_SEQUENCER = re.compile(r"^[0-9A-Fa-f]{1,64}$")
+_SEQUENCER = re.compile(r"[0-9A-Fa-f]{1,64}")
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -127,7 +127,7 @@ class IngestService:
         except InvalidKey as exc:
             self._record_failure(UNASSIGNED_TENANT, event, str(exc))
             return IngestResult(event.key, "failed", error=str(exc), duration_ms=_ms(started))
-        if event.sequencer is not None and not _SEQUENCER.match(event.sequencer):
+        if event.sequencer is not None and not _SEQUENCER.fullmatch(event.sequencer):
             # S3 sequencers are hex; anything else is not an S3 event, and no retry can make it one.
             result = IngestResult(event.key, "failed", error="malformed S3 event sequencer")
         else:
