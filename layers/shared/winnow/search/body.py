@@ -20,7 +20,7 @@ SEND = 'send a JSON object such as {"query": "travel expenses", "top_k": 5}'
 
 # A JSON string, possessive so it never backtracks, and ending at the end of the text when unterminated:
 # it matches at every quote, so ``sub`` scans each character once.
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
+_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _JSON_SUFFIX = re.compile(r"application/[a-z0-9!#$&^_.-]+\+json")
