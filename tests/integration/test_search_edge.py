@@ -316,6 +316,29 @@ def test_a_missing_collection_is_a_generic_500(loaded: EmbeddedStack, log_output
     assert name in json.dumps(logged(log_output), default=str)
 
 
+def test_qdrant_refusing_a_search_is_a_400_without_its_detail(
+    loaded: EmbeddedStack, monkeypatch: pytest.MonkeyPatch, log_output: io.StringIO
+) -> None:
+    import httpx
+    from qdrant_client.http.exceptions import UnexpectedResponse
+
+    # Given Qdrant (Cloud) answers a search with a 400 whose detail names its internals
+    store = loaded.container.store
+    detail = b'{"status": {"error": "Bad request: index of meta.year in winnow_voyage_x_256 is keyword"}}'
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise UnexpectedResponse(400, "Bad Request", detail, httpx.Headers())
+
+    monkeypatch.setattr(store.client, "query_points", refuse)  # type: ignore[attr-defined]
+    # When a search runs
+    status, headers, body = loaded.api("POST", "/search", {"query": "turbine", "filters": {"year": 2024}})
+    # Then the caller gets a 400 that says what to check, and the detail only reaches the logs
+    assert status == 400, body
+    error = error_of(status, headers, body)
+    assert "filter" in error["message"] and "winnow_voyage" not in json.dumps(body)
+    assert "winnow_voyage_x_256" in log_output.getvalue()
+
+
 # --- 11: the query-embedding cache ------------------------------------------------------------------------
 def test_the_query_cache_never_serves_one_tenant_anothers_query(loaded: EmbeddedStack) -> None:
     query = "when do the pallets of turbine parts ship"
