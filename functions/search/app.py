@@ -20,7 +20,10 @@ from winnow.coldstart import building_long_lived_objects, freeze_long_lived
 # imported without cyclic-GC passes, then frozen (see winnow.coldstart).
 with building_long_lived_objects():
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
-    from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+    from aws_lambda_powertools.event_handler.openapi.exceptions import (
+        RequestUnsupportedContentType,
+        RequestValidationError,
+    )
     from aws_lambda_powertools.event_handler.openapi.params import Path, Query
     from aws_lambda_powertools.event_handler.openapi.types import (
         OpenAPIResponse,
@@ -34,30 +37,41 @@ with building_long_lived_objects():
     from winnow.answer.service import AnswerService
     from winnow.errors import (
         BadRequest,
+        BodyTooLarge,
         ConfigurationError,
         FeatureDisabled,
+        MalformedBody,
         NotFound,
         ProviderRejected,
+        QueryRejected,
         TransientError,
         Unauthorized,
+        UnsupportedMediaType,
     )
     from winnow.factory import get_container
     from winnow.models import LedgerRecord
     from winnow.observability import MetricUnit, logger, metrics, tracer
     from winnow.reconcile.wiring import search_components
+    from winnow.rules import is_tenant
+    from winnow.search.body import check_media_type, decode_json_body
     from winnow.search.schemas import (
         DocumentsPage,
         DocumentStatusModel,
         ErrorResponse,
         Health,
+        RangeCondition,
         SearchRequest,
         SearchResponse,
+        error_path,
     )
     from winnow.search.service import SearchService
 
-app = APIGatewayHttpResolver(enable_validation=True)
+# The body parser bounds its own work (size, nesting) and refuses text that is not Unicode: see body.py.
+app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=decode_json_body)
 PUBLIC_ROUTES = {"/health", "/openapi.json"}
-_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+BODY_METHODS = {"POST", "PUT", "PATCH"}
+# What a caller sees of any failure on our side; the details go to the logs under the correlation id.
+INTERNAL_MESSAGE = "internal error: the service could not answer; quote the correlation id when reporting it"
 _service: SearchService | None = None
 
 
@@ -151,7 +165,10 @@ _AUTH_ERRORS: dict[int, OpenAPIResponse] = {
     summary="Search the caller's documents",
     responses={
         200: OpenAPIResponse(description="Relevant passages, or an empty list with relevant=false"),
+        400: _error_response("The body is not readable JSON: malformed, nested too deep, not Unicode"),
         **_AUTH_ERRORS,
+        413: _error_response("The body is over 1 MiB"),
+        415: _error_response("The body is not sent as application/json"),
         422: _error_response("Invalid request, with field-level messages"),
         503: _error_response("A provider is unavailable; retry after Retry-After"),
     },
@@ -265,14 +282,67 @@ def openapi_json() -> str:
 
 
 # --- errors ----------------------------------------------------------------------------------------------
+_REQUEST_FIELDS = ", ".join(SearchRequest.model_fields)
+_RANGE_FIELDS = ", ".join(RangeCondition.model_fields)
+MAX_ERROR_DETAILS = 20
+
+
+def _explain(err: dict[str, Any]) -> dict[str, str]:
+    """One validation error as ``{field, message}``, in words a caller can act on."""
+    loc = error_path(tuple(err.get("loc", ())))
+    field = ".".join(loc) or "body"
+    kind = str(err.get("type", ""))
+    message = str(err.get("msg", "invalid"))
+    if kind == "extra_forbidden":
+        allowed = _RANGE_FIELDS if len(loc) == 3 and loc[0] == "filters" else _REQUEST_FIELDS
+        message = f"unknown field {loc[-1][:40]!r}: the fields are {allowed}" if loc else message
+    elif not loc and kind in ("model_attributes_type", "dict_type", "model_type"):
+        message = 'the body must be a JSON object such as {"query": "travel expenses"}'
+    elif kind == "string_unicode":
+        message = "must be valid Unicode text (it holds a lone UTF-16 surrogate)"
+    elif kind == "missing":
+        message = "this field is required"
+    elif message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    return {"field": field, "message": message}
+
+
 @app.exception_handler(RequestValidationError)
 def _invalid(exc: RequestValidationError) -> Response:
-    details = []
-    for err in exc.errors():
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("body",)]
-        details.append({"field": ".".join(loc) or "body", "message": err.get("msg", "invalid")})
+    errors = exc.errors()
+    details = [_explain(err) for err in errors[:MAX_ERROR_DETAILS]]
     summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:5])
-    return _error(422, "validation_error", f"invalid request: {summary}", details)
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return _error(422, "validation_error", f"invalid request: {summary}{more}", details)
+
+
+@app.exception_handler(MalformedBody)
+def _malformed(exc: MalformedBody) -> Response:
+    return _error(400, "invalid_body", str(exc))
+
+
+@app.exception_handler(BodyTooLarge)
+def _too_large(exc: BodyTooLarge) -> Response:
+    return _error(413, "body_too_large", str(exc))
+
+
+@app.exception_handler(UnsupportedMediaType)
+def _unsupported_media_type(exc: UnsupportedMediaType) -> Response:
+    return _error(415, "unsupported_media_type", str(exc))
+
+
+@app.exception_handler(RequestUnsupportedContentType)
+def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response:
+    # The handler checks the media type before resolving; this only catches what slips past it.
+    return _error(415, "unsupported_media_type", "send the body as JSON with content-type: application/json")
+
+
+@app.exception_handler(QueryRejected)
+def _query_rejected(exc: QueryRejected) -> Response:
+    logger.warning("the vector store rejected a search", extra={"error": str(exc)})
+    return _error(
+        400, "bad_request", "the search was rejected: check that each filter's values match its field's type"
+    )
 
 
 @app.exception_handler(Unauthorized)
@@ -309,8 +379,13 @@ def _disabled(exc: FeatureDisabled) -> Response:
 
 @app.exception_handler(ConfigurationError)
 def _misconfigured(exc: ConfigurationError) -> Response:
-    logger.error("configuration error", extra={"error": str(exc)})
-    return _error(500, "configuration_error", str(exc))
+    # The message names secrets, collections and models: the operators' business, never the caller's.
+    logger.error("configuration error", extra={"error_type": type(exc).__name__, "error": str(exc)})
+    try:
+        operator = get_container().settings.search.show_configuration_errors  # the embedded default
+    except Exception:
+        operator = False
+    return _error(500, "configuration_error", str(exc) if operator else INTERNAL_MESSAGE)
 
 
 @app.exception_handler(ProviderRejected)
@@ -322,7 +397,7 @@ def _rejected(exc: ProviderRejected) -> Response:
 @app.exception_handler(Exception)
 def _bug(exc: Exception) -> Response:
     logger.exception("unhandled error")
-    return _error(500, "internal_error", "internal error")
+    return _error(500, "internal_error", INTERNAL_MESSAGE)
 
 
 @app.not_found
@@ -343,17 +418,25 @@ def _normalise_document_path(event: dict[str, Any]) -> None:
             http["path"] = encoded
 
 
-def _body_is_text(event: dict[str, Any]) -> bool:
-    """A base64 body (API Gateway's encoding of non-text payloads) must decode to UTF-8: Powertools would
-    otherwise raise UnicodeDecodeError while reading it, and a client's bad bytes would become a 500."""
+def _check_body(event: dict[str, Any]) -> None:
+    """Before Powertools reads the body: it must be declared as JSON (any case, ``+json`` too; the header is
+    then normalised so Powertools parses it), and a base64 body (API Gateway's encoding of non-text
+    payloads) must decode to UTF-8, or Powertools would raise while reading it."""
+    method = str(((event.get("requestContext") or {}).get("http") or {}).get("method", "")).upper()
+    headers = event.get("headers") or {}
+    if method in BODY_METHODS:
+        names = [name for name in headers if str(name).lower() == "content-type"]
+        check_media_type(", ".join(str(headers[name]) for name in names) if names else None)
+        for name in names:
+            del headers[name]
+        if names:
+            headers["content-type"] = "application/json"
     body = event.get("body")
-    if not event.get("isBase64Encoded") or not body:
-        return True
-    try:
-        base64.b64decode(str(body), validate=True).decode("utf-8")
-    except (binascii.Error, ValueError):
-        return False
-    return True
+    if event.get("isBase64Encoded") and body:
+        try:
+            base64.b64decode(str(body), validate=True).decode("utf-8")
+        except (binascii.Error, ValueError) as exc:
+            raise MalformedBody("the request body is not UTF-8 text: send JSON encoded as UTF-8") from exc
 
 
 def _route_path(event: dict[str, Any]) -> str:
@@ -366,25 +449,42 @@ def _route_path(event: dict[str, Any]) -> str:
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    cid = correlation_id(event)
+    """Whatever happens below, the caller gets a structured answer with a correlation id: an exception
+    that escapes the resolver (or the checks before it) is logged and answered with a generic 500."""
+    try:
+        cid = correlation_id(event)
+    except Exception:  # not an API Gateway event at all
+        cid = str(uuid.uuid4())
     app.append_context(correlation_id=cid)
+    try:
+        response = _respond(event, context)
+    except Exception:
+        logger.exception("unhandled error outside the routes")
+        response = app_error_response(500, "internal_error", INTERNAL_MESSAGE)
+    finally:
+        app.clear_context()
+        logger.remove_keys(["tenant"])
+    return _finish(response, cid)
+
+
+def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     path = _route_path(event)
     if path not in PUBLIC_ROUTES:
         tenant = resolve_tenant(event)
         if tenant is None:
-            return _finish(
-                app_error_response(401, "unauthorized", "no tenant in the authorizer context"), cid
-            )
-        if not _TENANT.match(tenant):
-            return _finish(
-                app_error_response(403, "forbidden", "the tenant claim is not a valid tenant"), cid
-            )
+            return app_error_response(401, "unauthorized", "no tenant in the authorizer context")
+        if not is_tenant(tenant):
+            return app_error_response(403, "forbidden", "the tenant claim is not a valid tenant")
         app.append_context(tenant=tenant)
         logger.append_keys(tenant=tenant)
-    if not _body_is_text(event):
-        return _finish(app_error_response(422, "validation_error", "the request body is not UTF-8 text"), cid)
+    try:
+        _check_body(event)
+    except UnsupportedMediaType as exc:
+        return app_error_response(415, "unsupported_media_type", str(exc))
+    except MalformedBody as exc:
+        return app_error_response(400, "invalid_body", str(exc))
     _normalise_document_path(event)
-    return _finish(app.resolve(event, context), cid)
+    return app.resolve(event, context)
 
 
 def app_error_response(status: int, code: str, message: str) -> dict[str, Any]:
@@ -401,7 +501,6 @@ def _finish(response: dict[str, Any], cid: str) -> dict[str, Any]:
     headers = dict(response.get("headers") or {})
     headers["X-Correlation-Id"] = cid
     response["headers"] = headers
-    app.clear_context()
     return response
 
 

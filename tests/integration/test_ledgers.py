@@ -175,9 +175,10 @@ def test_a_record_without_sequencer_is_written_but_keeps_the_newest_sequencer(le
     assert ledger.put(record(sequencer="0055AED6DCD90281E4", chunks=3)) is False
 
 
-def test_a_malformed_sequencer_is_a_permanent_error(ledger: Ledger) -> None:
+@pytest.mark.parametrize("sequencer", ["not-hex", "0A\n", ""])
+def test_a_malformed_sequencer_is_a_permanent_error(ledger: Ledger, sequencer: str) -> None:
     with pytest.raises(DocumentError):
-        ledger.put(record(sequencer="not-hex"))
+        ledger.put(record(sequencer=sequencer))
     assert ledger.get("acme", "handbook.pdf") is None
 
 

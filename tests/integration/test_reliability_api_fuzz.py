@@ -114,6 +114,84 @@ def test_bodies_that_are_not_json_get_422(loaded: EmbeddedStack, raw: bytes) -> 
     assert status in (400, 422), payload
 
 
+content_types = st.one_of(
+    st.none(),
+    st.sampled_from(
+        [
+            "application/json",
+            "APPLICATION/JSON",
+            "application/json; charset=utf-8",
+            "application/json; charset=utf-16",
+            "application/json;;;",
+            "application/json; charset",
+            "application/problem+json",
+            "application/+json",
+            "text/plain",
+            "text/plain;charset=UTF-8",
+            "application/xml",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+            "multipart/form-data; boundary=",
+            "multipart/form-data; boundary=x",
+            "*/*",
+            "",
+            " ",
+        ]
+    ),
+    st.text(max_size=60),
+)
+header_names = st.sampled_from(
+    ["content-type", "Content-Type", "x-correlation-id", "accept", "content-length", "x-winnow-tenant"]
+) | st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=20)
+# Bodies that attack the parser: deep or wide nesting, escapes, surrogates, huge numbers, or just bytes.
+hostile_bodies = st.one_of(
+    json_values.map(json.dumps),
+    st.integers(1, 50_000).map(lambda n: "[" * n + "]" * n),
+    st.integers(1, 50_000).map(lambda n: '{"query": "x", "filters": {"a": ' + "[" * n + "]" * n + "}}"),
+    st.integers(1, 50_000).map(lambda n: '{"a":' * n),
+    st.sampled_from(['"\\ud800"', '{"query": "\\udfff"}', '{"query": "x", "\\ud800": 1}', '"\\']),
+    st.integers(4000, 6000).map(lambda n: '{"query": "x", "top_k": ' + "7" * n + "}"),
+    st.text(max_size=200),
+    st.binary(max_size=200),
+)
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    phases=NO_SHRINK,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    body=st.none() | hostile_bodies,
+    content_type=content_types,
+    headers=st.dictionaries(header_names, st.text(max_size=40), max_size=4),
+    method=st.sampled_from(["POST", "GET", "PUT", "DELETE", "PATCH", "OPTIONS", "post"]),
+    path=st.sampled_from(["/search", "/documents", "/documents/notes.md", "/health", "/nope", "/search/"]),
+)
+def test_any_body_headers_and_method_get_a_structured_answer_below_500(
+    loaded: EmbeddedStack,
+    body: str | bytes | None,
+    content_type: str | None,
+    headers: dict[str, str],
+    method: str,
+    path: str,
+) -> None:
+    """Whatever a client sends at any route, the answer is a structured 2xx/4xx: a 5xx would let any
+    caller fire the service's error alarm at will."""
+    if content_type is not None:
+        headers = {
+            **{k: v for k, v in headers.items() if k.lower() != "content-type"},
+            "content-type": content_type,
+        }
+    status, got, payload = loaded.api(method, path, body, headers=headers)
+    if isinstance(body, str | bytes) and b"globex" in (
+        body if isinstance(body, bytes) else body.encode("utf-8", "replace")
+    ):
+        return  # an echo of the caller's own input is not a leak
+    assert_structured(status, got, payload)
+
+
 @settings(
     max_examples=80,
     deadline=None,

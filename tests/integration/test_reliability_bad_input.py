@@ -292,6 +292,7 @@ def test_events_no_bucket_could_produce_are_acknowledged_as_failed(stack: Embedd
         ("ObjectCreated:Put", "acme/nul\x00byte.md", 10, "abc", "0B"),
         ("ObjectRemoved:Delete", "acme/" + "x" * 1100 + ".md", None, None, "0C"),
         ("ObjectCreated:Put", "acme/fine.md", fine[2], fine[3], "not-hex!"),
+        ("ObjectCreated:Put", "acme/fine.md", fine[2], fine[3], "0D\n"),  # re.match with $ let it through
     ]
     # When they arrive directly, one result per event comes back: failed, with a one-line reason
     out = stack.invoke_ingest(s3_event(records))

@@ -139,9 +139,10 @@ def test_invalid_requests_get_422_with_field_messages(
     assert loaded.fake.total_requests == calls
 
 
-def test_body_that_is_not_json_is_422(loaded: EmbeddedStack) -> None:
+def test_body_that_is_not_json_is_400(loaded: EmbeddedStack) -> None:
     status, _, payload = loaded.api("POST", "/search", "{not json")
-    assert status == 422 and payload["error"]["code"] == "validation_error"
+    assert status == 400 and payload["error"]["code"] == "invalid_body"
+    assert "not valid JSON" in payload["error"]["message"]
 
 
 def test_query_is_trimmed_and_echoed(loaded: EmbeddedStack) -> None:

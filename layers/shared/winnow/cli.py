@@ -24,12 +24,12 @@ import winnow
 from winnow.local.filters import FilterSyntaxError, parse_filters
 from winnow.local.runtime import (
     DEFAULT_TENANT,
-    TENANT_PATTERN,
     ApiResponse,
     LocalRuntime,
     Upload,
     close_local_qdrant,
 )
+from winnow.rules import TENANT_RULE, is_tenant
 
 SIDECAR_SUFFIX = ".metadata.json"
 INGEST_FIELDS = ("key", "status", "chunks", "embedded", "reused", "error")
@@ -156,11 +156,8 @@ def collect_files(paths: Sequence[str], tenant: str, prefix: str) -> list[LocalF
 
 
 def _check_tenant(tenant: str) -> str:
-    if not TENANT_PATTERN.match(tenant):
-        raise CliError(
-            f"invalid tenant {tenant!r}: use up to 128 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
-        )
+    if not is_tenant(tenant):
+        raise CliError(f"invalid tenant {tenant!r}: use {TENANT_RULE}")
     return tenant
 
 

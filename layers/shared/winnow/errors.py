@@ -116,3 +116,21 @@ class BadRequest(WinnowError):
 
 class FeatureDisabled(WinnowError):
     """A feature is switched off in this deployment; the message says how to switch it on."""
+
+
+class QueryRejected(BadRequest):
+    """The vector store refused a search itself (say, a filter value of a type its index cannot compare).
+    The message holds the provider's detail: for logs, never for the client."""
+
+
+class MalformedBody(BadRequest):
+    """The request body cannot be read as a JSON document: not UTF-8, not JSON, nested too deep, or text
+    that is not valid Unicode. The message says what is wrong and what to send."""
+
+
+class BodyTooLarge(BadRequest):
+    """The request body is over the API's size limit."""
+
+
+class UnsupportedMediaType(BadRequest):
+    """The request body is not declared as JSON (``Content-Type``)."""

@@ -142,6 +142,11 @@ class SearchSettings(BaseSettings):
         default=False, description="Embedded default only: let a header name the tenant. Never in AWS."
     )
     tenant_header: str = "x-winnow-tenant"
+    show_configuration_errors: bool = Field(
+        default=False,
+        description="Embedded default only (the CLI and winnow serve turn it on): the caller is the "
+        "operator, so configuration errors are answered in full. Never in AWS: they name secrets.",
+    )
     rrf_k: int = Field(default=60, ge=1, le=1000)
 
 

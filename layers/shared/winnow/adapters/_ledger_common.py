@@ -13,11 +13,12 @@ from datetime import UTC, datetime
 
 from winnow.errors import BadRequest, DocumentError
 from winnow.models import LedgerRecord
+from winnow.rules import UNASSIGNED_TENANT, is_tenant
 
 # S3 sequencers are hex strings of varying length (16-18 characters today). Padded on the right to this
 # width they compare as the S3 docs prescribe (pad the shorter one with zeros, compare as strings).
 SEQUENCER_WIDTH = 64
-_HEX = re.compile(r"^[0-9A-Fa-f]+$")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
 TOMBSTONE_TTL_SECONDS = 30 * 24 * 3600  # longer than any SQS retention (14 days) a late event could wait
 MAX_PAGE = 1000
 RECORD_FIELDS = tuple(f.name for f in fields(LedgerRecord))
@@ -25,7 +26,7 @@ RECORD_FIELDS = tuple(f.name for f in fields(LedgerRecord))
 
 def sequencer_sort_key(sequencer: str) -> str:
     """The sequencer uppercased and right-padded with zeros, so that plain string order is event order."""
-    if not _HEX.match(sequencer) or len(sequencer) > SEQUENCER_WIDTH:
+    if not _HEX.fullmatch(sequencer) or len(sequencer) > SEQUENCER_WIDTH:
         raise DocumentError(f"malformed S3 event sequencer {sequencer[:80]!r}")
     return sequencer.upper().ljust(SEQUENCER_WIDTH, "0")
 
@@ -37,6 +38,12 @@ def accepts(new: str | None, stored: str | None, same_event_ok: bool) -> bool:
         return True
     candidate = sequencer_sort_key(new)
     return candidate > stored or (same_event_ok and candidate == stored)
+
+
+def check_identity(record: LedgerRecord) -> None:
+    """Every record belongs to a valid tenant, or to the unassigned rows of keys that name none."""
+    if not (is_tenant(record.tenant) or record.tenant == UNASSIGNED_TENANT) or not record.key:
+        raise ValueError("a ledger record needs a valid tenant and a key")
 
 
 def encode_cursor(tenant: str, last_key: str) -> str:

@@ -21,6 +21,7 @@ from winnow.adapters import _aws
 from winnow.adapters._ledger_common import (
     RECORD_FIELDS,
     TOMBSTONE_TTL_SECONDS,
+    check_identity,
     check_page_size,
     decode_cursor,
     encode_cursor,
@@ -60,8 +61,7 @@ class DynamoDbLedger(Ledger):
         return _record(item) if item and "status" in item else None
 
     def put(self, record: LedgerRecord, *, same_event_ok: bool = False) -> bool:
-        if not record.tenant or not record.key:
-            raise ValueError("a ledger record needs a tenant and a key")
+        check_identity(record)
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
         sets: list[str] = []

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from winnow.adapters._ledger_common import (
     RECORD_FIELDS,
     accepts,
+    check_identity,
     check_page_size,
     decode_cursor,
     encode_cursor,
@@ -94,8 +95,7 @@ class SqliteLedger(Ledger):
         return _record(row) if row is not None else None
 
     def put(self, record: LedgerRecord, *, same_event_ok: bool = False) -> bool:
-        if not record.tenant or not record.key:
-            raise ValueError("a ledger record needs a tenant and a key")
+        check_identity(record)
         new_sort = sequencer_sort_key(record.sequencer) if record.sequencer is not None else None
 
         def write(db: sqlite3.Connection) -> bool:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import re
 import threading
 import time
 import uuid
@@ -32,12 +31,14 @@ from winnow.errors import (
     ProviderRateLimited,
     ProviderRejected,
     ProviderUnavailable,
+    QueryRejected,
     TransientError,
     WinnowError,
 )
 from winnow.models import ChunkPoint, EmbeddingProfile, StoredChunk
 from winnow.observability import logger
 from winnow.ports import FilterValue, RangeFilter, SearchQuery, VectorStore
+from winnow.rules import FIELD_NAME_RULE, is_field_name, is_tenant
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
@@ -53,7 +54,6 @@ METADATA_KEY = "winnow"  # collection metadata: {"winnow": {"profile": {...}, "s
 SCHEMA_VERSION = 1
 # Filter names that address top-level payload fields; every other name addresses ``meta.<name>``.
 RESERVED_FILTER_FIELDS = frozenset({"key", "source_type", "title"})
-_FILTER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _SEARCH_PAYLOAD = ["key", "title", "section", "page", "chunk_index", "text", "content_hash", "meta"]
 _SCROLL_PAGE = 256
 _DELETE_BATCH = 1000
@@ -500,7 +500,7 @@ class QdrantVectorStore(VectorStore):
                 )
             return list(response.points)
 
-        points = self._call("search", run, rejected=BadRequest)
+        points = self._call("search", run, rejected=QueryRejected)
         return [_stored_chunk(p) for p in points]
 
     # --- filters -----------------------------------------------------------------------------------
@@ -521,8 +521,10 @@ class QdrantVectorStore(VectorStore):
 
         must: list[qm.Condition] = [_tenant_condition(tenant)]
         for name, value in filters.items():
-            if not isinstance(name, str) or not _FILTER_NAME.match(name):
-                raise BadRequest(f"filter field {name!r} must be 1-64 letters, digits, '_' or '-'")
+            if not is_field_name(name):
+                raise BadRequest(
+                    f"filter field {str(name)[:40]!r} is not a field name: use {FIELD_NAME_RULE}"
+                )
             path = name if name in RESERVED_FILTER_FIELDS else f"meta.{name}"
             must.append(_condition(path, name, value))
         return qm.Filter(must=must)
@@ -640,8 +642,8 @@ class QdrantVectorStore(VectorStore):
 def _tenant_condition(tenant: str) -> qm.FieldCondition:
     from qdrant_client.http import models as qm
 
-    if not tenant:
-        raise ValueError("tenant is required")
+    if not is_tenant(tenant):
+        raise ValueError("a valid tenant is required")
     return qm.FieldCondition(key="tenant", match=qm.MatchValue(value=tenant))
 
 

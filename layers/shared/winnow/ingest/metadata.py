@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any
 
 from winnow.errors import InvalidMetadata
+from winnow.rules import FIELD_NAME_RULE, is_field_name
 
 SIDECAR_SUFFIX = ".metadata.json"
-_FIELD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MetadataValue = str | int | float | bool | list[str]
 
 
@@ -29,8 +28,8 @@ def document_key_of(sidecar: str) -> str:
 
 
 def _check_field(name: str) -> str:
-    if not _FIELD.match(name):
-        raise InvalidMetadata(f"metadata field name {name[:40]!r} is not allowed (letters, digits, _ . -)")
+    if not is_field_name(name):
+        raise InvalidMetadata(f"metadata field name {name[:40]!r} is not allowed: use {FIELD_NAME_RULE}")
     return name
 
 
@@ -65,7 +64,7 @@ def parse_sidecar(data: bytes, max_bytes: int) -> dict[str, MetadataValue]:
 def from_user_metadata(user_metadata: dict[str, str]) -> dict[str, MetadataValue]:
     """S3 user metadata, keys lower-cased by S3. Invalid names are dropped rather than failing the
     document: the uploader may not control them."""
-    return {k: v for k, v in user_metadata.items() if _FIELD.match(k)}
+    return {k: v for k, v in user_metadata.items() if is_field_name(k)}
 
 
 def merge(user: dict[str, MetadataValue], sidecar: dict[str, MetadataValue] | None) -> dict[str, Any]:

@@ -44,22 +44,20 @@ from winnow.models import (
 )
 from winnow.observability import logger
 from winnow.ports import Embedder, Ledger, ObjectSource, VectorStore
+from winnow.rules import UNASSIGNED_TENANT, is_tenant
 from winnow.settings import ChunkingSettings, IngestSettings
 
 if TYPE_CHECKING:
     from winnow.text.sparse import Bm25Encoder
 
 POINT_NAMESPACE = uuid.UUID("6f0b1d55-7c1e-4f43-9b7e-1f5f0c3a9e21")
-_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_SEQUENCER = re.compile(r"^[0-9A-Fa-f]{1,64}$")
-# Ledger rows for keys that name no tenant: an underscore can never start a real tenant name.
-UNASSIGNED_TENANT = "_unassigned"
+_SEQUENCER = re.compile(r"[0-9A-Fa-f]{1,64}")
 
 
 def split_key(key: str) -> tuple[str, str]:
     """``acme/handbook.pdf`` → (``acme``, ``handbook.pdf``). A key without a tenant segment is invalid."""
     tenant, sep, rest = key.partition("/")
-    if not sep or not rest or not _TENANT.match(tenant):
+    if not sep or not rest or not is_tenant(tenant):
         raise InvalidKey("key has no tenant segment: expected <tenant>/<path>")
     return tenant, rest
 
@@ -129,7 +127,7 @@ class IngestService:
         except InvalidKey as exc:
             self._record_failure(UNASSIGNED_TENANT, event, str(exc))
             return IngestResult(event.key, "failed", error=str(exc), duration_ms=_ms(started))
-        if event.sequencer is not None and not _SEQUENCER.match(event.sequencer):
+        if event.sequencer is not None and not _SEQUENCER.fullmatch(event.sequencer):
             # S3 sequencers are hex; anything else is not an S3 event, and no retry can make it one.
             result = IngestResult(event.key, "failed", error="malformed S3 event sequencer")
         else:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
     from winnow.adapters.objects_local import LocalObjectSource
 
 DEFAULT_TENANT = "default"
-# The search handler accepts exactly these tenants; the CLI checks early so the message can say why.
-TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def close_local_qdrant(path: Path | str | None = None) -> None:
@@ -113,7 +110,12 @@ class LocalRuntime:
         from functions.search.app import handler
         from winnow.factory import get_container
 
-        claim = get_container().settings.search.tenant_claim
+        search = get_container().settings.search
+        if not search.show_configuration_errors:  # here the caller is the operator: say what to fix
+            get_container().settings.search = search = search.model_copy(
+                update={"show_configuration_errors": True}
+            )
+        claim = search.tenant_claim
         event = http_api_event(
             method, path, body=body, query=query, headers=headers, tenant=tenant, claim=claim
         )

@@ -54,13 +54,13 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from winnow.local.runtime import (
-    TENANT_PATTERN,
     ApiResponse,
     LocalRuntime,
     Upload,
     close_local_qdrant,
     local_qdrant_path,
 )
+from winnow.rules import is_tenant
 
 STATIC_DIR = Path(__file__).with_name("static")
 TENANT_HEADER = "x-winnow-tenant"
@@ -448,7 +448,7 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
         """The tenant header, or None after answering 401/403 when it is missing or malformed (closing
         the connection when a body is left unread)."""
         tenant = self.headers.get(TENANT_HEADER)
-        if (tenant is None or not TENANT_PATTERN.fullmatch(tenant)) and self.command in _METHODS_WITH_BODY:
+        if (tenant is None or not is_tenant(tenant)) and self.command in _METHODS_WITH_BODY:
             self.close_connection = True
         if tenant is None or not tenant.strip():
             self._send_error(
@@ -457,7 +457,7 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
                 f"say which tenant: send the {TENANT_HEADER} header, e.g. '{TENANT_HEADER}: demo'",
             )
             return None
-        if not TENANT_PATTERN.fullmatch(tenant):
+        if not is_tenant(tenant):
             self._send_error(
                 403,
                 "forbidden",

@@ -58,11 +58,12 @@ from itertools import groupby
 from winnow.errors import BadRequest, EnqueueFailed, InvalidKey, ObjectGone, TransientError
 from winnow.ingest.events import ObjectEvent
 from winnow.ingest.metadata import document_key_of, is_sidecar
-from winnow.ingest.service import UNASSIGNED_TENANT, split_key
+from winnow.ingest.service import split_key
 from winnow.models import DocumentStatus, EmbeddingProfile, LedgerRecord, ObjectInfo
 from winnow.observability import logger
 from winnow.ports import ActiveIndex, EventQueue, Ledger, ObjectSource, VectorStore
 from winnow.reconcile.stats import ReconcileStats
+from winnow.rules import is_tenant
 
 TOKEN_VERSION = 1
 SQS_BATCH = 10
@@ -557,7 +558,7 @@ def _tenant_of(key: str) -> str | None:
 
 
 def _is_tenant(name: str) -> bool:
-    return name != UNASSIGNED_TENANT and _tenant_of(f"{name}/x") == name
+    return is_tenant(name)
 
 
 def _check_tenant(tenant: str) -> None:

@@ -3,17 +3,73 @@ routes), committed as ``docs/openapi.json``, and a test fails when it drifts."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
-_FIELD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+from winnow.rules import FIELD_NAME_RULE, is_field_name
+
+
+def _unicode(value: str) -> str:
+    """Text must be encodable as UTF-8: JSON can carry a lone surrogate (``"\\ud800"``), which is not
+    text, and every later step (tokenising, embedding, the vector store) would fail on it. (Strict
+    strings, as in filters, get the same check from pydantic itself: ``string_unicode``.)"""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (it holds a lone UTF-16 surrogate)") from None
+    return value
+
 
 # Strict numbers: JSON booleans and numeric strings are rejected, integers are accepted as floats.
 StrictInt = Annotated[int, Field(strict=True)]
 StrictFloat = Annotated[float, Field(strict=True)]
-Scalar = Annotated[str, Field(strict=True, max_length=256)] | StrictInt | StrictFloat | bool
+
+
+def _scalar_kind(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, int):
+        return "int"
+    return "float" if isinstance(value, float) else None
+
+
+# Unions are tagged by the JSON type the caller sent, so a wrong value gets one message about the member
+# it was meant for, not one complaint per member.
+Scalar = Annotated[
+    Annotated[str, Field(strict=True, max_length=256), Tag("str")]
+    | Annotated[StrictInt, Tag("int")]
+    | Annotated[StrictFloat, Tag("float")]
+    | Annotated[bool, Tag("bool")],
+    # anyOf, not the oneOf a tagged union documents: an integer is also a JSON Schema "number".
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "maxLength": 256},
+                {"type": "integer"},
+                {"type": "number"},
+                {"type": "boolean"},
+            ]
+        }
+    ),
+    Discriminator(
+        _scalar_kind,
+        custom_error_type="filter_value",
+        custom_error_message="a filter value must be a string, a number or a boolean "
+        '(a filter takes one value, a list of values or a range {"gte": 1, "lte": 2})',
+    ),
+]
 
 
 class RangeCondition(BaseModel):
@@ -33,7 +89,32 @@ class RangeCondition(BaseModel):
         return self
 
 
-FilterCondition = Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=100)] | RangeCondition
+def _condition_kind(value: Any) -> str:
+    if isinstance(value, dict | RangeCondition):
+        return "range"
+    return "list" if isinstance(value, list) else "value"
+
+
+FilterCondition = Annotated[
+    Annotated[Scalar, Tag("value")]
+    | Annotated[list[Scalar], Field(min_length=1, max_length=100), Tag("list")]
+    | Annotated[RangeCondition, Tag("range")],
+    Discriminator(_condition_kind),
+]
+
+
+def error_path(loc: tuple[int | str, ...]) -> list[str]:
+    """A validation error's location as the caller's field path: ``body.filters.year.range.gte`` is
+    ``filters.year.gte`` (the resolver's ``body`` and the union tags above are ours, not the caller's)."""
+    parts = [str(p) for p in (loc[1:] if loc[:1] == ("body",) else loc)]
+    if len(parts) > 2 and parts[0] == "filters":
+        tag, rest = parts[2], parts[3:]
+        if tag == "value":
+            rest = []  # the scalar's own tag
+        elif tag == "list":
+            rest = rest[:1]  # the index; drop the scalar's tag after it
+        parts = parts[:2] + rest
+    return parts
 
 
 class SearchRequest(BaseModel):
@@ -66,7 +147,7 @@ class SearchRequest(BaseModel):
     @field_validator("query")
     @classmethod
     def _query_length(cls, value: str) -> str:
-        stripped = value.strip()
+        stripped = _unicode(value).strip()
         if not stripped:
             raise ValueError("query must not be empty")
         if len(stripped) > 2000:
@@ -77,8 +158,10 @@ class SearchRequest(BaseModel):
     @classmethod
     def _filter_names(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name in value:
-            if not _FIELD.match(name):
-                raise ValueError(f"filter field {name[:40]!r} is not a valid metadata field name")
+            if not is_field_name(name):
+                raise ValueError(
+                    f"filter field {name[:40]!r} is not a metadata field name: use {FIELD_NAME_RULE}"
+                )
         return value
 
     @model_validator(mode="after")

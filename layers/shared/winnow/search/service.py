@@ -49,22 +49,28 @@ def _to_port_filters(filters: dict[str, Any]) -> dict[str, FilterValue]:
     return out
 
 
+# (tenant, embedding profile, query): a tenant only ever hits its own entries, so neither the answer nor
+# its timing (``timings_ms.embed``) can tell one tenant what another has asked.
+CacheKey = tuple[str, str, str]
+
+
 class QueryEmbeddingCache:
-    """A small LRU of query vectors for the warm container: repeated queries skip the provider."""
+    """A small LRU of query vectors for the warm container: a tenant's repeated queries skip the
+    provider."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._items: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+        self._items: OrderedDict[CacheKey, list[float]] = OrderedDict()
         self._lock = Lock()
 
-    def get(self, key: tuple[str, str]) -> list[float] | None:
+    def get(self, key: CacheKey) -> list[float] | None:
         with self._lock:
             value = self._items.get(key)
             if value is not None:
                 self._items.move_to_end(key)
             return value
 
-    def put(self, key: tuple[str, str], value: list[float]) -> None:
+    def put(self, key: CacheKey, value: list[float]) -> None:
         if self.size <= 0:
             return
         with self._lock:
@@ -91,8 +97,8 @@ class SearchService:
         self.settings = settings
         self.cache = QueryEmbeddingCache(cache_size)
 
-    def _embed_query(self, query: str) -> list[float]:
-        key = (self.embedder.profile.slug, query)
+    def _embed_query(self, tenant: str, query: str) -> list[float]:
+        key = (tenant, self.embedder.profile.slug, query)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
@@ -114,7 +120,9 @@ class SearchService:
 
         # Embed unless nothing downstream needs the dense vector (sparse retrieval re-ranked by Voyage).
         t0 = time.perf_counter()
-        dense = self._embed_query(request.query) if (request.mode != "sparse" or not use_rerank) else None
+        dense = (
+            self._embed_query(tenant, request.query) if (request.mode != "sparse" or not use_rerank) else None
+        )
         sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
         embed_ms = (time.perf_counter() - t0) * 1000
 
