@@ -65,8 +65,8 @@ def add_ask_parser(commands: Any, tenant_help: str) -> None:
     )
     ask.add_argument("query", metavar="QUESTION")
     ask.add_argument("--tenant", default=cli.DEFAULT_TENANT, help=tenant_help)
-    ask.add_argument("--top-k", type=cli._positive_int, default=None, help="most passages (API default 5)")
-    ask.add_argument("--candidates", type=cli._positive_int, default=None, help="candidates per retriever")
+    ask.add_argument("--top-k", type=cli._whole_number, default=None, help="most passages (API default 5)")
+    ask.add_argument("--candidates", type=cli._whole_number, default=None, help="candidates per retriever")
     ask.add_argument(
         "--filter",
         action="append",
@@ -77,6 +77,6 @@ def add_ask_parser(commands: Any, tenant_help: str) -> None:
     ask.add_argument("--mode", choices=("hybrid", "dense", "sparse"), default=None)
     ask.add_argument("--no-rerank", action="store_true", help="skip the re-ranker")
     ask.add_argument("--threshold", type=cli._unit_float, default=None, help="relevance threshold in [0, 1]")
-    ask.add_argument("--max-answer-tokens", type=cli._positive_int, default=None, help="answer length cap")
+    ask.add_argument("--max-answer-tokens", type=cli._whole_number, default=None, help="answer length cap")
     ask.add_argument("--json", action="store_true", help="print the response body exactly as returned")
     ask.set_defaults(func=cmd_ask)
