@@ -391,12 +391,33 @@ def test_ollama_outages_become_503_with_retry_after(
 def test_ollama_model_not_pulled_says_how_to_fix_it(
     tmp_path: Path, fake_voyage: FakeVoyageServer, fake_ollama: FakeOllamaServer
 ) -> None:
+    # Given the embedded default, where the caller is the operator (the CLI and winnow serve turn this on)
+    stack = stack_with(tmp_path / "home", fake_voyage, ollama_settings(fake_ollama, ollama_model="mistral"))
+    settings = stack.container.settings
+    settings.search = settings.search.model_copy(update={"show_configuration_errors": True})
+    try:
+        load(stack)
+        # When the configured model was never pulled
+        status, _, body = stack.api("POST", "/answer", {"query": HOLIDAY_QUESTION})
+        # Then the answer says how to fix it, after one model request
+        assert status == 500 and "ollama pull mistral" in body["error"]["message"]
+        assert len(fake_ollama.chat_requests()) == 1
+    finally:
+        stack.close()
+
+
+def test_ollama_model_not_pulled_is_a_generic_error_when_deployed(
+    tmp_path: Path, fake_voyage: FakeVoyageServer, fake_ollama: FakeOllamaServer
+) -> None:
+    # Given a deployed configuration (configuration errors go to the logs only)
     stack = stack_with(tmp_path / "home", fake_voyage, ollama_settings(fake_ollama, ollama_model="mistral"))
     try:
         load(stack)
+        # When the model is missing
         status, _, body = stack.api("POST", "/answer", {"query": HOLIDAY_QUESTION})
-        assert status == 500 and "ollama pull mistral" in body["error"]["message"]
-        assert len(fake_ollama.chat_requests()) == 1
+        # Then the client gets a generic 500 that names neither the model nor the fix
+        assert status == 500 and body["error"]["code"] == "configuration_error"
+        assert "mistral" not in json.dumps(body)
     finally:
         stack.close()
 
