@@ -35,7 +35,8 @@ _BLOCK_TAGS = frozenset(
 )  # fmt: skip
 _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+# [^<>]: a scan from one "<meta" ends where the next tag begins, so a head full of "<meta" stays linear.
+_META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 _UNICODE_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 
 

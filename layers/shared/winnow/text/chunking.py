@@ -43,8 +43,12 @@ __all__ = ["chunk_document", "max_chunk_chars"]
 
 _BLOCK_SEPARATOR = "\n\n"
 # A cut is allowed after sentence-final punctuation (with closing quotes or brackets) followed by
-# whitespace, after CJK full stops, and at any line break.
-_SENTENCE_END = re.compile("[.!?\u2026]+[\"'\u201d\u2019\u00bb)\\]]*\\s+|[\u3002\uff01\uff1f]+\\s*|\n\\s*")
+# whitespace, after CJK full stops, and at any line break. A match may only start where a run of
+# punctuation starts, and the runs are possessive: a run that is not followed by whitespace ("...x",
+# a table rule of dots) fails once, instead of once per character of the run (quadratic).
+_SENTENCE_END = re.compile(
+    "(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019\u00bb)\\]]*+\\s+|[\u3002\uff01\uff1f]+\\s*|\n\\s*"
+)
 _WORD = re.compile(r"\S+\s*")
 _WORD_START = re.compile(r"(?<=\s)\S")
 
