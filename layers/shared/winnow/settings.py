@@ -130,6 +130,14 @@ class IngestSettings(BaseSettings):
     max_sidecar_bytes: int = Field(default=10 * 1024, ge=1)
     max_chunks: int = Field(default=20_000, ge=1)
     lease_seconds: int = Field(default=900, ge=1)
+    # The parse budget (winnow.parsing.budget): every document is parsed in a worker process that is
+    # killed past the time budget and cannot allocate past the memory budget. The defaults fit a 1,024 MB
+    # Lambda with a 300 s timeout: the worker's cap plus the ingest process (about 200 MB with a 25 MB
+    # file in hand) stay under 1,024 MB, and 120 s leave time to embed and write what was parsed.
+    parse_timeout_seconds: float = Field(default=120.0, gt=0, le=900, description="Parse time budget.")
+    parse_memory_mb: int = Field(
+        default=512, ge=128, le=10_240, description="Parse memory budget (the worker's address space)."
+    )
 
 
 class SearchSettings(BaseSettings):

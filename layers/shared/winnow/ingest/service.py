@@ -402,9 +402,9 @@ class IngestService:
     def _parse(self, key: str, data: bytes) -> Any:
         parser = self._parser
         if parser is None:
-            from winnow.parsing import parse_document
+            from winnow.parsing.budget import parse_within_budget
 
-            parser = parse_document
+            parser = parse_within_budget
         try:
             return parser(key, data, self.settings)
         except DocumentError:
