@@ -386,6 +386,8 @@ class IngestService:
 
     def _metadata_for(self, key: str, info: ObjectInfo) -> dict[str, Any]:
         user = meta.from_user_metadata(info.metadata)
+        if not meta.can_have_sidecar(key):
+            return meta.merge(user, None)
         try:
             sidecar_info = self.objects.head(meta.sidecar_key(key))
         except ObjectGone:
