@@ -417,11 +417,15 @@ class IngestService:
 
     def _chunk(self, parsed: Any) -> list[Chunk]:
         chunker = self._chunker
-        if chunker is None:
-            from winnow.text.chunking import chunk_document
+        if chunker is not None:
+            return chunker(parsed, self.chunking)
+        from winnow.text.chunking import chunk_document, chunk_to_fit
 
-            chunker = chunk_document
-        return chunker(parsed, self.chunking)
+        window = self.embedder.max_input_tokens
+        if window is None:
+            return chunk_document(parsed, self.chunking)
+        # sized in the embedder's own tokens, so no chunk is cut before it is embedded
+        return chunk_to_fit(parsed, self.chunking, self.embedder.count_tokens, window)
 
     def _put(self, record: LedgerRecord, same_event_ok: bool = False) -> None:
         if not self.ledger.put(record, same_event_ok=same_event_ok):
