@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import select
 import struct
@@ -160,15 +161,17 @@ class _Worker:
 def _read_exactly(pipe: IO[bytes], size: int, deadline: float) -> bytes | None:
     """``size`` bytes from the worker, or None when the deadline passes or the worker closes the pipe."""
     fd = pipe.fileno()
+    # poll, not select: select refuses descriptors past 1,024, which a busy `winnow serve` can reach
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
     parts: list[bytes] = []
     remaining = size
     while remaining:
         timeout = deadline - time.monotonic()
         if timeout <= 0:
             return None
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if not ready:
-            return None
+        if not poller.poll(max(1, math.ceil(timeout * 1000))):
+            continue  # the deadline check above decides
         chunk = os.read(fd, min(remaining, _READ_SIZE))
         if not chunk:
             return None

@@ -25,8 +25,8 @@ The rules, in the order they apply:
 Size guarantee: no chunk is longer than ``target_chars + 2 * min_chars + 4`` (a chunk can receive a
 tiny fragment from each side, with a separator each; the merge checks it, see ``_merge_small``), and no
 chunk is shorter than ``min_chars`` unless the whole document is. ``chunk_to_fit`` re-chunks a document
-with a smaller target when a chunk would not fit the embedder's token window. ``page`` is the page where the chunk's text starts. The output depends
-only on the input: no randomness, no clocks.
+with a smaller target when a chunk would not fit the embedder's token window. ``page`` is the page where
+the chunk's text starts. The output depends only on the input: no randomness, no clocks.
 """
 
 from __future__ import annotations
