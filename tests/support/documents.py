@@ -227,6 +227,32 @@ def make_docx_zip_bomb(kind: str = "declared", *, declared_bytes: int = 3_000_00
     return bytes(data)
 
 
+def make_docx_paragraph_bomb(paragraphs: int = 3_000_000, *, seed: int = 13) -> bytes:
+    """A real DOCX whose ``document.xml`` holds ``paragraphs`` tiny paragraphs, one in 40 carrying a
+    random token so the compression ratio stays under the 100:1 rule: with the default, about 1.1 MB
+    of zip inflating to 103 MB of XML (the shape outside testing reported: 1.07 MB, 102 MB, 93:1)."""
+    import random
+
+    base = make_docx([DocxParagraph("x")])
+    rng = random.Random(seed)
+    with zipfile.ZipFile(io.BytesIO(base)) as source:
+        document = source.read("word/document.xml").decode()
+        head, rest = document.split("<w:body>", 1)
+        tail = rest.split("</w:body>", 1)[1]
+        plain = "<w:p><w:r><w:t>a</w:t></w:r></w:p>"
+        body = "".join(
+            plain if index % 40 else f"<w:p><w:r><w:t>{rng.getrandbits(64):016x}</w:t></w:r></w:p>"
+            for index in range(paragraphs)
+        )
+        xml = f"{head}<w:body>{body}</w:body>{tail}".encode()
+        output = io.BytesIO()
+        with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as target:
+            for member in source.infolist():
+                is_document = member.filename == "word/document.xml"
+                target.writestr(member.filename, xml if is_document else source.read(member.filename))
+    return output.getvalue()
+
+
 def _patch_declared_size(data: bytearray, name: bytes, declared: int) -> None:
     """Overwrite the uncompressed size of ``name`` in its local header and central directory entry,
     the way a crafted bomb lies about what it will inflate to."""

@@ -325,3 +325,36 @@ def _is_subsequence(needle: str, haystack: str) -> bool:
         if position < len(needle) and needle[position] == char:
             position += 1
     return position == len(needle)
+
+
+def _numbered(first: int, sentence_lengths: list[int]) -> str:
+    """Sentences of unique words w<first>, w<first+1>, ... of the given lengths."""
+    sentences, number = [], first
+    for length in sentence_lengths:
+        sentences.append(" ".join(f"w{n}" for n in range(number, number + length)) + ".")
+        number += length
+    return " ".join(sentences)
+
+
+def test_a_chunk_never_collects_more_tiny_fragments_than_the_size_bound_allows() -> None:
+    # Given min_chars close to the target, so split pieces and sections come out under min_chars and
+    # the greedy merge folded three of them into one chunk (found by the property test: 541
+    # characters with a bound of 540; this document became one chunk of 887 characters, bound 739)
+    settings = ChunkingSettings(target_chars=249, overlap_chars=0, min_chars=243)
+    document = ParsedDocument(
+        title="T",
+        blocks=[
+            Block(_numbered(0, [1, 8, 7, 12, 2, 7, 6, 8, 1, 1, 5]), ("A",)),
+            Block(_numbered(58, [1, 5, 11, 11, 10, 12, 5, 11, 4, 9, 9, 6]), ("D",)),
+            Block(_numbered(152, [5, 4, 2, 10, 6, 4, 10]), ("A",)),
+        ],
+        source_type="text",
+    )
+    # When it is chunked
+    chunks = chunk_document(document, settings)
+    # Then every chunk is within the documented bound and none is tiny
+    assert len(chunks) > 1
+    assert all(settings.min_chars <= len(chunk.text) <= max_chunk_chars(settings) for chunk in chunks)
+    # and every word is there once, in order
+    words = " ".join(chunk.text for chunk in chunks).replace(".", "").split()
+    assert words == [f"w{n}" for n in range(193)]

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from winnow.errors import BodyTooLarge, MalformedBody, UnsupportedMediaType
-from winnow.search.body import MAX_BODY_CHARS, MAX_DEPTH, check_media_type, decode_json_body, nesting_depth
+from winnow.jsonbounds import nesting_depth
+from winnow.search.body import MAX_BODY_CHARS, MAX_DEPTH, check_media_type, decode_json_body
 from winnow.search.schemas import SearchRequest
 
 json_values = st.recursive(

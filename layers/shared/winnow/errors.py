@@ -51,6 +51,10 @@ class OversizedDocument(DocumentError):
     """The file is over the configured size limit, or is a zip bomb."""
 
 
+class ParseBudgetExceeded(OversizedDocument):
+    """Parsing the file took longer than the time budget or more memory than the memory budget."""
+
+
 class InvalidKey(DocumentError):
     """The object key cannot be mapped to a tenant and document."""
 

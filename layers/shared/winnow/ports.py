@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from winnow.ingest.events import ObjectEvent
 
 InputType = Literal["document", "query"]
+_SPECIAL_TOKENS = 4  # [CLS]/[SEP] or <s>/</s>, with room to spare
 SearchMode = Literal["hybrid", "dense", "sparse"]
 
 
@@ -35,6 +36,18 @@ class Embedder(ABC):
     @abstractmethod
     def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
         """One vector per text, in order. Raises ``TransientError`` subclasses for provider outages."""
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        """The model's input window in tokens, when it is small enough for chunk sizes to matter
+        (ingest then sizes chunks to fit it); None when any chunk fits, as with Voyage's 32K."""
+        return None
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens each text takes in the model's input, special tokens included. This default never
+        under-counts for WordPiece or byte-level BPE vocabularies (every token covers at least one
+        byte of UTF-8), plus a few special tokens: an adapter with the model's tokenizer overrides it."""
+        return [len(text.encode("utf-8", "surrogatepass")) + _SPECIAL_TOKENS for text in texts]
 
 
 @dataclass(frozen=True)

@@ -128,8 +128,20 @@ class IngestSettings(BaseSettings):
     max_uncompressed_bytes: int = Field(default=200 * 1024 * 1024, ge=1, description="DOCX zip-bomb guard.")
     max_compression_ratio: float = Field(default=100.0, ge=1)
     max_sidecar_bytes: int = Field(default=10 * 1024, ge=1)
+    # A DOCX's XML is counted before python-docx builds its tree (about 220 bytes of memory per element):
+    # 1.5 million elements parse in under 400 MB; a real 1,000-page report has well under a million.
+    max_docx_xml_elements: int = Field(default=1_500_000, ge=1, description="DOCX element-count guard.")
+    max_docx_xml_part_bytes: int = Field(default=64 * 1024 * 1024, ge=1, description="Largest DOCX XML part.")
     max_chunks: int = Field(default=20_000, ge=1)
     lease_seconds: int = Field(default=900, ge=1)
+    # The parse budget (winnow.parsing.budget): every document is parsed in a worker process that is
+    # killed past the time budget and cannot allocate past the memory budget. The defaults fit a 1,024 MB
+    # Lambda with a 300 s timeout: the worker's cap plus the ingest process (about 200 MB with a 25 MB
+    # file in hand) stay under 1,024 MB, and 120 s leave time to embed and write what was parsed.
+    parse_timeout_seconds: float = Field(default=120.0, gt=0, le=900, description="Parse time budget.")
+    parse_memory_mb: int = Field(
+        default=512, ge=128, le=10_240, description="Parse memory budget (the worker's address space)."
+    )
 
 
 class SearchSettings(BaseSettings):

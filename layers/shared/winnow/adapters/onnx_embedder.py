@@ -130,11 +130,33 @@ class LocalOnnxEmbedder(Embedder):
         self._single_thread_session: Any = None
         self._model_file: Path | None = None
         self._tokenizer: Any = None
+        self._counting_tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
 
     @property
     def profile(self) -> EmbeddingProfile:
         return EmbeddingProfile("local", MODEL_NAME, DIMENSION)
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        """Text past this many tokens ([CLS] and [SEP] included) is cut before the model sees it."""
+        return self._max_tokens
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Exact counts from the model's own tokenizer, without the truncation ``embed`` applies."""
+        if not texts:
+            return []
+        with self._lock:
+            if self._counting_tokenizer is None:
+                from tokenizers import Tokenizer
+
+                files = verify_model_files(self._model_path, self._tokenizer_path)
+                counting = Tokenizer.from_file(str(files["tokenizer"]))
+                counting.no_truncation()
+                counting.no_padding()
+                self._counting_tokenizer = counting
+            tokenizer = self._counting_tokenizer
+        return [len(encoding.ids) for encoding in tokenizer.encode_batch(list(texts))]
 
     def _load(self) -> tuple[Any, Any]:
         """Verify the files and build the session and tokenizer, once, on first use."""

@@ -9,10 +9,14 @@ import json
 from typing import Any
 
 from winnow.errors import InvalidMetadata
+from winnow.jsonbounds import nesting_depth
 from winnow.rules import FIELD_NAME_RULE, is_field_name
 
 SIDECAR_SUFFIX = ".metadata.json"
+MAX_KEY_BYTES = 1024  # S3's limit on an object key, in UTF-8 bytes
 MetadataValue = str | int | float | bool | list[str]
+# The deepest valid sidecar: {"metadataAttributes": {"field": ["a", "b"]}}.
+_MAX_SIDECAR_DEPTH = 3
 
 
 def is_sidecar(key: str) -> bool:
@@ -21,6 +25,12 @@ def is_sidecar(key: str) -> bool:
 
 def sidecar_key(document_key: str) -> str:
     return document_key + SIDECAR_SUFFIX
+
+
+def can_have_sidecar(document_key: str) -> bool:
+    """Whether the sidecar's key fits S3's 1,024-byte limit: a document key of 1,011 bytes or more has
+    no possible sidecar, and asking for one would be refused as an invalid key."""
+    return len(sidecar_key(document_key).encode("utf-8", "surrogatepass")) <= MAX_KEY_BYTES
 
 
 def document_key_of(sidecar: str) -> str:
@@ -38,8 +48,17 @@ def parse_sidecar(data: bytes, max_bytes: int) -> dict[str, MetadataValue]:
     if len(data) > max_bytes:
         raise InvalidMetadata(f"sidecar is {len(data)} bytes, over the {max_bytes}-byte limit")
     try:
-        doc = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidMetadata(f"sidecar is not valid JSON: {str(exc)[:80]}") from exc
+    if nesting_depth(text) > _MAX_SIDECAR_DEPTH:
+        # checked before json.loads, whose recursion a few KB of brackets can exhaust
+        raise InvalidMetadata(
+            f"sidecar nests deeper than {_MAX_SIDECAR_DEPTH} levels (an object of fields, a list of strings)"
+        )
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
         raise InvalidMetadata(f"sidecar is not valid JSON: {str(exc)[:80]}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("metadataAttributes"), dict):
         raise InvalidMetadata('sidecar must be an object with a "metadataAttributes" object')

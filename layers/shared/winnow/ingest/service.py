@@ -384,6 +384,8 @@ class IngestService:
 
     def _metadata_for(self, key: str, info: ObjectInfo) -> dict[str, Any]:
         user = meta.from_user_metadata(info.metadata)
+        if not meta.can_have_sidecar(key):
+            return meta.merge(user, None)
         try:
             sidecar_info = self.objects.head(meta.sidecar_key(key))
         except ObjectGone:
@@ -400,9 +402,9 @@ class IngestService:
     def _parse(self, key: str, data: bytes) -> Any:
         parser = self._parser
         if parser is None:
-            from winnow.parsing import parse_document
+            from winnow.parsing.budget import parse_within_budget
 
-            parser = parse_document
+            parser = parse_within_budget
         try:
             return parser(key, data, self.settings)
         except DocumentError:
@@ -413,11 +415,15 @@ class IngestService:
 
     def _chunk(self, parsed: Any) -> list[Chunk]:
         chunker = self._chunker
-        if chunker is None:
-            from winnow.text.chunking import chunk_document
+        if chunker is not None:
+            return chunker(parsed, self.chunking)
+        from winnow.text.chunking import chunk_document, chunk_to_fit
 
-            chunker = chunk_document
-        return chunker(parsed, self.chunking)
+        window = self.embedder.max_input_tokens
+        if window is None:
+            return chunk_document(parsed, self.chunking)
+        # sized in the embedder's own tokens, so no chunk is cut before it is embedded
+        return chunk_to_fit(parsed, self.chunking, self.embedder.count_tokens, window)
 
     def _put(self, record: LedgerRecord, same_event_ok: bool = False) -> None:
         if not self.ledger.put(record, same_event_ok=same_event_ok):

@@ -3,7 +3,9 @@
 python-docx loads every part of the package into memory, so the zip's central directory is checked
 first: the sizes it declares and its compression ratios, before a single byte is inflated. A member
 that inflates past its declared size cannot slip through either: Python's zipfile stops at the
-declared size and the CRC check then fails, which we report as corrupt.
+declared size and the CRC check then fails, which we report as corrupt. A package can also stay under
+the ratio rule and still inflate to a tree too big to build (100 MB of tiny paragraphs from a 1 MB
+file): every XML part's size and start tags are checked, streamed, before python-docx parses any.
 
 Headings are recognised by style ("Heading 1".."Heading 9", "Title"; Word stores built-in style
 names in English whatever the UI language) and otherwise by the outline level set on the paragraph
@@ -13,9 +15,10 @@ or inherited from its style, which also covers custom heading styles.
 from __future__ import annotations
 
 import re
+import zipfile
 from collections.abc import Iterator
 from io import BytesIO
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from winnow.errors import (
     CorruptDocument,
@@ -38,11 +41,13 @@ _MAX_MEMBERS = 10_000
 # hurt is judged by its ratio. The total declared size is checked for every archive.
 _RATIO_CHECK_MIN_BYTES = 1024 * 1024
 _MAX_STYLE_DEPTH = 20
+_XML_READ_BYTES = 1024 * 1024
 _TITLE_LEVEL = 0
 
 
 def parse_docx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     check_zip_bomb(data, settings)
+    check_xml_size(data, settings)
     try:
         return _parse(key, data)
     except (DocumentError, ImportError):
@@ -81,6 +86,47 @@ def check_zip_bomb(data: bytes, settings: IngestSettings) -> None:
                 f"DOCX member compression ratio {ratio:.0f}:1 exceeds {settings.max_compression_ratio:.0f}:1"
                 " (zip bomb?)"
             )
+
+
+def check_xml_size(data: bytes, settings: IngestSettings) -> None:
+    """Refuse a package whose XML would build too big a tree, before python-docx builds it: a 1 MB
+    DOCX can inflate (under the ratio rule) to 100 MB of paragraphs that take minutes and gigabytes to
+    parse. Every XML part is inflated once, a megabyte at a time, and its start tags counted."""
+    limit = settings.max_docx_xml_elements
+    elements = 0
+    try:
+        with zipfile.ZipFile(BytesIO(data)) as archive:
+            for member in archive.infolist():
+                if not member.filename.endswith((".xml", ".rels")):
+                    continue
+                if member.file_size > settings.max_docx_xml_part_bytes:
+                    raise OversizedDocument(
+                        f"DOCX part {member.filename[:60]} is {member.file_size} bytes of XML"
+                        f" (limit {settings.max_docx_xml_part_bytes})"
+                    )
+                with archive.open(member) as stream:
+                    elements += _count_start_tags(stream, limit - elements)
+                if elements > limit:
+                    raise OversizedDocument(f"DOCX has more than {limit} XML elements (limit {limit})")
+    except DocumentError:
+        raise
+    except Exception as error:
+        raise CorruptDocument(f"corrupt DOCX ({type(error).__name__}: {one_line(error)})") from error
+
+
+def _count_start_tags(stream: IO[bytes], budget: int) -> int:
+    """Start tags (``<`` not followed by ``/``) in the stream; stops early once over ``budget``. Comments,
+    processing instructions and CDATA count too: an upper bound is all the guard needs."""
+    count = 0
+    previous_last = b""
+    while chunk := stream.read(_XML_READ_BYTES):
+        count += chunk.count(b"<") - chunk.count(b"</")
+        if previous_last == b"<" and chunk[:1] == b"/":
+            count -= 1  # a "</" split across two reads
+        previous_last = chunk[-1:]
+        if count > budget:
+            break
+    return count
 
 
 def _parse(key: str, data: bytes) -> ParsedDocument:

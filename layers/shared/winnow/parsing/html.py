@@ -35,7 +35,9 @@ _BLOCK_TAGS = frozenset(
 )  # fmt: skip
 _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+# [^<>]: a scan from one "<meta" ends where the next tag begins, so a head full of "<meta" stays linear.
+_META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_MAX_HTML_DEPTH = 2048  # libxml2's limit with XML_PARSE_HUGE
 _UNICODE_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 
 
@@ -66,11 +68,19 @@ def _parse(key: str, text: str) -> ParsedDocument:
     import lxml.html
     from lxml import etree
 
-    parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
+    # huge_tree lifts libxml2's nesting limit from 256 to 2,048 levels (pages built by tools nest deep);
+    # size stays bounded by the object size limit and the parse budget.
+    parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
     try:
         root = lxml.html.document_fromstring(text.encode("utf-8", "replace"), parser=parser)
     except etree.ParserError as error:
         raise EmptyDocument("HTML file has no content") from error
+    if any(entry.type_name == "ERR_RESOURCE_LIMIT" for entry in parser.error_log):
+        # libxml2 stops reading at the limit and returns what it had: indexing that would silently
+        # drop the rest of the page, so the document fails instead.
+        raise CorruptDocument(
+            f"HTML nests elements deeper than {_MAX_HTML_DEPTH} levels; cannot read it whole"
+        )
     title = _title(root)
     _drop_invisible(root)
     body = root.find("body")

@@ -17,20 +17,27 @@ import re
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document
 
-_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# Every pattern here runs on lines an uploader controls, so none may backtrack: no two adjacent
+# quantifiers that can match the same characters, and a lazy match is never followed by an optional
+# suffix. Where CommonMark needs more than that (the ATX closing sequence, table delimiter cells),
+# plain string operations do the rest. tests/unit/test_parsing_linear.py holds them to linear time.
+_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _THEMATIC_BREAK = re.compile(r"^ {0,3}((\*[ \t]*){3,}|(-[ \t]*){3,}|(_[ \t]*){3,})$")
 _STRUCTURED_LINE = re.compile(r"^\s*([-*+][ \t]|\d{1,9}[.)][ \t]|\||>)")
-_TABLE_DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)+\|?\s*$")
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_FRONT_MATTER_TITLE = re.compile(r"""^title:\s*["']?(.*?)["']?\s*$""", re.IGNORECASE)
+_DELIMITER_CELL = re.compile(r":?-+:?")
+# Link text stops at the next bracket and the destination at the next parenthesis (one balanced pair
+# allowed inside, as in Wikipedia URLs): a scan that fails ends where the next candidate starts, so
+# a line of a million unclosed "[a](" costs one pass, not one pass per bracket.
+_DESTINATION = r"\((?:[^()]|\([^()]*\))*\)"
+_IMAGE = re.compile(r"!\[([^\[\]]*)\]" + _DESTINATION)
+_LINK = re.compile(r"\[([^\[\]]+)\]" + _DESTINATION)
+_FRONT_MATTER_TITLE = re.compile(r"title:(.*)", re.IGNORECASE)
 
 
 def parse_markdown(key: str, text: str) -> ParsedDocument:
-    text = _HTML_COMMENT.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _strip_html_comments(text.replace("\r\n", "\n").replace("\r", "\n"))
     lines = text.split("\n")
     title, start = _front_matter(lines)
     collector = BlockCollector()
@@ -41,7 +48,7 @@ def parse_markdown(key: str, text: str) -> ParsedDocument:
     def flush() -> None:
         if paragraph:
             structured = _is_structured(paragraph)
-            body = "\n".join(line for line in paragraph if not _TABLE_DELIMITER_ROW.match(line))
+            body = "\n".join(line for line in paragraph if not _is_table_delimiter_row(line))
             collector.add(_strip_links(body), headings.path, keep_lines=structured)
             paragraph.clear()
 
@@ -61,9 +68,9 @@ def parse_markdown(key: str, text: str) -> ParsedDocument:
             flush()
             index = _code_block(lines, index + 1, fence.group(1), collector, headings.path)
             continue
-        atx = _ATX_HEADING.match(line)
+        atx = _atx_heading(line)
         if atx:
-            heading(len(atx.group(1)), atx.group(2) or "")
+            heading(*atx)
         elif not line.strip():
             flush()
         elif paragraph and _SETEXT_UNDERLINE.match(line) and not _is_structured(paragraph):
@@ -108,11 +115,63 @@ def _front_matter(lines: list[str]) -> tuple[str | None, int]:
             title = None
             for line in lines[1:end]:
                 match = _FRONT_MATTER_TITLE.match(line.strip())
-                if match and match.group(1).strip():
-                    title = match.group(1).strip()
+                value = _unquote(match.group(1).strip()) if match else ""
+                if value:
+                    title = value
                     break
             return title, end + 1
     return None, 0
+
+
+def _atx_heading(line: str) -> tuple[int, str] | None:
+    """(level, text) of an ATX heading line, else None. CommonMark: 1-6 ``#`` after at most three
+    spaces, then a space or the end; a closing run of ``#`` is dropped when a space precedes it."""
+    opening = _ATX_OPEN.match(line)
+    if opening is None:
+        return None
+    level = len(opening.group(1))
+    text = line[opening.end() :].strip(" \t")
+    without_closing = text.rstrip("#")
+    if len(without_closing) < len(text) and (not without_closing or without_closing[-1] in " \t"):
+        text = without_closing.rstrip(" \t")
+    return level, text
+
+
+def _is_table_delimiter_row(line: str) -> bool:
+    """``| --- | :-: |``: the row under a table's header, which carries no text. Two cells at least."""
+    row = line.strip()
+    if row.startswith("|"):
+        row = row[1:]
+    if row.endswith("|"):
+        row = row[:-1]
+    cells = row.split("|")
+    return len(cells) >= 2 and all(_DELIMITER_CELL.fullmatch(cell.strip()) for cell in cells)
+
+
+def _strip_html_comments(text: str) -> str:
+    """Remove ``<!-- ... -->``; an unclosed comment is left as it is. One pass with ``str.find``: a
+    lazy regex would rescan the rest of the file from every unclosed ``<!--``."""
+    if "<!--" not in text:
+        return text
+    parts: list[str] = []
+    position = 0
+    while True:
+        start = text.find("<!--", position)
+        end = text.find("-->", start + 4) if start >= 0 else -1
+        if end < 0:
+            parts.append(text[position:])
+            return "".join(parts)
+        parts.append(text[position:start])
+        position = end + 3
+
+
+def _unquote(value: str) -> str:
+    """A YAML scalar without its quotes: ``"Guide"`` and ``'Guide'`` give ``Guide``."""
+    if value[:1] in ("'", '"'):
+        value = value[1:]
+    if value[-1:] in ("'", '"'):
+        value = value[:-1]
+    return value.strip()
 
 
 def _is_structured(lines: list[str]) -> bool:

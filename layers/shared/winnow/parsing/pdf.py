@@ -255,10 +255,14 @@ def _typical_full_line(lines: list[str]) -> float:
 
 
 def _join_lines(lines: list[str]) -> str:
-    joined = lines[0]
+    """Lines of a paragraph joined by spaces, a word hyphenated across a line break joined again. Only
+    the previous line's end is looked at, so a paragraph of many lines is joined in linear time."""
+    parts = [lines[0]]
     for line in lines[1:]:
-        if _HYPHENATED_END.search(joined) and line[:1].islower():
-            joined = joined[:-1] + line
+        if _HYPHENATED_END.search(parts[-1][-2:]) and line[:1].islower():
+            parts[-1] = parts[-1][:-1]
+            parts.append(line)
         else:
-            joined = f"{joined} {line}"
-    return joined
+            parts.append(" ")
+            parts.append(line)
+    return "".join(parts)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import accumulate
 from typing import Any
 
 from winnow.errors import BodyTooLarge, MalformedBody, UnsupportedMediaType
+from winnow.jsonbounds import nesting_depth
 
 # A valid search request is a few kilobytes; 1 MiB is also what ``winnow serve`` reads.
 MAX_BODY_CHARS = 1024 * 1024
@@ -18,11 +18,6 @@ MAX_BODY_CHARS = 1024 * 1024
 MAX_DEPTH = 32
 SEND = 'send a JSON object such as {"query": "travel expenses", "top_k": 5}'
 
-# A JSON string, possessive so it never backtracks, and ending at the end of the text when unterminated:
-# it matches at every quote, so ``sub`` scans each character once.
-_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _JSON_SUFFIX = re.compile(r"application/[a-z0-9!#$&^_.-]+\+json")
 
 
@@ -45,13 +40,6 @@ def check_media_type(content_type: str | None) -> None:
             raise UnsupportedMediaType(
                 f"charset {charset[:30]!r} is not supported: send the JSON body as UTF-8"
             )
-
-
-def nesting_depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` outside JSON strings, in time linear in ``len(text)``: a bound
-    on how deep a left-to-right parser can get (it stops where the running count would go negative)."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    return max(0, max(accumulate(map(_STEP.__getitem__, brackets)), default=0))
 
 
 def decode_json_body(text: str | bytes | bytearray) -> Any:

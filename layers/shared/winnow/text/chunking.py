@@ -23,9 +23,10 @@ The rules, in the order they apply:
    true); otherwise it keeps the receiving chunk's path, which holds most of the text.
 
 Size guarantee: no chunk is longer than ``target_chars + 2 * min_chars + 4`` (a chunk can receive a
-tiny fragment from each side, with a separator each), and no chunk is shorter than ``min_chars``
-unless the whole document is. ``page`` is the page where the chunk's text starts. The output depends
-only on the input: no randomness, no clocks.
+tiny fragment from each side, with a separator each; the merge checks it, see ``_merge_small``), and no
+chunk is shorter than ``min_chars`` unless the whole document is. ``chunk_to_fit`` re-chunks a document
+with a smaller target when a chunk would not fit the embedder's token window. ``page`` is the page where
+the chunk's text starts. The output depends only on the input: no randomness, no clocks.
 """
 
 from __future__ import annotations
@@ -33,18 +34,22 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from winnow.models import Block, Chunk, ParsedDocument
 from winnow.settings import ChunkingSettings
 
-__all__ = ["chunk_document", "max_chunk_chars"]
+__all__ = ["chunk_document", "chunk_to_fit", "max_chunk_chars"]
 
 _BLOCK_SEPARATOR = "\n\n"
 # A cut is allowed after sentence-final punctuation (with closing quotes or brackets) followed by
-# whitespace, after CJK full stops, and at any line break.
-_SENTENCE_END = re.compile("[.!?\u2026]+[\"'\u201d\u2019\u00bb)\\]]*\\s+|[\u3002\uff01\uff1f]+\\s*|\n\\s*")
+# whitespace, after CJK full stops, and at any line break. A match may only start where a run of
+# punctuation starts, and the runs are possessive: a run that is not followed by whitespace ("...x",
+# a table rule of dots) fails once, instead of once per character of the run (quadratic).
+_SENTENCE_END = re.compile(
+    "(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019\u00bb)\\]]*+\\s+|[\u3002\uff01\uff1f]+\\s*|\n\\s*"
+)
 _WORD = re.compile(r"\S+\s*")
 _WORD_START = re.compile(r"(?<=\s)\S")
 
@@ -70,11 +75,56 @@ def chunk_document(doc: ParsedDocument, settings: ChunkingSettings | None = None
     drafts: list[_Draft] = []
     for path, blocks in _section_runs(doc.blocks):
         drafts.extend(_SectionPacker(path, settings).pack(blocks))
-    drafts = _merge_small(drafts, settings.min_chars)
+    drafts = _merge_small(drafts, settings.min_chars, max_chunk_chars(settings))
     return [
         Chunk(index=index, text=draft.text, title=doc.title, section_path=draft.section_path, page=draft.page)
         for index, draft in enumerate(drafts)
     ]
+
+
+# How far ``chunk_to_fit`` shrinks the target below the size the token count suggests, and how often.
+_FIT_MARGIN = 0.9
+_FIT_ROUNDS = 6
+_MIN_TARGET_CHARS = 200
+
+
+def chunk_to_fit(
+    doc: ParsedDocument,
+    settings: ChunkingSettings,
+    count_tokens: Callable[[Sequence[str]], list[int]],
+    max_tokens: int,
+) -> list[Chunk]:
+    """``chunk_document``, with the character target lowered for this document until every chunk's
+    ``embed_text`` fits the embedder's ``max_tokens`` (text past the window would be cut before
+    embedding, unseen by the dense vector). Documents that fit keep the configured sizes, so only
+    token-dense text (numbers, formulas, non-Latin scripts) gets smaller chunks. The size rules hold
+    for the settings used; a header longer than the window cannot fit, and is left at the floor."""
+    current = settings
+    chunks = chunk_document(doc, current)
+    for _ in range(_FIT_ROUNDS):
+        counts = count_tokens([chunk.embed_text for chunk in chunks])
+        worst = max(
+            (count / max(len(chunk.embed_text), 1) for chunk, count in zip(chunks, counts, strict=True)),
+            default=0.0,
+        )
+        if max(counts, default=0) <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
+            return chunks
+        # chars that fit the window at the worst chunk's density, less the slack the merge rule may add
+        fitting = int(max_tokens / worst * _FIT_MARGIN) - 2 * current.min_chars - 2 * len(_BLOCK_SEPARATOR)
+        target = max(_MIN_TARGET_CHARS, min(fitting, int(current.target_chars * _FIT_MARGIN)))
+        current = _scaled(current, target)
+        chunks = chunk_document(doc, current)
+    return chunks
+
+
+def _scaled(settings: ChunkingSettings, target: int) -> ChunkingSettings:
+    """Settings with a smaller target; overlap and the tiny-fragment size shrink in proportion."""
+    ratio = target / settings.target_chars
+    return ChunkingSettings(
+        target_chars=target,
+        overlap_chars=min(int(settings.overlap_chars * ratio), target // 2 - 1),
+        min_chars=min(int(settings.min_chars * ratio), target - 1),
+    )
 
 
 def _section_runs(blocks: Sequence[Block]) -> Iterator[tuple[tuple[str, ...], list[Block]]]:
@@ -277,8 +327,14 @@ def _add_unit(text: str, start: int, end: int, room: int, units: list[tuple[int,
         units.append((word_start, word_end))
 
 
-def _merge_small(drafts: list[_Draft], min_chars: int) -> list[_Draft]:
-    """Rule 5: fold every draft shorter than ``min_chars`` into a neighbour."""
+def _merge_small(drafts: list[_Draft], min_chars: int, limit: int) -> list[_Draft]:
+    """Rule 5: fold every draft shorter than ``min_chars`` into a neighbour, never past ``limit``.
+
+    Drafts after the one being looked at are still as packed (at most ``target_chars``), so a tiny
+    draft always fits into the following one. The preceding one may already hold folded fragments:
+    a tiny draft goes there only when the result, plus every tiny draft after it that would have to
+    follow (a run of tiny drafts at the end), stays within ``limit``; otherwise it goes forward.
+    Without that check a chunk could collect three fragments (541 characters with a bound of 540)."""
     merged = list(drafts)
     index = 0
     while index < len(merged) and len(merged) > 1:
@@ -288,11 +344,20 @@ def _merge_small(drafts: list[_Draft], min_chars: int) -> list[_Draft]:
             continue
         following = merged[index + 1] if index + 1 < len(merged) else None
         preceding = merged[index - 1] if index > 0 else None
-        if following is not None and (
+        forward = following is not None and (
             following.section_path == draft.section_path
             or preceding is None
             or preceding.section_path != draft.section_path
-        ):
+        )
+        if not forward and following is not None:
+            assert preceding is not None
+            grown = len(_join(preceding, draft, tiny_first=False).text)
+            tail = merged[index + 1 :]
+            if all(len(later.text) < min_chars for later in tail):
+                grown += sum(len(later.text) + max(len(later.gap), len(_BLOCK_SEPARATOR)) for later in tail)
+            forward = grown > limit
+        if forward:
+            assert following is not None
             merged[index] = _join(draft, following, tiny_first=True)
             del merged[index + 1]
         else:

@@ -1,0 +1,214 @@
+"""Parse every document under a time budget and a memory budget, in a worker process.
+
+A parser can spend unbounded time or memory on a hostile file (a backtracking pattern, a DOCX whose
+XML inflates to gigabytes), and that work happens inside C code (lxml, ``re``) that neither a signal
+nor a thread can interrupt, and inside ``winnow serve``'s worker thread, where signals are not even
+delivered. So the parse runs in a child process that we can kill:
+
+- **memory**: the worker lowers its own address-space limit (``RLIMIT_AS``) to
+  ``parse_memory_mb`` at start; an allocation past it raises ``MemoryError`` there (or kills the
+  worker), never in the ingest process;
+- **time**: the ingest process waits ``parse_timeout_seconds`` for the answer, then kills the worker.
+
+Either way the document fails with a one-line reason (``ParseBudgetExceeded``) and the next document
+gets a fresh worker. The worker is a plain ``python -m winnow.parsing.worker`` talking over its stdin
+and stdout pipes: it needs no ``/dev/shm`` (which Lambda lacks, so ``multiprocessing`` queues and
+pools fail there) and no ``fork`` of a process that runs threads. It is started once and reused, so a
+document pays only for the pipe round trip (see docs/benchmarks.md, "Parse budget"). Answers are
+JSON, never pickle: the worker has read hostile bytes, so the ingest process trusts nothing it sends
+beyond plain data.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import os
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from contextlib import suppress
+from typing import IO, Any
+
+from winnow import errors
+from winnow.errors import CorruptDocument, DocumentError, ParseBudgetExceeded
+from winnow.models import Block, ParsedDocument
+from winnow.settings import IngestSettings
+
+__all__ = ["decode_result", "encode_result", "parse_within_budget", "shutdown_workers"]
+
+# request: (settings JSON length, key length, data length), then the three; answer: length, then JSON
+REQUEST_HEADER = struct.Struct(">IIQ")
+ANSWER_HEADER = struct.Struct(">Q")
+_READ_SIZE = 1 << 20
+_MAX_IDLE_WORKERS = 4
+
+
+def parse_within_budget(key: str, data: bytes, settings: IngestSettings | None = None) -> ParsedDocument:
+    """``parse_document`` in a worker process under the settings' time and memory budgets. Raises only
+    ``DocumentError`` subclasses (and ``ImportError`` for a broken deployment), like ``parse_document``."""
+    settings = settings or IngestSettings()
+    worker = _POOL.take(settings.parse_memory_mb)
+    try:
+        answer = worker.parse(key, data, settings)
+    except BaseException:
+        worker.stop()
+        raise
+    if answer.get("retire"):
+        worker.stop()
+    else:
+        _POOL.give_back(worker)
+    return decode_result(answer)
+
+
+def shutdown_workers() -> None:
+    """Stop the idle workers (at exit; tests use it to start from a clean slate)."""
+    _POOL.close()
+
+
+def encode_result(document: ParsedDocument) -> dict[str, Any]:
+    return {
+        "ok": {
+            "title": document.title,
+            "source_type": document.source_type,
+            "blocks": [[block.text, list(block.section_path), block.page] for block in document.blocks],
+        }
+    }
+
+
+def decode_result(answer: dict[str, Any]) -> ParsedDocument:
+    """The worker's answer as a ParsedDocument, or the DocumentError it reported."""
+    if "ok" in answer:
+        body = answer["ok"]
+        blocks = [
+            Block(text=str(text), section_path=tuple(str(part) for part in path), page=page)
+            for text, path, page in body["blocks"]
+        ]
+        return ParsedDocument(title=str(body["title"]), blocks=blocks, source_type=str(body["source_type"]))
+    error = answer.get("error") or {}
+    name, message = str(error.get("type", "")), str(error.get("message", "")) or "could not parse file"
+    if name == "ImportError":
+        raise ImportError(message)  # a broken deployment: loud, like an in-process parse
+    error_class = getattr(errors, name, None)
+    if isinstance(error_class, type) and issubclass(error_class, DocumentError):
+        raise error_class(message)
+    raise CorruptDocument(message)
+
+
+class _Worker:
+    """One parse worker process and its pipes; used by one thread at a time."""
+
+    def __init__(self, memory_mb: int) -> None:
+        self.memory_mb = memory_mb
+        env = dict(os.environ)
+        # The worker imports winnow from wherever this process did (a Lambda layer, a checkout).
+        env["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path)
+        self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and module, no shell
+            [sys.executable, "-m", "winnow.parsing.worker", str(memory_mb)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+
+    def parse(self, key: str, data: bytes, settings: IngestSettings) -> dict[str, Any]:
+        process = self._process
+        assert process.stdin is not None and process.stdout is not None
+        deadline = time.monotonic() + settings.parse_timeout_seconds
+        settings_json = settings.model_dump_json().encode()
+        key_bytes = key.encode("utf-8", "surrogatepass")
+        try:
+            process.stdin.write(REQUEST_HEADER.pack(len(settings_json), len(key_bytes), len(data)))
+            process.stdin.write(settings_json)
+            process.stdin.write(key_bytes)
+            process.stdin.write(data)
+            process.stdin.flush()
+            header = _read_exactly(process.stdout, ANSWER_HEADER.size, deadline)
+            if header is not None:
+                (length,) = ANSWER_HEADER.unpack(header)
+                body = _read_exactly(process.stdout, length, deadline)
+                if body is not None:
+                    return dict(json.loads(body))
+        except (BrokenPipeError, ConnectionResetError, ValueError):
+            pass  # the worker died mid-request: judged below
+        self.stop()
+        if time.monotonic() >= deadline:
+            raise ParseBudgetExceeded(
+                f"parsing took longer than the {settings.parse_timeout_seconds:g} s time budget"
+            )
+        raise ParseBudgetExceeded(
+            f"parser process stopped (exit {process.returncode}): the file needs more than the"
+            f" {self.memory_mb} MB memory budget or crashed the parser"
+        )
+
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        for pipe in (self._process.stdin, self._process.stdout):
+            if pipe is not None:
+                with suppress(OSError):
+                    pipe.close()
+
+
+def _read_exactly(pipe: IO[bytes], size: int, deadline: float) -> bytes | None:
+    """``size`` bytes from the worker, or None when the deadline passes or the worker closes the pipe."""
+    fd = pipe.fileno()
+    # poll, not select: select refuses descriptors past 1,024, which a busy `winnow serve` can reach
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    parts: list[bytes] = []
+    remaining = size
+    while remaining:
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            return None
+        if not poller.poll(max(1, math.ceil(timeout * 1000))):
+            continue  # the deadline check above decides
+        chunk = os.read(fd, min(remaining, _READ_SIZE))
+        if not chunk:
+            return None
+        parts.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(parts)
+
+
+class _Pool:
+    """Idle workers kept for reuse; a worker that failed a budget is never reused."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+
+    def take(self, memory_mb: int) -> _Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.alive and worker.memory_mb == memory_mb:
+                    return worker
+                worker.stop()
+        return _Worker(memory_mb)
+
+    def give_back(self, worker: _Worker) -> None:
+        with self._lock:
+            if worker.alive and len(self._idle) < _MAX_IDLE_WORKERS:
+                self._idle.append(worker)
+                return
+        worker.stop()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.stop()
+
+
+_POOL = _Pool()
+atexit.register(shutdown_workers)

@@ -1,0 +1,87 @@
+"""Chunks sized to the embedder's window: with the local model (256 tokens), no chunk's embed_text is
+cut before embedding; measured with the model's own tokenizer."""
+
+from __future__ import annotations
+
+import pytest
+
+from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
+from winnow.models import Block, ParsedDocument
+from winnow.ports import Embedder
+from winnow.settings import ChunkingSettings
+from winnow.text.chunking import chunk_document, chunk_to_fit, max_chunk_chars
+
+WINDOW = 256
+# Token-dense text: numbers, units and symbols take a token or more each, about 2 characters a token.
+DENSE = " ".join(
+    f"IL-{n}: 12.{n % 10} ± 0.{n % 7} ng/mL (p<0.0{n % 5 + 1}; 95% CI {n}.1-{n}.9)." for n in range(120)
+)
+PROSE = " ".join(
+    f"Paragraph {n} explains how the team reviews every request before the weekly planning meeting."
+    for n in range(40)
+)
+
+
+@pytest.fixture(scope="module")
+def local_model() -> Embedder:
+    return LocalOnnxEmbedder(max_tokens=WINDOW)
+
+
+def _document(*texts: str) -> ParsedDocument:
+    return ParsedDocument(
+        title="Cytokine levels", blocks=[Block(text, ("Results",)) for text in texts], source_type="text"
+    )
+
+
+def test_the_local_model_counts_tokens_exactly_and_past_its_window(local_model: Embedder) -> None:
+    # Given the local model's tokenizer
+    # When it counts a short text and a text far longer than the window
+    short, long = local_model.count_tokens(["hello world", DENSE])
+    # Then [CLS] hello world [SEP] is 4 tokens, and the long text is counted whole, not truncated
+    assert short == 4
+    assert long > 4 * WINDOW
+    assert local_model.max_input_tokens == WINDOW
+
+
+def test_token_dense_chunks_are_resized_until_each_fits_the_window(local_model: Embedder) -> None:
+    # Given a token-dense document whose default-sized chunks exceed the model's 256-token window
+    settings = ChunkingSettings()
+    document = _document(DENSE)
+    plain = chunk_document(document, settings)
+    assert max(local_model.count_tokens([chunk.embed_text for chunk in plain])) > WINDOW
+    # When it is chunked to fit the window
+    fitted = chunk_to_fit(document, settings, local_model.count_tokens, WINDOW)
+    # Then every chunk, with its title and section header, fits
+    assert max(local_model.count_tokens([chunk.embed_text for chunk in fitted])) <= WINDOW
+    # and the text is all there, in order (overlap aside)
+    joined = " ".join(chunk.text for chunk in fitted)
+    assert all(f"IL-{n}:" in joined for n in range(120))
+    # and the chunks keep the size rules of the settings they were cut with (smaller than the default)
+    assert max(len(chunk.text) for chunk in fitted) <= max_chunk_chars(settings)
+
+
+def test_a_document_that_fits_keeps_its_configured_chunk_sizes(local_model: Embedder) -> None:
+    # Given plain English prose whose default chunks fit the window
+    settings = ChunkingSettings(target_chars=800)
+    document = _document(PROSE)
+    # When it is chunked to fit
+    # Then the chunks are exactly the ones the settings give
+    assert chunk_to_fit(document, settings, local_model.count_tokens, WINDOW) == chunk_document(
+        document, settings
+    )
+
+
+def test_the_port_default_never_under_counts_the_local_models_tokens(local_model: Embedder) -> None:
+    # Given an embedder that only has the port's conservative estimate
+    class Estimating(Embedder):
+        profile = local_model.profile  # type: ignore[assignment]
+
+        def embed(self, texts: object, input_type: object) -> list[list[float]]:
+            raise NotImplementedError
+
+    texts = [DENSE, PROSE, "naïve café 東京 Ωmega", "x"]
+    # When both count the same texts
+    # Then the estimate is never below the real count
+    estimated = Estimating().count_tokens(texts)
+    exact = local_model.count_tokens(texts)
+    assert all(guess >= real for guess, real in zip(estimated, exact, strict=True))

@@ -1,0 +1,129 @@
+"""The parse budget: documents parsed in a worker process that is killed past the time budget and
+cannot allocate past the memory budget; the answer is the same as an in-process parse."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.documents import (
+    DocxHeading,
+    DocxParagraph,
+    make_corrupt_pdf,
+    make_docx,
+    make_html,
+    make_markdown,
+    make_pdf,
+)
+from winnow.errors import CorruptDocument, EmptyDocument, ParseBudgetExceeded
+from winnow.parsing import budget, parse_document
+from winnow.parsing.budget import decode_result, parse_within_budget, shutdown_workers
+from winnow.settings import IngestSettings
+
+# Millions of one-letter paragraphs: each becomes a Block, so parsing needs several hundred MB.
+MEMORY_HOG = b"a\n\n" * 8_000_000
+# A 20 MB paragraph: linear, but no parse of it ends within 50 ms.
+SLOW_TO_PARSE = b"word " * 4_000_000
+
+
+@pytest.fixture(autouse=True)
+def fresh_workers() -> Iterator[None]:
+    shutdown_workers()
+    yield
+    shutdown_workers()
+
+
+def _worker_pids() -> set[int]:
+    return {worker._process.pid for worker in budget._POOL._idle}
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); the pool waits for its workers, so none should be left
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split(") ", 1)[1][0] != "Z"
+
+
+@pytest.mark.parametrize(
+    ("key", "data"),
+    [
+        ("acme/guide.md", make_markdown([(1, "Install", ["Run the installer."]), (2, "Use", ["Open it."])])),
+        ("acme/page.html", make_html("Page", [(1, "Section", ["Visible text of the page."])])),
+        ("acme/book.pdf", make_pdf(["First page text.", "Second page text."])),
+        (
+            "acme/report.docx",
+            make_docx([DocxHeading("Results", 1), DocxParagraph("Revenue grew by twelve percent.")]),
+        ),
+    ],
+)
+def test_the_worker_gives_the_same_document_as_an_in_process_parse(key: str, data: bytes) -> None:
+    # Given a real document of each format
+    # When it is parsed under the budget and in this process
+    # Then both give the same title, blocks, sections and pages
+    assert parse_within_budget(key, data) == parse_document(key, data)
+
+
+def test_a_document_error_comes_back_with_its_class_and_reason() -> None:
+    # Given a corrupt PDF
+    # When it is parsed under the budget
+    with pytest.raises(CorruptDocument) as raised:
+        parse_within_budget("acme/broken.pdf", make_corrupt_pdf())
+    # Then the worker's reason is the in-process one, on one line
+    with pytest.raises(CorruptDocument) as in_process:
+        parse_document("acme/broken.pdf", make_corrupt_pdf())
+    assert str(raised.value) == str(in_process.value) and "\n" not in str(raised.value)
+
+
+def test_a_parse_over_the_time_budget_is_stopped_and_the_next_document_gets_a_fresh_worker() -> None:
+    # Given a worker that has parsed a document and is idle
+    parse_within_budget("acme/warm.txt", b"Warm up the worker.")
+    (first_worker,) = _worker_pids()
+    # When a document takes longer than a 50 ms budget
+    with pytest.raises(ParseBudgetExceeded) as raised:
+        parse_within_budget("acme/slow.txt", SLOW_TO_PARSE, IngestSettings(parse_timeout_seconds=0.05))
+    # Then it fails with a one-line reason naming the budget, and the worker is gone
+    assert str(raised.value) == "parsing took longer than the 0.05 s time budget"
+    assert not _process_exists(first_worker)
+    # and the next document is parsed by a new worker
+    assert parse_within_budget("acme/next.txt", b"The next document.").blocks[0].text == "The next document."
+    assert _worker_pids() and first_worker not in _worker_pids()
+
+
+def test_a_parse_over_the_memory_budget_fails_and_the_next_document_is_parsed() -> None:
+    # Given a 128 MB memory budget and a text whose blocks need several hundred MB
+    settings = IngestSettings(parse_memory_mb=128)
+    # When it is parsed
+    with pytest.raises(ParseBudgetExceeded) as raised:
+        parse_within_budget("acme/hog.txt", MEMORY_HOG, settings)
+    # Then it fails with a one-line reason naming the budget
+    assert str(raised.value) == "parsing needs more than the 128 MB memory budget"
+    # and the next document is parsed normally, within the same budget
+    assert parse_within_budget("acme/next.txt", b"Small text.", settings).blocks[0].text == "Small text."
+
+
+def test_a_worker_that_died_while_idle_is_replaced() -> None:
+    # Given an idle worker that something killed
+    parse_within_budget("acme/a.txt", b"First.")
+    (pid,) = _worker_pids()
+    budget._POOL._idle[0]._process.kill()
+    budget._POOL._idle[0]._process.wait()
+    # When the next document arrives
+    document = parse_within_budget("acme/b.txt", b"Second.")
+    # Then a new worker parses it
+    assert document.blocks[0].text == "Second." and pid not in _worker_pids()
+
+
+def test_an_answer_naming_an_unknown_error_is_a_corrupt_document_and_never_an_arbitrary_class() -> None:
+    # Given answers a misbehaving worker could send
+    # Then only DocumentError classes are raised; anything else is CorruptDocument
+    with pytest.raises(EmptyDocument, match="no text"):
+        decode_result({"error": {"type": "EmptyDocument", "message": "no text"}})
+    with pytest.raises(CorruptDocument, match="odd"):
+        decode_result({"error": {"type": "SystemExit", "message": "odd"}})
+    with pytest.raises(CorruptDocument, match="could not parse file"):
+        decode_result({"error": {"type": "Exception"}})
