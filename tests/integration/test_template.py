@@ -299,8 +299,16 @@ def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -
     assert {name for name, _ in ingest} <= allowed
     assert {name for name, _ in search} == {"DynamoDBReadPolicy", "AWSSecretsManagerGetSecretValuePolicy"}
     assert {name for name, _ in reconcile} <= allowed | {"SQSSendMessagePolicy"}
-    # Only reconcile writes a statement of its own (to invoke itself; checked below).
-    assert inline_statements(fns["IngestFunction"]) == []
+    # Ingest's own statement is Textract's one synchronous read (it has no resource-level permissions);
+    # reconcile's invokes itself (checked below); search has none.
+    assert inline_statements(fns["IngestFunction"]) == [
+        {
+            "Sid": "ReadScannedPages",
+            "Effect": "Allow",
+            "Action": "textract:DetectDocumentText",
+            "Resource": "*",
+        }
+    ]
     assert inline_statements(fns["SearchFunction"]) == []
     (statement,) = inline_statements(fns["ReconcileFunction"])
     assert statement["Effect"] == "Allow"

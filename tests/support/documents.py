@@ -434,7 +434,7 @@ def bad_input_corpus(*, include_large: bool = False) -> list[BadInput]:
         BadInput("binary named txt", "acme/binary.txt", make_binary(), UnsupportedDocument),
         BadInput("binary named md", "acme/binary.md", make_binary(seed=1), UnsupportedDocument),
         BadInput("empty file", "acme/empty.txt", b"", EmptyDocument),
-        BadInput("unknown extension", "acme/sheet.xlsx", b"PK\x03\x04 not really", UnsupportedDocument),
+        BadInput("unknown extension", "acme/sheet.xls", b"PK\x03\x04 not really", UnsupportedDocument),
         BadInput("whitespace only", "acme/blank.md", b" \n\n\t \n", EmptyDocument),
         BadInput("latin-1 text", "acme/latin1.txt", make_text(LATIN1_SAMPLE, "latin-1"), None),
         BadInput("cp1252 text", "acme/cp1252.txt", make_text(CP1252_SAMPLE, "cp1252"), None),

@@ -94,8 +94,10 @@ def test_docx_is_detected_from_a_zip_with_word_document_xml() -> None:
 @pytest.mark.parametrize(
     ("key", "data", "reason_part"),
     [
-        ("acme/noextension", b"text", "no extension"),
-        ("acme/sheet.xlsx", b"PK\x03\x04", "'.xlsx'"),
+        ("acme/noextension", bytes(range(32)) * 20, "no extension"),
+        ("acme/sheet.xls", b"\xd0\xcf\x11\xe0", "'.xls'"),
+        ("acme/text.xlsx", b"plain text, not a zip", "not a XLSX"),
+        ("acme/photo.png", b"GIF89a" + bytes(100), "not a PNG, JPEG or TIFF"),
         ("acme/archive.tar.gz", b"\x1f\x8b", "'.gz'"),
         ("acme/real.pdf", b"Just some text pretending to be a PDF.", "not a PDF"),
         ("acme/zip.pdf", b"PK\x03\x04" + bytes(100), "zip archive"),
@@ -616,7 +618,18 @@ def test_every_bad_input_gets_its_expected_outcome(bad_inputs: list[BadInput]) -
 
 
 # --- property tests: nothing but DocumentError escapes ----------------------------------------------
-_KEYS = ["a/x.pdf", "a/x.docx", "a/x.md", "a/x.txt", "a/x.html"]
+_KEYS = [
+    "a/x.pdf",
+    "a/x.docx",
+    "a/x.md",
+    "a/x.txt",
+    "a/x.html",
+    "a/x.xlsx",
+    "a/x.pptx",
+    "a/x.epub",
+    "a/x.csv",
+]
+_KEYS += ["a/x.rst", "a/x.png", "a/noext"]
 _PREFIXES = [b"", b"%PDF-1.7\n", b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", b"\xff\xfe", b"<html>"]
 _FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

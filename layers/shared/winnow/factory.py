@@ -14,6 +14,7 @@ from winnow.errors import ConfigurationError
 from winnow.settings import (
     ChunkingSettings,
     IngestSettings,
+    OcrSettings,
     ProviderSettings,
     QdrantSettings,
     SearchSettings,
@@ -24,7 +25,7 @@ from winnow.settings import (
 if TYPE_CHECKING:
     import httpx
 
-    from winnow.ports import Embedder, Ledger, ObjectSource, Reranker, VectorStore
+    from winnow.ports import Embedder, Ledger, ObjectSource, Ocr, Reranker, VectorStore
     from winnow.text.sparse import Bm25Encoder
 
 
@@ -39,6 +40,7 @@ class Settings:
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    ocr: OcrSettings = field(default_factory=OcrSettings)
 
 
 def read_secret(arn: str, max_age: int) -> str:
@@ -133,6 +135,14 @@ class Container:
         if not key:
             raise ConfigurationError("Voyage is selected but no key is set: set VOYAGE_API_KEY")
         return key
+
+    @cached_property
+    def ocr(self) -> Ocr | None:
+        """Textract in Lambda, the local engine elsewhere (when installed), or None (OCR off)."""
+        with self._lock:
+            from winnow.adapters.ocr import make_ocr
+
+            return make_ocr(self.settings.ocr)
 
     @cached_property
     def sparse(self) -> Bm25Encoder:

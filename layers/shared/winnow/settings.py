@@ -132,6 +132,23 @@ class IngestSettings(BaseSettings):
     lease_seconds: int = Field(default=900, ge=1)
 
 
+class OcrSettings(BaseSettings):
+    """Reading scanned pages and images. ``auto``: Amazon Textract in Lambda, else the local engine when it
+    is installed (``make demo`` installs it), else none (scans and images are refused with a reason)."""
+
+    model_config = _config("WINNOW_OCR_")
+
+    engine: Literal["auto", "none", "local", "textract"] = "auto"
+    max_pages: int = Field(default=100, ge=0, le=3000, description="OCR pages per document (cost cap).")
+    max_concurrency: int = Field(default=4, ge=1, le=32, description="Pages read at once.")
+    max_attempts: int = Field(default=5, ge=1, le=10)
+    max_image_pixels: int = Field(
+        default=60_000_000, ge=1, description="Larger page images are refused before any decoding."
+    )
+    max_side_pixels: int = Field(default=20_000, ge=1, description="Longest side of a page image.")
+    textract_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1, description="Textract's sync limit.")
+
+
 class SearchSettings(BaseSettings):
     model_config = _config("WINNOW_SEARCH_")
 

@@ -43,8 +43,8 @@ from winnow.models import (
     sequencer_is_newer,
 )
 from winnow.observability import logger
-from winnow.ports import Embedder, Ledger, ObjectSource, VectorStore
-from winnow.settings import ChunkingSettings, IngestSettings
+from winnow.ports import Embedder, Ledger, ObjectSource, Ocr, VectorStore
+from winnow.settings import ChunkingSettings, IngestSettings, OcrSettings
 
 if TYPE_CHECKING:
     from winnow.text.sparse import Bm25Encoder
@@ -86,6 +86,7 @@ class IngestResult:
     error: str | None = None
     tenant: str | None = None
     duration_ms: float = 0.0
+    ocr_pages: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -108,6 +109,8 @@ class IngestService:
         settings: IngestSettings,
         parser: Parser | None = None,
         chunker: Chunker | None = None,
+        ocr: Ocr | None = None,
+        ocr_settings: OcrSettings | None = None,
     ) -> None:
         self.objects = objects
         self.ledger = ledger
@@ -118,6 +121,8 @@ class IngestService:
         self.settings = settings
         self._parser = parser
         self._chunker = chunker
+        self.ocr = ocr
+        self.ocr_settings = ocr_settings or OcrSettings()
 
     # --- entry point -----------------------------------------------------------------------------------
     def handle(self, event: ObjectEvent) -> IngestResult:
@@ -157,6 +162,7 @@ class IngestService:
                 "chunks": result.chunks,
                 "embedded": result.embedded,
                 "reused": result.reused,
+                "ocr_pages": result.ocr_pages,
                 "duration_ms": round(result.duration_ms, 1),
                 "reason": result.error,
             },
@@ -314,11 +320,19 @@ class IngestService:
                 source_type=parsed.source_type,
                 metadata_sha256=meta.metadata_hash(metadata),
                 profile=self.embedder.profile.slug,
+                ocr_pages=getattr(parsed, "ocr_pages", 0),
                 created_at=current.created_at if current and current.created_at else _now(),
                 updated_at=_now(),
             )
         )
-        return IngestResult(event.key, "indexed", chunks=len(chunks), embedded=len(missing), reused=reused)
+        return IngestResult(
+            event.key,
+            "indexed",
+            chunks=len(chunks),
+            embedded=len(missing),
+            reused=reused,
+            ocr_pages=getattr(parsed, "ocr_pages", 0),
+        )
 
     def _unchanged(
         self,
@@ -402,9 +416,11 @@ class IngestService:
     def _parse(self, key: str, data: bytes) -> Any:
         parser = self._parser
         if parser is None:
+            from functools import partial
+
             from winnow.parsing import parse_document
 
-            parser = parse_document
+            parser = partial(parse_document, ocr=self.ocr, ocr_settings=self.ocr_settings)
         try:
             return parser(key, data, self.settings)
         except DocumentError:

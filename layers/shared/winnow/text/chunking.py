@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 
 from winnow.models import Block, Chunk, ParsedDocument
 from winnow.settings import ChunkingSettings
+from winnow.text.tables import table_pieces
 
 __all__ = ["chunk_document", "max_chunk_chars"]
 
@@ -58,6 +59,8 @@ class _Draft:
     # the whitespace that separated the two in the source: both let a merge undo the overlap.
     overlap: int = 0
     gap: str = _BLOCK_SEPARATOR
+    kind: str = "text"
+    ocr: bool = False
 
 
 def max_chunk_chars(settings: ChunkingSettings) -> int:
@@ -72,7 +75,15 @@ def chunk_document(doc: ParsedDocument, settings: ChunkingSettings | None = None
         drafts.extend(_SectionPacker(path, settings).pack(blocks))
     drafts = _merge_small(drafts, settings.min_chars)
     return [
-        Chunk(index=index, text=draft.text, title=doc.title, section_path=draft.section_path, page=draft.page)
+        Chunk(
+            index=index,
+            text=draft.text,
+            title=doc.title,
+            section_path=draft.section_path,
+            page=draft.page,
+            kind=draft.kind,
+            ocr=draft.ocr,
+        )
         for index, draft in enumerate(drafts)
     ]
 
@@ -104,10 +115,22 @@ class _SectionPacker:
         self._length = 0
         self._overlap_prefix = 0
         self._gap = _BLOCK_SEPARATOR
+        self._ocr = False
 
     def pack(self, blocks: Sequence[Block]) -> list[_Draft]:
         for block in blocks:
             text = block.text.strip()
+            if block.table is not None:
+                # A table is a wall of its own: whole rows, the header repeated in every piece.
+                self._emit()
+                self.drafts.extend(
+                    _Draft(text=piece, section_path=self.path, page=block.page, kind="table", ocr=block.ocr)
+                    for piece in table_pieces(block.table, self.target)
+                )
+                continue
+            if self._parts and block.ocr != self._ocr:
+                self._emit()  # text read by OCR is never mixed with a text layer's in one chunk
+            self._ocr = block.ocr
             if self._parts and None not in (block.page, self._page) and block.page != self._page:
                 self._emit()  # a new page starts a new chunk, so every chunk's page citation is exact
             if len(text) <= self.target:
@@ -124,7 +147,9 @@ class _SectionPacker:
                 self._reset()
             else:
                 self._emit()
-            pieces = _split_long(spans, self.path, self.target, self.overlap)
+            pieces = [
+                replace(p, ocr=block.ocr) for p in _split_long(spans, self.path, self.target, self.overlap)
+            ]
             if carried_overlap:
                 # The folded paragraph began with overlap from the draft before it: keep that known.
                 pieces[0] = replace(pieces[0], overlap=carried_overlap, gap=carried_gap)
@@ -155,6 +180,7 @@ class _SectionPacker:
                     page=self._page,
                     overlap=self._overlap_prefix,
                     gap=self._gap,
+                    ocr=self._ocr,
                 )
             )
         self._reset()
@@ -283,11 +309,16 @@ def _merge_small(drafts: list[_Draft], min_chars: int) -> list[_Draft]:
     index = 0
     while index < len(merged) and len(merged) > 1:
         draft = merged[index]
-        if len(draft.text) >= min_chars:
+        if len(draft.text) >= min_chars or draft.kind == "table":
             index += 1
             continue
+        # Only passages of the same kind meet: a table chunk stays a table, OCR text stays marked.
         following = merged[index + 1] if index + 1 < len(merged) else None
+        if following is not None and (following.kind, following.ocr) != (draft.kind, draft.ocr):
+            following = None
         preceding = merged[index - 1] if index > 0 else None
+        if preceding is not None and (preceding.kind, preceding.ocr) != (draft.kind, draft.ocr):
+            preceding = None
         if following is not None and (
             following.section_path == draft.section_path
             or preceding is None
@@ -295,11 +326,12 @@ def _merge_small(drafts: list[_Draft], min_chars: int) -> list[_Draft]:
         ):
             merged[index] = _join(draft, following, tiny_first=True)
             del merged[index + 1]
-        else:
-            assert preceding is not None
+        elif preceding is not None:
             merged[index - 1] = _join(preceding, draft, tiny_first=False)
             del merged[index]
             # the grown predecessor is not tiny; the draft now at ``index`` is the next to look at
+        else:
+            index += 1
     return merged
 
 
@@ -313,7 +345,9 @@ def _join(first: _Draft, second: _Draft, *, tiny_first: bool) -> _Draft:
         text = first.text + second.gap + second.text[second.overlap :]
     else:
         text = first.text + _BLOCK_SEPARATOR + second.text
-    return _Draft(text=text, section_path=path, page=first.page, overlap=first.overlap, gap=first.gap)
+    return _Draft(
+        text=text, section_path=path, page=first.page, overlap=first.overlap, gap=first.gap, ocr=first.ocr
+    )
 
 
 def _is_ancestor(candidate: tuple[str, ...], path: tuple[str, ...]) -> bool:

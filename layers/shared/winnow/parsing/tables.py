@@ -1,0 +1,47 @@
+"""Turning rows of cells from any format (DOCX, HTML, Markdown, PPTX, XLSX, CSV, PDF) into table blocks.
+
+Cells are cleaned to single-line text; empty rows and columns are dropped; sizes are bounded (a sheet
+with a million columns is cut, never rendered whole). The first row is the header unless the caller
+knows the table has none; a header cell left empty is named by its position, so every value keeps a name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from winnow.models import Block, Table
+from winnow.parsing.blocks import clean_inline
+from winnow.text.tables import render_table
+
+MAX_COLUMNS = 64
+MAX_CELL_CHARS = 1_000
+MAX_CAPTION_CHARS = 300
+
+
+def make_table_block(
+    rows: Sequence[Sequence[str]],
+    section_path: tuple[str, ...] = (),
+    page: int | None = None,
+    *,
+    caption: str = "",
+    has_header: bool = True,
+) -> Block | None:
+    cleaned = [[clean_inline(str(cell))[:MAX_CELL_CHARS] for cell in row[:MAX_COLUMNS]] for row in rows]
+    cleaned = [row for row in cleaned if any(row)]
+    if not cleaned:
+        return None
+    width = max(len(row) for row in cleaned)
+    padded = [row + [""] * (width - len(row)) for row in cleaned]
+    keep = [column for column in range(width) if any(row[column] for row in padded)]
+    padded = [[row[column] for column in keep] for row in padded]
+    caption = clean_inline(caption)[:MAX_CAPTION_CHARS] or (section_path[-1] if section_path else "")
+    header: tuple[str, ...] = ()
+    body = padded
+    if has_header and len(padded) > 1:
+        header = tuple(name or f"column {index + 1}" for index, name in enumerate(padded[0]))
+        body = padded[1:]
+    if len(keep) == 1 and not header:
+        # One column is a list, not a table: keep it as text.
+        return Block(text="\n".join(row[0] for row in body), section_path=section_path, page=page)
+    table = Table(header=header, rows=tuple(tuple(row) for row in body), caption=caption)
+    return Block(text=render_table(table), section_path=section_path, page=page, table=table)
