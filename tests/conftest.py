@@ -2,6 +2,7 @@
 - ``tests.support.aws``: moto over HTTP (ThreadedMotoServer), S3 bucket, DynamoDB ledger table, SQS queue.
 - ``tests.support.voyage``: the loopback fake Voyage server.
 - ``tests.support.documents``: real PDF / DOCX / HTML / Markdown files generated for tests.
+- ``tests.support.textract``: the loopback fake Amazon Textract.
 - ``tests.support.stack``: a whole embedded Winnow (local bucket, SQLite ledger, Qdrant local mode) wired to
   the real handlers.
 """
@@ -27,6 +28,7 @@ pytest_plugins = [
         "tests.support.voyage",
         "tests.support.documents",
         "tests.support.stack",
+        "tests.support.textract",
     )
     if importlib.util.find_spec(name) is not None
 ]

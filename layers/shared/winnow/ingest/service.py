@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from winnow.errors import (
+    ConfigurationError,
     CorruptDocument,
     DocumentBusy,
     DocumentError,
@@ -31,6 +32,7 @@ from winnow.errors import (
     InvalidMetadata,
     ObjectGone,
     OversizedDocument,
+    TransientError,
 )
 from winnow.ingest import metadata as meta
 from winnow.ingest.events import ObjectEvent
@@ -423,8 +425,8 @@ class IngestService:
             parser = partial(parse_document, ocr=self.ocr, ocr_settings=self.ocr_settings)
         try:
             return parser(key, data, self.settings)
-        except DocumentError:
-            raise
+        except (DocumentError, TransientError, ConfigurationError):
+            raise  # an OCR outage is retried; a missing OCR engine is a deployment problem
         except Exception as exc:  # a parser bug on hostile input must not crash the batch
             logger.warning("parser raised", extra={"key": key, "error_type": type(exc).__name__})
             raise CorruptDocument(f"could not parse file ({type(exc).__name__})") from exc

@@ -24,6 +24,7 @@ from winnow.errors import (
     EmptyDocument,
     EncryptedDocument,
     OversizedDocument,
+    WinnowError,
 )
 from winnow.models import Block, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line
@@ -59,8 +60,10 @@ def parse_pdf(
     logging.getLogger("pypdf").setLevel(logging.CRITICAL)
     try:
         return _parse(key, data, ocr, ocr_settings)
-    except (DocumentError, ImportError):
-        raise  # an ImportError is a broken deployment, not a broken document: let it be loud
+    except (WinnowError, ImportError):
+        # An ImportError is a broken deployment, not a broken document: let it be loud. OCR outages
+        # (TransientError) must reach the caller so the document is retried, not recorded as corrupt.
+        raise
     except RecursionError as error:
         raise CorruptDocument("corrupt PDF: structure nested too deeply") from error
     except MemoryError as error:
