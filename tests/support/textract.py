@@ -73,7 +73,7 @@ class FakeTextract:
             endpoint_url=self.url,
             region_name="us-east-1",
             aws_access_key_id="testing",
-            aws_secret_access_key="testing",  # noqa: S106 - a fake's credentials
+            aws_secret_access_key="testing",
             config=Config(
                 retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=10
             ),

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from winnow.errors import (
     CorruptDocument,
-    DocumentError,
     EmptyDocument,
     EncryptedDocument,
     OversizedDocument,
