@@ -571,7 +571,7 @@ def test_html_title_falls_back_to_first_h1_and_article_header_is_kept() -> None:
     assert _texts(doc) == [
         "By the team",
         "Body bold and link.",
-        "Prices\nItem | Cost\nTea | 2",
+        "Prices\nColumns: Item | Cost\nItem: Tea | Cost: 2",  # a table block: each row names its columns
         "line one\nline two",
         "Line break",
     ]

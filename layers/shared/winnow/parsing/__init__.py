@@ -179,7 +179,7 @@ def _sniff(data: bytes) -> tuple[str, DecodedText | None]:
         raise UnsupportedDocument("file has no extension and is a zip archive of no supported kind")
     if data.startswith(_OLE2_MAGIC):
         raise UnsupportedDocument("file has no extension and is a legacy Office (OLE2) file")
-    decoded = decode_text(data)
+    decoded = _without_terminal_codes(decode_text(data))
     reason = binary_reason(decoded.text)
     if reason:
         raise UnsupportedDocument(f"file has no extension and {reason}; supported: {_supported_list()}")
@@ -220,11 +220,18 @@ def _check_docx_container(data: bytes, extension: str) -> None:
 def _decode_text_like(data: bytes, extension: str) -> DecodedText:
     if data.lstrip()[:5] == b"%PDF-" or data.startswith((_ZIP_MAGIC, _OLE2_MAGIC)):
         raise UnsupportedDocument(f"named {extension} but {_describe(data)}")
-    decoded = decode_text(data)
+    decoded = _without_terminal_codes(decode_text(data))
     reason = binary_reason(decoded.text)
     if reason:
         raise UnsupportedDocument(f"named {extension} but {reason}")
     return decoded
+
+
+def _without_terminal_codes(decoded: DecodedText) -> DecodedText:
+    """Terminal output (a saved man page, a log) as a terminal shows it; see ``parsing.cleaning``."""
+    from winnow.parsing.cleaning import strip_terminal_codes
+
+    return DecodedText(strip_terminal_codes(decoded.text), decoded.encoding)
 
 
 def _describe(data: bytes) -> str:

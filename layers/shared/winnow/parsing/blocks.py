@@ -126,6 +126,8 @@ def finish_document(
         else block
         for block in blocks
     ]
+    if not any(block.section_path for block in finished) and any(block.section_path for block in blocks):
+        finished = list(blocks)  # the only heading is the title: it is still the passages' section
     return ParsedDocument(title=chosen_title, blocks=finished, source_type=source_type)
 
 

@@ -8,6 +8,7 @@ knows the table has none; a header cell left empty is named by its position, so 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from winnow.models import Block, Table
 from winnow.parsing.blocks import clean_inline
@@ -45,3 +46,18 @@ def make_table_block(
         return Block(text="\n".join(row[0] for row in body), section_path=section_path, page=page)
     table = Table(header=header, rows=tuple(tuple(row) for row in body), caption=caption)
     return Block(text=render_table(table), section_path=section_path, page=page, table=table)
+
+
+def html_table(table: Any) -> tuple[str, list[list[str]], bool]:
+    """An lxml ``<table>``: its caption, rows of cell texts, and whether the first row is a header
+    (``<th>`` cells or a ``<thead>``). Rows of nested tables stay inside their cell's text."""
+    caption_element = table.find("caption")
+    caption = clean_inline(caption_element.text_content()) if caption_element is not None else ""
+    rows: list[list[str]] = []
+    has_header = table.find("thead") is not None
+    for index, row in enumerate(table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")):
+        cells = row.xpath("./td | ./th")
+        if index == 0 and cells and all(cell.tag == "th" for cell in cells):
+            has_header = True
+        rows.append([clean_inline(cell.text_content()) for cell in cells])
+    return caption, rows, has_header
