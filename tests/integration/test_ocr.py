@@ -6,15 +6,13 @@ the local engine is Debian's tesseract itself."""
 
 from __future__ import annotations
 
-import struct
-import zlib
 from io import BytesIO
 from typing import Any
 
 import pytest
 
+from benchmarks.scans import character_error_rate, huge_png_header, png_bytes, render_page, scanned_pdf
 from tests.support.documents import make_pdf
-from tests.support.scans import character_error_rate, png_bytes, render_page, scanned_pdf
 from tests.support.stack import EmbeddedStack
 from tests.support.textract import FakeTextract
 from winnow.adapters.ocr import TesseractOcr, TextractOcr, tesseract_installed
@@ -185,27 +183,12 @@ def _jpeg(image: Any) -> bytes:
     return out.getvalue()
 
 
-def huge_png(width: int, height: int) -> bytes:
-    """A valid PNG header declaring ``width`` x ``height`` pixels (the pixel data is tiny: one row)."""
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
-        + chunk(b"IEND", b"")
-    )
-
-
 def test_an_image_of_fifty_thousand_pixels_a_side_is_refused_unread(
     stack: EmbeddedStack, fake_textract: FakeTextract
 ) -> None:
     use_textract(stack, fake_textract)
     # When a PNG declaring 50,000 x 50,000 pixels is uploaded
-    result = stack.upload("acme/huge.png", huge_png(50_000, 50_000))
+    result = stack.upload("acme/huge.png", huge_png_header(50_000, 50_000))
     # Then it fails with the reason, and Textract never saw it
     assert result["status"] == "failed"
     assert "50000 x 50000 pixels" in result["error"]

@@ -101,14 +101,17 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
         texts.append(text)
     if failed_pages == page_count:
         raise CorruptDocument("corrupt PDF: no page could be read")
-    ocr_read = _read_scanned_pages(reader, texts, ocr, ocr_settings) if ocr is not None else set()
+    scanned = [
+        index for index, text in enumerate(texts) if not _has_text(text) and _has_image(reader.pages[index])
+    ]
+    ocr_read = _read_scanned_pages(reader, texts, scanned, ocr, ocr_settings) if ocr is not None else set()
     collector = BlockCollector()
     path: tuple[str, ...] = ()
     for page_index, text in enumerate(texts):
         bookmarks = bookmarks_by_page.get(page_index, [])
         path = _collect_page(collector, text, page_index + 1, path, bookmarks, ocr=page_index in ocr_read)
     empty_reason = "PDF has no text layer (scanned PDF?)"
-    if ocr is None:
+    if ocr is None and scanned:
         empty_reason += " and OCR is off"
     elif ocr_read:
         empty_reason = f"PDF has no text layer and OCR found no text on {len(ocr_read)} page(s)"
@@ -119,17 +122,14 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
 
 
 def _read_scanned_pages(
-    reader: PdfReader, texts: list[str], ocr: Ocr, ocr_settings: OcrSettings | None
+    reader: PdfReader, texts: list[str], scanned: list[int], ocr: Ocr, ocr_settings: OcrSettings | None
 ) -> set[int]:
-    """OCR the pages that have no text layer but do have an image, up to the page cap; their text
-    replaces the empty one in ``texts``. Returns the indexes of the pages sent to OCR."""
+    """OCR the ``scanned`` pages (no text layer, an image), up to the page cap; their text replaces the
+    empty one in ``texts``. Returns the indexes of the pages sent to OCR."""
     from winnow.ports import OcrPage
     from winnow.settings import OcrSettings
 
-    cap = (ocr_settings or OcrSettings()).max_pages
-    wanted = [
-        index for index, text in enumerate(texts) if not _has_text(text) and _has_image(reader.pages[index])
-    ][:cap]
+    wanted = scanned[: (ocr_settings or OcrSettings()).max_pages]
     if not wanted:
         return set()
     pages = [OcrPage(_single_page_pdf(reader, index), "application/pdf") for index in wanted]

@@ -95,3 +95,21 @@ def character_error_rate(expected: str, actual: str) -> float:
             current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
         previous = current
     return previous[-1] / len(a)
+
+
+def huge_png_header(width: int, height: int) -> bytes:
+    """A valid PNG declaring ``width`` x ``height`` pixels whose data is one tiny row: a decompression
+    bomb for any reader that trusts the header and allocates the image."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+        + chunk(b"IEND", b"")
+    )
