@@ -274,7 +274,11 @@ def test_docx_headings_become_section_paths_and_tables_stay_as_rows(sample_docx:
     assert [(b.section_path, b.text) for b in doc.blocks] == [
         (("Leave",), "Employees get twenty-five days of paid leave per year."),
         (("Leave", "Parental leave"), "Parents get sixteen weeks of paid parental leave."),
-        (("Leave", "Parental leave"), "Country | Days\nFrance | 25\nGermany | 30"),
+        (
+            ("Leave", "Parental leave"),
+            # a table block: caption from the nearest heading, each row naming its columns
+            "Parental leave\nColumns: Country | Days\nCountry: France | Days: 25\nCountry: Germany | Days: 30",
+        ),
         (("Expenses",), "Submit receipts within thirty days."),
     ]
     assert all(block.page is None for block in doc.blocks)
@@ -352,7 +356,12 @@ def test_docx_custom_heading_styles_content_controls_and_merged_cells() -> None:
     assert [(b.text, b.section_path) for b in doc.blocks] == [
         ("Under the custom heading.", ("Top", "Section by custom style")),
         ("Inside a content control.", ("Top", "Section by custom style")),
-        ("Merged header | Other\nx | y | z", ("Top", "Section by custom style")),
+        (
+            # a cell merged across two columns names both, so each value stays under its header
+            "Section by custom style\nColumns: Merged header | Merged header | Other\n"
+            "Merged header: x | Merged header: y | Other: z",
+            ("Top", "Section by custom style"),
+        ),
     ]
 
 

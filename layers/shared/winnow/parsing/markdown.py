@@ -16,6 +16,7 @@ import re
 
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document
+from winnow.parsing.tables import pipe_table
 
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
@@ -39,6 +40,10 @@ def parse_markdown(key: str, text: str) -> ParsedDocument:
     first_h1: str | None = None
 
     def flush() -> None:
+        rows = pipe_table(paragraph) if paragraph else None
+        if rows is not None:
+            collector.add_table([[_strip_links(cell) for cell in row] for row in rows], headings.path)
+            paragraph.clear()
         if paragraph:
             structured = _is_structured(paragraph)
             body = "\n".join(line for line in paragraph if not _TABLE_DELIMITER_ROW.match(line))

@@ -7,6 +7,7 @@ knows the table has none; a header cell left empty is named by its position, so 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,3 +62,23 @@ def html_table(table: Any) -> tuple[str, list[list[str]], bool]:
             has_header = True
         rows.append([clean_inline(cell.text_content()) for cell in cells])
     return caption, rows, has_header
+
+
+_PIPE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_PIPE_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def pipe_table(lines: Sequence[str]) -> list[list[str]] | None:
+    """The rows of a Markdown (GFM) pipe table, header first, or None when ``lines`` are not one: a
+    header line, a delimiter line of dashes, then rows, every line holding a ``|``."""
+    if len(lines) < 2 or not _PIPE_DELIMITER.match(lines[1]) or not all("|" in line for line in lines):
+        return None
+    rows = []
+    for index, line in enumerate(lines):
+        if index == 1:
+            continue
+        stripped = line.strip()
+        stripped = stripped[1:] if stripped.startswith("|") else stripped
+        stripped = stripped[:-1] if stripped.endswith("|") and not stripped.endswith("\\|") else stripped
+        rows.append([cell.strip().replace("\\|", "|") for cell in _PIPE_SPLIT.split(stripped)])
+    return rows
