@@ -105,7 +105,7 @@ def test_throttling_past_the_retries_is_transient_and_nothing_is_recorded(
     # Given Textract throttling more often than the client retries
     use_textract(stack, fake_textract)
     data = mixed_pdf(fake_textract)
-    fake_textract.fail_next(6, 400, "ProvisionedThroughputExceededException")
+    fake_textract.fail_next(20, 400, "ProvisionedThroughputExceededException")  # > 2 pages x 4 attempts
     # When the document is uploaded
     result = stack.upload("acme/beacon.pdf", data)
     # Then ingest asks for a retry and records nothing
