@@ -277,7 +277,8 @@ def test_docx_headings_become_section_paths_and_tables_stay_as_rows(sample_docx:
         (
             ("Leave", "Parental leave"),
             # a table block: caption from the nearest heading, each row naming its columns
-            "Parental leave\nColumns: Country | Days\nCountry: France | Days: 25\nCountry: Germany | Days: 30",
+            "Parental leave\nColumns: Country | Days\n"
+            "Country: France | Days: 25\nCountry: Germany | Days: 30",
         ),
         (("Expenses",), "Submit receipts within thirty days."),
     ]

@@ -111,6 +111,9 @@ class ChunkingSettings(BaseSettings):
     # Below this a fragment is merged into a neighbour. Low enough that a real two-sentence section keeps
     # its own chunk (and its own citation), high enough that a heading with one short line does not.
     min_chars: int = Field(default=100, ge=0, le=5_000)
+    # Table chunks are smaller: every row must fall inside the local model's 256-token window (a 1,200-
+    # character table chunk is ~350 tokens of "column: value" pairs), and a row is found by its few cells.
+    table_target_chars: int = Field(default=400, ge=100, le=20_000)
 
     @model_validator(mode="after")
     def _overlap_smaller_than_target(self) -> ChunkingSettings:

@@ -109,6 +109,7 @@ class _SectionPacker:
         self.target = settings.target_chars
         self.overlap = settings.overlap_chars
         self.min_chars = settings.min_chars
+        self.table_target = min(settings.table_target_chars, settings.target_chars)
         self.drafts: list[_Draft] = []
         self._parts: list[str] = []
         self._page: int | None = None
@@ -125,7 +126,7 @@ class _SectionPacker:
                 self._emit()
                 self.drafts.extend(
                     _Draft(text=piece, section_path=self.path, page=block.page, kind="table", ocr=block.ocr)
-                    for piece in table_pieces(block.table, self.target)
+                    for piece in table_pieces(block.table, self.table_target)
                 )
                 continue
             if self._parts and block.ocr != self._ocr:
