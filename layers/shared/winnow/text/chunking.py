@@ -22,6 +22,11 @@ The rules, in the order they apply:
    ancestor of the other part's path (the whole passage then lies inside it, so the citation is
    true); otherwise it keeps the receiving chunk's path, which holds most of the text.
 
+6. **Tables are walls of their own.** A table block becomes ``kind="table"`` chunks of whole rows
+   (``winnow.text.tables``: caption and column line repeated at the top of each, at most
+   ``table_target_chars``); they are never merged with text, and text read by OCR is never packed or
+   merged with text from a text layer (a chunk's ``ocr`` mark is true of all of it).
+
 Size guarantee: no chunk is longer than ``target_chars + 2 * min_chars + 4`` (a chunk can receive a
 tiny fragment from each side, with a separator each), and no chunk is shorter than ``min_chars``
 unless the whole document is. ``page`` is the page where the chunk's text starts. The output depends
