@@ -35,8 +35,18 @@ $(STAMPS)/app: pyproject.toml | $(STAMPS)
 
 install: $(STAMPS)/app
 
-demo: install
+demo: install $(STAMPS)/tesseract
 	$(BIN)/winnow demo
+
+# Local OCR (scanned PDFs, images) uses Debian's tesseract-ocr; its English model comes in the package.
+# Without root and without tesseract, OCR stays off and scans are refused with a reason.
+$(STAMPS)/tesseract: | $(STAMPS)
+	if ! command -v tesseract >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null; \
+	  else echo "note: tesseract-ocr is not installed (sudo apt-get install tesseract-ocr): OCR stays off"; fi; \
+	fi
+	touch $@
 
 $(STAMPS)/dev: $(STAMPS)/app pyproject.toml
 	$(PIP) install -e '.[ingest,local,dev]'
@@ -62,7 +72,7 @@ lint: $(STAMPS)/dev
 typecheck: $(STAMPS)/dev
 	$(BIN)/mypy
 
-pytest: $(STAMPS)/dev $(STAMPS)/sam $(STAMPS)/chromium
+pytest: $(STAMPS)/dev $(STAMPS)/sam $(STAMPS)/chromium $(STAMPS)/tesseract
 	PATH="$(CURDIR)/$(SAM_VENV)/bin:$$PATH" $(BIN)/pytest
 
 test: lint typecheck pytest

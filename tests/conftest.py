@@ -3,6 +3,7 @@
 - ``tests.support.voyage``: the loopback fake Voyage server.
 - ``tests.support.documents``: real PDF / DOCX / HTML / Markdown files generated for tests.
 - ``tests.support.answer``: loopback fake Bedrock runtime and Ollama servers, stacks that answer through them.
+- ``tests.support.textract``: the loopback fake Amazon Textract.
 - ``tests.support.stack``: a whole embedded Winnow (local bucket, SQLite ledger, Qdrant local mode) wired to
   the real handlers.
 """
@@ -29,6 +30,7 @@ pytest_plugins = [
         "tests.support.documents",
         "tests.support.stack",
         "tests.support.answer",
+        "tests.support.textract",
     )
     if importlib.util.find_spec(name) is not None
 ]

@@ -41,6 +41,8 @@ def service() -> IngestService:
             sparse=container.sparse,
             chunking=container.settings.chunking,
             settings=container.settings.ingest,
+            ocr=container.ocr,
+            ocr_settings=container.settings.ocr,
         )
     return _service
 
@@ -59,6 +61,8 @@ def _count(result: IngestResult) -> None:
     if result.status in ("indexed", "unchanged"):
         metrics.add_metric(name="ChunksEmbedded", unit=MetricUnit.Count, value=result.embedded)
         metrics.add_metric(name="ChunksReused", unit=MetricUnit.Count, value=result.reused)
+        if result.ocr_pages:
+            metrics.add_metric(name="OcrPages", unit=MetricUnit.Count, value=result.ocr_pages)
     metrics.add_metric(name="IngestDuration", unit=MetricUnit.Milliseconds, value=result.duration_ms)
 
 

@@ -170,9 +170,9 @@ def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(cl
     assert info.config.params.vectors["dense"].distance == qm.Distance.COSINE  # type: ignore[index]
     assert info.config.params.sparse_vectors["bm25"].modifier == qm.Modifier.IDF  # type: ignore[index]
     assert profile_from_metadata(info.config.metadata) == PROFILE
-    # And payload indexes were requested: tenant (is_tenant), key, and each configured metadata field
+    # And payload indexes were requested: tenant (is_tenant), key, kind, and each configured metadata field
     indexes = {c["field_name"]: c["field_schema"] for c in recording.named("create_payload_index")}
-    assert set(indexes) == {"tenant", "key", "meta.department", "meta.year"}
+    assert set(indexes) == {"tenant", "key", "kind", "meta.department", "meta.year"}
     assert indexes["tenant"].is_tenant is True
     # When a second store (another container) ensures it again, Then nothing is recreated
     again = RecordingClient(client)
@@ -280,6 +280,8 @@ def test_the_payload_carries_citation_fields_and_user_metadata(
         "text": "alpha alpha beta",
         "content_hash": expected.chunk.content_hash,
         "source_type": "text",
+        "kind": "text",
+        "ocr": False,
         "doc_version": '"etag-1"',
         "meta": {"department": "hr", "year": 2021, "public": True},
     }

@@ -172,7 +172,10 @@ def test_every_mode_finds_the_document_with_a_citation(loaded: EmbeddedStack, mo
         "section",
         "text",
         "metadata",
+        "kind",
+        "ocr",
     }
+    assert top["kind"] == "text" and top["ocr"] is False
     assert set(body["timings_ms"]) == {"embed", "search", "rerank", "total"}
 
 

@@ -439,6 +439,54 @@ def _scripts_only_html() -> bytes:
     return b"<html><head><script>track()</script></head><body><nav>Home</nav></body></html>"
 
 
+def _declared_bomb(base: bytes, name: str) -> bytes:
+    """``base`` plus a member that declares 3 GB (it holds 1,000 bytes): a lying central directory."""
+    output = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(base)) as source, zipfile.ZipFile(output, "w") as target:
+        for member in source.infolist():
+            target.writestr(member, source.read(member.filename), compress_type=zipfile.ZIP_DEFLATED)
+        target.writestr(name, b"x" * 1000, compress_type=zipfile.ZIP_STORED)
+    data = bytearray(output.getvalue())
+    _patch_declared_size(data, name.encode(), 3_000_000_000)
+    return bytes(data)
+
+
+def _office_bad_inputs() -> list[BadInput]:
+    """PPTX, XLSX, EPUB, CSV and image inputs that must fail with a reason (or, last, be indexed)."""
+    from benchmarks.scans import huge_png_header
+    from tests.support.office import Slide, make_epub, make_pptx, make_xlsx
+
+    xlsx = make_xlsx({"Staff": [["Name", "Office"], ["Ada", "London"]]})
+    pptx = make_pptx([Slide("Review", ["Revenue grew"])])
+    epub = make_epub("Guide", [("Birds", "Herons wade.")])
+    return [
+        BadInput("truncated xlsx", "acme/truncated.xlsx", xlsx[: len(xlsx) // 2], CorruptDocument),
+        BadInput("truncated pptx", "acme/truncated.pptx", pptx[: len(pptx) // 2], CorruptDocument),
+        BadInput(
+            "xlsx zip bomb", "acme/bomb.xlsx", _declared_bomb(xlsx, "xl/media/payload.bin"), OversizedDocument
+        ),
+        BadInput(
+            "pptx zip bomb",
+            "acme/bomb.pptx",
+            _declared_bomb(pptx, "ppt/media/payload.bin"),
+            OversizedDocument,
+        ),
+        BadInput(
+            "epub zip bomb", "acme/bomb.epub", _declared_bomb(epub, "OEBPS/payload.bin"), OversizedDocument
+        ),
+        BadInput("docx named xlsx", "acme/doc.xlsx", make_docx([DocxParagraph("Hi.")]), UnsupportedDocument),
+        BadInput(
+            "image of 50,000 px a side", "acme/huge.png", huge_png_header(50_000, 50_000), OversizedDocument
+        ),
+        BadInput(
+            "csv with a giant field", "acme/giant.csv", b"a,b\n1," + b"y" * 200_000 + b"\n", CorruptDocument
+        ),
+        BadInput("xlsx", "acme/ok.xlsx", xlsx, None),
+        BadInput("pptx", "acme/ok.pptx", pptx, None),
+        BadInput("epub", "acme/ok.epub", epub, None),
+    ]
+
+
 def bad_input_corpus(*, include_large: bool = False) -> list[BadInput]:
     ok_pdf = make_pdf(["A perfectly good page about the quarterly report."])
     large = (
@@ -460,7 +508,7 @@ def bad_input_corpus(*, include_large: bool = False) -> list[BadInput]:
         BadInput("binary named txt", "acme/binary.txt", make_binary(), UnsupportedDocument),
         BadInput("binary named md", "acme/binary.md", make_binary(seed=1), UnsupportedDocument),
         BadInput("empty file", "acme/empty.txt", b"", EmptyDocument),
-        BadInput("unknown extension", "acme/sheet.xlsx", b"PK\x03\x04 not really", UnsupportedDocument),
+        BadInput("unknown extension", "acme/sheet.xls", b"PK\x03\x04 not really", UnsupportedDocument),
         BadInput("whitespace only", "acme/blank.md", b" \n\n\t \n", EmptyDocument),
         BadInput("latin-1 text", "acme/latin1.txt", make_text(LATIN1_SAMPLE, "latin-1"), None),
         BadInput("cp1252 text", "acme/cp1252.txt", make_text(CP1252_SAMPLE, "cp1252"), None),
@@ -471,6 +519,7 @@ def bad_input_corpus(*, include_large: bool = False) -> list[BadInput]:
             "utf-16 text without bom", "acme/utf16-nobom.txt", make_text(UTF16_SAMPLE, "utf-16-le"), None
         ),
         BadInput("truncated docx", "acme/truncated.docx", _truncated_docx(), CorruptDocument),
+        *_office_bad_inputs(),
         BadInput("html without visible text", "acme/scripts.html", _scripts_only_html(), EmptyDocument),
         BadInput(
             "key with spaces, plus, percent and unicode",

@@ -4,10 +4,11 @@ cannot allocate past the memory budget; the answer is the same as an in-process 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
+from benchmarks.scans import render_page, scanned_pdf
 from tests.support.documents import (
     DocxHeading,
     DocxParagraph,
@@ -17,10 +18,12 @@ from tests.support.documents import (
     make_markdown,
     make_pdf,
 )
-from winnow.errors import CorruptDocument, EmptyDocument, ParseBudgetExceeded
+from tests.support.office import make_xlsx
+from winnow.errors import CorruptDocument, EmptyDocument, ParseBudgetExceeded, ProviderUnavailable
 from winnow.parsing import budget, parse_document
 from winnow.parsing.budget import decode_result, parse_within_budget, shutdown_workers
-from winnow.settings import IngestSettings
+from winnow.ports import Ocr, OcrPage
+from winnow.settings import IngestSettings, OcrSettings
 
 # Millions of one-letter paragraphs: each becomes a Block, so parsing needs several hundred MB.
 MEMORY_HOG = b"a\n\n" * 8_000_000
@@ -66,6 +69,66 @@ def test_the_worker_gives_the_same_document_as_an_in_process_parse(key: str, dat
     # When it is parsed under the budget and in this process
     # Then both give the same title, blocks, sections and pages
     assert parse_within_budget(key, data) == parse_document(key, data)
+
+
+def test_tables_come_back_from_the_worker_as_tables() -> None:
+    # Given a spreadsheet and a CSV, whose rows become table blocks
+    sheet = make_xlsx({"Ports": [["service", "port"], ["ssh", 22], ["http", 80]]})
+    csv = b"service,port\nssh,22\nhttp,80\n"
+    for key, data in (("acme/ports.xlsx", sheet), ("acme/ports.csv", csv)):
+        # When it is parsed under the budget
+        parsed = parse_within_budget(key, data)
+        # Then its table blocks keep their cells, header and caption, exactly as an in-process parse
+        assert any(block.table is not None for block in parsed.blocks)
+        assert parsed == parse_document(key, data)
+
+
+def _scan(pages: int) -> bytes:
+    """A PDF of ``pages`` page images (rendered text, no text layer)."""
+    return scanned_pdf(
+        [render_page(f"Page {number} of the scan.", seed=number)[0] for number in range(pages)]
+    )
+
+
+class CountingOcr(Ocr):
+    """Reads every page as the same line, counting the pages it was given."""
+
+    def __init__(self) -> None:
+        self.pages: list[OcrPage] = []
+
+    @property
+    def name(self) -> str:
+        return "counting"
+
+    def read(self, pages: Sequence[OcrPage]) -> list[str]:
+        self.pages.extend(pages)
+        return [f"Scanned words on a page of {len(page.data)} bytes." for page in pages]
+
+
+def test_scanned_pages_are_read_by_the_ocr_of_the_ingest_process() -> None:
+    # Given a two-page scan and an OCR engine in this process
+    ocr = CountingOcr()
+    # When the scan is parsed under the budget
+    parsed = parse_within_budget("acme/scan.pdf", _scan(2), ocr=ocr, ocr_settings=OcrSettings())
+    # Then the worker sent both pages here, and their text comes back marked as OCR with its page
+    assert len(ocr.pages) == 2 and all(page.media_type == "application/pdf" for page in ocr.pages)
+    assert parsed.ocr_pages == 2
+    assert {block.page for block in parsed.blocks} == {1, 2}
+    assert all(block.ocr and "Scanned words" in block.text for block in parsed.blocks)
+
+
+def test_an_ocr_outage_reaches_the_caller_and_the_worker_is_not_reused() -> None:
+    # Given an OCR engine that is unavailable
+    class DownOcr(CountingOcr):
+        def read(self, pages: Sequence[OcrPage]) -> list[str]:
+            raise ProviderUnavailable("ocr is down")
+
+    # When a scan is parsed under the budget
+    with pytest.raises(ProviderUnavailable):
+        parse_within_budget("acme/scan.pdf", _scan(1), ocr=DownOcr(), ocr_settings=OcrSettings())
+    # Then the outage is the caller's to retry, and no worker waiting for an answer is kept
+    assert _worker_pids() == set()
+    assert parse_within_budget("acme/a.md", b"# A\n\nText.") == parse_document("acme/a.md", b"# A\n\nText.")
 
 
 def test_a_document_error_comes_back_with_its_class_and_reason() -> None:

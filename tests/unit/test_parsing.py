@@ -94,8 +94,10 @@ def test_docx_is_detected_from_a_zip_with_word_document_xml() -> None:
 @pytest.mark.parametrize(
     ("key", "data", "reason_part"),
     [
-        ("acme/noextension", b"text", "no extension"),
-        ("acme/sheet.xlsx", b"PK\x03\x04", "'.xlsx'"),
+        ("acme/noextension", bytes(range(32)) * 20, "no extension"),
+        ("acme/sheet.xls", b"\xd0\xcf\x11\xe0", "'.xls'"),
+        ("acme/text.xlsx", b"plain text, not a zip", "not a XLSX"),
+        ("acme/photo.png", b"GIF89a" + bytes(100), "not a PNG, JPEG or TIFF"),
         ("acme/archive.tar.gz", b"\x1f\x8b", "'.gz'"),
         ("acme/real.pdf", b"Just some text pretending to be a PDF.", "not a PDF"),
         ("acme/zip.pdf", b"PK\x03\x04" + bytes(100), "zip archive"),
@@ -272,7 +274,12 @@ def test_docx_headings_become_section_paths_and_tables_stay_as_rows(sample_docx:
     assert [(b.section_path, b.text) for b in doc.blocks] == [
         (("Leave",), "Employees get twenty-five days of paid leave per year."),
         (("Leave", "Parental leave"), "Parents get sixteen weeks of paid parental leave."),
-        (("Leave", "Parental leave"), "Country | Days\nFrance | 25\nGermany | 30"),
+        (
+            ("Leave", "Parental leave"),
+            # a table block: caption from the nearest heading, each row naming its columns
+            "Parental leave\nColumns: Country | Days\n"
+            "Country: France | Days: 25\nCountry: Germany | Days: 30",
+        ),
         (("Expenses",), "Submit receipts within thirty days."),
     ]
     assert all(block.page is None for block in doc.blocks)
@@ -350,7 +357,12 @@ def test_docx_custom_heading_styles_content_controls_and_merged_cells() -> None:
     assert [(b.text, b.section_path) for b in doc.blocks] == [
         ("Under the custom heading.", ("Top", "Section by custom style")),
         ("Inside a content control.", ("Top", "Section by custom style")),
-        ("Merged header | Other\nx | y | z", ("Top", "Section by custom style")),
+        (
+            # a cell merged across two columns names both, so each value stays under its header
+            "Section by custom style\nColumns: Merged header | Merged header | Other\n"
+            "Merged header: x | Merged header: y | Other: z",
+            ("Top", "Section by custom style"),
+        ),
     ]
 
 
@@ -569,7 +581,7 @@ def test_html_title_falls_back_to_first_h1_and_article_header_is_kept() -> None:
     assert _texts(doc) == [
         "By the team",
         "Body bold and link.",
-        "Prices\nItem | Cost\nTea | 2",
+        "Prices\nColumns: Item | Cost\nItem: Tea | Cost: 2",  # a table block: each row names its columns
         "line one\nline two",
         "Line break",
     ]
@@ -616,7 +628,18 @@ def test_every_bad_input_gets_its_expected_outcome(bad_inputs: list[BadInput]) -
 
 
 # --- property tests: nothing but DocumentError escapes ----------------------------------------------
-_KEYS = ["a/x.pdf", "a/x.docx", "a/x.md", "a/x.txt", "a/x.html"]
+_KEYS = [
+    "a/x.pdf",
+    "a/x.docx",
+    "a/x.md",
+    "a/x.txt",
+    "a/x.html",
+    "a/x.xlsx",
+    "a/x.pptx",
+    "a/x.epub",
+    "a/x.csv",
+]
+_KEYS += ["a/x.rst", "a/x.png", "a/noext"]
 _PREFIXES = [b"", b"%PDF-1.7\n", b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", b"\xff\xfe", b"<html>"]
 _FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

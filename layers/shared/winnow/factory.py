@@ -15,6 +15,7 @@ from winnow.settings import (
     AnswerSettings,
     ChunkingSettings,
     IngestSettings,
+    OcrSettings,
     ProviderSettings,
     QdrantSettings,
     SearchSettings,
@@ -25,7 +26,7 @@ from winnow.settings import (
 if TYPE_CHECKING:
     import httpx
 
-    from winnow.ports import Embedder, Generator, Ledger, ObjectSource, Reranker, VectorStore
+    from winnow.ports import Embedder, Generator, Ledger, ObjectSource, Ocr, Reranker, VectorStore
     from winnow.text.sparse import Bm25Encoder
 
 
@@ -41,6 +42,7 @@ class Settings:
     ingest: IngestSettings = field(default_factory=IngestSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
+    ocr: OcrSettings = field(default_factory=OcrSettings)
 
 
 def read_secret(arn: str, max_age: int) -> str:
@@ -135,6 +137,14 @@ class Container:
         if not key:
             raise ConfigurationError("Voyage is selected but no key is set: set VOYAGE_API_KEY")
         return key
+
+    @cached_property
+    def ocr(self) -> Ocr | None:
+        """Textract in Lambda, the local engine elsewhere (when installed), or None (OCR off)."""
+        with self._lock:
+            from winnow.adapters.ocr import make_ocr
+
+            return make_ocr(self.settings.ocr)
 
     @cached_property
     def sparse(self) -> Bm25Encoder:

@@ -9,19 +9,38 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class Table:
+    """A table as rows of cell texts. ``header`` names the columns (empty when the table has none);
+    ``caption`` is the table's own caption, or the nearest heading when it has none."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str = ""
+
+
+@dataclass(frozen=True)
 class Block:
-    """A run of text from a parsed document, with where it sits in the document's structure."""
+    """A run of text from a parsed document, with where it sits in the document's structure. A table
+    block carries its cells in ``table`` (``text`` is the whole table rendered); ``ocr`` marks text that
+    was read from an image."""
 
     text: str
     section_path: tuple[str, ...] = ()
     page: int | None = None
+    table: Table | None = None
+    ocr: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "table" if self.table is not None else "text"
 
 
 @dataclass(frozen=True)
 class ParsedDocument:
     title: str
     blocks: list[Block]
-    source_type: str  # pdf | docx | markdown | text | html
+    source_type: str  # pdf | docx | markdown | text | html | image | pptx | xlsx | csv | rst | epub
+    ocr_pages: int = 0  # pages (or images) whose text came from OCR
 
 
 @dataclass(frozen=True)
@@ -34,6 +53,8 @@ class Chunk:
     title: str
     section_path: tuple[str, ...]
     page: int | None
+    kind: str = "text"  # "text" | "table"
+    ocr: bool = False
 
     @property
     def section(self) -> str:
@@ -99,6 +120,8 @@ class StoredChunk:
     metadata: dict[str, Any]
     score: float = 0.0
     dense: list[float] | None = None
+    kind: str = "text"
+    ocr: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +163,7 @@ class LedgerRecord:
     source_type: str | None = None
     metadata_sha256: str | None = None
     profile: str | None = None
+    ocr_pages: int = 0
     created_at: str | None = None
     updated_at: str | None = None
 

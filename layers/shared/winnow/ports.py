@@ -197,6 +197,28 @@ class ObjectSource(ABC):
                 yield info
 
 
+@dataclass(frozen=True)
+class OcrPage:
+    """One page to read: a one-page PDF or an image (``media_type`` image/png, image/jpeg, image/tiff)."""
+
+    data: bytes
+    media_type: str
+
+
+class Ocr(ABC):
+    """Reads the text of page images (scans, photos). Amazon Textract in AWS, a local engine on the
+    embedded default."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str: ...
+
+    @abstractmethod
+    def read(self, pages: Sequence[OcrPage]) -> list[str]:
+        """Each page's text, lines separated by newlines, in order. A page the engine cannot read gives
+        an empty string; provider outages raise ``TransientError`` subclasses."""
+
+
 class EventQueue(ABC):
     """Where reconcile hands its synthetic S3 events to ingest: in AWS the queue the bucket feeds, so
     concurrency limits, retries and the DLQ apply to them exactly as to S3's own events."""

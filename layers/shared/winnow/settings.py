@@ -111,6 +111,9 @@ class ChunkingSettings(BaseSettings):
     # Below this a fragment is merged into a neighbour. Low enough that a real two-sentence section keeps
     # its own chunk (and its own citation), high enough that a heading with one short line does not.
     min_chars: int = Field(default=100, ge=0, le=5_000)
+    # Table chunks are smaller: every row must fall inside the local model's 256-token window (a 1,200-
+    # character table chunk is ~350 tokens of "column: value" pairs), and a row is found by its few cells.
+    table_target_chars: int = Field(default=400, ge=100, le=20_000)
 
     @model_validator(mode="after")
     def _overlap_smaller_than_target(self) -> ChunkingSettings:
@@ -142,6 +145,23 @@ class IngestSettings(BaseSettings):
     parse_memory_mb: int = Field(
         default=512, ge=128, le=10_240, description="Parse memory budget (the worker's address space)."
     )
+
+
+class OcrSettings(BaseSettings):
+    """Reading scanned pages and images. ``auto``: Amazon Textract in Lambda, else the local engine when it
+    is installed (``make demo`` installs it), else none (scans and images are refused with a reason)."""
+
+    model_config = _config("WINNOW_OCR_")
+
+    engine: Literal["auto", "none", "local", "textract"] = "auto"
+    max_pages: int = Field(default=100, ge=0, le=3000, description="OCR pages per document (cost cap).")
+    max_concurrency: int = Field(default=4, ge=1, le=32, description="Pages read at once.")
+    max_attempts: int = Field(default=5, ge=1, le=10)
+    max_image_pixels: int = Field(
+        default=60_000_000, ge=1, description="Larger page images are refused before any decoding."
+    )
+    max_side_pixels: int = Field(default=20_000, ge=1, description="Longest side of a page image.")
+    textract_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1, description="Textract's sync limit.")
 
 
 class SearchSettings(BaseSettings):

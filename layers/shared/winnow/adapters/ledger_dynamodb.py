@@ -33,7 +33,7 @@ from winnow.ports import Ledger
 
 T = TypeVar("T")
 
-_INT_FIELDS = frozenset({"chunks", "embedded", "reused"})
+_INT_FIELDS = frozenset({"chunks", "embedded", "reused", "ocr_pages"})
 _ALWAYS_KEPT = frozenset({"sequencer", "created_at", "updated_at"})  # handled explicitly in put
 
 

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS documents (
     source_type TEXT,
     metadata_sha256 TEXT,
     profile TEXT,
+    ocr_pages INTEGER NOT NULL DEFAULT 0,
     created_at TEXT,
     updated_at TEXT,
     PRIMARY KEY (tenant, key)
@@ -80,6 +81,7 @@ class SqliteLedger(Ledger):
                 self._db.execute("PRAGMA journal_mode = WAL")
                 self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.executescript(_SCHEMA)
+            _add_missing_columns(self._db)
 
     def close(self) -> None:
         with self._lock:
@@ -227,6 +229,13 @@ def _translate(exc: sqlite3.OperationalError) -> Exception:
 def _record(row: sqlite3.Row) -> LedgerRecord:
     values = {name: row[name] for name in RECORD_FIELDS}
     values["status"] = DocumentStatus(values["status"])
-    for name in ("chunks", "embedded", "reused"):
+    for name in ("chunks", "embedded", "reused", "ocr_pages"):
         values[name] = int(values[name] or 0)
     return LedgerRecord(**values)
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """A ledger written before a column existed gains it with its default (``ocr_pages``)."""
+    present = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
+    if "ocr_pages" not in present:
+        db.execute("ALTER TABLE documents ADD COLUMN ocr_pages INTEGER NOT NULL DEFAULT 0")

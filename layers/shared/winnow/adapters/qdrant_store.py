@@ -53,8 +53,19 @@ SPARSE_VECTOR = "bm25"
 METADATA_KEY = "winnow"  # collection metadata: {"winnow": {"profile": {...}, "schema": 1}}
 SCHEMA_VERSION = 1
 # Filter names that address top-level payload fields; every other name addresses ``meta.<name>``.
-RESERVED_FILTER_FIELDS = frozenset({"key", "source_type", "title"})
-_SEARCH_PAYLOAD = ["key", "title", "section", "page", "chunk_index", "text", "content_hash", "meta"]
+RESERVED_FILTER_FIELDS = frozenset({"key", "source_type", "title", "kind", "ocr"})
+_SEARCH_PAYLOAD = [
+    "key",
+    "title",
+    "section",
+    "page",
+    "chunk_index",
+    "text",
+    "content_hash",
+    "meta",
+    "kind",
+    "ocr",
+]
 _SCROLL_PAGE = 256
 _DELETE_BATCH = 1000
 
@@ -191,6 +202,7 @@ class QdrantVectorStore(VectorStore):
             wanted: list[tuple[str, qm.PayloadSchemaType | qm.KeywordIndexParams]] = [
                 ("tenant", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)),
                 ("key", qm.PayloadSchemaType.KEYWORD),
+                ("kind", qm.PayloadSchemaType.KEYWORD),
             ]
             wanted += [
                 (f"meta.{field}", qm.PayloadSchemaType.KEYWORD) for field in self._settings.metadata_indexes
@@ -718,6 +730,8 @@ def _payload(p: ChunkPoint) -> dict[str, Any]:
         "text": p.chunk.text,
         "content_hash": p.chunk.content_hash,
         "source_type": p.source_type,
+        "kind": p.chunk.kind,
+        "ocr": p.chunk.ocr,
         "doc_version": p.doc_version,
         "meta": dict(p.metadata),
     }
@@ -738,6 +752,8 @@ def _stored_chunk(point: Any) -> StoredChunk:
         metadata=dict(payload.get("meta") or {}),
         score=float(point.score) if getattr(point, "score", None) is not None else 0.0,
         dense=_dense_of(point),
+        kind=str(payload.get("kind") or "text"),  # points written before kind existed are text
+        ocr=bool(payload.get("ocr", False)),
     )
 
 

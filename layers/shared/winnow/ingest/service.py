@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from winnow.errors import (
+    ConfigurationError,
     CorruptDocument,
     DocumentBusy,
     DocumentError,
@@ -31,6 +32,7 @@ from winnow.errors import (
     InvalidMetadata,
     ObjectGone,
     OversizedDocument,
+    TransientError,
 )
 from winnow.ingest import metadata as meta
 from winnow.ingest.events import ObjectEvent
@@ -43,9 +45,9 @@ from winnow.models import (
     sequencer_is_newer,
 )
 from winnow.observability import logger
-from winnow.ports import Embedder, Ledger, ObjectSource, VectorStore
+from winnow.ports import Embedder, Ledger, ObjectSource, Ocr, VectorStore
 from winnow.rules import UNASSIGNED_TENANT, is_tenant
-from winnow.settings import ChunkingSettings, IngestSettings
+from winnow.settings import ChunkingSettings, IngestSettings, OcrSettings
 
 if TYPE_CHECKING:
     from winnow.text.sparse import Bm25Encoder
@@ -84,6 +86,7 @@ class IngestResult:
     error: str | None = None
     tenant: str | None = None
     duration_ms: float = 0.0
+    ocr_pages: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -106,6 +109,8 @@ class IngestService:
         settings: IngestSettings,
         parser: Parser | None = None,
         chunker: Chunker | None = None,
+        ocr: Ocr | None = None,
+        ocr_settings: OcrSettings | None = None,
     ) -> None:
         self.objects = objects
         self.ledger = ledger
@@ -116,6 +121,8 @@ class IngestService:
         self.settings = settings
         self._parser = parser
         self._chunker = chunker
+        self.ocr = ocr
+        self.ocr_settings = ocr_settings or OcrSettings()
 
     # --- entry point -----------------------------------------------------------------------------------
     def handle(self, event: ObjectEvent) -> IngestResult:
@@ -155,6 +162,7 @@ class IngestService:
                 "chunks": result.chunks,
                 "embedded": result.embedded,
                 "reused": result.reused,
+                "ocr_pages": result.ocr_pages,
                 "duration_ms": round(result.duration_ms, 1),
                 "reason": result.error,
             },
@@ -312,11 +320,19 @@ class IngestService:
                 source_type=parsed.source_type,
                 metadata_sha256=meta.metadata_hash(metadata),
                 profile=self.embedder.profile.slug,
+                ocr_pages=getattr(parsed, "ocr_pages", 0),
                 created_at=current.created_at if current and current.created_at else _now(),
                 updated_at=_now(),
             )
         )
-        return IngestResult(event.key, "indexed", chunks=len(chunks), embedded=len(missing), reused=reused)
+        return IngestResult(
+            event.key,
+            "indexed",
+            chunks=len(chunks),
+            embedded=len(missing),
+            reused=reused,
+            ocr_pages=getattr(parsed, "ocr_pages", 0),
+        )
 
     def _unchanged(
         self,
@@ -402,13 +418,15 @@ class IngestService:
     def _parse(self, key: str, data: bytes) -> Any:
         parser = self._parser
         if parser is None:
+            from functools import partial
+
             from winnow.parsing.budget import parse_within_budget
 
-            parser = parse_within_budget
+            parser = partial(parse_within_budget, ocr=self.ocr, ocr_settings=self.ocr_settings)
         try:
             return parser(key, data, self.settings)
-        except DocumentError:
-            raise
+        except (DocumentError, TransientError, ConfigurationError):
+            raise  # an OCR outage is retried; a missing OCR engine is a deployment problem
         except Exception as exc:  # a parser bug on hostile input must not crash the batch
             logger.warning("parser raised", extra={"key": key, "error_type": type(exc).__name__})
             raise CorruptDocument(f"could not parse file ({type(exc).__name__})") from exc

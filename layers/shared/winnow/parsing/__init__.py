@@ -19,12 +19,18 @@ become each block's ``section_path``; a first path element equal to the title is
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from winnow.errors import EmptyDocument, EncryptedDocument, OversizedDocument, UnsupportedDocument
 from winnow.models import ParsedDocument
 from winnow.parsing.containers import zip_members
+from winnow.parsing.images import sniff_image
 from winnow.parsing.text_decoding import DecodedText, binary_reason, decode_text
 from winnow.settings import IngestSettings
+
+if TYPE_CHECKING:
+    from winnow.ports import Ocr
+    from winnow.settings import OcrSettings
 
 __all__ = ["SOURCE_TYPES", "detect_type", "parse_document"]
 
@@ -37,8 +43,31 @@ _TYPE_BY_EXTENSION: dict[str, str] = {
     ".text": "text",
     ".html": "html",
     ".htm": "html",
+    ".xhtml": "html",
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".tif": "image",
+    ".tiff": "image",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".tab": "csv",
+    ".rst": "rst",
+    ".rest": "rst",
+    ".epub": "epub",
 }
-SOURCE_TYPES = ("pdf", "docx", "markdown", "text", "html")
+SOURCE_TYPES = ("pdf", "docx", "markdown", "text", "html", "image", "pptx", "xlsx", "csv", "rst", "epub")
+# The member that makes a zip one kind of document and not another.
+_ZIP_MARKERS = {
+    "docx": "word/document.xml",
+    "pptx": "ppt/presentation.xml",
+    "xlsx": "xl/workbook.xml",
+    "epub": "META-INF/container.xml",
+}
+_ZIP_NAMES = {"docx": "DOCX", "pptx": "PPTX", "xlsx": "XLSX", "epub": "EPUB"}
 
 _OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -47,8 +76,16 @@ _EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 _PDF_HEADER_WINDOW = 1024
 
 
-def parse_document(key: str, data: bytes, settings: IngestSettings | None = None) -> ParsedDocument:
-    """Parse one document. Raises only ``DocumentError`` subclasses, each with a one-line reason."""
+def parse_document(
+    key: str,
+    data: bytes,
+    settings: IngestSettings | None = None,
+    *,
+    ocr: Ocr | None = None,
+    ocr_settings: OcrSettings | None = None,
+) -> ParsedDocument:
+    """Parse one document. Raises only ``DocumentError`` subclasses, each with a one-line reason.
+    ``ocr`` reads PDF pages without a text layer and image files; without it they are refused."""
     settings = settings or IngestSettings()
     if len(data) > settings.max_object_bytes:
         # Ingest refuses these from HEAD before downloading; this guards every other caller.
@@ -57,12 +94,28 @@ def parse_document(key: str, data: bytes, settings: IngestSettings | None = None
     if source_type == "pdf":
         from winnow.parsing.pdf import parse_pdf
 
-        return parse_pdf(key, data)
+        return parse_pdf(key, data, ocr, ocr_settings)
     if source_type == "docx":
         from winnow.parsing.docx import parse_docx
 
         return parse_docx(key, data, settings)
+    if source_type == "image":
+        from winnow.parsing.image import parse_image
+
+        return parse_image(key, data, ocr, ocr_settings)
+    if source_type in ("pptx", "xlsx", "epub"):
+        from winnow.parsing import office
+
+        return office.PARSERS[source_type](key, data, settings)
     assert decoded is not None  # text-like types were decoded by _detect
+    if source_type == "csv":
+        from winnow.parsing.delimited import parse_delimited
+
+        return parse_delimited(key, decoded.text, tab=PurePosixPath(key).suffix.lower() in (".tsv", ".tab"))
+    if source_type == "rst":
+        from winnow.parsing.rst import parse_rst
+
+        return parse_rst(key, decoded.text)
     if source_type == "markdown":
         from winnow.parsing.markdown import parse_markdown
 
@@ -85,7 +138,9 @@ def detect_type(key: str, data: bytes) -> str:
 def _detect(key: str, data: bytes) -> tuple[str, DecodedText | None]:
     extension = PurePosixPath(key).suffix.lower()
     if not extension:
-        raise UnsupportedDocument("file name has no extension; supported: " + _supported_list())
+        if not data:
+            raise EmptyDocument("empty file (0 bytes)")
+        return _sniff(data)
     source_type = _TYPE_BY_EXTENSION.get(extension)
     if source_type is None:
         raise UnsupportedDocument(f"unsupported file type {extension!r}; supported: {_supported_list()}")
@@ -98,7 +153,54 @@ def _detect(key: str, data: bytes) -> tuple[str, DecodedText | None]:
     if source_type == "docx":
         _check_docx_container(data, extension)
         return source_type, None
+    if source_type in ("pptx", "xlsx", "epub"):
+        _check_zip_container(data, extension, source_type)
+        return source_type, None
+    if source_type == "image":
+        if sniff_image(data) is None:
+            raise UnsupportedDocument(
+                f"named {extension} but {_describe(data)}, not a PNG, JPEG or TIFF image"
+            )
+        return source_type, None
     return source_type, _decode_text_like(data, extension)
+
+
+def _sniff(data: bytes) -> tuple[str, DecodedText | None]:
+    """A file without an extension: its type from its first bytes (and a zip's member names)."""
+    if b"%PDF-" in data[:_PDF_HEADER_WINDOW]:
+        return "pdf", None
+    if sniff_image(data) is not None:
+        return "image", None
+    if data.startswith((_ZIP_MAGIC, _EMPTY_ZIP_MAGIC)):
+        names = {member.filename for member in zip_members(data, "zip")}
+        for source_type, marker in _ZIP_MARKERS.items():
+            if marker in names:
+                return source_type, None
+        raise UnsupportedDocument("file has no extension and is a zip archive of no supported kind")
+    if data.startswith(_OLE2_MAGIC):
+        raise UnsupportedDocument("file has no extension and is a legacy Office (OLE2) file")
+    decoded = _without_terminal_codes(decode_text(data))
+    reason = binary_reason(decoded.text)
+    if reason:
+        raise UnsupportedDocument(f"file has no extension and {reason}; supported: {_supported_list()}")
+    head = decoded.text[:_PDF_HEADER_WINDOW].lstrip().lower()
+    if head.startswith(("<!doctype html", "<html")):
+        return "html", decoded
+    return "text", decoded
+
+
+def _check_zip_container(data: bytes, extension: str, source_type: str) -> None:
+    """PPTX, XLSX and EPUB are zips holding a known member; the listing decompresses nothing."""
+    what = _ZIP_NAMES[source_type]
+    if data.startswith(_OLE2_MAGIC):
+        if "EncryptionInfo".encode("utf-16-le") in data:
+            raise EncryptedDocument(f"{what} is password protected")
+        raise UnsupportedDocument(f"named {extension} but is a legacy Office (OLE2) file")
+    if not data.startswith((_ZIP_MAGIC, _EMPTY_ZIP_MAGIC)):
+        raise UnsupportedDocument(f"named {extension} but {_describe(data)}, not a {what} (zip) file")
+    names = {member.filename for member in zip_members(data, what)}
+    if _ZIP_MARKERS[source_type] not in names:
+        raise UnsupportedDocument(f"named {extension} but the zip has no {_ZIP_MARKERS[source_type]}")
 
 
 def _check_docx_container(data: bytes, extension: str) -> None:
@@ -118,11 +220,18 @@ def _check_docx_container(data: bytes, extension: str) -> None:
 def _decode_text_like(data: bytes, extension: str) -> DecodedText:
     if data.lstrip()[:5] == b"%PDF-" or data.startswith((_ZIP_MAGIC, _OLE2_MAGIC)):
         raise UnsupportedDocument(f"named {extension} but {_describe(data)}")
-    decoded = decode_text(data)
+    decoded = _without_terminal_codes(decode_text(data))
     reason = binary_reason(decoded.text)
     if reason:
         raise UnsupportedDocument(f"named {extension} but {reason}")
     return decoded
+
+
+def _without_terminal_codes(decoded: DecodedText) -> DecodedText:
+    """Terminal output (a saved man page, a log) as a terminal shows it; see ``parsing.cleaning``."""
+    from winnow.parsing.cleaning import strip_terminal_codes
+
+    return DecodedText(strip_terminal_codes(decoded.text), decoded.encoding)
 
 
 def _describe(data: bytes) -> str:

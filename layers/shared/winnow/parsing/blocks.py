@@ -9,6 +9,7 @@ no empty blocks, single spaces inside running text, line breaks only where they 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from winnow.errors import EmptyDocument
@@ -78,10 +79,27 @@ class BlockCollector:
         page: int | None = None,
         *,
         keep_lines: bool = False,
+        ocr: bool = False,
     ) -> None:
         cleaned = clean_lines(text) if keep_lines else clean_inline(text)
         if cleaned:
-            self.blocks.append(Block(text=cleaned, section_path=section_path, page=page))
+            self.blocks.append(Block(text=cleaned, section_path=section_path, page=page, ocr=ocr))
+
+    def add_table(
+        self,
+        rows: list[list[str]],
+        section_path: tuple[str, ...] = (),
+        page: int | None = None,
+        *,
+        caption: str = "",
+        has_header: bool = True,
+    ) -> None:
+        """A table as a table block (see ``winnow.parsing.tables``); nothing when it has no text."""
+        from winnow.parsing.tables import make_table_block
+
+        block = make_table_block(rows, section_path, page, caption=caption, has_header=has_header)
+        if block is not None:
+            self.blocks.append(block)
 
 
 def title_from_key(key: str) -> str:
@@ -103,11 +121,13 @@ def finish_document(
         raise EmptyDocument(empty_reason)
     folded_title = chosen_title.casefold()
     finished = [
-        Block(text=block.text, section_path=block.section_path[1:], page=block.page)
+        replace(block, section_path=block.section_path[1:])
         if block.section_path and block.section_path[0].casefold() == folded_title
         else block
         for block in blocks
     ]
+    if not any(block.section_path for block in finished) and any(block.section_path for block in blocks):
+        finished = list(blocks)  # the only heading is the title: it is still the passages' section
     return ParsedDocument(title=chosen_title, blocks=finished, source_type=source_type)
 
 

@@ -32,29 +32,46 @@ import sys
 import threading
 import time
 from contextlib import suppress
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from winnow import errors
 from winnow.errors import CorruptDocument, DocumentError, ParseBudgetExceeded
-from winnow.models import Block, ParsedDocument
-from winnow.settings import IngestSettings
+from winnow.models import Block, ParsedDocument, Table
+from winnow.settings import IngestSettings, OcrSettings
+
+if TYPE_CHECKING:
+    from winnow.ports import Ocr, OcrPage
 
 __all__ = ["decode_result", "encode_result", "parse_within_budget", "shutdown_workers"]
 
-# request: (settings JSON length, key length, data length), then the three; answer: length, then JSON
+# request: (settings JSON length, key length, data length), then the three; answer: length, then JSON.
+# While parsing, the worker may instead send an OCR request (JSON, then the pages' bytes) and wait for
+# the texts (length, then JSON) before it answers.
 REQUEST_HEADER = struct.Struct(">IIQ")
 ANSWER_HEADER = struct.Struct(">Q")
 _READ_SIZE = 1 << 20
 _MAX_IDLE_WORKERS = 4
 
 
-def parse_within_budget(key: str, data: bytes, settings: IngestSettings | None = None) -> ParsedDocument:
+def parse_within_budget(
+    key: str,
+    data: bytes,
+    settings: IngestSettings | None = None,
+    *,
+    ocr: Ocr | None = None,
+    ocr_settings: OcrSettings | None = None,
+) -> ParsedDocument:
     """``parse_document`` in a worker process under the settings' time and memory budgets. Raises only
-    ``DocumentError`` subclasses (and ``ImportError`` for a broken deployment), like ``parse_document``."""
+    ``DocumentError`` subclasses (and ``ImportError`` for a broken deployment), like ``parse_document``,
+    plus whatever ``ocr`` raises (a provider outage is retried, not a broken document).
+
+    Pages that need OCR are sent back to this process, which reads them with ``ocr``: the provider's
+    client, its retries and its error translation stay here, and the worker does only parsing. The
+    time spent in OCR is not counted against the parse time budget."""
     settings = settings or IngestSettings()
     worker = _POOL.take(settings.parse_memory_mb)
     try:
-        answer = worker.parse(key, data, settings)
+        answer = worker.parse(key, data, settings, ocr, ocr_settings)
     except BaseException:
         worker.stop()
         raise
@@ -75,9 +92,29 @@ def encode_result(document: ParsedDocument) -> dict[str, Any]:
         "ok": {
             "title": document.title,
             "source_type": document.source_type,
-            "blocks": [[block.text, list(block.section_path), block.page] for block in document.blocks],
+            "ocr_pages": document.ocr_pages,
+            "blocks": [
+                [block.text, list(block.section_path), block.page, block.ocr, _encode_table(block.table)]
+                for block in document.blocks
+            ],
         }
     }
+
+
+def _encode_table(table: Table | None) -> dict[str, Any] | None:
+    if table is None:
+        return None
+    return {"header": list(table.header), "rows": [list(row) for row in table.rows], "caption": table.caption}
+
+
+def _decode_table(value: Any) -> Table | None:
+    if value is None:
+        return None
+    return Table(
+        header=tuple(str(cell) for cell in value["header"]),
+        rows=tuple(tuple(str(cell) for cell in row) for row in value["rows"]),
+        caption=str(value["caption"]),
+    )
 
 
 def decode_result(answer: dict[str, Any]) -> ParsedDocument:
@@ -85,10 +122,21 @@ def decode_result(answer: dict[str, Any]) -> ParsedDocument:
     if "ok" in answer:
         body = answer["ok"]
         blocks = [
-            Block(text=str(text), section_path=tuple(str(part) for part in path), page=page)
-            for text, path, page in body["blocks"]
+            Block(
+                text=str(text),
+                section_path=tuple(str(part) for part in path),
+                page=page,
+                table=_decode_table(table),
+                ocr=bool(ocr),
+            )
+            for text, path, page, ocr, table in body["blocks"]
         ]
-        return ParsedDocument(title=str(body["title"]), blocks=blocks, source_type=str(body["source_type"]))
+        return ParsedDocument(
+            title=str(body["title"]),
+            blocks=blocks,
+            source_type=str(body["source_type"]),
+            ocr_pages=int(body["ocr_pages"]),
+        )
     error = answer.get("error") or {}
     name, message = str(error.get("type", "")), str(error.get("message", "")) or "could not parse file"
     if name == "ImportError":
@@ -114,11 +162,24 @@ class _Worker:
             env=env,
         )
 
-    def parse(self, key: str, data: bytes, settings: IngestSettings) -> dict[str, Any]:
+    def parse(
+        self,
+        key: str,
+        data: bytes,
+        settings: IngestSettings,
+        ocr: Ocr | None = None,
+        ocr_settings: OcrSettings | None = None,
+    ) -> dict[str, Any]:
         process = self._process
         assert process.stdin is not None and process.stdout is not None
         deadline = time.monotonic() + settings.parse_timeout_seconds
-        settings_json = settings.model_dump_json().encode()
+        settings_json = json.dumps(
+            {
+                "ingest": settings.model_dump(mode="json"),
+                # None: OCR is off, and the parser refuses pages that need it
+                "ocr": (ocr_settings or OcrSettings()).model_dump(mode="json") if ocr is not None else None,
+            }
+        ).encode()
         key_bytes = key.encode("utf-8", "surrogatepass")
         try:
             process.stdin.write(REQUEST_HEADER.pack(len(settings_json), len(key_bytes), len(data)))
@@ -126,14 +187,26 @@ class _Worker:
             process.stdin.write(key_bytes)
             process.stdin.write(data)
             process.stdin.flush()
-            header = _read_exactly(process.stdout, ANSWER_HEADER.size, deadline)
-            if header is not None:
-                (length,) = ANSWER_HEADER.unpack(header)
-                body = _read_exactly(process.stdout, length, deadline)
-                if body is not None:
-                    return dict(json.loads(body))
-        except (BrokenPipeError, ConnectionResetError, ValueError):
-            pass  # the worker died mid-request: judged below
+            while True:
+                message = _read_message(process.stdout, deadline)
+                if message is None:
+                    break
+                if "ocr" not in message:
+                    return message
+                # The worker asks for pages to be read; their bytes follow the message.
+                assert ocr is not None  # the worker asks only when told OCR is on
+                pages = _read_pages(process.stdout, message["ocr"], deadline)
+                if pages is None:
+                    break
+                started = time.monotonic()
+                texts = ocr.read(pages)  # raises on an outage: the caller stops this worker
+                deadline += time.monotonic() - started  # the provider's time, not the parser's
+                reply = json.dumps({"texts": list(texts)}).encode("utf-8", "surrogatepass")
+                process.stdin.write(ANSWER_HEADER.pack(len(reply)))
+                process.stdin.write(reply)
+                process.stdin.flush()
+        except (BrokenPipeError, ConnectionResetError, ValueError, KeyError, TypeError):
+            pass  # the worker died mid-request, or sent what it should not: judged below
         self.stop()
         if time.monotonic() >= deadline:
             raise ParseBudgetExceeded(
@@ -156,6 +229,29 @@ class _Worker:
             if pipe is not None:
                 with suppress(OSError):
                     pipe.close()
+
+
+def _read_message(pipe: IO[bytes], deadline: float) -> dict[str, Any] | None:
+    """One length-prefixed JSON object from the worker, or None (deadline passed, pipe closed)."""
+    header = _read_exactly(pipe, ANSWER_HEADER.size, deadline)
+    if header is None:
+        return None
+    (length,) = ANSWER_HEADER.unpack(header)
+    body = _read_exactly(pipe, length, deadline)
+    return None if body is None else dict(json.loads(body))
+
+
+def _read_pages(pipe: IO[bytes], described: list[dict[str, Any]], deadline: float) -> list[OcrPage] | None:
+    """The page bytes that follow an OCR request, one per ``{"media_type", "length"}`` entry."""
+    from winnow.ports import OcrPage
+
+    pages: list[OcrPage] = []
+    for entry in described:
+        data = _read_exactly(pipe, int(entry["length"]), deadline)
+        if data is None:
+            return None
+        pages.append(OcrPage(data, str(entry["media_type"])))
+    return pages
 
 
 def _read_exactly(pipe: IO[bytes], size: int, deadline: float) -> bytes | None:

@@ -142,7 +142,7 @@ def _parse(key: str, data: bytes) -> ParsedDocument:
     first_top_heading: str | None = None
     for element in _iter_body(document):
         if element.tag == table_tag:
-            collector.add(_table_text(element), headings.path, keep_lines=True)
+            collector.add_table(_table_rows(element), headings.path)
             continue
         text = _paragraph_text(element)
         level = styles.paragraph_level(element)
@@ -198,22 +198,26 @@ def _paragraph_text(paragraph: Any) -> str:
     return "".join(parts)
 
 
-def _table_text(table: Any) -> str:
-    """One line per row, cells joined by " | ". A merged cell appears once, not once per grid column;
-    nested tables and text boxes inside a cell are read too."""
+def _table_rows(table: Any) -> list[list[str]]:
+    """Rows of cell texts, one per grid column: a cell merged across columns (``w:gridSpan``) names
+    each column it covers, so values stay under their headers; empty cells keep their place. Nested
+    tables and text boxes inside a cell are read too."""
     from docx.oxml.ns import qn
 
     paragraph_tag = qn("w:p")
-    rows: list[str] = []
+    span_path = f"{qn('w:tcPr')}/{qn('w:gridSpan')}"
+    rows: list[list[str]] = []
     for row in table.iterchildren(qn("w:tr")):
         cells: list[str] = []
         for cell in row.iterchildren(qn("w:tc")):
             text = clean_inline(" ".join(_paragraph_text(p) for p in cell.iter(paragraph_tag)))
-            if text and (not cells or cells[-1] != text):
-                cells.append(text)
-        if cells:
-            rows.append(" | ".join(cells))
-    return "\n".join(rows)
+            span = cell.find(span_path)
+            value = span.get(qn("w:val")) if span is not None else None
+            repeat = int(value) if value and value.isdigit() else 1
+            cells.extend([text] * max(1, min(repeat, 64)))
+        if any(cells):
+            rows.append(cells)
+    return rows
 
 
 class _StyleLevels:

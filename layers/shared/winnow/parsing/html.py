@@ -16,6 +16,8 @@ from typing import Any
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
+from winnow.parsing.cleaning import heading_text, is_furniture
+from winnow.parsing.tables import html_table
 from winnow.parsing.text_decoding import DecodedText, decode_text
 
 _DROPPED_TAGS = frozenset(
@@ -100,14 +102,15 @@ def _parse(key: str, text: str) -> ParsedDocument:
         if event == "start":
             if tag in _HEADING_TAGS:
                 flush()
-                heading = clean_inline(element.text_content())
+                heading = clean_inline(heading_text(element))
                 headings.push(_HEADING_TAGS[tag], heading)
                 if tag == "h1" and first_h1 is None and heading:
                     first_h1 = heading
                 walker.skip_subtree()
             elif tag == "table":
                 flush()
-                collector.add(_table_text(element), headings.path, keep_lines=True)
+                caption, rows, has_header = html_table(element)
+                collector.add_table(rows, headings.path, caption=caption, has_header=has_header)
                 walker.skip_subtree()
             elif tag == "pre":
                 flush()
@@ -165,7 +168,7 @@ def _is_invisible(element: Any) -> bool:
         return True
     if attributes.get("role", "").lower() in _DROPPED_ROLES:
         return True
-    return bool(_HIDDEN_STYLE.search(attributes.get("style", "")))
+    return bool(_HIDDEN_STYLE.search(attributes.get("style", ""))) or is_furniture(element)
 
 
 def _table_text(table: Any) -> str:

@@ -16,6 +16,7 @@ import re
 
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document
+from winnow.parsing.tables import pipe_table
 
 # Every pattern here runs on lines an uploader controls, so none may backtrack: no two adjacent
 # quantifiers that can match the same characters, and a lazy match is never followed by an optional
@@ -46,6 +47,10 @@ def parse_markdown(key: str, text: str) -> ParsedDocument:
     first_h1: str | None = None
 
     def flush() -> None:
+        rows = pipe_table(paragraph) if paragraph else None
+        if rows is not None:
+            collector.add_table([[_strip_links(cell) for cell in row] for row in rows], headings.path)
+            paragraph.clear()
         if paragraph:
             structured = _is_structured(paragraph)
             body = "\n".join(line for line in paragraph if not _is_table_delimiter_row(line))

@@ -20,16 +20,20 @@ from typing import TYPE_CHECKING, Any
 
 from winnow.errors import (
     CorruptDocument,
-    DocumentError,
     EmptyDocument,
     EncryptedDocument,
     OversizedDocument,
+    WinnowError,
 )
-from winnow.models import ParsedDocument
+from winnow.models import Block, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
+    from pypdf._page import PageObject
+
+    from winnow.ports import Ocr
+    from winnow.settings import OcrSettings
 
 # A line shorter than this share of the page's typical full line ends its paragraph.
 _SHORT_LINE_SHARE = 0.7
@@ -46,13 +50,19 @@ class _OutlineEntry:
     order: int
 
 
-def parse_pdf(key: str, data: bytes) -> ParsedDocument:
+def parse_pdf(
+    key: str, data: bytes, ocr: Ocr | None = None, ocr_settings: OcrSettings | None = None
+) -> ParsedDocument:
+    """Pages with a text layer are read from it; pages without one that hold an image go to ``ocr``
+    (when given), at most ``ocr_settings.max_pages`` of them."""
     # pypdf logs warnings that can quote document strings (bookmark titles); keep them out of our logs.
     logging.getLogger("pypdf").setLevel(logging.CRITICAL)
     try:
-        return _parse(key, data)
-    except (DocumentError, ImportError):
-        raise  # an ImportError is a broken deployment, not a broken document: let it be loud
+        return _parse(key, data, ocr, ocr_settings)
+    except (WinnowError, ImportError):
+        # An ImportError is a broken deployment, not a broken document: let it be loud. OCR outages
+        # (TransientError) must reach the caller so the document is retried, not recorded as corrupt.
+        raise
     except RecursionError as error:
         raise CorruptDocument("corrupt PDF: structure nested too deeply") from error
     except MemoryError as error:
@@ -69,7 +79,7 @@ def _reason(error: Exception) -> str:
     return f"corrupt PDF ({type(error).__name__}: {one_line(error)})"
 
 
-def _parse(key: str, data: bytes) -> ParsedDocument:
+def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | None) -> ParsedDocument:
     reader = _open(data)
     page_count = len(reader.pages)
     if page_count == 0:
@@ -77,8 +87,7 @@ def _parse(key: str, data: bytes) -> ParsedDocument:
     bookmarks_by_page: dict[int, list[_OutlineEntry]] = {}
     for entry in _outline_entries(reader):
         bookmarks_by_page.setdefault(entry.page_index, []).append(entry)
-    collector = BlockCollector()
-    path: tuple[str, ...] = ()
+    texts: list[str] = []
     failed_pages = 0
     for page_index in range(page_count):
         try:
@@ -89,16 +98,76 @@ def _parse(key: str, data: bytes) -> ParsedDocument:
             # One damaged page should not cost the reader the other hundred; all damaged is corrupt.
             failed_pages += 1
             text = ""
-        path = _collect_page(collector, text, page_index + 1, path, bookmarks_by_page.get(page_index, []))
+        texts.append(text)
     if failed_pages == page_count:
         raise CorruptDocument("corrupt PDF: no page could be read")
-    return finish_document(
-        collector.blocks,
-        title=_metadata_title(reader),
-        key=key,
-        source_type="pdf",
-        empty_reason="PDF has no text layer (scanned PDF?)",
+    scanned = [
+        index for index, text in enumerate(texts) if not _has_text(text) and _has_image(reader.pages[index])
+    ]
+    ocr_read = _read_scanned_pages(reader, texts, scanned, ocr, ocr_settings) if ocr is not None else set()
+    collector = BlockCollector()
+    path: tuple[str, ...] = ()
+    for page_index, text in enumerate(texts):
+        bookmarks = bookmarks_by_page.get(page_index, [])
+        path = _collect_page(collector, text, page_index + 1, path, bookmarks, ocr=page_index in ocr_read)
+    empty_reason = "PDF has no text layer (scanned PDF?)"
+    if ocr is None and scanned:
+        empty_reason += " and OCR is off"
+    elif ocr_read:
+        empty_reason = f"PDF has no text layer and OCR found no text on {len(ocr_read)} page(s)"
+    parsed = finish_document(
+        collector.blocks, title=_metadata_title(reader), key=key, source_type="pdf", empty_reason=empty_reason
     )
+    return ParsedDocument(parsed.title, parsed.blocks, parsed.source_type, ocr_pages=len(ocr_read))
+
+
+def _read_scanned_pages(
+    reader: PdfReader, texts: list[str], scanned: list[int], ocr: Ocr, ocr_settings: OcrSettings | None
+) -> set[int]:
+    """OCR the ``scanned`` pages (no text layer, an image), up to the page cap; their text replaces the
+    empty one in ``texts``. Returns the indexes of the pages sent to OCR."""
+    from winnow.ports import OcrPage
+    from winnow.settings import OcrSettings
+
+    wanted = scanned[: (ocr_settings or OcrSettings()).max_pages]
+    if not wanted:
+        return set()
+    pages = [OcrPage(_single_page_pdf(reader, index), "application/pdf") for index in wanted]
+    for index, text in zip(wanted, ocr.read(pages), strict=True):
+        texts[index] = text
+    return set(wanted)
+
+
+def _has_text(text: str) -> bool:
+    return any(char.isalnum() for char in text)
+
+
+def _has_image(page: PageObject) -> bool:
+    """Whether the page draws an image (an image XObject, directly or in a form) or an inline image."""
+    try:
+        resources = page.get("/Resources")
+        xobjects = resources.get_object().get("/XObject") if resources is not None else None
+        if xobjects is not None:
+            for reference in list(xobjects.get_object().values())[:1000]:
+                if reference.get_object().get("/Subtype") in ("/Image", "/Form"):
+                    return True
+        contents = page.get_contents()
+        return contents is not None and b"BI" in contents.get_data()[:5_000_000]
+    except RecursionError:
+        raise
+    except Exception:
+        return False
+
+
+def _single_page_pdf(reader: PdfReader, index: int) -> bytes:
+    """Page ``index`` alone, as its own PDF (Textract's synchronous call reads one page)."""
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_page(reader.pages[index])
+    out = BytesIO()
+    writer.write(out)
+    return out.getvalue()
 
 
 def _open(data: bytes) -> PdfReader:
@@ -212,6 +281,8 @@ def _collect_page(
     page: int,
     path: tuple[str, ...],
     bookmarks: list[_OutlineEntry],
+    *,
+    ocr: bool = False,
 ) -> tuple[str, ...]:
     """Add the page's paragraphs; returns the section path in effect at the end of the page."""
     lines = [line.strip() for line in text.splitlines()]
@@ -222,7 +293,7 @@ def _collect_page(
 
     def flush() -> None:
         if paragraph:
-            collector.add(_join_lines(paragraph), path, page)
+            collector.add(_join_lines(paragraph), path, page, ocr=ocr)
             paragraph.clear()
 
     switch_at = 0
@@ -266,3 +337,10 @@ def _join_lines(lines: list[str]) -> str:
             parts.append(" ")
             parts.append(line)
     return "".join(parts)
+
+
+def collect_ocr_page(text: str, page: int) -> list[Block]:
+    """Paragraph blocks of one page of OCR text, marked as OCR (used for image files)."""
+    collector = BlockCollector()
+    _collect_page(collector, text, page, (), [], ocr=True)
+    return collector.blocks

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from typing import IO, Any
 
 from winnow.parsing.budget import ANSWER_HEADER, REQUEST_HEADER, encode_result
@@ -31,7 +32,6 @@ def main(argv: list[str]) -> int:
     sys.stdout = sys.stderr  # a stray print from a library must not corrupt the answer channel
     # Import the parsers before capping memory: a big file should fail on its own size, not on ours.
     from winnow.parsing import parse_document
-    from winnow.settings import IngestSettings
 
     limit_memory(memory_mb)
     while True:
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
         data = _read(requests, data_length)
         if settings_json is None or key is None or data is None:
             return 1
-        answer, exhausted = _answer(parse_document, IngestSettings, settings_json, key, data, memory_mb)
+        answer, exhausted = _answer(parse_document, settings_json, key, data, memory_mb, requests, answers)
         del data
         if exhausted:
             answer["retire"] = True  # tells the pool not to hand this worker another document
@@ -57,18 +57,30 @@ def main(argv: list[str]) -> int:
 
 
 def _answer(
-    parse: Any, settings_class: Any, settings_json: bytes, key: bytes, data: bytes, memory_mb: int
+    parse: Any,
+    settings_json: bytes,
+    key: bytes,
+    data: bytes,
+    memory_mb: int,
+    requests: IO[bytes],
+    answers: IO[bytes],
 ) -> tuple[dict[str, Any], bool]:
     """(the answer, whether memory ran out)."""
     from winnow.errors import DocumentError
+    from winnow.settings import IngestSettings, OcrSettings
 
     over_budget = {
         "type": "ParseBudgetExceeded",
         "message": f"parsing needs more than the {memory_mb} MB memory budget",
     }
     try:
-        settings = settings_class.model_validate_json(settings_json)
-        document = parse(key.decode("utf-8", "surrogatepass"), data, settings)
+        request = json.loads(settings_json)
+        settings = IngestSettings.model_validate(request["ingest"])
+        ocr_settings = None if request["ocr"] is None else OcrSettings.model_validate(request["ocr"])
+        ocr = None if ocr_settings is None else ParentOcr(requests, answers)
+        document = parse(
+            key.decode("utf-8", "surrogatepass"), data, settings, ocr=ocr, ocr_settings=ocr_settings
+        )
         return encode_result(document), False
     except DocumentError as error:
         if isinstance(error.__cause__, MemoryError):  # a parser that turned it into its own reason
@@ -82,6 +94,31 @@ def _answer(
     except Exception as error:  # a parser bug on hostile input must not crash the batch
         reason = f"could not parse file ({type(error).__name__})"
         return {"error": {"type": "CorruptDocument", "message": reason}}, False
+
+
+class ParentOcr:
+    """The ``Ocr`` the parsers see inside the worker: it hands the pages to the ingest process, which
+    reads them with the real engine (Textract, tesseract) and its retries, and sends the texts back."""
+
+    name = "parent"
+
+    def __init__(self, requests: IO[bytes], answers: IO[bytes]) -> None:
+        self._requests, self._answers = requests, answers
+
+    def read(self, pages: Sequence[Any]) -> list[str]:
+        described = [{"media_type": page.media_type, "length": len(page.data)} for page in pages]
+        body = json.dumps({"ocr": described}).encode()
+        self._answers.write(ANSWER_HEADER.pack(len(body)))
+        self._answers.write(body)
+        for page in pages:
+            self._answers.write(page.data)
+        self._answers.flush()
+        header = _read(self._requests, ANSWER_HEADER.size)
+        reply = None if header is None else _read(self._requests, ANSWER_HEADER.unpack(header)[0])
+        if reply is None:
+            raise SystemExit(1)  # the ingest process gave up on this document (an OCR outage): stop
+        texts = json.loads(reply)["texts"]
+        return [str(text) for text in texts]
 
 
 def _read(stream: IO[bytes], size: int) -> bytes | None:

@@ -158,6 +158,8 @@ def ingest_service(container: Container) -> IngestService:
         sparse=container.sparse,
         chunking=container.settings.chunking,
         settings=container.settings.ingest,
+        ocr=container.ocr,
+        ocr_settings=container.settings.ocr,
     )
 
 

@@ -131,7 +131,8 @@ class SearchRequest(BaseModel):
     filters: dict[str, FilterCondition] = Field(
         default_factory=dict,
         max_length=20,
-        description="Metadata field → value, list of values (any of), or {gte, lte} for numbers.",
+        description="Metadata field → value, list of values (any of), or {gte, lte} for numbers. Also "
+        '`kind` ("text" or "table") and `ocr` (true for text read from scans).',
     )
     mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
     rerank: Annotated[bool, Field(strict=True)] | None = Field(
@@ -184,6 +185,10 @@ class SearchResult(BaseModel):
     section: str
     text: str
     metadata: dict[str, Any]
+    kind: Literal["text", "table"] = Field(
+        default="text", description='"table": rows of a table, one per line as "column: value" pairs.'
+    )
+    ocr: bool = Field(default=False, description="The text was read from a scanned page or image by OCR.")
 
 
 class Timings(BaseModel):

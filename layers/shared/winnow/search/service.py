@@ -177,6 +177,8 @@ class SearchService:
                 section=hit.section,
                 text=hit.text,
                 metadata=hit.metadata,
+                kind="table" if hit.kind == "table" else "text",
+                ocr=hit.ocr,
             )
             for i, (score, hit) in enumerate(kept)
         ]

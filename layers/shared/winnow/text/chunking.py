@@ -22,6 +22,11 @@ The rules, in the order they apply:
    ancestor of the other part's path (the whole passage then lies inside it, so the citation is
    true); otherwise it keeps the receiving chunk's path, which holds most of the text.
 
+6. **Tables are walls of their own.** A table block becomes ``kind="table"`` chunks of whole rows
+   (``winnow.text.tables``: caption and column line repeated at the top of each, at most
+   ``table_target_chars``); they are never merged with text, and text read by OCR is never packed or
+   merged with text from a text layer (a chunk's ``ocr`` mark is true of all of it).
+
 Size guarantee: no chunk is longer than ``target_chars + 2 * min_chars + 4`` (a chunk can receive a
 tiny fragment from each side, with a separator each; the merge checks it, see ``_merge_small``), and no
 chunk is shorter than ``min_chars`` unless the whole document is. ``chunk_to_fit`` re-chunks a document
@@ -39,6 +44,7 @@ from dataclasses import dataclass, replace
 
 from winnow.models import Block, Chunk, ParsedDocument
 from winnow.settings import ChunkingSettings
+from winnow.text.tables import table_pieces
 
 __all__ = ["chunk_document", "chunk_to_fit", "max_chunk_chars"]
 
@@ -63,6 +69,8 @@ class _Draft:
     # the whitespace that separated the two in the source: both let a merge undo the overlap.
     overlap: int = 0
     gap: str = _BLOCK_SEPARATOR
+    kind: str = "text"
+    ocr: bool = False
 
 
 def max_chunk_chars(settings: ChunkingSettings) -> int:
@@ -77,7 +85,15 @@ def chunk_document(doc: ParsedDocument, settings: ChunkingSettings | None = None
         drafts.extend(_SectionPacker(path, settings).pack(blocks))
     drafts = _merge_small(drafts, settings.min_chars, max_chunk_chars(settings))
     return [
-        Chunk(index=index, text=draft.text, title=doc.title, section_path=draft.section_path, page=draft.page)
+        Chunk(
+            index=index,
+            text=draft.text,
+            title=doc.title,
+            section_path=draft.section_path,
+            page=draft.page,
+            kind=draft.kind,
+            ocr=draft.ocr,
+        )
         for index, draft in enumerate(drafts)
     ]
 
@@ -148,16 +164,29 @@ class _SectionPacker:
         self.target = settings.target_chars
         self.overlap = settings.overlap_chars
         self.min_chars = settings.min_chars
+        self.table_target = min(settings.table_target_chars, settings.target_chars)
         self.drafts: list[_Draft] = []
         self._parts: list[str] = []
         self._page: int | None = None
         self._length = 0
         self._overlap_prefix = 0
         self._gap = _BLOCK_SEPARATOR
+        self._ocr = False
 
     def pack(self, blocks: Sequence[Block]) -> list[_Draft]:
         for block in blocks:
             text = block.text.strip()
+            if block.table is not None:
+                # A table is a wall of its own: whole rows, the header repeated in every piece.
+                self._emit()
+                self.drafts.extend(
+                    _Draft(text=piece, section_path=self.path, page=block.page, kind="table", ocr=block.ocr)
+                    for piece in table_pieces(block.table, self.table_target)
+                )
+                continue
+            if self._parts and block.ocr != self._ocr:
+                self._emit()  # text read by OCR is never mixed with a text layer's in one chunk
+            self._ocr = block.ocr
             if self._parts and None not in (block.page, self._page) and block.page != self._page:
                 self._emit()  # a new page starts a new chunk, so every chunk's page citation is exact
             if len(text) <= self.target:
@@ -174,7 +203,9 @@ class _SectionPacker:
                 self._reset()
             else:
                 self._emit()
-            pieces = _split_long(spans, self.path, self.target, self.overlap)
+            pieces = [
+                replace(p, ocr=block.ocr) for p in _split_long(spans, self.path, self.target, self.overlap)
+            ]
             if carried_overlap:
                 # The folded paragraph began with overlap from the draft before it: keep that known.
                 pieces[0] = replace(pieces[0], overlap=carried_overlap, gap=carried_gap)
@@ -205,6 +236,7 @@ class _SectionPacker:
                     page=self._page,
                     overlap=self._overlap_prefix,
                     gap=self._gap,
+                    ocr=self._ocr,
                 )
             )
         self._reset()
@@ -339,11 +371,16 @@ def _merge_small(drafts: list[_Draft], min_chars: int, limit: int) -> list[_Draf
     index = 0
     while index < len(merged) and len(merged) > 1:
         draft = merged[index]
-        if len(draft.text) >= min_chars:
+        if len(draft.text) >= min_chars or draft.kind == "table":
             index += 1
             continue
+        # Only passages of the same kind meet: a table chunk stays a table, OCR text stays marked.
         following = merged[index + 1] if index + 1 < len(merged) else None
+        if following is not None and (following.kind, following.ocr) != (draft.kind, draft.ocr):
+            following = None
         preceding = merged[index - 1] if index > 0 else None
+        if preceding is not None and (preceding.kind, preceding.ocr) != (draft.kind, draft.ocr):
+            preceding = None
         forward = following is not None and (
             following.section_path == draft.section_path
             or preceding is None
@@ -360,11 +397,12 @@ def _merge_small(drafts: list[_Draft], min_chars: int, limit: int) -> list[_Draf
             assert following is not None
             merged[index] = _join(draft, following, tiny_first=True)
             del merged[index + 1]
-        else:
-            assert preceding is not None
+        elif preceding is not None:
             merged[index - 1] = _join(preceding, draft, tiny_first=False)
             del merged[index]
             # the grown predecessor is not tiny; the draft now at ``index`` is the next to look at
+        else:
+            index += 1
     return merged
 
 
@@ -378,7 +416,9 @@ def _join(first: _Draft, second: _Draft, *, tiny_first: bool) -> _Draft:
         text = first.text + second.gap + second.text[second.overlap :]
     else:
         text = first.text + _BLOCK_SEPARATOR + second.text
-    return _Draft(text=text, section_path=path, page=first.page, overlap=first.overlap, gap=first.gap)
+    return _Draft(
+        text=text, section_path=path, page=first.page, overlap=first.overlap, gap=first.gap, ocr=first.ocr
+    )
 
 
 def _is_ancestor(candidate: tuple[str, ...], path: tuple[str, ...]) -> bool:

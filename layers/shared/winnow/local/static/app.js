@@ -109,6 +109,34 @@
     return parts;
   }
 
+  // A table passage is "caption", "Columns: a | b", then one row a line as "a: 1 | b: 2" pairs.
+  function tablePassage(text) {
+    const lines = text.split("\n");
+    const at = lines.findIndex((line) => line.startsWith("Columns: "));
+    if (at < 0) return element("p", "passage", text);
+    const columns = lines[at].slice("Columns: ".length).split(" | ");
+    const table = element("table", "passage passage-table");
+    if (at > 0) table.appendChild(element("caption", "", lines.slice(0, at).join(" ")));
+    const head = element("tr", "");
+    for (const name of columns) head.appendChild(element("th", "", name));
+    const thead = element("thead", "");
+    thead.appendChild(head);
+    table.appendChild(thead);
+    const body = element("tbody", "");
+    for (const line of lines.slice(at + 1)) {
+      const cells = new Map();
+      for (const pair of line.split(" | ")) {
+        const name = columns.find((column) => pair.startsWith(column + ": "));
+        if (name !== undefined) cells.set(name, pair.slice(name.length + 2));
+      }
+      const row = element("tr", "");
+      for (const name of columns) row.appendChild(element("td", "", cells.get(name) || ""));
+      body.appendChild(row);
+    }
+    table.appendChild(body);
+    return table;
+  }
+
   function renderResults(payload) {
     const list = $("results");
     list.replaceChildren();
@@ -127,8 +155,13 @@
       const item = element("li", "result");
       const title = element("h3", "result-title", result.title || documentName(result.key));
       item.appendChild(title);
-      item.appendChild(element("p", "passage", result.text));
+      item.appendChild(result.kind === "table" ? tablePassage(result.text) : element("p", "passage", result.text));
       const cite = element("p", "citation");
+      if (result.ocr) {
+        const badge = element("span", "ocr-badge", "OCR");
+        badge.title = "Read from a scanned page or image by OCR: words may be misread.";
+        cite.appendChild(badge);
+      }
       for (const part of citationParts(result)) {
         const span = element("span", part.cls);
         span.appendChild(element("span", "label", part.label + ": "));

@@ -1,0 +1,323 @@
+"""Zip-based formats other than DOCX: PPTX, XLSX and EPUB.
+
+- **PPTX** (read with lxml from the package XML; python-pptx would bring Pillow into the ingest bundle):
+  a slide is a page, its title is the section, its text frames and tables follow in order, and its
+  speaker notes come last, marked as such.
+- **XLSX** (openpyxl in read-only, streaming mode, with defusedxml guarding its XML): a sheet is a
+  section and becomes one table, its first non-empty row the header.
+- **EPUB** (lxml): the spine's XHTML documents in reading order, each parsed as HTML.
+
+Every archive is first judged from its central directory (declared sizes, compression ratios, member
+count) before anything is inflated, and every XML parser refuses entities, DTDs and the network. Sheet
+rows, slides and chapters are counted as they are read and a file over a limit is refused with its
+reason, so a hostile file costs bounded time and memory by construction.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import zipfile
+from collections.abc import Callable, Iterator
+from io import BytesIO
+from typing import Any
+
+from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
+from winnow.models import Block, ParsedDocument
+from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line
+from winnow.parsing.containers import zip_members
+from winnow.settings import IngestSettings
+
+MAX_MEMBERS = 10_000
+MAX_SLIDES = 2_000
+MAX_SHEETS = 200
+MAX_SHEET_ROWS = 100_000  # over all sheets of a workbook
+MAX_CHAPTERS = 2_000
+MAX_MEMBER_BYTES = 50 * 1024 * 1024
+_RATIO_CHECK_MIN_BYTES = 1024 * 1024
+
+_NS = {
+    "a": "http://schemas.openxmlformats.org/drawingml/2006/main",
+    "p": "http://schemas.openxmlformats.org/presentationml/2006/main",
+    "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
+    "rel": "http://schemas.openxmlformats.org/package/2006/relationships",
+    "c": "urn:oasis:names:tc:opendocument:xmlns:container",
+    "opf": "http://www.idpf.org/2007/opf",
+    "dc": "http://purl.org/dc/elements/1.1/",
+}
+_TITLE_PLACEHOLDERS = frozenset({"title", "ctrTitle"})
+_NOTES_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/notesSlide"
+
+
+def check_archive(data: bytes, settings: IngestSettings, what: str) -> list[zipfile.ZipInfo]:
+    """Refuse an archive whose central directory promises more than we are willing to inflate."""
+    members = zip_members(data, what)
+    if len(members) > MAX_MEMBERS:
+        raise OversizedDocument(f"{what} zip has {len(members)} members (limit {MAX_MEMBERS})")
+    declared = sum(member.file_size for member in members)
+    if declared > settings.max_uncompressed_bytes:
+        raise OversizedDocument(
+            f"{what} declares {declared} uncompressed bytes"
+            f" (limit {settings.max_uncompressed_bytes}): zip bomb?"
+        )
+    for member in members:
+        if member.file_size < _RATIO_CHECK_MIN_BYTES:
+            continue
+        ratio = member.file_size / max(member.compress_size, 1)
+        if ratio > settings.max_compression_ratio:
+            raise OversizedDocument(
+                f"{what} member compression ratio {ratio:.0f}:1 exceeds"
+                f" {settings.max_compression_ratio:.0f}:1 (zip bomb?)"
+            )
+    return members
+
+
+def _guarded(what: str, parse: Callable[[], ParsedDocument]) -> ParsedDocument:
+    try:
+        return parse()
+    except (DocumentError, ImportError):
+        raise
+    except RecursionError as error:
+        raise CorruptDocument(f"corrupt {what}: structure nested too deeply") from error
+    except MemoryError as error:
+        raise OversizedDocument(f"{what} needs too much memory to parse") from error
+    except Exception as error:
+        raise CorruptDocument(f"corrupt {what} ({type(error).__name__}: {one_line(error)})") from error
+
+
+class _Package:
+    """Members of a checked archive, read one at a time, each at most ``MAX_MEMBER_BYTES``."""
+
+    def __init__(self, data: bytes, members: list[zipfile.ZipInfo], what: str) -> None:
+        self._zip = zipfile.ZipFile(BytesIO(data))
+        self._sizes = {member.filename: member.file_size for member in members}
+        self.what = what
+
+    def has(self, name: str) -> bool:
+        return name in self._sizes
+
+    def read(self, name: str) -> bytes:
+        size = self._sizes.get(name)
+        if size is None:
+            raise CorruptDocument(f"corrupt {self.what}: missing {name[:80]}")
+        if size > MAX_MEMBER_BYTES:
+            raise OversizedDocument(
+                f"{self.what} member {name[:80]} is {size} bytes (limit {MAX_MEMBER_BYTES})"
+            )
+        return self._zip.read(name)
+
+    def xml(self, name: str) -> Any:
+        from lxml import etree
+
+        parser = etree.XMLParser(
+            resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_comments=True
+        )
+        return etree.fromstring(self.read(name), parser=parser)
+
+    def relationships(self, part: str) -> dict[str, tuple[str, str]]:
+        """rId -> (type, target path inside the package) for ``part``."""
+        folder, name = posixpath.split(part)
+        rels_name = posixpath.join(folder, "_rels", name + ".rels")
+        if not self.has(rels_name):
+            return {}
+        found: dict[str, tuple[str, str]] = {}
+        for rel in self.xml(rels_name).iterfind("rel:Relationship", _NS):
+            if rel.get("TargetMode") == "External":
+                continue
+            target = posixpath.normpath(posixpath.join(folder, rel.get("Target", "")))
+            found[rel.get("Id", "")] = (rel.get("Type", ""), target.lstrip("/"))
+        return found
+
+
+# --- PPTX ------------------------------------------------------------------------------------------
+def parse_pptx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
+    members = check_archive(data, settings, "PPTX")
+    return _guarded("PPTX", lambda: _parse_pptx(key, _Package(data, members, "PPTX")))
+
+
+def _parse_pptx(key: str, package: _Package) -> ParsedDocument:
+    presentation = package.xml("ppt/presentation.xml")
+    rels = package.relationships("ppt/presentation.xml")
+    slide_ids = presentation.findall("p:sldIdLst/p:sldId", _NS)
+    if len(slide_ids) > MAX_SLIDES:
+        raise OversizedDocument(f"PPTX has {len(slide_ids)} slides (limit {MAX_SLIDES})")
+    collector = BlockCollector()
+    title: str | None = None
+    for number, slide_id in enumerate(slide_ids, start=1):
+        target = rels.get(slide_id.get(f"{{{_NS['r']}}}id", ""))
+        if target is None or not package.has(target[1]):
+            continue
+        slide_title = _collect_slide(package, target[1], number, collector)
+        if number == 1 and slide_title:
+            title = slide_title
+    return finish_document(
+        collector.blocks, title=title, key=key, source_type="pptx", empty_reason="presentation has no text"
+    )
+
+
+def _collect_slide(package: _Package, part: str, page: int, collector: BlockCollector) -> str:
+    slide = package.xml(part)
+    title = ""
+    body: list[tuple[str, Any]] = []
+    for shape in slide.iter(f"{{{_NS['p']}}}sp", f"{{{_NS['p']}}}graphicFrame"):
+        placeholder = shape.find("p:nvSpPr/p:nvPr/p:ph", _NS)
+        if placeholder is not None and placeholder.get("type") in _TITLE_PLACEHOLDERS and not title:
+            title = clean_inline(" ".join(_paragraphs(shape)))
+            continue
+        table = shape.find(".//a:tbl", _NS)
+        if table is not None:
+            body.append(("table", table))
+        else:
+            body.append(("text", shape))
+    path = (title,) if title else (f"Slide {page}",)
+    for kind, element in body:
+        if kind == "table":
+            rows = [
+                [clean_inline(" ".join(_paragraphs(cell))) for cell in row.iterfind("a:tc", _NS)]
+                for row in element.iterfind("a:tr", _NS)
+            ]
+            collector.add_table(rows, path, page)
+        else:
+            for paragraph in _paragraphs(element):
+                collector.add(paragraph, path, page)
+    notes = [
+        target
+        for kind, target in package.relationships(part).values()
+        if kind == _NOTES_REL and package.has(target)
+    ]
+    if notes:
+        text = _notes_text(package.xml(notes[0]))
+        if text:
+            collector.add(f"Speaker notes: {text}", path, page)
+    return title
+
+
+def _paragraphs(element: Any) -> Iterator[str]:
+    for paragraph in element.iter(f"{{{_NS['a']}}}p"):
+        text = "".join(
+            node.text or "" if node.tag == f"{{{_NS['a']}}}t" else "\n"
+            for node in paragraph.iter(f"{{{_NS['a']}}}t", f"{{{_NS['a']}}}br")
+        )
+        if text.strip():
+            yield text
+
+
+def _notes_text(notes: Any) -> str:
+    """The notes' body placeholder (the slide image and the slide number are placeholders too)."""
+    parts: list[str] = []
+    for shape in notes.iter(f"{{{_NS['p']}}}sp"):
+        placeholder = shape.find("p:nvSpPr/p:nvPr/p:ph", _NS)
+        if placeholder is not None and placeholder.get("type") not in (None, "body"):
+            continue
+        parts.extend(_paragraphs(shape))
+    return clean_inline(" ".join(parts))
+
+
+# --- XLSX ------------------------------------------------------------------------------------------
+def parse_xlsx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
+    check_archive(data, settings, "XLSX")
+    return _guarded("XLSX", lambda: _parse_xlsx(key, data))
+
+
+def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
+    import warnings
+
+    import openpyxl
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    from winnow.parsing.tables import MAX_COLUMNS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "unknown extension", "no default style": not the reader's concern
+        try:
+            workbook = openpyxl.load_workbook(BytesIO(data), read_only=True, data_only=True, keep_links=False)
+        except InvalidFileException as error:
+            raise CorruptDocument(f"corrupt XLSX ({one_line(error)})") from error
+        try:
+            sheets = workbook.worksheets
+            if len(sheets) > MAX_SHEETS:
+                raise OversizedDocument(f"XLSX has {len(sheets)} sheets (limit {MAX_SHEETS})")
+            collector = BlockCollector()
+            total_rows = 0
+            for sheet in sheets:
+                rows: list[list[str]] = []
+                for values in sheet.iter_rows(max_col=MAX_COLUMNS, values_only=True):
+                    total_rows += 1
+                    if total_rows > MAX_SHEET_ROWS:
+                        raise OversizedDocument(f"XLSX has more than {MAX_SHEET_ROWS} rows (limit)")
+                    rows.append([_cell_text(value) for value in values])
+                title = clean_inline(str(sheet.title)) or "Sheet"
+                collector.add_table(rows, (title,), caption=title)
+            doc_title = clean_inline(str(workbook.properties.title or "")) if workbook.properties else ""
+        finally:
+            workbook.close()
+    return finish_document(
+        collector.blocks,
+        title=doc_title or None,
+        key=key,
+        source_type="xlsx",
+        empty_reason="workbook has no cells",
+    )
+
+
+def _cell_text(value: Any) -> str:
+    import datetime
+
+    if value is None:
+        return ""
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ", timespec="minutes").removesuffix(" 00:00")
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+# --- EPUB ------------------------------------------------------------------------------------------
+def parse_epub(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
+    members = check_archive(data, settings, "EPUB")
+    return _guarded("EPUB", lambda: _parse_epub(key, _Package(data, members, "EPUB")))
+
+
+def _parse_epub(key: str, package: _Package) -> ParsedDocument:
+    from winnow.parsing.html import parse_html
+
+    container = package.xml("META-INF/container.xml")
+    rootfile = container.find(".//c:rootfile", _NS)
+    if rootfile is None or not rootfile.get("full-path"):
+        raise CorruptDocument("corrupt EPUB: container.xml names no package document")
+    opf_path = posixpath.normpath(str(rootfile.get("full-path"))).lstrip("/")
+    opf = package.xml(opf_path)
+    folder = posixpath.dirname(opf_path)
+    manifest = {
+        item.get("id"): posixpath.normpath(posixpath.join(folder, item.get("href", ""))).lstrip("/")
+        for item in opf.iterfind("opf:manifest/opf:item", _NS)
+    }
+    spine = [ref.get("idref") for ref in opf.iterfind("opf:spine/opf:itemref", _NS)]
+    if len(spine) > MAX_CHAPTERS:
+        raise OversizedDocument(f"EPUB has {len(spine)} spine documents (limit {MAX_CHAPTERS})")
+    title_element = opf.find(".//dc:title", _NS)
+    title = clean_inline(title_element.text or "") if title_element is not None else ""
+    blocks: list[Block] = []
+    for idref in spine:
+        part = manifest.get(idref)
+        if part is None or not package.has(part):
+            continue
+        try:
+            chapter = parse_html(part, package.read(part))
+        except EmptyDocument:
+            continue  # a cover page or an image-only chapter
+        chapter_path = (chapter.title,) if chapter.title and chapter.title != title else ()
+        for block in chapter.blocks:
+            path = block.section_path if block.section_path else chapter_path
+            blocks.append(Block(block.text, path, block.page, block.table, block.ocr))
+    return finish_document(
+        blocks, title=title or None, key=key, source_type="epub", empty_reason="EPUB has no text"
+    )
+
+
+PARSERS: dict[str, Callable[[str, bytes, IngestSettings], ParsedDocument]] = {
+    "pptx": parse_pptx,
+    "xlsx": parse_xlsx,
+    "epub": parse_epub,
+}

@@ -1,0 +1,167 @@
+"""reStructuredText, read by a small line parser rather than docutils (whose ``include`` and ``raw``
+directives read files and URLs: not something to run on uploads inside a Lambda).
+
+Section titles are lines underlined (optionally also overlined) with a repeated punctuation character;
+their levels follow the order in which each adornment style first appears, as in docutils. Directives
+and comments (``.. name::``) are dropped with their indented body, except the bodies of content
+directives (notes, warnings, code blocks) which are kept. Simple and grid tables become table blocks.
+Inline markup (``**bold**``, ```code```, ``:role:`text```, links) is reduced to its text.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from winnow.models import ParsedDocument
+from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document
+
+_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}\s*$")
+_DIRECTIVE = re.compile(r"^\.\.\s+(?:\[[^\]]*\]|_[^:]*:|\|[^|]*\||([\w:-]+)::)?")
+_KEPT_DIRECTIVES = frozenset(
+    {"note", "warning", "tip", "important", "caution", "attention", "hint", "danger", "error",
+     "admonition", "code-block", "code", "sourcecode", "topic", "sidebar", "seealso", "versionadded",
+     "versionchanged", "deprecated", "rubric"}
+)  # fmt: skip
+_ROLE = re.compile(r":[\w:+.-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
+_LINK = re.compile(r"`([^`<]+?)\s*<[^>]*>`_{1,2}")
+_INLINE = re.compile(r"\*\*(.+?)\*\*|\*(.+?)\*|``(.+?)``|`([^`]+)`_{0,2}")
+_GRID_BORDER = re.compile(r"^\+[-=+]+\+$")
+_SIMPLE_BORDER = re.compile(r"^=+( +=+)+$")
+_MAX_LINES = 2_000_000
+
+
+def parse_rst(key: str, text: str) -> ParsedDocument:
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")[:_MAX_LINES]
+    collector = BlockCollector()
+    headings = HeadingStack()
+    styles: list[tuple[str, bool]] = []
+    first_title: str | None = None
+    paragraph: list[str] = []
+    index = 0
+
+    def flush() -> None:
+        if paragraph:
+            collector.add(_inline(" ".join(paragraph)), headings.path)
+            paragraph.clear()
+
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.strip()
+        heading = _heading_at(lines, index)
+        if heading is not None:
+            flush()
+            title, style, consumed = heading
+            if style not in styles:
+                styles.append(style)
+            level = styles.index(style) + 1
+            headings.push(level, _inline(title))
+            if first_title is None:
+                first_title = _inline(title)
+            index += consumed
+            continue
+        if _GRID_BORDER.match(stripped) or _SIMPLE_BORDER.match(stripped):
+            flush()
+            index = _table(lines, index, collector, headings.path)
+            continue
+        directive = _DIRECTIVE.match(line)
+        if directive and stripped.startswith(".."):
+            flush()
+            name = (directive.group(1) or "").split(":")[-1]
+            argument = line[directive.end() :].strip()
+            body_start = index + 1
+            index = body_start
+            while index < len(lines) and (not lines[index].strip() or lines[index][:1] in (" ", "\t")):
+                index += 1
+            if name in _KEPT_DIRECTIVES:
+                body = [
+                    ln.strip()
+                    for ln in lines[body_start:index]
+                    if ln.strip() and not ln.strip().startswith(":")
+                ]
+                text_lines = [argument, *body] if argument else body
+                collector.add("\n".join(text_lines), headings.path, keep_lines=name.startswith("code"))
+            continue
+        if not stripped:
+            flush()
+        elif stripped.endswith("::") and not stripped.startswith(".."):
+            paragraph.append(stripped[:-1] if stripped != "::" else "")
+            flush()
+            index += 1
+            literal_start = index
+            while index < len(lines) and (not lines[index].strip() or lines[index][:1] in (" ", "\t")):
+                index += 1
+            collector.add("\n".join(lines[literal_start:index]), headings.path, keep_lines=True)
+            continue
+        else:
+            paragraph.append(stripped)
+        index += 1
+    flush()
+    return finish_document(
+        collector.blocks, title=first_title, key=key, source_type="rst", empty_reason="document has no text"
+    )
+
+
+def _heading_at(lines: list[str], index: int) -> tuple[str, tuple[str, bool], int] | None:
+    """(title, adornment style, lines consumed) when a section title starts at ``index``."""
+    line = lines[index]
+    over = _ADORNMENT.match(line)
+    if over and index + 2 < len(lines):
+        title, under = lines[index + 1], lines[index + 2]
+        under_match = _ADORNMENT.match(under)
+        if title.strip() and under_match and under_match.group(1) == over.group(1):
+            return title.strip(), (over.group(1), True), 3
+    if line.strip() and not over and index + 1 < len(lines) and not line[:1].isspace():
+        under_match = _ADORNMENT.match(lines[index + 1])
+        if under_match and len(lines[index + 1].rstrip()) >= len(line.rstrip()) * 0.6:
+            return line.strip(), (under_match.group(1), False), 2
+    return None
+
+
+def _table(lines: list[str], index: int, collector: BlockCollector, path: tuple[str, ...]) -> int:
+    """A grid table (``+---+``) or a simple table (``=== ===``); returns the index after it."""
+    border = lines[index].strip()
+    rows: list[list[str]] = []
+    if border.startswith("+"):
+        cuts = [position for position, char in enumerate(border) if char == "+"]
+        index += 1
+        current: list[str] | None = None
+        while index < len(lines) and lines[index].strip()[:1] in ("|", "+"):
+            row = lines[index].strip()
+            if row.startswith("+"):
+                if current is not None:
+                    rows.append(current)
+                current = None
+            else:
+                cells = [row[a + 1 : b].strip() for a, b in itertools.pairwise(cuts)]
+                current = (
+                    cells
+                    if current is None
+                    else [f"{x} {y}".strip() for x, y in zip(current, cells, strict=False)]
+                )
+            index += 1
+    else:
+        starts = [match.start() for match in re.finditer(r"=+", border)]
+        borders = 1
+        index += 1
+        while index < len(lines) and borders < 3:
+            row = lines[index]
+            if _SIMPLE_BORDER.match(row.strip()):
+                borders += 1
+                if borders == 2 and (index + 1 >= len(lines) or not lines[index + 1].strip()):
+                    index += 1
+                    break  # a table without a header row ends at its second border
+            elif row.strip():
+                cells = [row[a:b].strip() for a, b in zip(starts, [*starts[1:], len(row) + 1], strict=False)]
+                rows.append(cells)
+            elif borders >= 2:
+                pass
+            index += 1
+    collector.add_table([[_inline(cell) for cell in row] for row in rows], path)
+    return index
+
+
+def _inline(text: str) -> str:
+    text = _LINK.sub(r"\1", text)
+    text = _ROLE.sub(r"\1", text)
+    return _INLINE.sub(lambda m: next(group for group in m.groups() if group is not None), text)

@@ -1,0 +1,84 @@
+"""Turning rows of cells from any format (DOCX, HTML, Markdown, PPTX, XLSX, CSV, PDF) into table blocks.
+
+Cells are cleaned to single-line text; empty rows and columns are dropped; sizes are bounded (a sheet
+with a million columns is cut, never rendered whole). The first row is the header unless the caller
+knows the table has none; a header cell left empty is named by its position, so every value keeps a name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from winnow.models import Block, Table
+from winnow.parsing.blocks import clean_inline
+from winnow.text.tables import render_table
+
+MAX_COLUMNS = 64
+MAX_CELL_CHARS = 1_000
+MAX_CAPTION_CHARS = 300
+
+
+def make_table_block(
+    rows: Sequence[Sequence[str]],
+    section_path: tuple[str, ...] = (),
+    page: int | None = None,
+    *,
+    caption: str = "",
+    has_header: bool = True,
+) -> Block | None:
+    cleaned = [[clean_inline(str(cell))[:MAX_CELL_CHARS] for cell in row[:MAX_COLUMNS]] for row in rows]
+    cleaned = [row for row in cleaned if any(row)]
+    if not cleaned:
+        return None
+    width = max(len(row) for row in cleaned)
+    padded = [row + [""] * (width - len(row)) for row in cleaned]
+    keep = [column for column in range(width) if any(row[column] for row in padded)]
+    padded = [[row[column] for column in keep] for row in padded]
+    caption = clean_inline(caption)[:MAX_CAPTION_CHARS] or (section_path[-1] if section_path else "")
+    header: tuple[str, ...] = ()
+    body = padded
+    if has_header and len(padded) > 1:
+        header = tuple(name or f"column {index + 1}" for index, name in enumerate(padded[0]))
+        body = padded[1:]
+    if len(keep) == 1 and not header:
+        # One column is a list, not a table: keep it as text.
+        return Block(text="\n".join(row[0] for row in body), section_path=section_path, page=page)
+    table = Table(header=header, rows=tuple(tuple(row) for row in body), caption=caption)
+    return Block(text=render_table(table), section_path=section_path, page=page, table=table)
+
+
+def html_table(table: Any) -> tuple[str, list[list[str]], bool]:
+    """An lxml ``<table>``: its caption, rows of cell texts, and whether the first row is a header
+    (``<th>`` cells or a ``<thead>``). Rows of nested tables stay inside their cell's text."""
+    caption_element = table.find("caption")
+    caption = clean_inline(caption_element.text_content()) if caption_element is not None else ""
+    rows: list[list[str]] = []
+    has_header = table.find("thead") is not None
+    for index, row in enumerate(table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")):
+        cells = row.xpath("./td | ./th")
+        if index == 0 and cells and all(cell.tag == "th" for cell in cells):
+            has_header = True
+        rows.append([clean_inline(cell.text_content()) for cell in cells])
+    return caption, rows, has_header
+
+
+_PIPE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_PIPE_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def pipe_table(lines: Sequence[str]) -> list[list[str]] | None:
+    """The rows of a Markdown (GFM) pipe table, header first, or None when ``lines`` are not one: a
+    header line, a delimiter line of dashes, then rows, every line holding a ``|``."""
+    if len(lines) < 2 or not _PIPE_DELIMITER.match(lines[1]) or not all("|" in line for line in lines):
+        return None
+    rows = []
+    for index, line in enumerate(lines):
+        if index == 1:
+            continue
+        stripped = line.strip()
+        stripped = stripped[1:] if stripped.startswith("|") else stripped
+        stripped = stripped[:-1] if stripped.endswith("|") and not stripped.endswith("\\|") else stripped
+        rows.append([cell.strip().replace("\\|", "|") for cell in _PIPE_SPLIT.split(stripped)])
+    return rows

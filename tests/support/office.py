@@ -1,0 +1,103 @@
+"""Generated PPTX, XLSX, EPUB and CSV fixtures (python-pptx and openpyxl write real files; an EPUB is a
+zip we assemble as the EPUB 3 spec lays it out)."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from io import BytesIO
+from typing import Any
+
+
+@dataclass
+class Slide:
+    title: str
+    bullets: Sequence[str] = ()
+    notes: str = ""
+    table: Sequence[Sequence[str]] = field(default_factory=list)
+
+
+def make_pptx(slides: Sequence[Slide]) -> bytes:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    presentation = Presentation()
+    layout = presentation.slide_layouts[1]  # title and content
+    for spec in slides:
+        slide = presentation.slides.add_slide(layout)
+        slide.shapes.title.text = spec.title
+        body = slide.placeholders[1].text_frame
+        for index, bullet in enumerate(spec.bullets):
+            paragraph = body.paragraphs[0] if index == 0 else body.add_paragraph()
+            paragraph.text = bullet
+        if spec.table:
+            rows, cols = len(spec.table), len(spec.table[0])
+            shape = slide.shapes.add_table(rows, cols, Inches(0.5), Inches(4), Inches(9), Inches(2))
+            for r, row in enumerate(spec.table):
+                for c, value in enumerate(row):
+                    shape.table.cell(r, c).text = value
+        if spec.notes:
+            slide.notes_slide.notes_text_frame.text = spec.notes
+    out = BytesIO()
+    presentation.save(out)
+    return out.getvalue()
+
+
+def make_xlsx(sheets: dict[str, Sequence[Sequence[Any]]], title: str | None = None) -> bytes:
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    workbook.remove(workbook.active)
+    for name, rows in sheets.items():
+        sheet = workbook.create_sheet(name)
+        for row in rows:
+            sheet.append(list(row))
+    if title:
+        workbook.properties.title = title
+    out = BytesIO()
+    workbook.save(out)
+    return out.getvalue()
+
+
+def make_epub(title: str, chapters: Sequence[tuple[str, str]]) -> bytes:
+    """chapters: (heading, body paragraphs separated by blank lines)."""
+    out = BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        archive.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><container version="1.0"'
+            ' xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+            '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+            "</rootfiles></container>",
+        )
+        items, refs = [], []
+        for number, (heading, body) in enumerate(chapters, start=1):
+            paragraphs = "".join(f"<p>{p}</p>" for p in body.split("\n\n"))
+            archive.writestr(
+                f"OEBPS/ch{number}.xhtml",
+                f'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>{heading}</title>'
+                f"</head><body><h1>{heading}</h1>{paragraphs}</body></html>",
+            )
+            items.append(f'<item id="c{number}" href="ch{number}.xhtml" media-type="application/xhtml+xml"/>')
+            refs.append(f'<itemref idref="c{number}"/>')
+        archive.writestr(
+            "OEBPS/content.opf",
+            '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+            f'<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{title}</dc:title></metadata>'
+            f"<manifest>{''.join(items)}</manifest><spine>{''.join(refs)}</spine></package>",
+        )
+    return out.getvalue()
+
+
+def zip_bomb(marker: str, *, size: int = 300 * 1024 * 1024) -> bytes:
+    """A zip holding ``marker`` (so it passes as that format) and one member of ``size`` zero bytes."""
+    out = BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(marker, "<x/>")
+        chunk = b"\0" * (1024 * 1024)
+        with archive.open("bomb.xml", "w", force_zip64=True) as member:
+            for _ in range(size // len(chunk)):
+                member.write(chunk)
+    return out.getvalue()

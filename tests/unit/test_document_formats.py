@@ -1,0 +1,262 @@
+"""PPTX, XLSX, CSV/TSV, reStructuredText, EPUB, extension-less files and table chunks, on generated files."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.support.office import Slide, make_epub, make_pptx, make_xlsx, zip_bomb
+from winnow.errors import CorruptDocument, DocumentError, OversizedDocument
+from winnow.models import ParsedDocument
+from winnow.parsing import detect_type, parse_document
+from winnow.parsing.cleaning import strip_terminal_codes
+from winnow.settings import ChunkingSettings, IngestSettings
+from winnow.text.chunking import chunk_document, max_chunk_chars
+
+STAFF = [
+    ["Name", "Office", "Extension", "Role"],
+    ["Ada Lovelace", "London", "4411", "Analyst"],
+    ["Grace Hopper", "Arlington", "5120", "Compiler lead"],
+    ["Katherine Johnson", "Hampton", "7730", "Trajectory analysis"],
+]
+
+
+def tables_of(doc: ParsedDocument) -> list[str]:
+    return [chunk.text for chunk in chunk_document(doc) if chunk.kind == "table"]
+
+
+# --- XLSX ---------------------------------------------------------------------------------------------
+def test_an_xlsx_sheet_is_a_section_and_a_table_whose_rows_name_their_columns() -> None:
+    # Given a workbook with two sheets
+    data = make_xlsx({"Staff": STAFF, "Budget": [["Quarter", "Spend"], ["Q1", 1200.0], ["Q2", 980.5]]})
+    # When it is parsed and chunked
+    doc = parse_document("acme/directory.xlsx", data)
+    chunks = chunk_document(doc)
+    # Then each sheet is a section holding one table, rows rendered as "column: value" pairs
+    assert doc.source_type == "xlsx"
+    assert [chunk.section_path for chunk in chunks] == [("Staff",), ("Budget",)]
+    assert all(chunk.kind == "table" for chunk in chunks)
+    assert "Name: Grace Hopper | Office: Arlington | Extension: 5120 | Role: Compiler lead" in chunks[0].text
+    assert "Quarter: Q1 | Spend: 1200" in chunks[1].text and "Spend: 980.5" in chunks[1].text
+
+
+def test_a_long_table_repeats_its_header_in_every_chunk_and_never_splits_a_row() -> None:
+    # Given a sheet of 400 rows
+    rows = [["Part", "Bin", "Stock"]] + [[f"P-{n:04d}", f"B{n % 37}", str(n * 3)] for n in range(400)]
+    doc = parse_document("acme/stock.xlsx", make_xlsx({"Stock": rows}))
+    settings = ChunkingSettings(target_chars=600, overlap_chars=50, min_chars=50)
+    # When it is chunked
+    chunks = chunk_document(doc, settings)
+    # Then there are many chunks, each starting with the caption and the column line
+    assert len(chunks) > 10
+    for chunk in chunks:
+        assert chunk.kind == "table"
+        assert chunk.text.startswith("Stock\nColumns: Part | Bin | Stock\n")
+        assert len(chunk.text) <= max_chunk_chars(settings)
+    # and every row appears whole exactly once
+    body = [line for chunk in chunks for line in chunk.text.split("\n")[2:]]
+    assert body == [f"Part: P-{n:04d} | Bin: B{n % 37} | Stock: {n * 3}" for n in range(400)]
+
+
+def test_a_huge_sheet_is_refused_with_a_reason() -> None:
+    rows = [["n"]] + [[str(n)] for n in range(100_001)]
+    with pytest.raises(OversizedDocument, match="rows"):
+        parse_document("acme/huge.xlsx", make_xlsx({"Data": rows}))
+
+
+def test_a_corrupt_xlsx_is_a_one_line_reason() -> None:
+    data = bytearray(make_xlsx({"Staff": STAFF}))
+    data[len(data) // 2 : len(data) // 2 + 200] = bytes(200)
+    with pytest.raises(DocumentError) as caught:
+        parse_document("acme/broken.xlsx", bytes(data))
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "marker"),
+    [
+        ("acme/bomb.xlsx", "xl/workbook.xml"),
+        ("acme/bomb.pptx", "ppt/presentation.xml"),
+        ("acme/bomb.epub", "META-INF/container.xml"),
+    ],
+)
+def test_zip_bombs_are_refused_before_inflating(key: str, marker: str) -> None:
+    with pytest.raises(OversizedDocument, match="zip bomb"):
+        parse_document(key, zip_bomb(marker))
+
+
+# --- PPTX ---------------------------------------------------------------------------------------------
+def test_a_slide_is_a_page_its_title_the_section_and_its_notes_are_kept() -> None:
+    # Given a deck whose second slide has a table and speaker notes
+    data = make_pptx(
+        [
+            Slide("Quarterly review", ["Revenue grew in every region"]),
+            Slide(
+                "Regional figures",
+                ["North led the quarter"],
+                notes="Mention that the Oslo office opened in March.",
+                table=[["Region", "Revenue"], ["North", "4.2M"], ["South", "3.1M"]],
+            ),
+        ]
+    )
+    # When it is parsed
+    doc = parse_document("acme/review.pptx", data)
+    # Then the title is the first slide's, pages are slide numbers, sections are slide titles
+    assert doc.title == "Quarterly review" and doc.source_type == "pptx"
+    pages = {block.page for block in doc.blocks}
+    assert pages == {1, 2}
+    second = [block for block in doc.blocks if block.page == 2]
+    assert all(block.section_path == ("Regional figures",) for block in second)
+    assert any(b.text == "Speaker notes: Mention that the Oslo office opened in March." for b in second)
+    (table,) = [block for block in second if block.table is not None]
+    assert "Region: North | Revenue: 4.2M" in table.text
+
+
+def test_a_corrupt_pptx_is_a_one_line_reason() -> None:
+    data = make_pptx([Slide("A", ["b"])])
+    import zipfile
+    from io import BytesIO
+
+    out = BytesIO()
+    with zipfile.ZipFile(BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            body = source.read(item)
+            target.writestr(item, b"<not-xml" if item.filename == "ppt/presentation.xml" else body)
+    with pytest.raises(CorruptDocument):
+        parse_document("acme/broken.pptx", out.getvalue())
+
+
+# --- CSV / TSV ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("key", "delimiter"), [("acme/staff.csv", ","), ("acme/staff.csv", ";"), ("acme/staff.tsv", "\t")]
+)
+def test_delimited_files_become_tables(key: str, delimiter: str) -> None:
+    text = "\n".join(delimiter.join(row) for row in STAFF).encode()
+    doc = parse_document(key, text)
+    (table,) = tables_of(doc)
+    assert "Name: Katherine Johnson | Office: Hampton | Extension: 7730" in table
+    assert table.startswith("staff\nColumns: Name | Office | Extension | Role")
+
+
+def test_a_csv_with_a_giant_field_is_refused() -> None:
+    data = b"a,b\n" + b"x," + b"y" * 200_000 + b"\n"
+    with pytest.raises(CorruptDocument, match="CSV"):
+        parse_document("acme/giant.csv", data)
+
+
+# --- reStructuredText -----------------------------------------------------------------------------------
+RST = """\
+=============
+Backup policy
+=============
+
+Nightly backups
+===============
+
+Backups run at **02:00** every night and are kept for `thirty days <https://example.org>`_.
+
+.. note::
+   Restores are tested every quarter.
+
+.. image:: diagram.png
+
+Retention
+---------
+
++------------+-----------+
+| Tier       | Kept      |
++============+===========+
+| Daily      | 30 days   |
++------------+-----------+
+| Monthly    | 12 months |
++------------+-----------+
+"""
+
+
+def test_rst_sections_inline_markup_directives_and_grid_tables() -> None:
+    doc = parse_document("acme/backup.rst", RST.encode())
+    assert doc.title == "Backup policy"
+    texts = {block.text: block.section_path for block in doc.blocks}
+    assert texts["Backups run at 02:00 every night and are kept for thirty days."] == ("Nightly backups",)
+    assert texts["Restores are tested every quarter."] == ("Nightly backups",)
+    assert not any("diagram.png" in text for text in texts)
+    (table,) = [block for block in doc.blocks if block.table is not None]
+    assert table.section_path == ("Nightly backups", "Retention")
+    assert "Tier: Monthly | Kept: 12 months" in table.text
+
+
+# --- EPUB ---------------------------------------------------------------------------------------------
+def test_epub_chapters_in_spine_order_with_their_headings() -> None:
+    data = make_epub(
+        "Field guide", [("Birds", "Herons wade in shallow water."), ("Trees", "Oaks live for centuries.")]
+    )
+    doc = parse_document("acme/guide.epub", data)
+    assert doc.title == "Field guide" and doc.source_type == "epub"
+    assert [(b.text, b.section_path) for b in doc.blocks] == [
+        ("Herons wade in shallow water.", ("Birds",)),
+        ("Oaks live for centuries.", ("Trees",)),
+    ]
+
+
+# --- sniffing -----------------------------------------------------------------------------------------
+def test_files_without_an_extension_are_sniffed() -> None:
+    assert detect_type("acme/README", b"Plain words in a readme.\n") == "text"
+    assert detect_type("acme/page", b"<!DOCTYPE html><html><body><p>x</p></body></html>") == "html"
+    assert detect_type("acme/deck", make_pptx([Slide("A", ["b"])])) == "pptx"
+    assert detect_type("acme/book", make_xlsx({"S": STAFF})) == "xlsx"
+    assert detect_type("acme/scan", b"\x89PNG\r\n\x1a\n" + bytes(40)) == "image"
+
+
+def test_extension_is_checked_against_the_first_bytes() -> None:
+    with pytest.raises(DocumentError, match="not a PPTX"):
+        parse_document("acme/deck.pptx", b"just text")
+    with pytest.raises(DocumentError, match=r"ppt/presentation\.xml"):
+        parse_document("acme/deck.pptx", make_xlsx({"S": STAFF}))
+
+
+# --- terminal codes -------------------------------------------------------------------------------------
+def test_ansi_escapes_and_backspace_overstrike_are_removed() -> None:
+    man = "N\bNA\bAM\bME\bE\n     ls - list \x1b[1mdirectory\x1b[0m contents, _\bs_\bo_\br_\bt_\be_\bd\n"
+    doc = parse_document("acme/ls.txt", man.encode())
+    assert [block.text for block in doc.blocks] == ["NAME ls - list directory contents, sorted"]
+
+
+_WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABC0123456789", min_size=1, max_size=8)
+_CODE = st.sampled_from(
+    ["\x1b[1m", "\x1b[0m", "\x1b[31;1m", "\x1b]8;;http://x\x07", "\x1b]8;;\x1b\\", "\x1b(B"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_WORD, st.lists(_CODE, max_size=2), st.booleans()), min_size=1, max_size=30))
+def test_cleaning_keeps_every_word_and_adds_none(parts: list[tuple[str, list[str], bool]]) -> None:
+    # Given words decorated with escape codes and, some of them, overstruck in bold
+    source_words = [word for word, _, _ in parts]
+    decorated = " ".join(
+        "".join(codes) + ("".join(f"{c}\b{c}" for c in word) if bold else word) + "".join(codes)
+        for word, codes, bold in parts
+    )
+    # When it is cleaned
+    cleaned = strip_terminal_codes(decorated)
+    # Then the words are exactly the source's words: none lost, none added
+    assert cleaned.split() == source_words
+
+
+def test_table_rows_keep_their_column_names_in_a_chunk_any_reader_understands() -> None:
+    doc = parse_document("acme/staff.csv", "\n".join(",".join(r) for r in STAFF).encode())
+    (chunk,) = chunk_document(doc)
+    assert chunk.kind == "table"
+    assert re.search(
+        r"^Name: Ada Lovelace \| Office: London \| Extension: 4411 \| Role: Analyst$", chunk.text, re.M
+    )
+    assert chunk.embed_text.startswith("staff")
+
+
+def test_settings_bound_the_ingest_of_new_formats() -> None:
+    # The zip checks use the same limits as DOCX
+    tight = IngestSettings(max_uncompressed_bytes=10_000)
+    with pytest.raises(OversizedDocument):
+        parse_document("acme/staff.xlsx", make_xlsx({"S": STAFF * 200}), tight)
