@@ -99,6 +99,12 @@ class StoredChunk:
     metadata: dict[str, Any]
     score: float = 0.0
     dense: list[float] | None = None
+    # Each retriever's own evidence, when it returned the chunk: cosine and rank (1 = best) among the
+    # dense candidates, BM25 score and rank among the sparse ones. The relevance model reads these.
+    dense_score: float | None = None
+    dense_rank: int | None = None
+    sparse_score: float | None = None
+    sparse_rank: int | None = None
 
 
 @dataclass(frozen=True)
