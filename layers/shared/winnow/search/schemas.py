@@ -106,7 +106,8 @@ class SearchResult(BaseModel):
     )
     vector_score: float = Field(
         description="The retriever's own score, not a probability: cosine similarity in dense mode, BM25 "
-        "score in sparse mode, reciprocal-rank-fusion score in hybrid mode (sum over the two retrievers of 1/(k + rank), ranks from 0, k = WINNOW_SEARCH_RRF_K, default 60)."
+        "score in sparse mode, reciprocal-rank-fusion score in hybrid mode (sum over the two retrievers "
+        "of 1/(k + rank), ranks from 0, k = WINNOW_SEARCH_RRF_K, default 60)."
     )
     chunk_id: str
     key: str
