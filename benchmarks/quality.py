@@ -53,13 +53,13 @@ THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
 MAX_REFUSED = (
     0.05  # the threshold rule: the highest threshold refusing at most this share of training queries
 )
-L2_GRID = (0.1, 1.0, 10.0, 100.0)
+L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 # The features each mode's relevance model reads (winnow.search.relevance.FEATURES); chosen in
 # benchmarks.study by cross-validation.
 MODE_FEATURES: dict[str, tuple[str, ...]] = {
-    "hybrid": ("cosine", "cosine_gap", "bm25_log", "bm25_rel", "dense_rr", "sparse_rr"),
-    "dense": ("cosine", "cosine_gap", "dense_rr"),
-    "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel", "sparse_rr"),
+    "hybrid": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
+    "dense": ("cosine", "cosine_gap"),
+    "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
 }
 DATA_DIR = REPO_ROOT / "benchmarks" / "data"
 OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"
@@ -203,6 +203,14 @@ def collect_candidates(
     return out
 
 
+def deployed_threshold(stack: EmbeddedStack, models: Any) -> float:
+    """The configured default threshold; when the relevance models were just fitted (``--write-model``)
+    the threshold chosen with them, which the configuration default is set to."""
+    if models is not None and models.threshold is not None and not stack.has_reranker:
+        return float(models.threshold)
+    return float(stack.container.settings.search.relevance_threshold)
+
+
 def install_models(models: Any) -> None:
     from functions.search.app import service
 
@@ -276,6 +284,39 @@ def run(
         note(f"embedding profile {profile}: shipped relevance model {'found' if shipped else 'absent'}")
 
         modes = list(MODES) + ([RERANK_MODE] if stack.has_reranker else [])
+        # Cross-validation: each fold's models are fitted on the other folds, installed in the running
+        # service, and the held-out queries go through the search handler.
+        started = time.perf_counter()
+        candidates = {m: collect_candidates(stack, queries, m, key_to_id) for m in MODES}
+        all_models = None
+        if write_model is not None:
+            all_models = fit_models(
+                candidates,
+                qrels,
+                qids,
+                profile,
+                source=f"{len(qids)} queries, {len(eval_set.documents)} documents",
+            )
+            threshold = choose_threshold(
+                [
+                    max(
+                        all_models.modes[DEFAULT_MODE].probabilities(
+                            [e for _, e in candidates[DEFAULT_MODE][q]]
+                        ),
+                        default=0.0,
+                    )
+                    for q in qids
+                ]
+            )
+            data = all_models.to_json() | {"threshold": threshold}
+            target = model_path(profile, write_model)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+            load_models.cache_clear()
+            note(f"wrote {target} (threshold {threshold})")
+            all_models = RelevanceModels.from_json(data)
+            shipped = all_models
+
         scored: dict[str, dict[str, float]] = {}
         for mode in modes:
             started = time.perf_counter()
@@ -285,10 +326,7 @@ def run(
             seconds[f"search {mode}"] = time.perf_counter() - started
             note(f"{mode}: nDCG@10 {scored[mode]['ndcg@10']:.4f} whole set ({len(queries)} queries)")
 
-        # Cross-validation: each fold's models are fitted on the other folds, installed in the running
-        # service, and the held-out queries go through the search handler.
         started = time.perf_counter()
-        candidates = {m: collect_candidates(stack, queries, m, key_to_id) for m in MODES}
         held_out_hits: dict[str, dict[str, list[Hit]]] = {m: {} for m in modes}
         fold_thresholds: list[float] = []
         for i, fold in enumerate(split):
@@ -304,11 +342,17 @@ def run(
             for mode in modes:
                 held_out_hits[mode].update(winnow_hits(stack, fold_queries, mode))
             # The threshold rule runs on the training queries, scored by this fold's model.
-            default = RERANK_MODE if stack.has_reranker else DEFAULT_MODE
-            train_hits = winnow_hits(stack, train_queries, default)
-            fold_thresholds.append(
-                choose_threshold([max((h.score for h in hs), default=0.0) for hs in train_hits.values()])
-            )
+            hybrid_model = models.for_mode(DEFAULT_MODE) if models is not None else None
+            if stack.has_reranker or hybrid_model is None:
+                default = RERANK_MODE if stack.has_reranker else DEFAULT_MODE
+                train_hits = winnow_hits(stack, train_queries, default)
+                train_tops = [max((h.score for h in hs), default=0.0) for hs in train_hits.values()]
+            else:  # the best score is the highest probability among the candidates: no need to search again
+                train_tops = [
+                    max(hybrid_model.probabilities([e for _, e in candidates[DEFAULT_MODE][q]]), default=0.0)
+                    for q in train
+                ]
+            fold_thresholds.append(choose_threshold(train_tops))
             note(
                 f"fold {i + 1}/{len(split)}: {len(fold)} held-out queries, "
                 f"threshold chosen on train {fold_thresholds[-1]}"
@@ -354,39 +398,10 @@ def run(
         ]
         threshold_cv["answerable_refused_cv"] = round(sum(refused) / max(1, len(refused)), 4)
 
-        all_models = None
-        if write_model is not None:
-            all_models = fit_models(
-                candidates,
-                qrels,
-                qids,
-                profile,
-                source=f"{len(qids)} queries, {len(eval_set.documents)} documents",
-            )
-            threshold = choose_threshold(
-                [
-                    max(
-                        all_models.for_mode(
-                            default_mode if default_mode in MODES else DEFAULT_MODE
-                        ).probabilities([e for _, e in candidates[DEFAULT_MODE][q]]),
-                        default=0.0,
-                    )
-                    for q in qids
-                ]
-            )
-            data = all_models.to_json() | {"threshold": threshold}
-            target = model_path(profile, write_model)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-            load_models.cache_clear()
-            note(f"wrote {target} (threshold {threshold})")
-            all_models = RelevanceModels.from_json(data)
-            install_models(all_models)
-
-        deployed = stack.container.settings.search.relevance_threshold
+        deployed = deployed_threshold(stack, shipped)
         off: dict[str, Any] = {}
         if offtopic:
-            install_models(all_models or shipped)
+            install_models(shipped)
             answers = {
                 str(i): stack.search(
                     text,
@@ -443,9 +458,10 @@ def run_demo(
     questions = read_demo_questions()
     with EmbeddedStack(workdir / "home", env=env, embed_cache=embed_cache) as stack:
         stack.ingest(files, per_event=EVENT_RECORDS)
-        install_models(models or load_models(stack.container.embedder.profile.slug))
-        threshold = stack.container.settings.search.relevance_threshold
+        models = models or load_models(stack.container.embedder.profile.slug)
+        install_models(models)
         rerank = stack.has_reranker
+        threshold = deployed_threshold(stack, models)
 
         def ask(text: str) -> list[Hit]:
             return stack.search(

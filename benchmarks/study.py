@@ -228,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 best_l2, best_score = 1.0, -1.0
                 # inner 4-fold CV on the training queries chooses the L2 strength
                 inner = kfold(train, 4, seed=7)
-                for l2 in (0.1, 1.0, 10.0, 100.0):
+                for l2 in (0.1, 1.0, 10.0, 100.0, 1000.0):
                     inner_scores = []
                     for j, inner_fold in enumerate(inner):
                         fit_q = train_ids(inner, j)

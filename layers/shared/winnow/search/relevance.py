@@ -104,6 +104,7 @@ class RelevanceModels:
     profile: str
     modes: Mapping[str, LogisticModel]
     source: str = ""
+    threshold: float | None = None  # the default threshold chosen with the model (docs/benchmarks.md)
 
     def for_mode(self, mode: str) -> LogisticModel | None:
         return self.modes.get(mode)
@@ -112,6 +113,7 @@ class RelevanceModels:
         return {
             "profile": self.profile,
             "source": self.source,
+            "threshold": self.threshold,
             "modes": {mode: model.to_json() for mode, model in self.modes.items()},
         }
 
@@ -120,6 +122,7 @@ class RelevanceModels:
         return cls(
             profile=str(data["profile"]),
             source=str(data.get("source") or ""),
+            threshold=float(data["threshold"]) if data.get("threshold") is not None else None,
             modes={str(m): LogisticModel.from_json(v) for m, v in dict(data["modes"]).items()},
         )
 

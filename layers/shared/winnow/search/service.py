@@ -1,17 +1,13 @@
-"""Search: cast a wide net (hybrid dense + BM25 in one Qdrant call), winnow it (re-ranker), and keep only
-what clears the relevance threshold, so callers get a few trustworthy passages or an honest "nothing".
+"""Search: cast a wide net (dense + BM25 candidates in one Qdrant call), winnow it (re-ranker, or the
+relevance model), and keep only what clears the relevance threshold, so callers get a few trustworthy
+passages or an honest "nothing".
 
-Every result's ``score`` is a relevance in [0, 1] with one meaning per deployment: the re-ranker's score
-when it runs, else the cosine similarity of the query and the chunk's dense vector, so one threshold works
-across modes. ``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode).
-
-Without a re-ranker, hybrid mode lets the fusion choose and the score order: the result set is the first
-``top_k`` chunks of the RRF ranking that clear the threshold, returned by score. Ordering every fused
-candidate by cosine would throw the keyword evidence away (hybrid would return exactly what dense mode
-returns); keeping the fused top ``top_k`` keeps chunks that both retrievers agree on. On SciFact this is
-nDCG@10 0.814 against 0.799 for cosine over all candidates (docs/benchmarks.md). Dense and sparse modes
-have one retriever and keep the ``top_k`` best-scored candidates: there, cosine re-ordering of BM25's
-candidates helps (0.812 against 0.810 for BM25's own top ``top_k``)."""
+Every result's ``score`` is in [0, 1] and results are ordered by it: the re-ranker's score when it runs;
+otherwise the probability that the passage is relevant, estimated by the embedding profile's logistic
+relevance model (``winnow.search.relevance``) from the evidence both retrievers returned. A profile with
+no fitted model falls back to the cosine similarity, with the fused top ``top_k`` in hybrid mode.
+``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode). Why this ordering, measured
+by cross-validation: docs/benchmarks.md."""
 
 from __future__ import annotations
 
