@@ -49,7 +49,7 @@ CANDIDATES: int | None = None  # the API default, max(15, 3 x top_k)
 EVENT_RECORDS = 50
 GOAL_MARGIN = 0.02
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
-THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
+THRESHOLD_GRID = tuple(round(0.01 * i, 2) for i in range(1, 100))
 MAX_REFUSED = (
     0.05  # the threshold rule: the highest threshold refusing at most this share of training queries
 )
@@ -57,7 +57,7 @@ L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 # The features each mode's relevance model reads (winnow.search.relevance.FEATURES); chosen in
 # benchmarks.study by cross-validation.
 MODE_FEATURES: dict[str, tuple[str, ...]] = {
-    "hybrid": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
+    "hybrid": ("cosine", "cosine_gap", "bm25_log"),
     "dense": ("cosine", "cosine_gap"),
     "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
 }
