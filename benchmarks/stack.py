@@ -65,9 +65,16 @@ class EmbeddedStack:
     ``env`` adds or overrides variables (None removes one); by default the local ONNX embedder is used
     and the re-ranker follows the environment (Voyage when ``VOYAGE_API_KEY`` is set)."""
 
-    def __init__(self, home: Path, env: Mapping[str, str | None] | None = None, tenant: str = DEFAULT_TENANT):
+    def __init__(
+        self,
+        home: Path,
+        env: Mapping[str, str | None] | None = None,
+        tenant: str = DEFAULT_TENANT,
+        embed_cache: Path | None = None,
+    ):
         self.home = Path(home)
         self.tenant = tenant
+        self.embed_cache = embed_cache
         self._env: dict[str, str | None] = dict.fromkeys(_CLEARED)
         self._env.update({"WINNOW_HOME": str(self.home), "WINNOW_EMBEDDER": "local"})
         self._env.update(env or {})
@@ -81,6 +88,11 @@ class EmbeddedStack:
         self._environ = contextlib.ExitStack()
         self._environ.enter_context(patched_environ(self._env))
         self.container = Container(Settings())
+        if self.embed_cache is not None:
+            from benchmarks.embedcache import CachingEmbedder
+
+            # ``embedder`` is a cached property: the wrapper replaces it before anything reads it.
+            self.container.__dict__["embedder"] = CachingEmbedder(self.container.embedder, self.embed_cache)
         set_container(self.container)
         return self
 
@@ -102,6 +114,10 @@ class EmbeddedStack:
             if client is not None:
                 with contextlib.suppress(Exception):
                     client.close()
+            embedder = cached.get("embedder")
+            if embedder is not None and hasattr(embedder, "close"):
+                with contextlib.suppress(Exception):
+                    embedder.close()
             ledger = cached.get("ledger")
             if ledger is not None and hasattr(ledger, "close"):
                 with contextlib.suppress(Exception):

@@ -30,7 +30,16 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     assert quality.main([*EVAL, "--json", "--quiet", "--limit-docs", "12", "--limit-queries", "3"]) == 0
     # Then stdout holds exactly one JSON object of the documented shape
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == {"modes", "baselines", "queries", "documents"}
+    assert set(result) == {
+        "modes",
+        "baselines",
+        "queries",
+        "documents",
+        "cv",
+        "threshold",
+        "offtopic",
+        "demo",
+    }
     assert result["documents"] == 12
     assert result["queries"] == 3
     assert {"sparse", "dense", "hybrid"} <= set(result["modes"])
@@ -40,6 +49,15 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     # And on so small a corpus every system finds something relevant for these queries
     assert result["modes"]["hybrid"]["recall@10"] > 0
     assert result["baselines"]["bm25"]["recall@10"] > 0
+    # And cross-validated figures sit beside them: one fold per query here (3 < 5), every query held out once
+    cv = result["cv"]
+    assert cv["folds"] == 3 and cv["default_mode"] == "hybrid"
+    for name in ("sparse", "dense", "hybrid", "baseline bm25", "baseline dense"):
+        assert len(cv["ndcg@10"][name]["folds"]) == 3
+    assert len(cv["margin_vs_bm25"]) == 3
+    # And the threshold table and the off-topic share are measured (the shipped question set)
+    assert [r["threshold"] for r in result["threshold"]["passages"]] == list(quality.THRESHOLDS)
+    assert result["offtopic"]["queries"] >= 100 and 0 <= result["offtopic"]["refused"] <= 1
 
 
 def test_speed_reports_ingest_against_naive_latency_per_mode_and_cold_init(

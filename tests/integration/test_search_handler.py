@@ -50,6 +50,12 @@ def loaded(stack: EmbeddedStack) -> EmbeddedStack:
     return stack
 
 
+def service_models(stack: EmbeddedStack) -> Any:
+    from winnow.search.relevance import load_models
+
+    return load_models(stack.container.embedder.profile.slug)
+
+
 def keys(body: dict[str, Any]) -> list[str]:
     return [r["key"] for r in body["results"]]
 
@@ -188,9 +194,14 @@ def test_results_are_ordered_and_unique(loaded: EmbeddedStack) -> None:
     assert [r["rank"] for r in body["results"]] == list(range(1, len(ids) + 1))
 
 
-def test_without_reranker_hybrid_returns_the_fused_top_k_ordered_by_score(stack: EmbeddedStack) -> None:
-    """The fusion picks which chunks come back and the cosine score orders them: ordering every fused
-    candidate by cosine would make hybrid mode return exactly what dense mode returns."""
+def test_without_reranker_or_relevance_model_hybrid_returns_the_fused_top_k_ordered_by_cosine(
+    stack: EmbeddedStack,
+) -> None:
+    """An embedding profile with no fitted relevance model (here the fake Voyage embedder's): the fusion
+    picks which chunks come back and the cosine score orders them, since ordering every fused candidate
+    by cosine would make hybrid mode return exactly what dense mode returns. (With a model, the model's
+    probability orders: tests/integration/test_search_relevance.py.)"""
+    assert service_models(stack) is None
     # Given: many short notes sharing only a common word with the query, and longer documents that
     # carry the query's rare word (BM25 favours them, the bag-of-words cosine favours the short notes)
     for i in range(12):

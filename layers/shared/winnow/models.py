@@ -122,6 +122,12 @@ class StoredChunk:
     dense: list[float] | None = None
     kind: str = "text"
     ocr: bool = False
+    # Each retriever's own evidence, when it returned the chunk: cosine and rank (1 = best) among the
+    # dense candidates, BM25 score and rank among the sparse ones. The relevance model reads these.
+    dense_score: float | None = None
+    dense_rank: int | None = None
+    sparse_score: float | None = None
+    sparse_rank: int | None = None
 
 
 @dataclass(frozen=True)

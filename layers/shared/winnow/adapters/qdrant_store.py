@@ -21,6 +21,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -460,60 +461,70 @@ class QdrantVectorStore(VectorStore):
         )
         sparse_params = self._sparse_params(query.tenant)
 
-        def run() -> list[Any]:
-            if query.mode == "dense":
-                response = self._client.query_points(
-                    self._name,
-                    query=list(query.dense or []),
-                    using=DENSE_VECTOR,
-                    query_filter=where,
-                    score_threshold=query.score_threshold,
-                    limit=query.limit,
-                    with_payload=_SEARCH_PAYLOAD,
-                )
-            elif query.mode == "sparse":
-                response = self._client.query_points(
-                    self._name,
-                    query=sparse_vector,
-                    using=SPARSE_VECTOR,
-                    query_filter=where,
-                    search_params=sparse_params,
-                    limit=query.limit,
-                    with_payload=_SEARCH_PAYLOAD,
-                )
-            else:
-                # The filter sits on each prefetch only: fusion ranks what the prefetches returned, so
-                # repeating it on the outer query would only make local mode evaluate it again.
-                prefetch = [
-                    qm.Prefetch(
-                        query=list(query.dense or []),
-                        using=DENSE_VECTOR,
-                        filter=where,
-                        score_threshold=query.score_threshold,
-                        limit=query.limit,
-                    )
-                ]
-                if sparse_vector is not None:
-                    prefetch.append(
-                        qm.Prefetch(
-                            query=sparse_vector,
-                            using=SPARSE_VECTOR,
-                            filter=where,
-                            params=sparse_params,
-                            limit=query.limit,
-                        )
-                    )
-                response = self._client.query_points(
-                    self._name,
-                    prefetch=prefetch,
-                    query=qm.RrfQuery(rrf=qm.Rrf(k=self._rrf_k)),
-                    limit=query.limit,
-                    with_payload=_SEARCH_PAYLOAD,
-                )
-            return list(response.points)
+        def dense_request() -> Any:
+            return qm.QueryRequest(
+                query=list(query.dense or []),
+                using=DENSE_VECTOR,
+                filter=where,
+                score_threshold=query.score_threshold,
+                limit=query.limit,
+                with_payload=_SEARCH_PAYLOAD,
+            )
 
-        points = self._call("search", run, rejected=QueryRejected)
-        return [_stored_chunk(p) for p in points]
+        def sparse_request(with_dense: bool) -> Any:
+            return qm.QueryRequest(
+                query=sparse_vector,
+                using=SPARSE_VECTOR,
+                filter=where,
+                params=sparse_params,
+                limit=query.limit,
+                with_payload=_SEARCH_PAYLOAD,
+                with_vector=[DENSE_VECTOR] if with_dense else False,
+            )
+
+        if query.mode == "dense":
+            requests = [dense_request()]
+        elif query.mode == "sparse":
+            requests = [sparse_request(with_dense=False)]
+        else:
+            # Both retrievers in one round trip, each with its own raw scores (a fused query would only
+            # return the fused score); the sparse side brings dense vectors so every candidate gets a
+            # cosine without a second call. The filter sits on each request.
+            requests = [dense_request()] + ([sparse_request(with_dense=True)] if sparse_vector else [])
+        lists = self._call("search", lambda: self._query_batch(requests), rejected=QueryRejected)
+        if query.mode == "sparse":
+            return [_stored_chunk(p, sparse_rank=r) for r, p in enumerate(lists[0], start=1)]
+        dense_hits = [_stored_chunk(p, dense_rank=r) for r, p in enumerate(lists[0], start=1)]
+        if query.mode == "dense":
+            return dense_hits
+        sparse_hits = (
+            [_stored_chunk(p, sparse_rank=r) for r, p in enumerate(lists[1], start=1)]
+            if (len(lists) > 1)
+            else []
+        )
+        return fuse_rrf(dense_hits, sparse_hits, self._rrf_k)[: query.limit]
+
+    def _query_batch(self, requests: list[Any]) -> list[list[Any]]:
+        """One ``query_batch_points`` call where the client has it (REST, local mode), else one
+        ``query_points`` per request (the Edge client)."""
+        if hasattr(self._client, "query_batch_points"):
+            responses = self._client.query_batch_points(self._name, requests=requests)
+            return [list(r.points) for r in responses]
+        out = []
+        for r in requests:
+            response = self._client.query_points(
+                self._name,
+                query=r.query,
+                using=r.using,
+                query_filter=r.filter,
+                search_params=r.params,
+                score_threshold=r.score_threshold,
+                limit=r.limit,
+                with_payload=r.with_payload,
+                with_vectors=r.with_vector or False,
+            )
+            out.append(list(response.points))
+        return out
 
     # --- filters -----------------------------------------------------------------------------------
     def _document_filter(self, tenant: str, key: str) -> qm.Filter:
@@ -737,9 +748,42 @@ def _payload(p: ChunkPoint) -> dict[str, Any]:
     }
 
 
-def _stored_chunk(point: Any) -> StoredChunk:
+def fuse_rrf(dense: list[StoredChunk], sparse: list[StoredChunk], k: int) -> list[StoredChunk]:
+    """Reciprocal rank fusion of the two candidate lists (what Qdrant's ``RrfQuery`` computes), keeping
+    each retriever's score and rank on the merged chunk; ``score`` becomes the fused score."""
+    merged: dict[str, StoredChunk] = {}
+    for hit in [*dense, *sparse]:
+        seen = merged.get(hit.point_id)
+        if seen is None:
+            merged[hit.point_id] = hit
+            continue
+        merged[hit.point_id] = replace(
+            seen,
+            dense=seen.dense if seen.dense is not None else hit.dense,
+            dense_score=seen.dense_score if seen.dense_score is not None else hit.dense_score,
+            dense_rank=seen.dense_rank if seen.dense_rank is not None else hit.dense_rank,
+            sparse_score=seen.sparse_score if seen.sparse_score is not None else hit.sparse_score,
+            sparse_rank=seen.sparse_rank if seen.sparse_rank is not None else hit.sparse_rank,
+        )
+    fused = [
+        replace(
+            h,
+            # Qdrant counts ranks from 0: the best chunk of a list adds 1/k
+            score=sum(1.0 / (k + rank - 1) for rank in (h.dense_rank, h.sparse_rank) if rank is not None),
+        )
+        for h in merged.values()
+    ]
+    order = {pid: i for i, pid in enumerate(merged)}
+    fused.sort(key=lambda h: (-h.score, order[h.point_id]))
+    return fused
+
+
+def _stored_chunk(
+    point: Any, *, dense_rank: int | None = None, sparse_rank: int | None = None
+) -> StoredChunk:
     payload = point.payload or {}
     page = payload.get("page")
+    score = float(point.score) if getattr(point, "score", None) is not None else 0.0
     return StoredChunk(
         point_id=str(point.id),
         key=str(payload.get("key", "")),
@@ -750,10 +794,14 @@ def _stored_chunk(point: Any) -> StoredChunk:
         text=str(payload.get("text") or ""),
         content_hash=str(payload.get("content_hash") or ""),
         metadata=dict(payload.get("meta") or {}),
-        score=float(point.score) if getattr(point, "score", None) is not None else 0.0,
+        score=score,
         dense=_dense_of(point),
         kind=str(payload.get("kind") or "text"),  # points written before kind existed are text
         ocr=bool(payload.get("ocr", False)),
+        dense_score=score if dense_rank is not None else None,
+        dense_rank=dense_rank,
+        sparse_score=score if sparse_rank is not None else None,
+        sparse_rank=sparse_rank,
     )
 
 

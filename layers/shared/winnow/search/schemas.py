@@ -139,7 +139,12 @@ class SearchRequest(BaseModel):
         default=None, description="Default: on when a re-ranker is configured."
     )
     relevance_threshold: StrictFloat | None = Field(
-        default=None, ge=0, le=1, description="Minimum relevance score; default from configuration."
+        default=None,
+        ge=0,
+        le=1,
+        description="Minimum score of a returned passage; default from configuration "
+        "(WINNOW_SEARCH_RELEVANCE_THRESHOLD, 0.22 unless set). Without a re-ranker the score is an "
+        "estimated probability of relevance, so 0.22 drops passages with less than a 22 % estimated chance.",
     )
     score_threshold: StrictFloat | None = Field(
         default=None, ge=0, le=1, description="Minimum dense similarity, applied inside the vector search."
@@ -176,8 +181,18 @@ class SearchRequest(BaseModel):
 
 class SearchResult(BaseModel):
     rank: int
-    score: float = Field(description="Relevance in [0, 1]: re-ranker score, or dense cosine without one.")
-    vector_score: float = Field(description="The retrieval score from the vector store (fused for hybrid).")
+    score: float = Field(
+        description="Relevance in [0, 1]; results are ordered by it and relevance_threshold applies to it. "
+        "With the re-ranker: the re-ranker's relevance score. Without: the estimated probability that the "
+        "passage is relevant, from a logistic model over the retrievers' evidence (cosine, BM25 score, "
+        "ranks) fitted per embedding model on an evaluation set; the dense cosine for an embedding model "
+        "with no fitted model."
+    )
+    vector_score: float = Field(
+        description="The retriever's own score, not a probability: cosine similarity in dense mode, BM25 "
+        "score in sparse mode, reciprocal-rank-fusion score in hybrid mode (sum over the two retrievers "
+        "of 1/(k + rank), ranks from 0, k = WINNOW_SEARCH_RRF_K, default 60)."
+    )
     chunk_id: str
     key: str
     title: str

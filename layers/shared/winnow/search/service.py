@@ -1,17 +1,13 @@
-"""Search: cast a wide net (hybrid dense + BM25 in one Qdrant call), winnow it (re-ranker), and keep only
-what clears the relevance threshold, so callers get a few trustworthy passages or an honest "nothing".
+"""Search: cast a wide net (dense + BM25 candidates in one Qdrant call), winnow it (re-ranker, or the
+relevance model), and keep only what clears the relevance threshold, so callers get a few trustworthy
+passages or an honest "nothing".
 
-Every result's ``score`` is a relevance in [0, 1] with one meaning per deployment: the re-ranker's score
-when it runs, else the cosine similarity of the query and the chunk's dense vector, so one threshold works
-across modes. ``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode).
-
-Without a re-ranker, hybrid mode lets the fusion choose and the score order: the result set is the first
-``top_k`` chunks of the RRF ranking that clear the threshold, returned by score. Ordering every fused
-candidate by cosine would throw the keyword evidence away (hybrid would return exactly what dense mode
-returns); keeping the fused top ``top_k`` keeps chunks that both retrievers agree on. On SciFact this is
-nDCG@10 0.814 against 0.799 for cosine over all candidates (docs/benchmarks.md). Dense and sparse modes
-have one retriever and keep the ``top_k`` best-scored candidates: there, cosine re-ordering of BM25's
-candidates helps (0.812 against 0.810 for BM25's own top ``top_k``)."""
+Every result's ``score`` is in [0, 1] and results are ordered by it: the re-ranker's score when it runs;
+otherwise the probability that the passage is relevant, estimated by the embedding profile's logistic
+relevance model (``winnow.search.relevance``) from the evidence both retrievers returned. A profile with
+no fitted model falls back to the cosine similarity, with the fused top ``top_k`` in hybrid mode.
+``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode). Why this ordering, measured
+by cross-validation: docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -20,10 +16,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from threading import Lock
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from winnow.models import StoredChunk
+from winnow.models import SparseVector, StoredChunk
 from winnow.ports import Embedder, FilterValue, RangeFilter, Reranker, SearchQuery, VectorStore
+from winnow.search.relevance import Evidence, LogisticModel, RelevanceModels, load_models
 from winnow.search.schemas import RangeCondition, SearchRequest, SearchResponse, SearchResult, Timings
 from winnow.settings import SearchSettings
 
@@ -89,6 +86,7 @@ class SearchService:
         reranker: Reranker | None,
         settings: SearchSettings,
         cache_size: int = 256,
+        models: RelevanceModels | Literal["shipped"] | None = "shipped",
     ) -> None:
         self.embedder = embedder
         self.store = store
@@ -96,6 +94,8 @@ class SearchService:
         self.reranker = reranker
         self.settings = settings
         self.cache = QueryEmbeddingCache(cache_size)
+        # The relevance models fitted for this embedding profile (None: cosine scores, see ``_relevance``).
+        self.models = load_models(embedder.profile.slug) if models == "shipped" else models
 
     def _embed_query(self, tenant: str, query: str) -> list[float]:
         key = (tenant, self.embedder.profile.slug, query)
@@ -127,42 +127,16 @@ class SearchService:
         embed_ms = (time.perf_counter() - t0) * 1000
 
         t1 = time.perf_counter()
-        hits: list[StoredChunk] = []
-        if request.mode == "dense" or sparse is None or sparse.indices:
-            hits = self.store.search(
-                SearchQuery(
-                    tenant=tenant,
-                    dense=dense if request.mode != "sparse" else None,
-                    sparse=sparse,
-                    mode=request.mode,
-                    limit=candidates,
-                    filters=_to_port_filters(request.filters),
-                    score_threshold=request.score_threshold,
-                )
-            )
-        elif request.mode == "hybrid" and dense is not None:
-            # Only stop-words in the query: the keyword side has nothing to say, the dense side still does.
-            hits = self.store.search(
-                SearchQuery(
-                    tenant=tenant,
-                    dense=dense,
-                    sparse=None,
-                    mode="dense",
-                    limit=candidates,
-                    filters=_to_port_filters(request.filters),
-                    score_threshold=request.score_threshold,
-                )
-            )
-        hits = _dedupe(hits)
+        hits = self._retrieve(tenant, request, dense, sparse, candidates)
         search_ms = (time.perf_counter() - t1) * 1000
 
         t2 = time.perf_counter()
-        scored = self._relevance(request.query, dense, hits, use_rerank)
+        scored = self._relevance(request, dense, hits, use_rerank)
         rerank_ms = (time.perf_counter() - t2) * 1000 if use_rerank else 0.0
 
         kept = [(score, hit) for score, hit in scored if score >= threshold]
-        if request.mode == "hybrid" and not use_rerank:
-            kept = kept[: request.top_k]  # hits arrive in fused order: the fusion picks, the score orders
+        if request.mode == "hybrid" and not use_rerank and self._model(request.mode) is None:
+            kept = kept[: request.top_k]  # no relevance model: the fusion picks, the cosine orders
         kept.sort(key=lambda sh: (-sh[0], sh[1].key, sh[1].chunk_index))
         kept = kept[: request.top_k]
         results = [
@@ -197,23 +171,90 @@ class SearchService:
             ),
         )
 
+    def candidates(self, tenant: str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
+        """Every candidate of a search with the evidence the relevance model reads, in retrieval order,
+        before any model, threshold or ``top_k``: what the model is fitted on (benchmarks)."""
+        candidates = request.candidates or max(15, 3 * request.top_k)
+        dense = self._embed_query(tenant, request.query)
+        sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
+        hits = self._retrieve(tenant, request, dense, sparse, candidates)
+        return list(zip(hits, self._evidence(dense, hits), strict=True))
+
+    def _retrieve(
+        self,
+        tenant: str,
+        request: SearchRequest,
+        dense: list[float] | None,
+        sparse: SparseVector | None,
+        candidates: int,
+    ) -> list[StoredChunk]:
+        hits: list[StoredChunk] = []
+        if request.mode == "dense" or sparse is None or sparse.indices:
+            hits = self.store.search(
+                SearchQuery(
+                    tenant=tenant,
+                    dense=dense if request.mode != "sparse" else None,
+                    sparse=sparse,
+                    mode=request.mode,
+                    limit=candidates,
+                    filters=_to_port_filters(request.filters),
+                    score_threshold=request.score_threshold,
+                )
+            )
+        elif request.mode == "hybrid" and dense is not None:
+            # Only stop-words in the query: the keyword side has nothing to say, the dense side still does.
+            hits = self.store.search(
+                SearchQuery(
+                    tenant=tenant,
+                    dense=dense,
+                    sparse=None,
+                    mode="dense",
+                    limit=candidates,
+                    filters=_to_port_filters(request.filters),
+                    score_threshold=request.score_threshold,
+                )
+            )
+        return _dedupe(hits)
+
+    def _model(self, mode: str) -> LogisticModel | None:
+        return self.models.for_mode(mode) if self.models is not None else None
+
     def _relevance(
-        self, query: str, dense: list[float] | None, hits: list[StoredChunk], use_rerank: bool
+        self, request: SearchRequest, dense: list[float] | None, hits: list[StoredChunk], use_rerank: bool
     ) -> list[tuple[float, StoredChunk]]:
+        """Each hit's ``score``: the re-ranker's, else the relevance model's probability, else (no model
+        fitted for this profile and mode) the cosine similarity."""
         if not hits:
             return []
         if use_rerank and self.reranker is not None:
-            scores = self.reranker.rerank(query, [h.text for h in hits])
+            scores = self.reranker.rerank(request.query, [h.text for h in hits])
             by_index = {s.index: s.score for s in scores}
             return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)]
         assert dense is not None
-        missing = [h.point_id for h in hits if h.dense is None]
+        evidence = self._evidence(dense, hits)
+        model = self._model(request.mode)
+        if model is not None:
+            return list(zip(model.probabilities(evidence), hits, strict=True))
+        return [(min(1.0, max(0.0, e.cosine)), h) for e, h in zip(evidence, hits, strict=True)]
+
+    def _evidence(self, dense: list[float], hits: list[StoredChunk]) -> list[Evidence]:
+        missing = [h.point_id for h in hits if h.dense_score is None and h.dense is None]
         vectors = self.store.dense_vectors(missing) if missing else {}
         out = []
         for h in hits:
-            vector = h.dense if h.dense is not None else vectors.get(h.point_id)
-            similarity = cosine(dense, vector) if vector is not None else 0.0
-            out.append((min(1.0, max(0.0, similarity)), h))
+            if h.dense_score is not None:
+                similarity = h.dense_score
+            else:
+                vector = h.dense if h.dense is not None else vectors.get(h.point_id)
+                similarity = cosine(dense, vector) if vector is not None else 0.0
+            out.append(
+                Evidence(
+                    cosine=similarity,
+                    bm25=h.sparse_score,
+                    dense_rank=h.dense_rank,
+                    sparse_rank=h.sparse_rank,
+                )
+            )
         return out
 
 

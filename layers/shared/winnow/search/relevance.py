@@ -1,0 +1,143 @@
+"""The relevance model: a calibrated probability that a passage is relevant, from the evidence the
+retrievers already returned (cosine, BM25 score, each retriever's rank), when no re-ranker runs.
+
+A logistic model per embedding profile and search mode, fitted offline on the evaluation data
+(``python -m benchmarks.quality --write-model``) and shipped as a small JSON file beside this module
+(``models/<profile slug>.json``). Evaluated in plain Python: the search Lambda imports no numpy.
+Results are ordered by this probability, so it is also the fusion: a weighted blend of the signals
+whose weights were chosen by cross-validation, not by hand (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+FEATURES = (
+    "cosine",  # cosine similarity of the query and the chunk
+    "cosine_gap",  # cosine minus the best cosine among the candidates (<= 0)
+    "bm25_log",  # log(1 + BM25 score); 0 when the keyword side did not return the chunk
+    "bm25_rel",  # BM25 score over the best BM25 score among the candidates; 0 when absent
+    "dense_rr",  # 1 / rank among the dense candidates; 0 when absent
+    "sparse_rr",  # 1 / rank among the sparse candidates; 0 when absent
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the pipeline knows about one candidate, before any model."""
+
+    cosine: float
+    bm25: float | None = None
+    dense_rank: int | None = None
+    sparse_rank: int | None = None
+
+
+def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
+    """The model's inputs for each candidate of one query (some are relative to the other candidates)."""
+    if not evidence:
+        return []
+    best_cosine = max(e.cosine for e in evidence)
+    best_bm25 = max((e.bm25 for e in evidence if e.bm25 is not None), default=0.0)
+    rows = []
+    for e in evidence:
+        bm25 = e.bm25 if e.bm25 is not None and e.bm25 > 0 else 0.0
+        rows.append(
+            {
+                "cosine": e.cosine,
+                "cosine_gap": e.cosine - best_cosine,
+                "bm25_log": math.log1p(bm25),
+                "bm25_rel": bm25 / best_bm25 if best_bm25 > 0 else 0.0,
+                "dense_rr": 1.0 / e.dense_rank if e.dense_rank else 0.0,
+                "sparse_rr": 1.0 / e.sparse_rank if e.sparse_rank else 0.0,
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class LogisticModel:
+    """``p = 1 / (1 + exp(-(intercept + sum(weight * feature))))``."""
+
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    intercept: float
+
+    def __post_init__(self) -> None:
+        if len(self.features) != len(self.weights):
+            raise ValueError("a relevance model needs one weight per feature")
+        unknown = set(self.features) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"unknown relevance features: {', '.join(sorted(unknown))}")
+
+    def probability(self, row: Mapping[str, float]) -> float:
+        z = self.intercept + sum(w * row[f] for f, w in zip(self.features, self.weights, strict=True))
+        if z >= 0:
+            return 1.0 / (1.0 + math.exp(-z))
+        ez = math.exp(z)  # no overflow for very negative z
+        return ez / (1.0 + ez)
+
+    def probabilities(self, evidence: Sequence[Evidence]) -> list[float]:
+        return [self.probability(row) for row in feature_rows(evidence)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"features": list(self.features), "weights": list(self.weights), "intercept": self.intercept}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LogisticModel:
+        return cls(
+            features=tuple(str(f) for f in data["features"]),
+            weights=tuple(float(w) for w in data["weights"]),
+            intercept=float(data["intercept"]),
+        )
+
+
+@dataclass(frozen=True)
+class RelevanceModels:
+    """One model per search mode for one embedding profile, and where they came from."""
+
+    profile: str
+    modes: Mapping[str, LogisticModel]
+    source: str = ""
+    threshold: float | None = None  # the default threshold chosen with the model (docs/benchmarks.md)
+
+    def for_mode(self, mode: str) -> LogisticModel | None:
+        return self.modes.get(mode)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "source": self.source,
+            "threshold": self.threshold,
+            "modes": {mode: model.to_json() for mode, model in self.modes.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RelevanceModels:
+        return cls(
+            profile=str(data["profile"]),
+            source=str(data.get("source") or ""),
+            threshold=float(data["threshold"]) if data.get("threshold") is not None else None,
+            modes={str(m): LogisticModel.from_json(v) for m, v in dict(data["modes"]).items()},
+        )
+
+
+def model_path(profile_slug: str, directory: Path = MODELS_DIR) -> Path:
+    return directory / f"{profile_slug}.json"
+
+
+@lru_cache(maxsize=8)
+def load_models(profile_slug: str, directory: Path = MODELS_DIR) -> RelevanceModels | None:
+    """The shipped models of a profile, or None when none were fitted for it."""
+    path = model_path(profile_slug, directory)
+    if not path.is_file():
+        return None
+    models = RelevanceModels.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if models.profile != profile_slug:
+        raise ValueError(f"{path.name} holds the relevance models of {models.profile}, not {profile_slug}")
+    return models

@@ -1,0 +1,77 @@
+"""Without a re-ranker, ``score`` is the shipped relevance model's probability that the passage is
+relevant, results are ordered by it, and the default threshold refuses what the corpus does not cover.
+The true embedded default: the local ONNX model, through the real search handler."""
+
+from __future__ import annotations
+
+import pytest
+
+from functions.search.app import service
+from tests.support.stack import EmbeddedStack
+from winnow.local.demo import SAMPLES_DIR, SOURCES_DIR
+from winnow.search.relevance import load_models
+from winnow.search.schemas import SearchRequest
+
+TEXTS = {
+    "acme/handbook/parental-leave.txt": (SAMPLES_DIR / "handbook" / "parental-leave.txt").read_bytes(),
+    "acme/handbook/remote-work.md": (SAMPLES_DIR / "handbook" / "remote-work.md").read_bytes(),
+    "acme/handbook/travel-and-expenses.txt": (SOURCES_DIR / "travel-and-expenses.txt").read_bytes(),
+    "acme/product/beacon-setup.md": (SAMPLES_DIR / "product" / "beacon-setup.md").read_bytes(),
+    "acme/engineering/incident-response.md": (
+        SAMPLES_DIR / "engineering" / "incident-response.md"
+    ).read_bytes(),
+}
+
+
+@pytest.fixture
+def handbook(onnx_stack: EmbeddedStack) -> EmbeddedStack:
+    for key, data in TEXTS.items():
+        assert onnx_stack.upload(key, data)["status"] == "indexed"
+    return onnx_stack
+
+
+def test_score_is_the_shipped_models_probability_and_orders_the_results(handbook: EmbeddedStack) -> None:
+    # Given the local model's shipped relevance models
+    models = load_models(handbook.container.embedder.profile.slug)
+    assert models is not None
+    query = "How many weeks of paid leave do new parents get?"
+    # When the default mode runs without a re-ranker and without a threshold
+    status, body = handbook.search(query, top_k=10, relevance_threshold=0)
+    assert status == 200
+    # Then each score is the hybrid model's probability over the candidates' evidence, best first
+    candidates = service().candidates("acme", SearchRequest(query=query, top_k=10))
+    probability = dict(
+        zip(
+            [hit.point_id for hit, _ in candidates],
+            models.modes["hybrid"].probabilities([e for _, e in candidates]),
+            strict=True,
+        )
+    )
+    results = body["results"]
+    assert [r["score"] for r in results] == [
+        pytest.approx(probability[r["chunk_id"]], abs=1e-6) for r in results
+    ]
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+    assert all(0 < r["score"] < 1 for r in results)
+    assert results[0]["key"] == "acme/handbook/parental-leave.txt"
+
+
+def test_the_default_threshold_keeps_the_answer_and_drops_unrelated_policies(handbook: EmbeddedStack) -> None:
+    # When the demo's parental-leave question is asked as the demo asks it (two passages, default threshold)
+    _, body = handbook.search("How many weeks of paid leave do new parents get?", top_k=2)
+    # Then the parental-leave policy answers and the travel policy does not come back
+    keys = [r["key"] for r in body["results"]]
+    assert keys and keys[0] == "acme/handbook/parental-leave.txt"
+    assert "acme/handbook/travel-and-expenses.txt" not in keys
+
+
+@pytest.mark.parametrize(
+    "query", ["Who won the FIFA World Cup in 1998?", "How do I make a classic Neapolitan pizza dough?"]
+)
+def test_the_default_threshold_refuses_questions_the_corpus_does_not_cover(
+    handbook: EmbeddedStack, query: str
+) -> None:
+    status, body = handbook.search(query)
+    assert status == 200
+    assert body["relevant"] is False and body["results"] == []
+    assert body["message"] == "No relevant passages found"

@@ -1,0 +1,227 @@
+"""The relevance model the search Lambda evaluates in plain Python, and the cross-validation helpers the
+quality benchmark fits it with (generated data only: no evaluation set in tests)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from benchmarks.cv import bootstrap_se, fit_logistic, fold_summary, kfold, train_ids
+from benchmarks.quality import MAX_REFUSED, THRESHOLD_GRID, choose_threshold, read_demo_questions, read_lines
+from winnow.adapters.qdrant_store import fuse_rrf
+from winnow.models import StoredChunk
+from winnow.search.relevance import (
+    FEATURES,
+    MODELS_DIR,
+    Evidence,
+    LogisticModel,
+    RelevanceModels,
+    feature_rows,
+    load_models,
+)
+
+
+# --- features -----------------------------------------------------------------------------------------
+def test_feature_rows_are_absolute_and_relative_to_the_best_candidate() -> None:
+    # Given three candidates: one from both retrievers, one dense-only, one sparse-only
+    evidence = [
+        Evidence(cosine=0.6, bm25=8.0, dense_rank=1, sparse_rank=2),
+        Evidence(cosine=0.4, bm25=None, dense_rank=2, sparse_rank=None),
+        Evidence(cosine=0.3, bm25=10.0, dense_rank=None, sparse_rank=1),
+    ]
+    # When the model's inputs are computed
+    rows = feature_rows(evidence)
+    # Then each row has every feature, missing evidence counts as zero, gaps are to the best candidate
+    assert all(set(r) == set(FEATURES) for r in rows)
+    assert rows[0]["cosine_gap"] == 0 and rows[2]["cosine_gap"] == pytest.approx(-0.3)
+    assert rows[0]["bm25_rel"] == pytest.approx(0.8) and rows[2]["bm25_rel"] == 1.0
+    assert rows[1]["bm25_log"] == 0 and rows[1]["bm25_rel"] == 0 and rows[1]["sparse_rr"] == 0
+    assert rows[0]["bm25_log"] == pytest.approx(math.log1p(8.0))
+    assert rows[0]["sparse_rr"] == 0.5 and rows[2]["dense_rr"] == 0
+    assert feature_rows([]) == []
+
+
+def test_feature_rows_without_any_keyword_evidence() -> None:
+    rows = feature_rows([Evidence(cosine=0.5, dense_rank=1), Evidence(cosine=0.2, dense_rank=2)])
+    assert [r["bm25_rel"] for r in rows] == [0.0, 0.0]
+    assert [r["dense_rr"] for r in rows] == [1.0, 0.5]
+
+
+# --- the model ----------------------------------------------------------------------------------------
+def test_probability_is_the_logistic_of_the_linear_score_and_stays_in_0_1() -> None:
+    model = LogisticModel(features=("cosine", "bm25_log"), weights=(4.0, 0.5), intercept=-3.0)
+    row = {"cosine": 0.5, "bm25_log": 2.0}
+    assert model.probability(row) == pytest.approx(1 / (1 + math.exp(-(-3.0 + 2.0 + 1.0))))
+    # far out on either side: no overflow, still a probability
+    assert model.probability({"cosine": 1e6, "bm25_log": 0}) == 1.0
+    assert 0.0 <= model.probability({"cosine": -1e6, "bm25_log": 0}) < 1e-300
+
+
+def test_probabilities_rise_with_the_evidence_when_weights_are_positive() -> None:
+    model = LogisticModel(features=("cosine", "sparse_rr"), weights=(6.0, 1.0), intercept=-3.0)
+    scores = model.probabilities(
+        [
+            Evidence(cosine=0.2, sparse_rank=None),
+            Evidence(cosine=0.5, sparse_rank=3),
+            Evidence(0.5, sparse_rank=1),
+        ]
+    )
+    assert scores == sorted(scores)
+    assert all(0 < s < 1 for s in scores)
+
+
+def test_a_model_rejects_unknown_features_and_missing_weights() -> None:
+    with pytest.raises(ValueError, match="unknown relevance features: colour"):
+        LogisticModel(features=("colour",), weights=(1.0,), intercept=0.0)
+    with pytest.raises(ValueError, match="one weight per feature"):
+        LogisticModel(features=("cosine", "bm25_log"), weights=(1.0,), intercept=0.0)
+
+
+def test_models_round_trip_through_json_and_load_by_profile(tmp_path: Path) -> None:
+    # Given models written as the benchmark writes them
+    models = RelevanceModels(
+        profile="local-x-8",
+        modes={"hybrid": LogisticModel(("cosine",), (2.0,), -1.0)},
+        source="generated",
+    )
+    (tmp_path / "local-x-8.json").write_text(json.dumps(models.to_json()))
+    # When loaded for that profile
+    loaded = load_models("local-x-8", tmp_path)
+    # Then they are the same models; an unknown profile has none
+    assert loaded == models
+    assert loaded is not None and loaded.for_mode("dense") is None
+    assert load_models("local-y-8", tmp_path) is None
+
+
+def test_a_model_file_for_another_profile_is_refused(tmp_path: Path) -> None:
+    other = RelevanceModels(profile="voyage-z-1024", modes={})
+    (tmp_path / "local-x-8.json").write_text(json.dumps(other.to_json()))
+    with pytest.raises(ValueError, match="not local-x-8"):
+        load_models("local-x-8", tmp_path)
+
+
+def test_every_shipped_model_file_loads_for_its_profile() -> None:
+    files = sorted(MODELS_DIR.glob("*.json"))
+    assert files, "the local model's relevance models ship with the package"
+    for path in files:
+        data = json.loads(path.read_text())
+        models = load_models(path.stem)
+        assert models is not None and models.profile == path.stem
+        assert {"hybrid", "dense", "sparse"} <= set(models.modes)
+        assert 0 < data["threshold"] < 1
+
+
+# --- fitting --------------------------------------------------------------------------------------------
+def test_fit_logistic_recovers_the_generating_model() -> None:
+    # Given labels drawn from a known logistic model over two features
+    rng = random.Random(3)
+    true_w, true_b = (3.0, -2.0), 0.5
+    rows, labels = [], []
+    for _ in range(6000):
+        x = [rng.gauss(0, 1), rng.gauss(0, 1)]
+        p = 1 / (1 + math.exp(-(true_b + true_w[0] * x[0] + true_w[1] * x[1])))
+        rows.append(x)
+        labels.append(1 if rng.random() < p else 0)
+    # When fitted with a weak penalty
+    weights, intercept = fit_logistic(rows, labels, l2=0.01)
+    # Then the coefficients come back within sampling error
+    assert weights == pytest.approx(true_w, abs=0.25)
+    assert intercept == pytest.approx(true_b, abs=0.15)
+
+
+def test_fit_logistic_maps_standardised_weights_back_to_raw_features() -> None:
+    # A feature on a large scale gets a proportionally small raw weight
+    rng = random.Random(5)
+    rows, labels = [], []
+    for _ in range(3000):
+        x = rng.gauss(0, 1)
+        rows.append([x * 1000.0])
+        labels.append(1 if rng.random() < 1 / (1 + math.exp(-2 * x)) else 0)
+    (w,), _ = fit_logistic(rows, labels, l2=0.01)
+    assert w == pytest.approx(2.0 / 1000.0, rel=0.15)
+
+
+def test_fit_logistic_needs_both_classes() -> None:
+    with pytest.raises(ValueError, match="both relevant and irrelevant"):
+        fit_logistic([[0.1], [0.2]], [1, 1])
+
+
+# --- cross-validation -------------------------------------------------------------------------------------
+def test_kfold_is_a_deterministic_balanced_partition_independent_of_order() -> None:
+    ids = [f"q{i}" for i in range(23)]
+    folds = kfold(ids, 5, seed=1)
+    assert len(folds) == 5
+    assert sorted(q for f in folds for q in f) == sorted(ids)  # covers, disjoint
+    assert {len(f) for f in folds} <= {4, 5}
+    assert kfold(list(reversed(ids)), 5, seed=1) == folds
+    assert kfold(ids, 5, seed=2) != folds
+    assert sorted(train_ids(folds, 0) + folds[0]) == sorted(ids)
+    assert not set(train_ids(folds, 0)) & set(folds[0])
+
+
+def test_kfold_refuses_impossible_splits() -> None:
+    with pytest.raises(ValueError, match="at least 2 folds"):
+        kfold(["a", "b"], 1)
+    with pytest.raises(ValueError, match="cannot fill"):
+        kfold(["a", "b"], 3)
+
+
+def test_fold_summary_means_per_fold() -> None:
+    summary = fold_summary({"a": 1.0, "b": 0.0, "c": 0.5}, [["a", "b"], ["c"]])
+    assert summary == {"folds": [0.5, 0.5], "mean": 0.5}
+
+
+def test_bootstrap_se_matches_the_analytic_standard_error() -> None:
+    rng = random.Random(11)
+    values = [rng.gauss(0, 1) for _ in range(200)]
+    mu = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mu) ** 2 for v in values) / len(values))
+    assert bootstrap_se(values, draws=3000) == pytest.approx(sd / math.sqrt(len(values)), rel=0.1)
+    assert bootstrap_se([0.3]) == 0.0
+
+
+def test_threshold_rule_takes_the_highest_threshold_that_refuses_few_enough() -> None:
+    # Given the best scores of 100 answerable queries: 0.01, 0.02, ..., 1.00
+    tops = [i / 100 for i in range(1, 101)]
+    # When the rule picks the default threshold
+    chosen = choose_threshold(tops)
+    # Then at most MAX_REFUSED of them fall below it, and the next grid step would refuse more
+    assert sum(t < chosen for t in tops) / len(tops) <= MAX_REFUSED
+    following = [t for t in THRESHOLD_GRID if t > chosen]
+    assert not following or sum(t < following[0] for t in tops) / len(tops) > MAX_REFUSED
+
+
+# --- fusion in the store ------------------------------------------------------------------------------
+def _chunk(pid: str, **evidence: float | int | None) -> StoredChunk:
+    return StoredChunk(pid, "t/k", "", "", None, 0, "", pid, {}, **evidence)  # type: ignore[arg-type]
+
+
+def test_fuse_rrf_merges_both_lists_and_keeps_each_retrievers_evidence() -> None:
+    dense = [_chunk("a", dense_score=0.9, dense_rank=1), _chunk("b", dense_score=0.8, dense_rank=2)]
+    sparse = [_chunk("b", sparse_score=7.0, sparse_rank=1), _chunk("c", sparse_score=3.0, sparse_rank=2)]
+    fused = fuse_rrf(dense, sparse, k=60)
+    assert [h.point_id for h in fused] == ["b", "a", "c"]
+    b = fused[0]
+    assert (b.dense_score, b.dense_rank, b.sparse_score, b.sparse_rank) == (0.8, 2, 7.0, 1)
+    assert b.score == pytest.approx(1 / 61 + 1 / 60)  # Qdrant's RRF: ranks from 0
+    assert fused[2].dense_score is None and fused[2].score == pytest.approx(1 / 61)
+
+
+# --- shipped question sets -------------------------------------------------------------------------------
+def test_shipped_offtopic_and_demo_question_sets_are_large_enough_and_well_formed() -> None:
+    root = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+    offtopic = read_lines(root / "offtopic.txt")
+    assert len(offtopic) >= 100 and len(set(offtopic)) == len(offtopic)
+    demo = read_demo_questions(root / "demo_questions.tsv")
+    assert len(demo) >= 24
+    samples = Path(__file__).resolve().parents[2] / "layers" / "shared" / "winnow" / "local"
+    from winnow.local.demo import GENERATED
+
+    existing = {
+        str(p.relative_to(samples / "samples")) for p in (samples / "samples").rglob("*") if p.is_file()
+    }
+    assert {expected for _, expected in demo} <= existing | set(GENERATED)
