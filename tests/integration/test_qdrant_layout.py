@@ -251,3 +251,36 @@ def test_layout_arguments_are_a_valid_create_collection_request() -> None:
             shard_number=arguments["shard_number"],
         )
         assert request.shard_number == arguments["shard_number"]
+
+
+# --- the stack parameters ------------------------------------------------------------------------------
+LAYOUT_VARIABLES = {
+    "QDRANT_HNSW_M": "hnsw_m",
+    "QDRANT_HNSW_PAYLOAD_M": "hnsw_payload_m",
+    "QDRANT_HNSW_EF_CONSTRUCT": "hnsw_ef_construct",
+    "QDRANT_QUANTIZATION": "quantization",
+    "QDRANT_QUANTIZATION_OVERSAMPLING": "quantization_oversampling",
+    "QDRANT_VECTORS_ON_DISK": "vectors_on_disk",
+    "QDRANT_PAYLOAD_ON_DISK": "payload_on_disk",
+    "QDRANT_SHARD_NUMBER": "shard_number",
+}
+
+
+def test_stack_parameters_set_the_layout_where_collections_are_created_with_the_code_defaults() -> None:
+    from tests.integration.test_template import function_env, load_template
+
+    # Given the template
+    template = load_template()
+    params = template["Parameters"]
+    ingest = function_env(template, "IngestFunction")
+    search = function_env(template, "SearchFunction")
+    defaults = QdrantSettings.model_fields
+    for variable, field in LAYOUT_VARIABLES.items():
+        # Then ingest (which creates the collection) gets every layout variable from a parameter
+        reference = ingest[variable]["Ref"]
+        # And each parameter's default is the code's default, so a stack and the embedded default agree
+        default = params[reference]["Default"]
+        assert str(default).lower() == str(defaults[field].default).lower().removesuffix(".0"), variable
+    # And search rescores exactly as ingest quantized
+    for variable in ("QDRANT_QUANTIZATION", "QDRANT_QUANTIZATION_OVERSAMPLING"):
+        assert search[variable] == ingest[variable]
