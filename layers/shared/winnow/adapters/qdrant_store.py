@@ -450,16 +450,17 @@ class QdrantVectorStore(VectorStore):
         return found
 
     def count_by_document(self, tenant: str | None = None) -> dict[tuple[str, str], int]:
+        return dict(Counter(self.document_keys(tenant)))
+
+    def document_keys(self, tenant: str | None = None) -> Iterator[tuple[str, str]]:
         from qdrant_client.http import models as qm
 
         if not self._require(create=False):
-            return {}
+            return
         scope = qm.Filter(must=[_tenant_condition(tenant)]) if tenant is not None else None
-        counts: Counter[tuple[str, str]] = Counter()
         for point in self._scroll(scope, ["tenant", "key"], page=1000):
             payload = point.payload or {}
-            counts[(str(payload.get("tenant")), str(payload.get("key")))] += 1
-        return dict(counts)
+            yield str(payload.get("tenant")), str(payload.get("key"))
 
     def search(self, query: SearchQuery) -> list[StoredChunk]:
         from qdrant_client.http import models as qm
