@@ -25,9 +25,11 @@ def fake_voyage_server() -> Iterator[FakeVoyageServer]:
 
 @pytest.fixture
 def fake_voyage(fake_voyage_server: FakeVoyageServer) -> Iterator[FakeVoyageServer]:
-    """The session's fake Voyage server, clean for this test."""
+    """The session's fake Voyage server, clean for this test (no simulated latency or rate limits)."""
+    fake_voyage_server.set_simulation(None)
     fake_voyage_server.reset()
     yield fake_voyage_server
+    fake_voyage_server.set_simulation(None)
     fake_voyage_server.reset()
 
 

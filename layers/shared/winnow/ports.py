@@ -128,10 +128,18 @@ class VectorStore(ABC):
     def count_by_document(self, tenant: str | None = None) -> dict[tuple[str, str], int]:
         """Point counts per (tenant, key): reconcile compares these with the ledger."""
 
+    def document_keys(self, tenant: str | None = None) -> Iterator[tuple[str, str]]:
+        """(tenant, key) of every point, one per point, in no particular order, streamed page by page so
+        that reconcile can count a million points without holding them. The default expands
+        ``count_by_document``; adapters stream from the engine."""
+        for (owner, key), count in self.count_by_document(tenant).items():
+            for _ in range(count):
+                yield owner, key
+
     def tenants(self) -> set[str]:
-        """Every tenant that has points. The default counts them all; an adapter may ask the engine
-        for distinct values instead (reconcile finds tenants whose objects are all gone with it)."""
-        return {tenant for tenant, _ in self.count_by_document()}
+        """Every tenant that has points (reconcile finds tenants whose objects are all gone with it).
+        Holds only the distinct tenants."""
+        return {tenant for tenant, _ in self.document_keys()}
 
 
 class Ledger(ABC):

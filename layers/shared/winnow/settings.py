@@ -62,6 +62,34 @@ class QdrantSettings(BaseSettings):
         default_factory=list, description="User metadata fields to give a keyword payload index."
     )
     max_attempts: int = Field(default=3, ge=1, le=10)
+    # Collection layout for Qdrant Cloud, applied when a collection is created (docs/scaling.md explains
+    # the defaults). Local mode ignores them; changing one later needs a new collection (reconcile rebuild).
+    hnsw_m: int = Field(
+        default=0,
+        ge=0,
+        le=128,
+        description="Edges per node of the global HNSW graph; 0 builds none (every search filters by "
+        "tenant, so per-tenant graphs from hnsw_payload_m serve every query).",
+    )
+    hnsw_payload_m: int = Field(
+        default=16, ge=0, le=128, description="Edges per node of the per-tenant graphs (is_tenant index)."
+    )
+    hnsw_ef_construct: int = Field(default=100, ge=4, le=1000, description="HNSW build-time beam width.")
+    quantization: Literal["none", "int8"] = Field(
+        default="int8", description="Scalar INT8 quantization of the dense vectors (4x less RAM)."
+    )
+    quantization_always_ram: bool = Field(default=True, description="Keep the quantized vectors in RAM.")
+    quantization_rescore: bool = Field(
+        default=True, description="Re-score quantized candidates with the original vectors."
+    )
+    quantization_oversampling: float = Field(
+        default=2.0, ge=1.0, le=10.0, description="Candidates fetched per result before rescoring."
+    )
+    vectors_on_disk: bool = Field(
+        default=True, description="Original dense vectors and the sparse index memory-mapped from disk."
+    )
+    payload_on_disk: bool = Field(default=True, description="Payloads (chunk text) on disk, not in RAM.")
+    shard_number: int = Field(default=2, ge=1, le=64, description="Shards of a new collection.")
 
 
 class VoyageSettings(BaseSettings):

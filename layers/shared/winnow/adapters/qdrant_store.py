@@ -123,6 +123,54 @@ def _open_local(location: str, settings: QdrantSettings) -> QdrantClient:
     return QdrantClient(path=location)
 
 
+def collection_layout(settings: QdrantSettings, dimension: int) -> dict[str, Any]:
+    """``create_collection`` arguments from the settings: named ``dense`` (cosine) and ``bm25`` (IDF)
+    vectors, HNSW with per-tenant graphs, INT8 scalar quantization, on-disk storage and shard count
+    (docs/scaling.md). Local mode and Edge accept and ignore what they do not implement."""
+    from qdrant_client.http import models as qm
+
+    quantization = (
+        qm.ScalarQuantization(
+            scalar=qm.ScalarQuantizationConfig(
+                type=qm.ScalarType.INT8, quantile=0.99, always_ram=settings.quantization_always_ram
+            )
+        )
+        if settings.quantization == "int8"
+        else None
+    )
+    return {
+        "vectors_config": {
+            DENSE_VECTOR: qm.VectorParams(
+                size=dimension, distance=qm.Distance.COSINE, on_disk=settings.vectors_on_disk
+            )
+        },
+        "sparse_vectors_config": {
+            SPARSE_VECTOR: qm.SparseVectorParams(
+                modifier=qm.Modifier.IDF, index=qm.SparseIndexParams(on_disk=settings.vectors_on_disk)
+            )
+        },
+        "hnsw_config": qm.HnswConfigDiff(
+            m=settings.hnsw_m, payload_m=settings.hnsw_payload_m, ef_construct=settings.hnsw_ef_construct
+        ),
+        "quantization_config": quantization,
+        "on_disk_payload": settings.payload_on_disk,
+        "shard_number": settings.shard_number,
+    }
+
+
+def dense_search_params(settings: QdrantSettings) -> qm.SearchParams | None:
+    """Rescoring of quantized candidates with the original vectors (``oversampling`` x limit of them)."""
+    from qdrant_client.http import models as qm
+
+    if settings.quantization == "none":
+        return None
+    return qm.SearchParams(
+        quantization=qm.QuantizationSearchParams(
+            rescore=settings.quantization_rescore, oversampling=settings.quantization_oversampling
+        )
+    )
+
+
 def _is_local(client: QdrantClient) -> bool:
     return type(getattr(client, "_client", None)).__name__ == "QdrantLocal"
 
@@ -220,14 +268,9 @@ class QdrantVectorStore(VectorStore):
             self._ready = True
 
     def _create_collection(self) -> bool:
-        from qdrant_client.http import models as qm
-
         return self._client.create_collection(
             self._name,
-            vectors_config={
-                DENSE_VECTOR: qm.VectorParams(size=self._profile.dimension, distance=qm.Distance.COSINE)
-            },
-            sparse_vectors_config={SPARSE_VECTOR: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+            **collection_layout(self._settings, self._profile.dimension),
             metadata={
                 METADATA_KEY: {
                     "profile": {
@@ -421,16 +464,17 @@ class QdrantVectorStore(VectorStore):
         return found
 
     def count_by_document(self, tenant: str | None = None) -> dict[tuple[str, str], int]:
+        return dict(Counter(self.document_keys(tenant)))
+
+    def document_keys(self, tenant: str | None = None) -> Iterator[tuple[str, str]]:
         from qdrant_client.http import models as qm
 
         if not self._require(create=False):
-            return {}
+            return
         scope = qm.Filter(must=[_tenant_condition(tenant)]) if tenant is not None else None
-        counts: Counter[tuple[str, str]] = Counter()
         for point in self._scroll(scope, ["tenant", "key"], page=1000):
             payload = point.payload or {}
-            counts[(str(payload.get("tenant")), str(payload.get("key")))] += 1
-        return dict(counts)
+            yield str(payload.get("tenant")), str(payload.get("key"))
 
     def search(self, query: SearchQuery) -> list[StoredChunk]:
         from qdrant_client.http import models as qm
@@ -460,12 +504,15 @@ class QdrantVectorStore(VectorStore):
             else None
         )
         sparse_params = self._sparse_params(query.tenant)
+        # Local mode is exact search: it would only warn that search params do nothing there.
+        dense_params = None if self._local else dense_search_params(self._settings)
 
         def dense_request() -> Any:
             return qm.QueryRequest(
                 query=list(query.dense or []),
                 using=DENSE_VECTOR,
                 filter=where,
+                params=dense_params,
                 score_threshold=query.score_threshold,
                 limit=query.limit,
                 with_payload=_SEARCH_PAYLOAD,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from winnow.models import ChunkPoint, EmbeddingProfile, StoredChunk
@@ -86,6 +86,9 @@ class TransitionStore(VectorStore):
 
     def count_by_document(self, tenant: str | None = None) -> dict[tuple[str, str], int]:
         return self.target.count_by_document(tenant)
+
+    def document_keys(self, tenant: str | None = None) -> Iterator[tuple[str, str]]:
+        return self.target.document_keys(tenant)
 
     def tenants(self) -> set[str]:
         return self.target.tenants()

@@ -2,8 +2,9 @@
 
 How it compares. Per tenant, three streams sorted by key are merged: the bucket listing (S3 order), the
 tenant's ledger pages (ordered by key) and the tenant's point counts per document (one scroll of the
-tenant's points, sorted). Only the current page of each is held, plus the tenant's counts; never the
-whole listing. Each key then falls in one case:
+tenant's points, counted and sorted by an external merge sort that spills runs to temporary files,
+``winnow.reconcile.spill``). Only the current page of each is held, one run of counts and a bounded
+window of recent documents: memory does not grow with the bucket. Each key then falls in one case:
 
 - object, no live record → **new**; object whose ETag (or version) differs from the record →
   **modified**; record indexed with another embedding profile → **modified** (re-embedded into the
@@ -62,6 +63,7 @@ from winnow.ingest.service import split_key
 from winnow.models import DocumentStatus, EmbeddingProfile, LedgerRecord, ObjectInfo
 from winnow.observability import logger
 from winnow.ports import ActiveIndex, EventQueue, Ledger, ObjectSource, VectorStore
+from winnow.reconcile.spill import DEFAULT_RUN_SIZE, sorted_counts
 from winnow.reconcile.stats import ReconcileStats
 from winnow.rules import is_tenant
 
@@ -129,6 +131,7 @@ class Reconciler:
         batch_size: int = SQS_BATCH,
         ledger_page_size: int = LEDGER_PAGE,
         lease_seconds: int = 120,
+        count_run_size: int = DEFAULT_RUN_SIZE,
     ) -> None:
         self.objects = objects
         self.ledger = ledger
@@ -140,6 +143,7 @@ class Reconciler:
         self.batch_size = max(1, batch_size)
         self.ledger_page_size = ledger_page_size
         self.lease_seconds = lease_seconds
+        self.count_run_size = count_run_size
 
     # --- entry point -----------------------------------------------------------------------------------
     def run(
@@ -306,9 +310,12 @@ class Reconciler:
         after: str | None,
         ledger_page: str | None,
     ) -> bool:
-        counts = self.store.count_by_document(tenant)
-        count_keys = sorted(k for (t, k), n in counts.items() if t == tenant and (after is None or k > after))
-        counted = ((k, counts[(tenant, k)]) for k in count_keys)
+        # The tenant's point counts per key, sorted by an external merge sort: bounded memory however
+        # many documents the tenant has (a continuation skips what was handled already).
+        point_keys = (
+            k for t, k in self.store.document_keys(tenant) if t == tenant and (after is None or k > after)
+        )
+        counted = sorted_counts(point_keys, run_size=self.count_run_size)
         page = [ledger_page]  # the cursor of the ledger page fetched last: it holds the next record
         records = self._records(tenant, after, page)
         run.recent.clear()

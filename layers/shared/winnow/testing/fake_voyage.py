@@ -19,6 +19,12 @@ What it mimics (from docs.voyageai.com, API reference for embeddings and rerank)
   "relevance_score"}], "model", "usage"}``, best first.
 - Errors are JSON ``{"detail": "..."}`` as the SDK expects.
 
+Simulator (off unless ``simulation=`` is given, so tests stay instant): ``VoyageSimulation`` adds a
+per-request latency (base + per token) and Voyage's per-model requests-per-minute / tokens-per-minute
+limits, counted over the most recent 60 seconds as Voyage describes; a request over either limit gets
+429 ``{"detail": ...}`` with ``Retry-After`` (whole seconds until it would fit) and is not billed.
+Defaults are usage tier 1 of https://docs.voyageai.com/docs/rate-limits (tiers 2 and 3 are 2x and 3x).
+
 Vectors carry meaning without a model: a hashed bag of lowercased, crudely stemmed words minus stop words,
 L2-normalised and rounded to float32, so texts that share words are closer and the float-list and base64
 encodings give identical numbers. Tokens are counted as whitespace-separated words.
@@ -33,8 +39,9 @@ import math
 import re
 import struct
 import threading
+import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -69,6 +76,26 @@ EMBED_TOKEN_LIMITS = {
 DEFAULT_EMBED_TOKEN_LIMIT = 320_000
 RERANK_TOKEN_LIMITS = {"rerank-1": 300_000, "rerank-lite-1": 300_000}
 DEFAULT_RERANK_TOKEN_LIMIT = 600_000
+
+# Rate limits of usage tier 1, from https://docs.voyageai.com/docs/rate-limits (requests, tokens per
+# minute per model and organisation); tier 2 (>= $100 paid) doubles them, tier 3 (>= $1,000) triples them.
+_TIER1_LIMITS: tuple[tuple[tuple[str, ...], int, int], ...] = (
+    (("voyage-4-large", "voyage-3-large", "voyage-context-3", "voyage-code-3"), 2000, 3_000_000),
+    (("voyage-4", "voyage-3.5", "voyage-3"), 2000, 8_000_000),
+    (("voyage-4-lite", "voyage-3.5-lite", "voyage-3-lite"), 2000, 16_000_000),
+    (("voyage-multimodal-3.5", "voyage-multimodal-3"), 2000, 2_000_000),
+    (("rerank-2.5-lite", "rerank-2-lite", "rerank-lite-1"), 2000, 4_000_000),
+    (("rerank-2.5", "rerank-2", "rerank-1"), 2000, 2_000_000),
+)
+# Voyage 1 & 2 series and anything unknown share the lowest published embedding limits.
+_TIER1_FALLBACK = (2000, 3_000_000)
+TIER_MULTIPLIERS = {1: 1, 2: 2, 3: 3}
+RATE_WINDOW_SECONDS = 60.0
+# Voyage publishes no latency figures. These defaults are a cross-region HTTPS round trip plus model
+# queueing (~200 ms) and ~50k tokens/s of model time per request (a 32-chunk batch of 300 tokens
+# each: ~0.4 s); benchmarks state them with their figures, and both are options.
+DEFAULT_BASE_LATENCY_SECONDS = 0.2
+DEFAULT_PER_TOKEN_LATENCY_SECONDS = 0.00002
 
 _STOP_WORD_LIST = (
     "a an and are as at be but by for from has have in into is it its of on or that the their this to "
@@ -144,11 +171,113 @@ class Fault:
 @dataclass
 class EndpointUsage:
     """What one endpoint served. ``requests`` counts every request received (faulted ones too);
-    ``texts`` and ``tokens`` count only what was answered successfully, as Voyage bills."""
+    ``texts`` and ``tokens`` count only what was answered successfully, as Voyage bills;
+    ``throttled`` counts the simulator's rate-limit 429s (injected faults are not counted)."""
 
     requests: int = 0
     texts: int = 0
     tokens: int = 0
+    throttled: int = 0
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """One model's limits per minute; ``None`` means unlimited on that axis."""
+
+    requests_per_minute: int | None
+    tokens_per_minute: int | None
+
+
+def tier_rate_limit(model: str, tier: int = 1) -> RateLimit:
+    """Voyage's published limits for ``model`` at usage ``tier`` (1-3)."""
+    if tier not in TIER_MULTIPLIERS:
+        raise ValueError(f"Voyage usage tier must be one of {sorted(TIER_MULTIPLIERS)}, not {tier}")
+    rpm, tpm = _TIER1_FALLBACK
+    for models, tier1_rpm, tier1_tpm in _TIER1_LIMITS:
+        if model in models:
+            rpm, tpm = tier1_rpm, tier1_tpm
+            break
+    factor = TIER_MULTIPLIERS[tier]
+    return RateLimit(rpm * factor, tpm * factor)
+
+
+class RateLimiter:
+    """Per-model sliding-window limiter: a request is admitted when the requests and tokens admitted in
+    the last ``window`` seconds, plus this one, stay within the model's limits. Rejected requests use
+    no budget. The clock is injected so tests step time instead of sleeping."""
+
+    def __init__(
+        self,
+        limits: Callable[[str], RateLimit],
+        clock: Callable[[], float] = time.monotonic,
+        window: float = RATE_WINDOW_SECONDS,
+    ) -> None:
+        self._limits = limits
+        self._clock = clock
+        self._window = window
+        self._lock = threading.Lock()
+        self._admitted: dict[str, deque[tuple[float, int]]] = {}
+        self._tokens: dict[str, int] = {}
+
+    def admit(self, model: str, tokens: int) -> float | None:
+        """``None`` when admitted (and counted); else the seconds until this request would fit."""
+        limit = self._limits(model)
+        with self._lock:
+            now = self._clock()
+            log = self._admitted.setdefault(model, deque())
+            used = self._tokens.get(model, 0)
+            while log and log[0][0] <= now - self._window:
+                used -= log.popleft()[1]
+            self._tokens[model] = used
+            waits: list[float] = []
+            rpm = limit.requests_per_minute
+            if rpm is not None and len(log) + 1 > rpm:
+                # The oldest requests must leave the window until one slot is free.
+                waits.append(log[len(log) - rpm][0] + self._window - now)
+            tpm = limit.tokens_per_minute
+            if tpm is not None and used + tokens > tpm:
+                if tokens > tpm:
+                    waits.append(self._window)  # never fits; a minute is the honest answer
+                else:
+                    freed = 0
+                    for stamp, count in log:
+                        freed += count
+                        if used - freed + tokens <= tpm:
+                            waits.append(stamp + self._window - now)
+                            break
+            if waits:
+                return max(max(waits), 0.0)
+            log.append((now, tokens))
+            self._tokens[model] = used + tokens
+            return None
+
+
+@dataclass(frozen=True)
+class VoyageSimulation:
+    """Realistic behaviour for benchmarks: latency ``base_latency_seconds + per_token_latency_seconds x
+    tokens`` per answered request, and Voyage's rate limits of usage ``tier`` (``limits`` overrides them
+    per model; ``rate_limits=False`` turns limiting off). ``clock`` and ``sleep`` are injectable."""
+
+    base_latency_seconds: float = DEFAULT_BASE_LATENCY_SECONDS
+    per_token_latency_seconds: float = DEFAULT_PER_TOKEN_LATENCY_SECONDS
+    tier: int = 1
+    rate_limits: bool = True
+    limits: dict[str, RateLimit] = field(default_factory=dict)
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], object] | None = None  # None: an interruptible wait (ends on reset/stop)
+
+    def __post_init__(self) -> None:
+        if self.base_latency_seconds < 0 or self.per_token_latency_seconds < 0:
+            raise ValueError("latencies must not be negative")
+        tier_rate_limit("voyage-3.5", self.tier)  # validates the tier
+
+    def latency(self, tokens: int) -> float:
+        return self.base_latency_seconds + self.per_token_latency_seconds * tokens
+
+    def limit_for(self, model: str) -> RateLimit:
+        if not self.rate_limits:
+            return RateLimit(None, None)
+        return self.limits.get(model) or tier_rate_limit(model, self.tier)
 
 
 @dataclass(frozen=True)
@@ -232,6 +361,11 @@ def _format_seconds(seconds: float) -> str:
     return str(int(seconds)) if float(seconds).is_integer() else str(seconds)
 
 
+def retry_after_header(seconds: float) -> str:
+    """HTTP ``Retry-After`` is whole seconds (RFC 9110): round up, and never ask for 0."""
+    return str(max(1, math.ceil(seconds)))
+
+
 # --- the server ------------------------------------------------------------------------------------
 class _BadRequest(Exception):
     def __init__(self, status: int, detail: str) -> None:
@@ -255,6 +389,7 @@ class FakeVoyageServer:
         dimension: int = 1024,
         output_dimensions: Iterable[int] = DEFAULT_OUTPUT_DIMENSIONS,
         host: str = "127.0.0.1",
+        simulation: VoyageSimulation | None = None,
     ) -> None:
         self.api_key = api_key
         self.dimension = dimension
@@ -264,6 +399,9 @@ class FakeVoyageServer:
         self._state = _State()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._simulation: VoyageSimulation | None = None
+        self._limiter: RateLimiter | None = None
+        self.set_simulation(simulation)
 
     # lifecycle ----------------------------------------------------------------------------------------
     def start(self) -> FakeVoyageServer:
@@ -316,12 +454,28 @@ class FakeVoyageServer:
         with self._lock:
             self._state.outage = fault
 
+    def set_simulation(self, simulation: VoyageSimulation | None) -> None:
+        """Turn realistic latency and rate limits on (or off with ``None``); starts an empty window."""
+        with self._lock:
+            self._simulation = simulation
+            self._limiter = (
+                RateLimiter(simulation.limit_for, simulation.clock)
+                if simulation is not None and simulation.rate_limits
+                else None
+            )
+
+    @property
+    def simulation(self) -> VoyageSimulation | None:
+        return self._simulation
+
     def reset(self) -> None:
-        """Forget faults, outage, usage and the request log (between tests). Requests still in flight
-        keep writing to the state they started with, so they never leak into the next test's counts."""
+        """Forget faults, outage, usage, the request log and the rate-limit window (between tests or
+        benchmark runs; the simulation itself stays). Requests still in flight keep writing to the state
+        they started with, so they never leak into the next test's counts."""
         with self._lock:
             self._state.cancelled.set()
             self._state = _State()
+        self.set_simulation(self._simulation)
 
     @property
     def pending_faults(self) -> int:
@@ -332,7 +486,8 @@ class FakeVoyageServer:
     def usage(self) -> dict[str, EndpointUsage]:
         with self._lock:
             return {
-                name: EndpointUsage(u.requests, u.texts, u.tokens) for name, u in self._state.usage.items()
+                name: EndpointUsage(u.requests, u.texts, u.tokens, u.throttled)
+                for name, u in self._state.usage.items()
             }
 
     @property
@@ -377,6 +532,30 @@ class FakeVoyageServer:
             usage = state.usage[endpoint]
             usage.texts += texts
             usage.tokens += tokens
+
+    def _throttle(self, state: _State, endpoint: str, body: dict[str, Any], tokens: int) -> float | None:
+        """The simulator's verdict: ``None`` to answer, else seconds to put in ``Retry-After``."""
+        with self._lock:
+            limiter = self._limiter
+        if limiter is None:
+            return None
+        wait = limiter.admit(str(body.get("model")), tokens)
+        if wait is not None:
+            with self._lock:
+                state.usage[endpoint].throttled += 1
+        return wait
+
+    def _simulate_latency(self, state: _State, tokens: int) -> None:
+        simulation = self._simulation
+        if simulation is None:
+            return
+        seconds = simulation.latency(tokens)
+        if seconds <= 0:
+            return
+        if simulation.sleep is not None:
+            simulation.sleep(seconds)
+        else:
+            state.cancelled.wait(seconds)
 
     def _embeddings(self, body: Any) -> tuple[dict[str, Any], int, int]:
         if not isinstance(body, dict):
@@ -538,6 +717,16 @@ def _make_handler(fake: FakeVoyageServer) -> type[BaseHTTPRequestHandler]:
                 fake._record(state, endpoint, body, bad.status, fault, self.client_address[1])
                 self._send_json(bad.status, {"detail": bad.detail})
                 return
+            wait = fake._throttle(state, endpoint, body, tokens)
+            if wait is not None:
+                fake._record(state, endpoint, body, 429, None, self.client_address[1])
+                detail = (
+                    f"Rate limit exceeded for model '{body.get('model')}': too many requests or tokens "
+                    "in the last minute. Please retry after the time in Retry-After."
+                )
+                self._send_json(429, {"detail": detail}, {"Retry-After": retry_after_header(wait)})
+                return
+            fake._simulate_latency(state, tokens)
             fake._record(state, endpoint, body, 200, fault, self.client_address[1])
             if fault is not None and fault.kind == "malformed_json":
                 self._send_raw(200, b'{"object": "list", "data": [{"embedding": [0.1, ', {})

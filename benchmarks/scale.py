@@ -1,0 +1,374 @@
+"""Warm search latency and memory of the embedded Qdrant engine at a given collection size, no model needed.
+
+``python -m benchmarks.scale [--chunks 50000] [--engine local|edge] [--queries 200] [--tenants 1] [--json]``
+
+Synthetic points stand in for a real corpus, shaped like Winnow's: 384-d unit vectors (the local
+model's dimension) drawn around topic centroids, so neighbours are meaningful and HNSW/brute force have
+real work; BM25 sparse vectors of ~100 distinct terms per chunk (what SciFact chunks average, see
+``winnow.text.sparse``) drawn from a Zipf-distributed vocabulary, valued with the encoder's own
+tf-saturation formula; payloads with ~1,000 characters of text and the fields ingest writes. Points go in
+through ``QdrantVectorStore.upsert`` (batches of 256, ``wait=True``) on disk under a temporary home.
+
+Queries are built from random chunks: their topic's centroid plus noise as the dense side, 3-6 of their
+terms as the sparse side, scoped to the first tenant (with ``--tenants 1`` that is every point, the
+worst case of the embedded default). Each mode is warmed up, then timed through
+``QdrantVectorStore.search`` (limit 15, the API's default candidates): this is the engine part of a
+search, the part that grows with the collection; the query embedding (~3 ms with the local model,
+``benchmarks.speed``) comes on top. ``--max-seconds`` caps each mode's timing loop (at least 20 queries
+run), so a slow engine still finishes. Peak RSS is this process's high-water mark (``VmHWM``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import Progress, machine, positive_int, quiet_known_warnings, table
+
+DIMENSION = 384
+TOPICS = 200
+VOCABULARY = 30_000
+TERMS_PER_CHUNK = 100
+TEXT_CHARS = 1000
+BATCH = 256
+LIMIT = 15
+WARMUP = 10
+MIN_QUERIES = 20
+MODES = ("sparse", "dense", "hybrid")
+GOAL_HYBRID_P50_MS = 25.0
+SEED = 18
+
+
+def peak_rss_mb() -> float:
+    """This process's resident high-water mark (VmHWM), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mb() -> float:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest-rank percentile (share in (0, 1])."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    rank = max(1, min(len(ordered), math.ceil(share * len(ordered) - 1e-9)))
+    return ordered[rank - 1]
+
+
+# --- synthetic corpus ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SyntheticChunk:
+    index: int
+    tenant: str
+    topic: int
+    dense: list[float]
+    term_ids: list[int]
+    term_values: list[float]
+
+
+class Corpus:
+    """Deterministic chunks from a seed; generated batch by batch so the corpus itself is never in memory
+    twice (the engine's copy is what the memory figure should show)."""
+
+    def __init__(self, chunks: int, tenants: int, seed: int = SEED) -> None:
+        import numpy as np
+
+        self.chunks = chunks
+        self.tenants = tenants
+        self._np = np
+        rng = np.random.default_rng(seed)
+        centroids = rng.standard_normal((TOPICS, DIMENSION)).astype(np.float32)
+        self.centroids = centroids / np.linalg.norm(centroids, axis=1, keepdims=True)
+        # Zipf-like term popularity: rank r has weight 1/r; each topic prefers its own slice of the
+        # vocabulary, so sparse and dense agree about which chunks belong together.
+        ranks = np.arange(1, VOCABULARY + 1, dtype=np.float64)
+        self._popularity = (1.0 / ranks) / (1.0 / ranks).sum()
+        self._topic_terms = rng.integers(0, VOCABULARY, size=(TOPICS, 300))
+        self._seed = seed
+
+    def tenant_of(self, index: int) -> str:
+        return f"tenant-{index % self.tenants:03d}"
+
+    def batches(self, size: int = BATCH) -> Iterator[list[SyntheticChunk]]:
+        np = self._np
+        rng = np.random.default_rng(self._seed + 1)
+        for start in range(0, self.chunks, size):
+            count = min(size, self.chunks - start)
+            topics = rng.integers(0, TOPICS, size=count)
+            dense = self.centroids[topics] + 0.35 * rng.standard_normal((count, DIMENSION)).astype(np.float32)
+            dense /= np.linalg.norm(dense, axis=1, keepdims=True)
+            batch = []
+            for row in range(count):
+                terms = self._terms(rng, int(topics[row]))
+                ids, counts = np.unique(terms, return_counts=True)
+                values = _bm25_weights(counts, length=len(terms))
+                batch.append(
+                    SyntheticChunk(
+                        index=start + row,
+                        tenant=self.tenant_of(start + row),
+                        topic=int(topics[row]),
+                        dense=[float(x) for x in dense[row]],
+                        term_ids=[int(i) for i in ids],
+                        term_values=values,
+                    )
+                )
+            yield batch
+
+    def _terms(self, rng: Any, topic: int) -> Any:
+        np = self._np
+        # ~120 tokens: 60% general vocabulary (Zipf), 40% the topic's own terms.
+        general = rng.choice(VOCABULARY, size=72, p=self._popularity)
+        specific = rng.choice(self._topic_terms[topic], size=48)
+        return np.concatenate([general, specific])
+
+    def queries(self, count: int, tenant: str) -> list[tuple[list[float], list[int]]]:
+        """(dense, sparse term ids) for ``count`` queries aimed at chunks of topics this corpus holds."""
+        np = self._np
+        rng = np.random.default_rng(self._seed + 2)
+        out = []
+        for _ in range(count):
+            topic = int(rng.integers(0, TOPICS))
+            dense = self.centroids[topic] + 0.5 * rng.standard_normal(DIMENSION).astype(np.float32)
+            dense /= np.linalg.norm(dense)
+            terms = self._terms(rng, topic)
+            picked = sorted({int(t) for t in rng.choice(terms, size=int(rng.integers(3, 7)))})
+            out.append(([float(x) for x in dense], picked))
+        return out
+
+
+def _bm25_weights(
+    counts: Any, length: int, k1: float = 1.2, b: float = 0.75, avgdl: float = 100.0
+) -> list[float]:
+    """The document side of BM25, as ``Bm25Encoder`` writes it."""
+    norm = k1 * (1 - b + b * length / avgdl)
+    return [float(tf * (k1 + 1) / (tf + norm)) for tf in counts]
+
+
+_WORDS = [f"term{i}" for i in range(2000)]
+
+
+def _text(index: int) -> str:
+    rnd = random.Random(index)
+    words: list[str] = []
+    size = 0
+    while size < TEXT_CHARS:
+        word = rnd.choice(_WORDS)
+        words.append(word)
+        size += len(word) + 1
+    return " ".join(words)
+
+
+# --- the run -------------------------------------------------------------------------------------------
+def open_store(home: Path, engine: str) -> Any:
+    from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
+    from winnow.models import EmbeddingProfile
+    from winnow.settings import QdrantSettings
+
+    settings = QdrantSettings(path=str(home / "qdrant"), local_engine=engine)
+    client = make_qdrant_client(settings, None, home / "qdrant")
+    profile = EmbeddingProfile("synthetic", "scale-benchmark", DIMENSION)
+    return QdrantVectorStore(client, profile, settings)
+
+
+def load(store: Any, corpus: Corpus, progress: Progress) -> float:
+    from winnow.models import Chunk, ChunkPoint, SparseVector
+
+    store.ensure_collection()
+    started = time.perf_counter()
+    done = 0
+    for batch in corpus.batches():
+        points = [
+            ChunkPoint(
+                point_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"scale/{c.index}")),
+                tenant=c.tenant,
+                key=f"docs/doc-{c.index // 8:06d}.md",
+                chunk=Chunk(
+                    index=c.index % 8,
+                    text=_text(c.index),
+                    title=f"Document {c.index // 8}",
+                    section_path=(f"Topic {c.topic}",),
+                    page=None,
+                ),
+                dense=c.dense,
+                sparse=SparseVector(indices=list(c.term_ids), values=list(c.term_values)),
+                metadata={"department": f"d{c.topic % 7}"},
+                source_type="markdown",
+                doc_version="v1",
+            )
+            for c in batch
+        ]
+        store.upsert(points)
+        done += len(points)
+        if done % (BATCH * 40) == 0 or done == corpus.chunks:
+            progress(f"loaded {done:,}/{corpus.chunks:,} chunks")
+    return time.perf_counter() - started
+
+
+def time_queries(
+    store: Any, corpus: Corpus, tenant: str, count: int, max_seconds: float, progress: Progress
+) -> dict[str, dict[str, float]]:
+    from winnow.models import SparseVector
+    from winnow.ports import SearchQuery
+
+    queries = corpus.queries(count + WARMUP, tenant)
+    out: dict[str, dict[str, float]] = {}
+    for mode in MODES:
+        built = [
+            SearchQuery(
+                tenant=tenant,
+                dense=dense if mode != "sparse" else None,
+                sparse=SparseVector(indices=list(terms), values=[1.0] * len(terms))
+                if mode != "dense"
+                else None,
+                mode=mode,  # type: ignore[arg-type]
+                limit=LIMIT,
+                filters={},
+            )
+            for dense, terms in queries
+        ]
+        hits = 0
+        for query in built[:WARMUP]:
+            store.search(query)
+        timings: list[float] = []
+        loop_started = time.perf_counter()
+        for query in built[WARMUP:]:
+            started = time.perf_counter()
+            found = store.search(query)
+            timings.append((time.perf_counter() - started) * 1000)
+            hits += len(found)
+            if len(timings) >= MIN_QUERIES and time.perf_counter() - loop_started > max_seconds:
+                break
+        out[mode] = {
+            "queries": len(timings),
+            "p50_ms": round(percentile(timings, 0.50), 2),
+            "p95_ms": round(percentile(timings, 0.95), 2),
+            "mean_ms": round(statistics.fmean(timings), 2) if timings else 0.0,
+            "mean_hits": round(hits / len(timings), 1) if timings else 0.0,
+        }
+        progress(f"{mode}: p50 {out[mode]['p50_ms']} ms over {len(timings)} queries")
+    return out
+
+
+def run(
+    chunks: int, engine: str, queries: int, tenants: int, max_seconds: float, home: Path, progress: Progress
+) -> dict[str, Any]:
+    import numpy  # noqa: F401  (imported before the baseline, as the engine needs it anyway)
+
+    from winnow.adapters.qdrant_store import QdrantVectorStore  # noqa: F401
+
+    baseline_rss = current_rss_mb()
+    corpus = Corpus(chunks, tenants)
+    store = open_store(home, engine)
+    progress(f"loading {chunks:,} synthetic chunks into the {engine} engine")
+    load_seconds = load(store, corpus, progress)
+    loaded_rss = current_rss_mb()
+    search = time_queries(store, corpus, corpus.tenant_of(0), queries, max_seconds, progress)
+    store.client.close()
+    hybrid = search["hybrid"]
+    return {
+        "chunks": chunks,
+        "engine": engine,
+        "tenants": tenants,
+        "tenant_chunks": len(range(0, chunks, tenants)),
+        "hybrid_p50_ms": hybrid["p50_ms"],
+        "hybrid_p95_ms": hybrid["p95_ms"],
+        "search": search,
+        "load_seconds": round(load_seconds, 1),
+        "load_chunks_per_s": round(chunks / load_seconds, 1) if load_seconds else None,
+        "baseline_rss_mb": round(baseline_rss, 1),
+        "loaded_rss_mb": round(loaded_rss, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "goal_hybrid_p50_ms": GOAL_HYBRID_P50_MS,
+        "meets_goal": hybrid["p50_ms"] <= GOAL_HYBRID_P50_MS,
+        "machine": machine(),
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    rows = [
+        [mode, f"{s['p50_ms']:.1f}", f"{s['p95_ms']:.1f}", str(s["queries"]), f"{s['mean_hits']:.1f}"]
+        for mode, s in result["search"].items()
+    ]
+    verdict = "meets" if result["meets_goal"] else "misses"
+    return "\n".join(
+        [
+            f"{result['chunks']:,} chunks ({result['tenant_chunks']:,} in the searched tenant), "
+            f"engine {result['engine']}",
+            table(["warm search", "p50 ms", "p95 ms", "queries", "hits"], rows),
+            f"hybrid p50 {result['hybrid_p50_ms']:.1f} ms: {verdict} the goal of "
+            f"{result['goal_hybrid_p50_ms']:.0f} ms",
+            f"load {result['load_seconds']:.1f} s ({result['load_chunks_per_s']} chunks/s); RSS "
+            f"{result['baseline_rss_mb']:.0f} MB before, {result['loaded_rss_mb']:.0f} MB loaded, "
+            f"peak {result['peak_rss_mb']:.0f} MB",
+        ]
+    )
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=positive_int, default=50_000, help="synthetic chunks to load")
+    parser.add_argument(
+        "--engine",
+        choices=["local", "edge"],
+        help="embedded engine (default: QDRANT_LOCAL_ENGINE, else the settings' default)",
+    )
+    parser.add_argument("--queries", type=positive_int, default=200, help="timed queries per mode")
+    parser.add_argument("--tenants", type=positive_int, default=1, help="tenants the chunks are spread over")
+    parser.add_argument(
+        "--max-seconds", type=float, default=120.0, help="cap on each mode's timing loop (>= 20 queries run)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    from winnow.settings import QdrantSettings
+
+    engine = args.engine or QdrantSettings().local_engine
+    if args.tenants > args.chunks:
+        print("--tenants must not exceed --chunks", file=sys.stderr)
+        return 2
+    quiet_known_warnings()
+    os.environ.pop("QDRANT_URL", None)
+    with tempfile.TemporaryDirectory(prefix="winnow-scale-") as tmp:
+        result = run(
+            args.chunks, engine, args.queries, args.tenants, args.max_seconds, Path(tmp), Progress(args.quiet)
+        )
+    print(json.dumps(result) if args.json else render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

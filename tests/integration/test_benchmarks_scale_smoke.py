@@ -1,0 +1,64 @@
+"""The scale benchmarks' entry points on tiny inputs: they print the promised JSON with sane figures and
+check their own results (full runs and their figures: docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import reconcile_scale, scale
+
+
+@pytest.mark.parametrize("engine", ["local", "edge"])
+def test_scale_prints_latency_and_memory_for_the_engine_it_ran(
+    engine: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # When the scale benchmark loads 300 synthetic chunks over two tenants and times 20 queries per mode
+    assert (
+        scale.main(
+            ["--json", "--quiet", "--chunks", "300", "--tenants", "2", "--queries", "20", "--engine", engine]
+        )
+        == 0
+    )
+    result = json.loads(capsys.readouterr().out)
+    # Then the promised keys are there, for this engine and size
+    assert result["chunks"] == 300 and result["engine"] == engine
+    assert result["tenant_chunks"] == 150
+    assert 0 < result["hybrid_p50_ms"] <= result["hybrid_p95_ms"]
+    assert result["peak_rss_mb"] >= result["loaded_rss_mb"] > 0
+    # And every mode ran its queries and found candidates in the searched tenant only
+    for mode in ("sparse", "dense", "hybrid"):
+        figures = result["search"][mode]
+        assert figures["queries"] == 20
+        assert 0 < figures["mean_hits"] <= 15
+    assert result["meets_goal"] == (result["hybrid_p50_ms"] <= 25.0)
+
+
+def test_scale_refuses_more_tenants_than_chunks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert scale.main(["--quiet", "--chunks", "5", "--tenants", "6"]) == 2
+    assert "--tenants" in capsys.readouterr().err
+
+
+def test_reconcile_scale_finds_every_planted_case_and_reports_memory(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # When the reconcile benchmark runs on 100 documents with planted drift, through moto over HTTP
+    assert reconcile_scale.main(["--json", "--quiet", "--objects", "100"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Then it found exactly what was planted and queued one event per document to (re)index or remove
+    assert result["correct"] is True
+    assert (
+        result["found"]
+        == result["planted"]
+        == {
+            "unchanged": 90,
+            "new": 5,
+            "modified": 3,
+            "deleted": 1,
+            "orphans": 1,
+        }
+    )
+    assert result["queued"] == 9
+    assert result["objects_per_s"] > 0
+    assert result["run_peak_rss_mb"] is None or result["run_peak_rss_mb"] >= result["rss_before_mb"] > 0
