@@ -70,6 +70,8 @@ class RecordingQdrant:
             return True
         if path.endswith("/points/query"):
             return {"points": []}
+        if path.endswith("/points/query/batch"):
+            return [{"points": []} for _ in body["searches"]]
         return self._info()
 
     def _info(self) -> dict[str, Any]:
@@ -180,12 +182,13 @@ def test_dense_search_rescores_quantized_candidates(cloud: RecordingQdrant, mode
     # When it searches
     assert store.search(query("acme", "alpha beta", mode=mode)) == []
     # Then the dense search asks Qdrant to rescore 3x the candidates with the original vectors
-    (body,) = cloud.named("POST", "/points/query")
-    dense = body if mode == "dense" else next(p for p in body["prefetch"] if p["using"] == "dense")
+    (body,) = cloud.named("POST", "/points/query/batch")
+    searches = body["searches"]
+    dense = next(s for s in searches if s["using"] == "dense")
     assert dense["params"]["quantization"] == {"rescore": True, "oversampling": 3.0}
-    # And the sparse prefetch of a hybrid search is left alone (sparse vectors are not quantized)
+    # And the sparse search of a hybrid search is left alone (sparse vectors are not quantized)
     if mode == "hybrid":
-        sparse = next(p for p in body["prefetch"] if p["using"] == "bm25")
+        sparse = next(s for s in searches if s["using"] == "bm25")
         assert "quantization" not in (sparse.get("params") or {})
 
 
@@ -193,8 +196,8 @@ def test_without_quantization_searches_ask_for_no_rescoring(cloud: RecordingQdra
     store = remote_store(cloud, qsettings(quantization="none"))
     store.ensure_collection()
     store.search(query("acme", "alpha", mode="dense"))
-    (body,) = cloud.named("POST", "/points/query")
-    assert "params" not in body
+    (body,) = cloud.named("POST", "/points/query/batch")
+    assert all("params" not in search for search in body["searches"])
 
 
 def test_layout_settings_are_validated() -> None:
