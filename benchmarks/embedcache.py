@@ -35,6 +35,13 @@ class CachingEmbedder(Embedder):
     def profile(self) -> EmbeddingProfile:
         return self.inner.profile
 
+    @property
+    def max_input_tokens(self) -> int | None:
+        return self.inner.max_input_tokens  # so ingest sizes chunks exactly as with the bare model
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.inner.count_tokens(texts)
+
     def _key(self, text: str, input_type: InputType) -> str:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return f"{self.profile.slug}:{input_type}:{digest}"

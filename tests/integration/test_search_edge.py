@@ -329,6 +329,8 @@ def test_qdrant_refusing_a_search_is_a_400_without_its_detail(
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise UnexpectedResponse(400, "Bad Request", detail, httpx.Headers())
 
+    # (searches go out as one batched query; the Edge client has only single queries)
+    monkeypatch.setattr(store.client, "query_batch_points", refuse)  # type: ignore[attr-defined]
     monkeypatch.setattr(store.client, "query_points", refuse)  # type: ignore[attr-defined]
     # When a search runs
     status, headers, body = loaded.api("POST", "/search", {"query": "turbine", "filters": {"year": 2024}})

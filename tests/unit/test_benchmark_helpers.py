@@ -3,6 +3,9 @@ and the cost benchmark's generated document."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 import pytest
 
 from benchmarks.common import stdout_reserved_for_result
@@ -99,3 +102,33 @@ def test_packages_hidden_from_the_cold_start_are_not_shipped_in_the_lambda_bundl
         for line in path.read_text().splitlines()
     }
     assert NOT_IN_BUNDLE and not set(NOT_IN_BUNDLE) & names
+
+
+def test_the_embedding_cache_keeps_the_models_window_so_chunks_match_the_product(
+    tmp_path: Path,
+) -> None:
+    from benchmarks.embedcache import CachingEmbedder
+    from winnow.models import EmbeddingProfile
+    from winnow.ports import Embedder, InputType
+
+    class SmallWindow(Embedder):
+        @property
+        def profile(self) -> EmbeddingProfile:
+            return EmbeddingProfile(provider="test", model="small", dimension=2)
+
+        @property
+        def max_input_tokens(self) -> int | None:
+            return 7
+
+        def count_tokens(self, texts: Sequence[str]) -> list[int]:
+            return [len(text.split()) for text in texts]
+
+        def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
+            return [[1.0, 0.0] for _ in texts]
+
+    # Given a model with a small window, wrapped by the benchmarks' embedding cache
+    cached = CachingEmbedder(SmallWindow(), tmp_path / "cache.sqlite3")
+    # Then the wrapper reports the model's window and counts tokens as the model does
+    assert cached.max_input_tokens == 7
+    assert cached.count_tokens(["one two three", "four"]) == [3, 1]
+    cached.close()
