@@ -1195,6 +1195,8 @@ def test_sqs_batch_holds_s3_notifications_with_an_encoded_key_and_a_test_event()
         ("api-search.json", "POST /search"),
         ("api-documents-list.json", "GET /documents"),
         ("api-document-status.json", "GET /documents/{key+}"),
+        ("api-document-delete.json", "DELETE /documents/{key+}"),
+        ("api-uploads.json", "POST /uploads"),
         ("api-health.json", "GET /health"),
         ("api-openapi.json", "GET /openapi.json"),
     ],
