@@ -81,9 +81,13 @@ def sign_upload(
 
 
 def full_key(tenant: str, key: str) -> str:
-    """A key as the routes take it: ``<tenant>/<path>`` or just ``<path>`` within the caller's tenant."""
+    """A key as the routes take it: ``<tenant>/<path>`` or just ``<path>`` within the caller's tenant.
+    A path that could not be one of the tenant's keys (``../other/x``) names no document of theirs:
+    NotFound, as for any other key the tenant does not have."""
     path = key[len(tenant) + 1 :] if key.startswith(f"{tenant}/") else key
-    return tenant_key(tenant, path)
+    if path_problem(tenant, path) is not None:
+        raise NotFound(f"no document {key[:200]!r} for this tenant")
+    return f"{tenant}/{path}"
 
 
 def _in_bucket(objects: ObjectSource, key: str) -> bool:
