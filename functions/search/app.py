@@ -53,8 +53,10 @@ with building_long_lived_objects():
     from winnow.observability import MetricUnit, logger, metrics, tracer
     from winnow.reconcile.wiring import search_components
     from winnow.rules import is_tenant
+    from winnow.search import documents
     from winnow.search.body import check_media_type, decode_json_body
     from winnow.search.schemas import (
+        DeleteResponse,
         DocumentsPage,
         DocumentStatusModel,
         ErrorResponse,
@@ -62,6 +64,8 @@ with building_long_lived_objects():
         RangeCondition,
         SearchRequest,
         SearchResponse,
+        UploadRequest,
+        UploadResponse,
         error_path,
     )
     from winnow.search.service import SearchService
@@ -250,20 +254,80 @@ def list_documents(
     "/documents/<key>",
     summary="One document's ingest status (the key may contain slashes)",
     responses={
-        200: OpenAPIResponse(description="The document's status"),
+        200: OpenAPIResponse(
+            description="The document's status; 'pending' while it is in the bucket and not yet indexed"
+        ),
         **_AUTH_ERRORS,
         404: _error_response("Unknown to this tenant"),
     },
 )
 def document_status(key: Annotated[str, Path(min_length=1, max_length=1024)]) -> DocumentStatusModel:
     tenant = app.context["tenant"]
-    full_key = unquote(key)
-    if not full_key.startswith(f"{tenant}/"):
-        full_key = f"{tenant}/{full_key}"
-    record = get_container().ledger.get(tenant, full_key)
+    container = get_container()
+    full_key = documents.full_key(tenant, unquote(key))
+    record = documents.status(container.ledger, container.objects, tenant, full_key)
     if record is None:
-        raise NotFound(f"no document {full_key!r} for this tenant")
+        return DocumentStatusModel(
+            key=full_key,
+            status=documents.PENDING,
+            chunks=0,
+            embedded=0,
+            reused=0,
+            error=None,
+            title=None,
+            source_type=None,
+            created_at=None,
+            updated=None,
+        )
     return _document(record)
+
+
+@app.delete(
+    "/documents/<key>",
+    summary="Delete one document: the object now, its passages when ingest handles the removal",
+    responses={
+        202: OpenAPIResponse(description="The object is deleted; poll GET /documents/{key} for 'deleted'"),
+        **_AUTH_ERRORS,
+        404: _error_response("Unknown to this tenant"),
+    },
+)
+def delete_document(key: Annotated[str, Path(min_length=1, max_length=1024)]) -> Response[DeleteResponse]:
+    tenant = app.context["tenant"]
+    container = get_container()
+    full_key = documents.full_key(tenant, unquote(key))
+    documents.delete(container.ledger, container.objects, tenant, full_key)
+    body = DeleteResponse(key=full_key, status="deleting")
+    return Response(202, content_types.APPLICATION_JSON, body)
+
+
+@app.post(
+    "/uploads",
+    summary="A signed form that uploads one file into the caller's tenant, straight to the bucket",
+    responses={
+        201: OpenAPIResponse(
+            description="POST the fields, then the file, as multipart/form-data to url before it expires",
+            content={"application/json": OpenAPIResponseContentModel(model=UploadResponse)},
+        ),
+        400: _error_response("The path leaves the tenant, names a sidecar or is too long"),
+        **_AUTH_ERRORS,
+        422: _error_response("Invalid request, with field-level messages"),
+    },
+)
+def create_upload(request: UploadRequest) -> Response[UploadResponse]:
+    container = get_container()
+    signed = documents.sign_upload(
+        container.objects,
+        app.context["tenant"],
+        request.path,
+        content_type=request.content_type,
+        metadata=request.metadata,
+        max_bytes=container.settings.ingest.max_object_bytes,
+        expires_in=container.settings.search.upload_expires_seconds,
+    )
+    body = UploadResponse(
+        key=signed.key, url=signed.form.url, fields=signed.form.fields, expires_in=signed.expires_in
+    )
+    return Response(201, content_types.APPLICATION_JSON, body)
 
 
 @app.get("/health", summary="Liveness: no provider calls")
@@ -283,6 +347,7 @@ def openapi_json() -> str:
 
 # --- errors ----------------------------------------------------------------------------------------------
 _REQUEST_FIELDS = ", ".join(SearchRequest.model_fields)
+_UPLOAD_FIELDS = ", ".join(UploadRequest.model_fields)
 _RANGE_FIELDS = ", ".join(RangeCondition.model_fields)
 MAX_ERROR_DETAILS = 20
 
@@ -295,9 +360,13 @@ def _explain(err: dict[str, Any]) -> dict[str, str]:
     message = str(err.get("msg", "invalid"))
     if kind == "extra_forbidden":
         allowed = _RANGE_FIELDS if len(loc) == 3 and loc[0] == "filters" else _REQUEST_FIELDS
+        if _route_path(app.current_event.raw_event) == "/uploads":
+            allowed = _UPLOAD_FIELDS
         message = f"unknown field {loc[-1][:40]!r}: the fields are {allowed}" if loc else message
     elif not loc and kind in ("model_attributes_type", "dict_type", "model_type"):
         message = 'the body must be a JSON object such as {"query": "travel expenses"}'
+        if _route_path(app.current_event.raw_event) == "/uploads":
+            message = 'the body must be a JSON object such as {"path": "handbook/leave.pdf"}'
     elif kind == "string_unicode":
         message = "must be valid Unicode text (it holds a lone UTF-16 surrogate)"
     elif kind == "missing":

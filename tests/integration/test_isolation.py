@@ -2,7 +2,8 @@
 collide: prefixes of each other, case variants, keys that embed another tenant's name), random metadata
 (including a ``tenant`` field naming someone else) and random filters (including ones on ``tenant``,
 ``key`` and other tenants' keys), no search ever returns another tenant's chunk, and neither the
-document listing nor the status route ever reveals another tenant's key.
+document listing nor the status route ever reveals another tenant's key; no upload form writes outside
+the caller's prefix and no delete removes another tenant's object.
 
 One embedded stack per test function (real handlers, Qdrant local mode, SQLite ledger, fake Voyage);
 every example gets fresh tenants, so earlier examples' documents stay around as extra bait."""
@@ -101,6 +102,8 @@ def filter_values(all_tenants: list[str], all_keys: list[str]) -> st.SearchStrat
 def iso_stack(tmp_path: Path, fake_voyage: FakeVoyageServer) -> Iterator[EmbeddedStack]:
     stack = EmbeddedStack(tmp_path / "home", fake_voyage)
     stack.container.settings.providers.query_cache_size = 0
+    # Sign upload forms as `winnow serve` does (no server needed: the test reads the signed key only).
+    stack.container.objects.accept_signed_uploads("http://127.0.0.1:9/local/uploads", b"test secret")  # type: ignore[attr-defined]
     yield stack
     stack.close()
 
@@ -138,6 +141,7 @@ def test_no_tenant_ever_sees_another_tenants_chunks_or_keys(
         for t, docs in corpus.items()
     }
 
+    deleted: set[str] = set()
     for tenant in tenants:
         own_keys = {d["key"] for d in corpus[tenant]}
         # When the tenant searches with any query (including another tenant's exact text) and any filters
@@ -207,3 +211,27 @@ def test_no_tenant_ever_sees_another_tenants_chunks_or_keys(
                     assert doc["key"] in own_keys, (tenant, spelling, doc["key"])
                 else:
                     assert status == 404 and doc["error"]["code"] == "not_found", (spelling, doc)
+
+        # Uploads and deletes aimed at other tenants' keys, in every spelling, stay inside the tenant:
+        # a signed form only ever writes <tenant>/..., and a delete only ever removes the tenant's own key
+        for key in all_keys:
+            if key in own_keys:
+                continue
+            relative = key.split("/", 1)[1]
+            for path in (key, relative, f"../{key}", f"/{key}", f"{tenant}/../{key}"):
+                status, _, form = stack.api("POST", "/uploads", {"path": path}, tenant=tenant)
+                if status == 201:
+                    assert form["key"].startswith(f"{tenant}/") and form["fields"]["key"] == form["key"]
+                else:
+                    assert status in (400, 422) and "url" not in form, (path, form)
+            for spelling in (quote(key, safe=""), f"../{key}", quote(f"{tenant}/../{key}", safe="")):
+                status, _, doc = stack.api("DELETE", f"/documents/{spelling}", tenant=tenant)
+                if status == 202:  # the tenant's own document at that same relative path
+                    assert doc["key"] in own_keys, (tenant, spelling, doc)
+                    deleted.add(doc["key"])
+                else:
+                    assert status in (400, 404), (spelling, doc)
+    # Every object a tenant did not delete itself is still in the bucket
+    for key in all_keys:
+        if key not in deleted:
+            stack.container.objects.head(key)

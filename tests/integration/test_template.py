@@ -301,8 +301,8 @@ def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -
     assert {name for name, _ in ingest} <= {"AWSSecretsManagerGetSecretValuePolicy", "KMSDecryptPolicy"}
     assert {name for name, _ in search} == {"DynamoDBReadPolicy", "AWSSecretsManagerGetSecretValuePolicy"}
     assert {name for name, _ in reconcile} <= allowed | {"SQSSendMessagePolicy"}
-    # Ingest's statements and reconcile's self-invoke statement are checked below; search has none.
-    assert inline_statements(fns["SearchFunction"]) == []
+    # Ingest's, search's and reconcile's statements are checked below.
+    assert {st["Sid"] for st in inline_statements(fns["SearchFunction"])} == set(SEARCH_GRANTS)
     (statement,) = inline_statements(fns["ReconcileFunction"])
     assert statement["Effect"] == "Allow"
     assert statement["Action"] == "lambda:InvokeFunction"
@@ -1195,6 +1195,8 @@ def test_sqs_batch_holds_s3_notifications_with_an_encoded_key_and_a_test_event()
         ("api-search.json", "POST /search"),
         ("api-documents-list.json", "GET /documents"),
         ("api-document-status.json", "GET /documents/{key+}"),
+        ("api-document-delete.json", "DELETE /documents/{key+}"),
+        ("api-uploads.json", "POST /uploads"),
         ("api-health.json", "GET /health"),
         ("api-openapi.json", "GET /openapi.json"),
     ],
@@ -1498,3 +1500,69 @@ def test_isolated_runner_really_hides_the_dev_environment(tmp_path: Path) -> Non
         [sys.executable, "-I", "-S", "-c", "import pydantic"], capture_output=True, env=env, check=False
     )
     assert proc.returncode != 0
+
+
+# What the search function's statements grant: the document routes' S3 calls and nothing wider.
+SEARCH_GRANTS = {
+    "SignUploads": ("s3:PutObject", OBJECTS),
+    "DeleteDocuments": ("s3:DeleteObject", OBJECTS),
+    "PendingStatus": ("s3:GetObject", OBJECTS),
+    "MissingKeysAnswer404": ("s3:ListBucket", BUCKET),
+}
+
+
+def test_search_statements_grant_one_action_each_on_this_stacks_bucket() -> None:
+    """Given the search function's statements, then each grants one S3 action on this stack's bucket (its
+    objects, or the bucket for ListBucket), with no wildcard; with SSE-KMS, only a data key is added."""
+    search = load_template()["Resources"]["SearchFunction"]
+    statements = {st["Sid"]: st for st in inline_statements(search)}
+    for sid, (action, resource) in SEARCH_GRANTS.items():
+        statement = statements[sid]
+        assert statement["Effect"] == "Allow" and "Condition" not in statement
+        assert statement["Action"] == action
+        assert json.dumps(statement["Resource"], sort_keys=True) == resource
+    conditional = [
+        p["Fn::If"] for p in search["Properties"]["Policies"] if isinstance(p, dict) and "Fn::If" in p
+    ]
+    (kms,) = [branch for branch in conditional if branch[0] == "UseBucketKms" and "Statement" in branch[1]]
+    assert kms[0] == "UseBucketKms"
+    assert [st["Action"] for st in kms[1]["Statement"]] == ["kms:GenerateDataKey"]
+
+
+def test_search_document_routes_call_only_what_is_granted(
+    tmp_path: Path, s3_bucket: str, aws_client: Callable[[str], Any], fake_voyage: Any
+) -> None:
+    """Given the search handler on S3 over moto, when it signs an upload, reports pending, deletes and
+    answers 404 for a missing key, then the S3 calls it makes need exactly the granted actions (signing
+    makes no call: the browser's POST then needs s3:PutObject, which is the one action not recorded)."""
+    from tests.support.s3post import post_form
+    from tests.support.stack import EmbeddedStack
+    from winnow.adapters.objects_s3 import S3ObjectSource
+
+    objects = S3ObjectSource(s3_bucket)
+    needed: dict[str, set[str]] = {}
+
+    def on_params(params: dict[str, Any], model: Any, **_: Any) -> None:
+        action = {"HeadObject": "s3:GetObject", "DeleteObject": "s3:DeleteObject"}[model.name]
+        needed.setdefault(action, set()).add(OBJECTS)
+
+    def on_answer(parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name == "HeadObject" and parsed.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
+            needed.setdefault("s3:ListBucket", set()).add(BUCKET)
+
+    for client in (objects.client,):  # the signer makes no call (it only emits params to sign)
+        client.meta.events.register("provide-client-params.s3", on_params)
+        client.meta.events.register("after-call.s3", on_answer)
+    stack = EmbeddedStack(tmp_path, fake_voyage, objects=objects)
+    stack.bucket = s3_bucket
+    try:
+        status, _, form = stack.api("POST", "/uploads", {"path": "leave.md"})
+        assert status == 201
+        assert post_form(form["url"], form["fields"], b"# Leave\n\nTwenty-eight days.\n").status_code == 204
+        assert stack.api("GET", "/documents/leave.md")[2]["status"] == "pending"
+        assert stack.api("DELETE", "/documents/leave.md")[0] == 202
+        assert stack.api("DELETE", "/documents/leave.md")[0] == 404  # gone, never indexed
+    finally:
+        stack.close()
+    needed["s3:PutObject"] = {OBJECTS}
+    assert needed == {action: {resource} for action, resource in SEARCH_GRANTS.values()}

@@ -181,8 +181,29 @@ class Ledger(ABC):
     def release(self, tenant: str, key: str, owner: str) -> None: ...
 
 
+@dataclass(frozen=True)
+class UploadPolicy:
+    """What one browser upload may write: exactly ``key``, 1 to ``max_bytes`` bytes, with this content
+    type and these user metadata (names lowercased, as S3 stores them), until ``expires_in`` seconds."""
+
+    key: str
+    max_bytes: int
+    content_type: str
+    metadata: dict[str, str]
+    expires_in: int
+
+
+@dataclass(frozen=True)
+class UploadForm:
+    """A form a browser POSTs (``multipart/form-data``: these fields, then the ``file``) to ``url``."""
+
+    url: str
+    fields: dict[str, str]
+
+
 class ObjectSource(ABC):
-    """Read access to the bucket (S3 in AWS, a folder on the embedded default)."""
+    """Access to the bucket (S3 in AWS, a folder on the embedded default): reads for ingest and
+    reconcile; for the search API, deleting an object and signing a form that uploads one."""
 
     @abstractmethod
     def head(self, key: str) -> ObjectInfo:
@@ -203,6 +224,19 @@ class ObjectSource(ABC):
         for info in self.list(prefix):
             if start_after is None or info.key > start_after:
                 yield info
+
+    def delete(self, key: str) -> str | None:
+        """Remove the object; deleting a missing one is not an error. Returns the sequencer of the
+        removal when the adapter knows it (the folder bucket), else None."""
+        from winnow.errors import FeatureDisabled
+
+        raise FeatureDisabled("this bucket does not delete objects")
+
+    def upload_form(self, policy: UploadPolicy) -> UploadForm:
+        """A signed form that lets a browser write exactly what ``policy`` allows, and nothing else."""
+        from winnow.errors import FeatureDisabled
+
+        raise FeatureDisabled("this bucket does not sign uploads")
 
 
 @dataclass(frozen=True)

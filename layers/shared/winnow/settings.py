@@ -209,6 +209,9 @@ class SearchSettings(BaseSettings):
         "operator, so configuration errors are answered in full. Never in AWS: they name secrets.",
     )
     rrf_k: int = Field(default=60, ge=1, le=1000)
+    upload_expires_seconds: int = Field(
+        default=300, ge=10, le=3600, description="How long an upload form from POST /uploads stays valid."
+    )
 
 
 class ReconcileSettings(BaseSettings):

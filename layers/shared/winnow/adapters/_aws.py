@@ -56,7 +56,7 @@ CONFIG_CODES = frozenset(
 )
 
 
-def make_client(service: str, max_attempts: int = 5) -> Any:
+def make_client(service: str, max_attempts: int = 5, signature_version: str | None = None) -> Any:
     """A boto3 client with botocore's standard retry mode (backoff with jitter on throttles and 5xx) and
     timeouts short enough for a Lambda. ``AWS_ENDPOINT_URL`` (tests: moto) is honoured by boto3 itself."""
     import boto3
@@ -66,6 +66,7 @@ def make_client(service: str, max_attempts: int = 5) -> Any:
         retries={"mode": "standard", "max_attempts": max_attempts},
         connect_timeout=5,
         read_timeout=30,
+        **({"signature_version": signature_version} if signature_version else {}),
     )
     return boto3.client(service, config=config)
 

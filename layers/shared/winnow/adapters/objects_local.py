@@ -23,7 +23,7 @@ from typing import Any
 
 from winnow.errors import InvalidKey, InvalidMetadata, ObjectGone
 from winnow.models import ObjectInfo
-from winnow.ports import ObjectSource
+from winnow.ports import ObjectSource, UploadForm, UploadPolicy
 
 META_DIR = ".winnow-meta"
 _TMP_MARK = ".winnow-tmp-"
@@ -39,6 +39,30 @@ class LocalObjectSource(ObjectSource):
         self._root.mkdir(parents=True, exist_ok=True)
         self._meta = self._root / META_DIR
         (self._meta / "objects").mkdir(parents=True, exist_ok=True)
+        self._upload_url: str | None = None
+        self._upload_secret: bytes | None = None
+
+    def accept_signed_uploads(self, url: str, secret: bytes) -> None:
+        """Sign upload forms for ``url`` (``winnow serve``'s upload endpoint, which verifies them with
+        the same ``secret``). Without this, ``upload_form`` is refused: nothing receives the form."""
+        self._upload_url, self._upload_secret = url, secret
+
+    def upload_form(self, policy: UploadPolicy) -> UploadForm:
+        """The shape of S3's presigned POST, signed with HMAC-SHA256 (``winnow.postpolicy``)."""
+        from winnow.errors import FeatureDisabled
+        from winnow.postpolicy import SIGNATURE_FIELD, encode_policy, sign
+
+        if self._upload_url is None or self._upload_secret is None:
+            raise FeatureDisabled("uploads through /uploads need `winnow serve`, which receives the form")
+        check_key(policy.key)
+        fields = {"key": policy.key, "Content-Type": policy.content_type}
+        fields.update({f"x-amz-meta-{name}": value for name, value in policy.metadata.items()})
+        conditions: list[Any] = [{name: value} for name, value in fields.items()]
+        conditions.append(["content-length-range", 1, policy.max_bytes])
+        encoded = encode_policy(conditions, policy.expires_in)
+        fields["policy"] = encoded
+        fields[SIGNATURE_FIELD] = sign(self._upload_secret, encoded)
+        return UploadForm(url=self._upload_url, fields=fields)
 
     @property
     def root(self) -> Path:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from winnow.adapters import _aws
 from winnow.errors import ObjectGone
 from winnow.models import ObjectInfo
-from winnow.ports import ObjectSource
+from winnow.ports import ObjectSource, UploadForm, UploadPolicy
 
 T = TypeVar("T")
 
@@ -22,6 +22,7 @@ class S3ObjectSource(ObjectSource):
     def __init__(self, bucket: str, client: Any = None, *, page_size: int = 1000) -> None:
         self._bucket = bucket
         self._client = client
+        self._signer: Any = None
         self._page_size = max(1, min(page_size, 1000))
 
     @property
@@ -33,6 +34,14 @@ class S3ObjectSource(ObjectSource):
         if self._client is None:
             self._client = _aws.make_client("s3")
         return self._client
+
+    @property
+    def signer(self) -> Any:
+        """A client that signs with SigV4 (``s3v4``): boto3 may otherwise sign a POST policy with the
+        deprecated SigV2, which S3 refuses in Regions opened since 2014 and with KMS-encrypted buckets."""
+        if self._signer is None:
+            self._signer = _aws.make_client("s3", signature_version="s3v4")
+        return self._signer
 
     def head(self, key: str) -> ObjectInfo:
         response = self._call(f"head {key}", lambda: self.client.head_object(Bucket=self._bucket, Key=key))
@@ -88,6 +97,32 @@ class S3ObjectSource(ObjectSource):
                     etag=str(entry.get("ETag", "")),
                     last_modified=_iso(entry.get("LastModified")),
                 )
+
+    def delete(self, key: str) -> str | None:
+        """S3 answers 204 whether or not the key existed; the removal event carries the sequencer."""
+        self._call(f"delete {key}", lambda: self.client.delete_object(Bucket=self._bucket, Key=key))
+        return None
+
+    def upload_form(self, policy: UploadPolicy) -> UploadForm:
+        """A presigned POST whose policy pins the exact key (no ``${filename}``, no ``starts-with``), the
+        size range, the content type and every metadata field: S3 refuses a form that changes any of them,
+        adds a field the policy does not name, or arrives after the expiry."""
+        fields = {"Content-Type": policy.content_type}
+        fields.update({f"x-amz-meta-{name}": value for name, value in policy.metadata.items()})
+        conditions: list[Any] = [{name: value} for name, value in fields.items()]
+        conditions.append(["content-length-range", 1, policy.max_bytes])
+        signed = self._call(
+            f"sign upload of {policy.key}",
+            lambda: self.signer.generate_presigned_post(
+                Bucket=self._bucket,
+                Key=policy.key,
+                Fields=fields,
+                Conditions=conditions,
+                ExpiresIn=policy.expires_in,
+            ),
+        )
+        fields = {str(k): str(v) for k, v in signed["fields"].items()}
+        return UploadForm(url=str(signed["url"]), fields=fields)
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         try:

@@ -83,6 +83,7 @@ class Upload:
     key: str
     data: bytes
     metadata: Mapping[str, str] | None = None
+    content_type: str | None = None
 
 
 class LocalRuntime:
@@ -160,7 +161,9 @@ class LocalRuntime:
             bucket = self._local_bucket()
             records: list[tuple[str, str, int | None, str | None, str | None]] = []
             for upload in uploads:
-                info, sequencer = bucket.put(upload.key, upload.data, dict(upload.metadata or {}))
+                info, sequencer = bucket.put(
+                    upload.key, upload.data, dict(upload.metadata or {}), content_type=upload.content_type
+                )
                 records.append(("ObjectCreated:Put", upload.key, info.size, info.etag, sequencer))
             return self._run_ingest(records)
 

@@ -17,6 +17,12 @@ a request must arrive within ``WINNOW_SERVE_REQUEST_TIMEOUT_SECONDS`` and a sile
 Routes besides the API:
 - ``GET /`` — the search page (``/static/*`` holds its script and style sheet; ``GET /local/config``
   tells it whether a re-ranker is configured).
+- ``POST /uploads`` (the API route) answers a form signed for this server, exactly as the deployed API
+  answers an S3 presigned POST: same shape, same policy (key, size range, content type, metadata,
+  expiry), signed with HMAC-SHA256 under a secret made when the server starts (``winnow.postpolicy``).
+  ``POST /local/uploads`` receives that form (no tenant header: the signature is the authority, as at
+  S3), stores and ingests the file, and answers 204 as S3 does. ``DELETE /documents/{key+}`` runs the
+  object's removal event here, as the bucket notification does in AWS.
 - ``POST /upload?key=<path>`` — the raw request body is the file; it is stored as ``<tenant>/<path>``
   and ingested. ``multipart/form-data`` works too: a ``file`` part, and an optional ``key`` field (else the
   file's name). Answers the ingest result ``{"key", "status", "chunks", "embedded", "reused", "error"}``:
@@ -34,6 +40,7 @@ import io
 import ipaddress
 import json
 import re
+import secrets
 import signal
 import socket
 import sys
@@ -142,24 +149,18 @@ class UploadError(Exception):
         self.code = code
 
 
-def _valid_relative_key(key: str) -> str:
-    key = key.strip()
-    if not key or len(key) > 1024:
-        raise UploadError(400, "bad_request", "key must be 1 to 1,024 characters")
-    if key.startswith("/") or "\\" in key or any(part in ("", ".", "..") for part in key.split("/")):
-        raise UploadError(400, "bad_request", "key must be a relative path like 'docs/guide.pdf'")
-    if any(ord(ch) < 32 for ch in key):
-        raise UploadError(400, "bad_request", "key must not contain control characters")
-    return key
-
-
 def _bucket_key(tenant: str, key: str) -> str:
-    """``<tenant>/<key>`` once both our rule and the bucket's own accept it (a key can pass one and not
-    the other: 1,024 characters of multi-byte text are over S3's 1,024 bytes)."""
+    """``<tenant>/<key>`` once both the caller-path rule (``winnow.rules``) and the bucket's own accept
+    it (a key can pass one and not the other: the folder bucket's file names are at most 250 bytes)."""
     from winnow.adapters.objects_local import check_key
     from winnow.errors import InvalidKey
+    from winnow.rules import path_problem
 
-    full_key = f"{tenant}/{_valid_relative_key(key)}"
+    key = key.strip()
+    problem = path_problem(tenant, key)
+    if problem is not None:
+        raise UploadError(400, "bad_request", f"unusable key: {problem}")
+    full_key = f"{tenant}/{key}"
     try:
         check_key(full_key)
     except InvalidKey as exc:
@@ -189,6 +190,29 @@ def parse_multipart(content_type: str, body: bytes) -> tuple[str | None, bytes |
     if key is None and filename:
         key = Path(filename.replace("\\", "/")).name
     return key, data
+
+
+def parse_form(content_type: str, body: bytes) -> tuple[dict[str, str], bytes | None]:
+    """Every text field of a multipart/form-data body, and the ``file`` part (S3's form fields)."""
+    head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode("latin-1", "replace")
+    message = BytesParser(policy=HTTP).parsebytes(head + body)
+    if not message.is_multipart():
+        raise UploadError(400, "bad_request", "send the upload form as multipart/form-data")
+    fields: dict[str, str] = {}
+    data: bytes | None = None
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if not isinstance(name, str) or not isinstance(payload, bytes):
+            continue
+        if name == "file":
+            data = payload
+        else:
+            try:
+                fields[name] = payload.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UploadError(400, "bad_request", f"form field {name[:40]!r} is not UTF-8") from None
+    return fields, data
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -233,6 +257,8 @@ class WinnowHTTPServer(ThreadingHTTPServer):
         self.quiet = quiet
         self.qdrant_path = local_qdrant_path()
         self._slots = threading.BoundedSemaphore(self.settings.max_connections)
+        # Signs /uploads forms for /local/uploads; new on every start, so old forms die with the server.
+        self.upload_secret = secrets.token_bytes(32)
         bound = str(self.server_address[0]).lower()
         self._bound_host = None if bound in ("0.0.0.0", "::", "") else bound  # noqa: S104 - a comparison
 
@@ -504,7 +530,13 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_POST(self) -> None:
-        self._guarded(self._upload if urlsplit(self.path).path == "/upload" else self._api)
+        path = urlsplit(self.path).path
+        if path == "/upload":
+            self._guarded(self._upload)
+        elif path == "/local/uploads":
+            self._guarded(self._signed_upload)
+        else:
+            self._guarded(self._api)
 
     def do_PUT(self) -> None:
         self._guarded(self._api)
@@ -521,12 +553,12 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
 
     def _preflight(self) -> None:
         if not self._origin_allowed:
-            self._send(HTTPStatus.NO_CONTENT, {"allow": "GET, HEAD, POST, OPTIONS"}, b"")
+            self._send(HTTPStatus.NO_CONTENT, {"allow": "GET, HEAD, POST, DELETE, OPTIONS"}, b"")
             return
         self._send(
             HTTPStatus.NO_CONTENT,
             {
-                "access-control-allow-methods": "GET, POST, OPTIONS",
+                "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
                 "access-control-allow-headers": f"content-type, {TENANT_HEADER}, x-correlation-id",
                 "access-control-max-age": "600",
             },
@@ -574,7 +606,70 @@ class WinnowRequestHandler(BaseHTTPRequestHandler):
         response: ApiResponse = self.server.lane.submit(
             runtime.call_api, self.command, self.path, body=payload, headers=headers
         ).result()
+        path = urlsplit(self.path).path
+        if self.command == "POST" and path == "/uploads" and response.status == 201:
+            response = self._form_for_this_host(response)
+        elif self.command == "DELETE" and path.startswith("/documents/") and response.status == 202:
+            # In AWS the bucket notification runs the removal through ingest; here the server does.
+            from winnow.adapters.objects_local import LocalObjectSource
+            from winnow.factory import get_container
+
+            if isinstance(get_container().objects, LocalObjectSource):
+                key = str(response.json()["key"])
+                self.server.lane.submit(runtime.delete_and_ingest, [key]).result()
         self._send(response.status, response.headers, response.body)
+
+    def _form_for_this_host(self, response: ApiResponse) -> ApiResponse:
+        """The form's URL on the host the caller used (localhost or 127.0.0.1, a LAN name it allows), so
+        the page's same-origin policy lets it POST there. The signature covers the policy, not the URL."""
+        payload = response.json()
+        authority = self.headers.get("host", "")
+        if isinstance(payload, dict) and authority:
+            payload["url"] = f"http://{authority.strip()}/local/uploads"
+        return ApiResponse(response.status, response.headers, json.dumps(payload).encode("utf-8"))
+
+    def _signed_upload(self) -> None:
+        """A browser's POST of a form from ``/uploads``: verified as S3 verifies a presigned POST."""
+        from winnow.postpolicy import SIGNATURE_FIELD, decode_policy, policy_problem, verify
+
+        limit = self.server.max_upload_bytes()
+        body = self._read_body(limit + 64 * 1024, required=True)
+        if body is None:
+            return
+        try:
+            fields, data = parse_form(self.headers.get("content-type", ""), body)
+        except UploadError as exc:
+            self._send_error(exc.status, exc.code, str(exc))
+            return
+        policy = fields.get("policy", "")
+        if not policy or not verify(self.server.upload_secret, policy, fields.get(SIGNATURE_FIELD, "")):
+            self._send_error(403, "forbidden", "the upload form's signature does not match: ask /uploads")
+            return
+        if data is None:
+            self._send_error(400, "bad_request", "the form has no 'file' field (it must come last)")
+            return
+        try:
+            problem = policy_problem(decode_policy(policy), fields, len(data))
+        except ValueError:
+            problem = "the policy is not readable"
+        if problem is not None:
+            self._send_error(403, "forbidden", problem)
+            return
+        metadata = {
+            name.lower()[len("x-amz-meta-") :]: value
+            for name, value in fields.items()
+            if name.lower().startswith("x-amz-meta-")
+        }
+        content_type = next((v for k, v in fields.items() if k.lower() == "content-type"), None)
+        upload = Upload(fields["key"], data, metadata, content_type)
+        from winnow.errors import InvalidKey
+
+        try:
+            self.server.lane.submit(self.server.runtime.put_and_ingest, [upload]).result()
+        except InvalidKey as exc:
+            self._send_error(400, "bad_request", f"unusable key: {exc}")
+            return
+        self._send(HTTPStatus.NO_CONTENT, {}, b"")
 
     def _upload(self) -> None:
         tenant = self._tenant()
@@ -638,7 +733,13 @@ def make_server(
     search = container.settings.search
     if not search.allow_tenant_header:
         container.settings.search = search.model_copy(update={"allow_tenant_header": True})
-    return WinnowHTTPServer((host, port), quiet=quiet, settings=settings)
+    server = WinnowHTTPServer((host, port), quiet=quiet, settings=settings)
+    from winnow.adapters.objects_local import LocalObjectSource
+
+    objects = container.objects
+    if isinstance(objects, LocalObjectSource):  # with WINNOW_BUCKET set, S3 signs and receives uploads
+        objects.accept_signed_uploads(f"{server.url}/local/uploads", server.upload_secret)
+    return server
 
 
 def warm_up(server: WinnowHTTPServer) -> None:

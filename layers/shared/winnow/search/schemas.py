@@ -254,3 +254,54 @@ class ErrorBody(BaseModel):
 class ErrorResponse(BaseModel):
     error: ErrorBody
     correlation_id: str
+
+
+class UploadRequest(BaseModel):
+    """``POST /uploads``: where the file goes within the caller's tenant, its type and metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="Where the file goes within the caller's tenant, e.g. handbook/leave.pdf; the object "
+        "key is <tenant>/<path>.",
+    )
+    content_type: str | None = Field(
+        default=None, max_length=255, description="The file's media type; default: guessed from the path."
+    )
+    metadata: dict[str, Annotated[str, Field(max_length=1024)]] = Field(
+        default_factory=dict,
+        max_length=50,
+        description="Filterable metadata (stored as x-amz-meta-*): printable ASCII values; names follow "
+        "the metadata field-name rule.",
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _path_text(cls, value: str) -> str:
+        return _unicode(value)
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not is_field_name(name):
+                raise ValueError(f"metadata field {name[:40]!r} is not allowed: use {FIELD_NAME_RULE}")
+            if not all(" " <= ch <= "~" for ch in text):
+                raise ValueError(f"metadata field {name!r}: values must be printable ASCII")
+        return value
+
+
+class UploadResponse(BaseModel):
+    key: str = Field(description="The object key the form writes: <tenant>/<path>.")
+    url: str = Field(description="POST the form here (multipart/form-data).")
+    fields: dict[str, str] = Field(description="Send these form fields first, then the file as 'file'.")
+    expires_in: int = Field(description="Seconds the form stays valid.")
+
+
+class DeleteResponse(BaseModel):
+    key: str
+    status: Literal["deleting"] = Field(
+        description="The object is gone; its passages leave the index when ingest handles the removal."
+    )

@@ -245,6 +245,16 @@
       tr.appendChild(statusCell);
       tr.appendChild(element("td", "num", doc.chunks));
       tr.appendChild(element("td", "updated", shortTime(doc.updated)));
+      const actions = element("td", "doc-actions");
+      if (doc.status !== "deleted") {
+        const button = element("button", "delete-document", "Delete");
+        button.type = "button";
+        button.dataset.key = doc.key;
+        button.setAttribute("aria-label", `Delete ${documentName(doc.key)}`);
+        button.addEventListener("click", () => deleteDocument(doc.key, button));
+        actions.appendChild(button);
+      }
+      tr.appendChild(actions);
       tbody.appendChild(tr);
     }
     status.textContent = rows.length
@@ -271,6 +281,51 @@
     return `Done: ${parts.join(", ")}.`;
   }
 
+  // The same flow as a web app against the deployed API (docs/webapp.md): a signed form from /uploads,
+  // the file posted with it, then the document's status until ingest has handled it.
+  async function uploadOne(file, path) {
+    const body = { path };
+    if (file.type) body.content_type = file.type;
+    let response = await fetch("/uploads", {
+      method: "POST",
+      headers: headers({ "content-type": "application/json" }),
+      body: JSON.stringify(body),
+    });
+    let payload = await readJson(response);
+    if (response.status !== 201) throw new Error(errorMessage(payload, response));
+    const form = new FormData();
+    for (const [name, value] of Object.entries(payload.fields)) form.append(name, value);
+    form.append("file", file);
+    response = await fetch(payload.url, { method: "POST", body: form });
+    if (!response.ok) throw new Error(errorMessage(await readJson(response), response));
+    const statusUrl = `/documents/${encodeURIComponent(payload.key)}`;
+    for (let attempt = 0; attempt < 120; attempt += 1) {
+      response = await fetch(statusUrl, { headers: headers() });
+      const doc = await readJson(response);
+      if (response.ok && doc.status !== "pending") return doc;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    throw new Error("not indexed yet: check the document list later");
+  }
+
+  async function deleteDocument(key, button) {
+    button.disabled = true;
+    const status = $("documents-status");
+    try {
+      const response = await fetch(`/documents/${encodeURIComponent(key)}`, {
+        method: "DELETE",
+        headers: headers(),
+      });
+      if (response.status !== 202) throw new Error(errorMessage(await readJson(response), response));
+      status.textContent = `Deleted ${documentName(key)}.`;
+    } catch (error) {
+      status.textContent = `Could not delete ${documentName(key)}: ${error.message}`;
+      button.disabled = false;
+      return;
+    }
+    loadDocuments();
+  }
+
   async function upload(event) {
     event.preventDefault();
     const files = Array.from($("upload-files").files || []);
@@ -286,21 +341,10 @@
       $("upload-status").textContent = `Indexing ${file.name} (${index} of ${files.length})…`;
       const item = element("li", "upload-result");
       try {
-        const key = prefix + file.name;
-        const response = await fetch(`/upload?key=${encodeURIComponent(key)}`, {
-          method: "POST",
-          headers: headers({ "content-type": file.type || "application/octet-stream" }),
-          body: file,
-        });
-        const payload = await readJson(response);
-        if (payload && payload.status) {
-          item.classList.add(`status-${payload.status}`);
-          item.textContent = `${documentName(payload.key)}: ${payload.status}` +
-            (payload.error ? ` — ${payload.error}` : ` (${payload.chunks} chunks)`);
-        } else {
-          item.classList.add("status-failed");
-          item.textContent = `${file.name}: ${errorMessage(payload, response)}`;
-        }
+        const payload = await uploadOne(file, prefix + file.name);
+        item.classList.add(`status-${payload.status}`);
+        item.textContent = `${documentName(payload.key)}: ${payload.status}` +
+          (payload.error ? ` — ${payload.error}` : ` (${payload.chunks} chunks)`);
       } catch (error) {
         item.classList.add("status-failed");
         item.textContent = `${file.name}: ${error.message}`;

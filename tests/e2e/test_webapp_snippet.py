@@ -1,0 +1,102 @@
+"""docs/webapp.md's browser integration, run as written: the fenced block between the webapp-snippet
+markers is executed in headless Chromium on a page served by ``winnow serve`` (token → /uploads → form
+POST → poll status → search), then the page's own upload and delete buttons go through the same routes."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_search_page import _wait, browser  # noqa: F401 - the shared Chromium fixture
+from winnow.factory import reset_container
+from winnow.local.server import WinnowHTTPServer, make_server
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+TENANT = "webapp"
+KETTLE = (
+    "# Kettle manual\n\n## Descaling\n\nDescale the Brewmaster kettle every four weeks with citric acid.\n"
+)
+
+
+def snippet() -> str:
+    text = (ROOT / "docs" / "webapp.md").read_text()
+    match = re.search(
+        r"<!-- webapp-snippet:start -->\s*```js\n(.*?)```\s*<!-- webapp-snippet:end -->", text, re.S
+    )
+    assert match, "docs/webapp.md lost its snippet markers"
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinnowHTTPServer]:
+    home = tmp_path_factory.mktemp("webapp") / "home"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WINNOW_HOME", str(home))
+        reset_container()
+        httpd = make_server("127.0.0.1", 0, quiet=True)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield httpd
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+            thread.join(timeout=10)
+            reset_container()
+
+
+def test_the_documented_snippet_uploads_polls_and_searches(browser: Any, server: WinnowHTTPServer) -> None:  # noqa: F811
+    # Given a page of winnow serve and the snippet from docs/webapp.md
+    browser.get(f"{server.url}/?tenant={TENANT}")
+    browser.set_script_timeout(120)
+    # When the snippet runs on a File made in the browser
+    result = browser.execute_async_script(
+        snippet()
+        + """
+        const done = arguments[arguments.length - 1];
+        const file = new File([arguments[1]], "kettle.md", { type: "text/markdown" });
+        uploadAndSearch(arguments[0], { "x-winnow-tenant": arguments[2] }, file, "manuals/kettle.md",
+                        "how often should I descale the kettle?")
+          .then(done, (error) => done({ error: String(error) }));
+        """,
+        server.url,
+        KETTLE,
+        TENANT,
+    )
+    # Then the file was uploaded through the signed form, indexed, and is what the search finds
+    assert "error" not in result, result
+    assert result["key"] == f"{TENANT}/manuals/kettle.md"
+    assert result["results"] and result["results"][0]["key"] == f"{TENANT}/manuals/kettle.md"
+    assert "citric acid" in result["results"][0]["text"]
+
+
+def test_page_uploads_and_deletes_through_the_api_routes(
+    browser: Any,  # noqa: F811
+    server: WinnowHTTPServer,
+    tmp_path: Path,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    # Given the search page and a file to add
+    file = tmp_path / "descaling.md"
+    file.write_text(KETTLE.replace("Kettle manual", "Descaling card"))
+    browser.get(f"{server.url}/?tenant={TENANT}")
+    # When it is added with the page's form
+    browser.find_element(By.ID, "upload-files").send_keys(str(file))
+    browser.find_element(By.ID, "upload-button").click()
+    (item,) = _wait(browser, "#upload-results li.status-indexed", timeout=120)
+    assert "descaling.md" in item.text
+    # Then the document list shows it indexed, with a delete button that removes it
+    row = _wait(browser, "tr.document.status-indexed button.delete-document", timeout=60)
+    keys = [b.get_attribute("data-key") for b in row]
+    assert f"{TENANT}/descaling.md" in keys
+    button = next(b for b in row if b.get_attribute("data-key") == f"{TENANT}/descaling.md")
+    button.click()
+    _wait(browser, "tr.document.status-deleted", timeout=60)
