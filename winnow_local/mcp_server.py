@@ -1,7 +1,8 @@
 """``winnow mcp``: Winnow as an MCP server over stdio, built on the official MCP Python SDK, so an agent can
 search a document collection and cite what it found.
 
-Tools: ``search`` (query, top_k, filters, mode → passages with citations), ``list_documents`` and
+Tools: ``search`` (query, top_k, filters, mode → passages with citations), ``answer`` (the same, plus a
+grounded answer citing those passages, when a generator is configured), ``list_documents`` and
 ``get_document``. Every call is a request to the search API: by default through the local handlers on the
 embedded default (``WINNOW_HOME``, one tenant), or over HTTPS to a deployed API (``--api-url``) with a
 bearer token read from an environment variable, never from the command line. The API's own validation and
@@ -19,7 +20,9 @@ DEFAULT_TOKEN_ENV = "WINNOW_API_TOKEN"  # noqa: S105 (the name of a variable, no
 INSTRUCTIONS = (
     "Search the user's documents with `search`; answer from the passages it returns and cite each one by "
     "its `citation`. When `relevant` is false, say that nothing relevant was found instead of guessing. "
-    "`list_documents` shows what is indexed and its status; `get_document` one document's status."
+    "`answer` writes an answer from the same passages, citing them as [n]; when it says nothing relevant "
+    "was found, trust it. `list_documents` shows what is indexed and its status; `get_document` one "
+    "document's status."
 )
 
 
@@ -110,7 +113,7 @@ def citation(result: Mapping[str, Any]) -> str:
 
 @dataclass
 class WinnowTools:
-    """The three tools, over any backend (so they are the same locally and against AWS)."""
+    """The tools, over any backend (so they are the same locally and against AWS)."""
 
     backend: Backend
 
@@ -156,6 +159,34 @@ class WinnowTools:
             "passages": passages,
         }
 
+    def answer(
+        self,
+        query: str,
+        top_k: int = 5,
+        filters: dict[str, Any] | None = None,
+        mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"query": query, "top_k": top_k, "mode": mode}
+        if filters:
+            body["filters"] = filters
+        payload = self._call("POST", "/answer", body=body)
+        return {
+            "relevant": bool(payload.get("relevant")),
+            "answer": payload.get("answer"),
+            "message": payload.get("message"),
+            "citations": [
+                {
+                    "rank": c.get("rank"),
+                    "citation": citation(c),
+                    "key": c.get("key"),
+                    "page": c.get("page"),
+                    "section": c.get("section"),
+                }
+                for c in payload.get("citations") or []
+            ],
+            "model": payload.get("model"),
+        }
+
     def list_documents(self, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
         query: dict[str, Any] = {"limit": limit}
         if cursor:
@@ -169,7 +200,7 @@ class WinnowTools:
 
 
 def build_server(tools: WinnowTools) -> Any:
-    """The MCP server with the three tools, their descriptions written for an agent."""
+    """The MCP server with its tools, their descriptions written for an agent."""
     from mcp.server.mcpserver import MCPServer
 
     import winnow
@@ -188,6 +219,19 @@ def build_server(tools: WinnowTools) -> Any:
         field to a value, a list of values (any of) or {"gte": n, "lte": n}; `mode` hybrid (default),
         dense or sparse. `relevant: false` means nothing relevant was found."""
         return tools.search(query, top_k, filters, mode)
+
+    @server.tool()
+    def answer(
+        query: str,
+        top_k: int = 5,
+        filters: dict[str, Any] | None = None,
+        mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
+    ) -> dict[str, Any]:
+        """Answer a question from the documents only: the same search as `search`, then a model writes an
+        answer citing the passages as [1], [2] (`citations` says which document, page and section each
+        is). `relevant: false` means nothing relevant was found and no answer was written. An error says
+        how to enable answers when no model is configured."""
+        return tools.answer(query, top_k, filters, mode)
 
     @server.tool()
     def list_documents(limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
@@ -209,7 +253,8 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "mcp",
         help="serve search to AI agents over MCP (stdio)",
-        description="An MCP server on stdin/stdout with the tools search, list_documents and get_document. "
+        description="An MCP server on stdin/stdout with the tools search, answer, list_documents and "
+        "get_document. "
         "By default it searches the embedded default in WINNOW_HOME as one tenant; with --api-url it calls a "
         f"deployed API with the bearer token in ${DEFAULT_TOKEN_ENV} (or --token-env).",
     )

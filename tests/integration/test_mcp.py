@@ -22,6 +22,7 @@ import anyio
 import pytest
 
 from tests.support.stack import EmbeddedStack
+from winnow.testing.fake_ollama import FakeOllamaServer
 from winnow_local.invoke import ROOT
 
 SETTINGS_PREFIXES = ("WINNOW_", "QDRANT_", "VOYAGE_", "POWERTOOLS_", "AWS_")
@@ -115,8 +116,10 @@ def test_an_agent_lists_the_tools_and_searches_local_documents_with_citations(ho
     async def body(session: Session) -> None:
         # When the client lists the tools
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-        # Then search, list_documents and get_document are there, search taking query, top_k, filters, mode
-        assert set(tools) == {"search", "list_documents", "get_document"}
+        # Then search, answer, list_documents and get_document are there, search taking query, top_k,
+        # filters, mode
+        assert set(tools) == {"search", "answer", "list_documents", "get_document"}
+        assert set(tools["answer"].input_schema["properties"]) == {"query", "top_k", "filters", "mode"}
         schema = tools["search"].input_schema
         assert set(schema["properties"]) == {"query", "top_k", "filters", "mode"}
         assert schema["required"] == ["query"]
@@ -160,6 +163,38 @@ def test_an_agent_lists_the_tools_and_searches_local_documents_with_citations(ho
         missing = await session.call_tool("get_document", {"key": "globex/secrets.md"})
         assert missing.is_error and "HTTP 404" in text_of(missing)
         assert "Traceback" not in text_of(bad) + text_of(missing)
+
+    with_mcp_client(["--tenant", "acme"], clean_env(WINNOW_HOME=str(home)), body)
+
+
+def test_an_agent_gets_a_grounded_answer_citing_the_passages(
+    home: Path, fake_ollama: FakeOllamaServer
+) -> None:
+    async def body(session: Session) -> None:
+        # When the agent asks a question the handbook answers
+        result = await session.call_tool("answer", {"query": "how many days of paid holiday", "top_k": 3})
+        # Then the answer cites the handbook's passage, and the citation says where to find it
+        assert not result.is_error, text_of(result)
+        answer = result.structured_content
+        assert answer["relevant"] is True and "[1]" in answer["answer"]
+        assert answer["citations"][0]["key"] == "acme/handbook.md"
+        assert answer["citations"][0]["citation"].endswith('section "Holidays"')
+        # And a question nothing answers gets no model call
+        calls = len(fake_ollama.chat_requests())
+        none = await session.call_tool("answer", {"query": "paid holiday", "filters": {"department": "x"}})
+        assert not none.is_error and none.structured_content["relevant"] is False
+        assert none.structured_content["answer"] is None and len(fake_ollama.chat_requests()) == calls
+
+    # Given the local stack with a (fake) Ollama server
+    with_mcp_client(["--tenant", "acme"], clean_env(WINNOW_HOME=str(home), OLLAMA_HOST=fake_ollama.url), body)
+
+
+def test_without_a_model_the_answer_tool_says_how_to_enable_it(home: Path) -> None:
+    async def body(session: Session) -> None:
+        # When the agent asks for an answer and no generator is configured
+        result = await session.call_tool("answer", {"query": "how many days of paid holiday"})
+        # Then the tool error is the API's 501, which says how to turn answers on
+        assert result.is_error and "HTTP 501" in text_of(result) and "OLLAMA_HOST" in text_of(result)
 
     with_mcp_client(["--tenant", "acme"], clean_env(WINNOW_HOME=str(home)), body)
 
