@@ -51,9 +51,10 @@ class QdrantSettings(BaseSettings):
     api_key_secret_arn: str | None = Field(default=None, description="Secrets Manager ARN of the API key.")
     path: str | None = Field(default=None, description="Local mode path, or ':memory:'.")
     local_engine: Literal["local", "edge"] = Field(
-        default="local",
-        description="Engine without a URL: qdrant-client's local mode, or Qdrant Edge (in-process Rust; "
-        "needs qdrant-edge-py, stores under <path>/edge).",
+        default="edge",
+        description="Engine without a URL: Qdrant Edge (in-process Rust, qdrant-edge-py; stores under "
+        "<path>/edge), or qdrant-client's local mode (pure Python; slow beyond a few thousand chunks). "
+        "Unset, a folder holding only a local-mode index keeps local mode (docs/local.md).",
     )
     collection_prefix: str = "winnow"
     timeout_seconds: int = Field(default=10, ge=1, le=120)

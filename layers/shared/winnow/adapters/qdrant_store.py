@@ -92,9 +92,7 @@ def make_qdrant_client(settings: QdrantSettings, api_key: str | None, local_path
         )
     location = settings.path or str(local_path)
     if location == ":memory:":
-        return (
-            _open_local(location, settings) if settings.local_engine == "edge" else QdrantClient(":memory:")
-        )
+        return _open_local(location, settings.local_engine)
     resolved = str(Path(location).expanduser().resolve())
     with _LOCAL_LOCK:
         cached = _LOCAL_CLIENTS.get(resolved)
@@ -102,7 +100,7 @@ def make_qdrant_client(settings: QdrantSettings, api_key: str | None, local_path
             return cached
         Path(resolved).mkdir(parents=True, exist_ok=True)
         try:
-            client = _open_local(resolved, settings)
+            client = _open_local(resolved, local_engine_for(settings, Path(resolved)))
         except RuntimeError as exc:  # portalocker: another process holds the folder
             raise ConfigurationError(
                 f"Qdrant local storage {resolved} is in use by another process (a running `winnow serve`?): "
@@ -112,15 +110,33 @@ def make_qdrant_client(settings: QdrantSettings, api_key: str | None, local_path
         return client
 
 
-def _open_local(location: str, settings: QdrantSettings) -> QdrantClient:
+def local_engine_for(settings: QdrantSettings, folder: Path) -> str:
+    """The engine for a local folder. Edge is the default, but a folder that holds only an index made by
+    qdrant-client's local mode (the default before Edge) keeps it until ``QDRANT_LOCAL_ENGINE`` is set,
+    so an upgrade never shows an empty index; a warning says how to move to Edge."""
+    if "local_engine" in settings.model_fields_set or settings.local_engine != "edge":
+        return settings.local_engine
+    collections = folder / "collection"
+    if not (folder / "edge").exists() and collections.is_dir() and any(collections.iterdir()):
+        logger.warning(
+            "the index in this folder was made by qdrant-client's local mode and stays in use; set "
+            "QDRANT_LOCAL_ENGINE=edge and run `winnow reconcile` to rebuild it on Qdrant Edge (much "
+            "faster search), or QDRANT_LOCAL_ENGINE=local to keep it and silence this warning",
+            extra={"folder": str(folder)},
+        )
+        return "local"
+    return "edge"
+
+
+def _open_local(location: str, engine: str) -> QdrantClient:
     """qdrant-client's local mode, or Qdrant Edge behind the same client API (``QDRANT_LOCAL_ENGINE``)."""
-    if settings.local_engine == "edge":
+    if engine == "edge":
         from winnow.adapters.qdrant_edge_client import EdgeQdrantClient
 
         return EdgeQdrantClient(location)  # type: ignore[return-value]
     from qdrant_client import QdrantClient
 
-    return QdrantClient(path=location)
+    return QdrantClient(":memory:") if location == ":memory:" else QdrantClient(path=location)
 
 
 def collection_layout(settings: QdrantSettings, dimension: int) -> dict[str, Any]:
