@@ -19,6 +19,8 @@ no document was embedded twice or holds extra points (else ``duplicated``), and 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import logging
 import multiprocessing
@@ -37,7 +39,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
 
-from benchmarks.common import Progress, machine, positive_int, stdout_reserved_for_result, table
+from benchmarks.common import (
+    Progress,
+    machine,
+    positive_int,
+    quiet_known_warnings,
+    table,
+)
 
 TENANT = "acme"
 DEFAULT_SCIFACT = Path(__file__).resolve().parents[1] / ".." / "shared" / "eval" / "scifact"
@@ -239,7 +247,7 @@ def run_schedule(
             time.sleep(0.2)  # failed messages come back after the visibility timeout
             continue
         event = {"Records": [_sqs_record(m, queue_arn) for m in messages]}
-        with stdout_reserved_for_result():
+        with contextlib.redirect_stdout(io.StringIO()):  # Powertools' metric blobs, not results
             response = ingest_app.handler(event, LocalLambdaContext())
         invocations += 1
         failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
@@ -418,6 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from winnow.testing.fake_voyage import DEFAULT_BASE_LATENCY_SECONDS, DEFAULT_PER_TOKEN_LATENCY_SECONDS
 
     args = parse_args(argv)
+    quiet_known_warnings()
     if args.long < 0:
         print("--long must be 0 or more", file=sys.stderr)
         return 2
