@@ -74,3 +74,20 @@ def test_an_unreadable_body_gets_a_lane_of_its_own() -> None:
     bodies = [created("acme/a.md", "02"), "not json", created("acme/a.md", "01")]
     # Then it runs alone (it fails on its own), and the key's lane stays ordered
     assert lanes(bodies) == [[2, 0], [1]]
+
+
+def test_large_objects_run_one_at_a_time_beside_the_small_ones() -> None:
+    # Given two objects of 2 MB and 5 MB (announced sizes) among small ones
+    def sized(key: str, size: int, sequencer: str) -> str:
+        return json.dumps(s3_event([("ObjectCreated:Put", key, size, "etag", sequencer)]))
+
+    bodies = [
+        sized("acme/big.pdf", 2 * 1024 * 1024, "01"),
+        sized("acme/a.md", 900, "02"),
+        sized("acme/huge.pdf", 5 * 1024 * 1024, "03"),
+        sized("acme/b.md", 1200, "04"),
+    ]
+    # Then the two large ones share one lane (never in memory together), the small ones run beside it
+    assert lanes(bodies) == [[0, 2], [1], [3]]
+    # And with a higher threshold each runs on its own
+    assert lanes(bodies, large_bytes=10 * 1024 * 1024) == [[0], [1], [2], [3]]
