@@ -436,7 +436,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.base_latency = DEFAULT_BASE_LATENCY_SECONDS
     if args.per_token_latency is None:
         args.per_token_latency = DEFAULT_PER_TOKEN_LATENCY_SECONDS
-    result = run(args, Progress(args.quiet))
+    saved = dict(os.environ)
+    try:
+        result = run(args, Progress(args.quiet))
+    finally:  # the AWS endpoint and log level set for the run must not outlive it (tests run in-process)
+        os.environ.clear()
+        os.environ.update(saved)
     print(json.dumps(result) if args.json else render(result))
     return 0 if result["lost"] == 0 and result["duplicated"] == 0 else 1
 
