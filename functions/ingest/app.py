@@ -2,10 +2,14 @@
 
 Thin on purpose: decode the event, call the service per object, encode the answer. Partial batch
 failures go back to SQS through Powertools' BatchProcessor, so only the records that hit a transient
-problem are retried (and end in the DLQ after the queue's maxReceiveCount)."""
+problem are retried (and end in the DLQ after the queue's maxReceiveCount). A batch's messages run on a
+small thread pool (``WINNOW_INGEST_BATCH_CONCURRENCY``), so one document's Voyage round trip no longer
+waits for the previous one's; messages on the same document stay sequential (``winnow.ingest.schedule``)."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -15,15 +19,42 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from winnow.errors import TransientError
 from winnow.factory import get_container
 from winnow.ingest.events import ObjectEvent, is_sqs_batch, parse_s3_notification, parse_sqs_body
+from winnow.ingest.schedule import lanes
 from winnow.ingest.service import IngestResult, IngestService
 from winnow.observability import MetricUnit, logger, metrics, tracer
 from winnow.reconcile.wiring import ingest_store
 
+
+class ConcurrentBatchProcessor(BatchProcessor):
+    """Powertools' ``BatchProcessor`` with the records run on a thread pool, lane by lane (see
+    ``winnow.ingest.schedule``). The success and failure bookkeeping is Powertools' own, so the answer
+    lists exactly the failed message ids, as with sequential processing."""
+
+    def process(self) -> list[tuple[Any, ...]]:
+        workers = get_container().settings.ingest.batch_concurrency
+        if workers <= 1 or len(self.records) <= 1:
+            return super().process()
+        service()  # built once here, not raced for by the workers
+        schedule = lanes([str(record.get("body", "")) for record in self.records])
+        results: dict[int, tuple[Any, ...]] = {}
+
+        def run(lane: list[int]) -> None:
+            for index in lane:
+                results[index] = self._process_record(self.records[index])
+
+        with ThreadPoolExecutor(max_workers=min(workers, len(schedule)), thread_name_prefix="ingest") as pool:
+            for future in [pool.submit(run, lane) for lane in schedule]:
+                future.result()
+        return [results[i] for i in range(len(self.records))]
+
+
 # A batch whose every record hit a transient fault (a provider outage) is answered like any other
 # partial failure, listing every record: raising instead would turn an expected, retried condition
 # into a failed invocation with a stack trace, for the same outcome (SQS redelivers them all).
-processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+processor = ConcurrentBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 _service: IngestService | None = None
+_service_lock = threading.Lock()
+_metrics_lock = threading.Lock()  # Powertools' metric set is a plain dict, flushed at 100 values
 
 
 def service() -> IngestService:
@@ -32,18 +63,19 @@ def service() -> IngestService:
     container = get_container()
     # During an embedding-profile rebuild (reconcile) deletions must reach the collection searches read.
     store = ingest_store(container)
-    if _service is None or _service.store is not store:
-        _service = IngestService(
-            objects=container.objects,
-            ledger=container.ledger,
-            store=store,
-            embedder=container.embedder,
-            sparse=container.sparse,
-            chunking=container.settings.chunking,
-            settings=container.settings.ingest,
-            ocr=container.ocr,
-            ocr_settings=container.settings.ocr,
-        )
+    with _service_lock:
+        if _service is None or _service.store is not store:
+            _service = IngestService(
+                objects=container.objects,
+                ledger=container.ledger,
+                store=store,
+                embedder=container.embedder,
+                sparse=container.sparse,
+                chunking=container.settings.chunking,
+                settings=container.settings.ingest,
+                ocr=container.ocr,
+                ocr_settings=container.settings.ocr,
+            )
     return _service
 
 
@@ -55,6 +87,11 @@ _METRIC_BY_STATUS = {
 
 
 def _count(result: IngestResult) -> None:
+    with _metrics_lock:
+        _add_metrics(result)
+
+
+def _add_metrics(result: IngestResult) -> None:
     name = _METRIC_BY_STATUS.get(result.status)
     if name:
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)

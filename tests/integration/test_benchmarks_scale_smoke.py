@@ -62,3 +62,31 @@ def test_reconcile_scale_finds_every_planted_case_and_reports_memory(
     assert result["queued"] == 9
     assert result["objects_per_s"] > 0
     assert result["run_peak_rss_mb"] is None or result["run_peak_rss_mb"] >= result["rss_before_mb"] > 0
+
+
+def test_ingest_scale_compares_the_concurrent_schedule_with_todays_and_loses_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pathlib import Path
+
+    from benchmarks import ingest_scale
+
+    bundled = Path(__file__).resolve().parents[1] / "data" / "scifact"
+    # When the bulk-ingest benchmark sends 12 abstracts and one long document through the real handler
+    # (moto and the simulated Voyage in child processes), with a short simulated latency
+    argv = ["--json", "--quiet", "--docs", "12", "--long", "1", "--concurrency", "4"]
+    argv += ["--scifact", str(bundled), "--base-latency", "0.02"]
+    assert ingest_scale.main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Then both schedules ingested all 13 documents: none lost, none doubled, no record failed
+    assert result["docs"] == 13 and result["lost"] == 0 and result["duplicated"] == 0
+    assert result["failed_records"] == 0
+    for run in result["runs"].values():
+        assert run["chunks"] >= 13 and run["invocations"] == 2  # batches of 10: 10 + 3
+        # one embedding request per document (Voyage takes a document's chunks in one request)
+        assert run["voyage_requests"] == 13 and run["requests_per_doc"] == 1.0
+    # And the promised figures are there
+    assert result["runs"]["baseline"]["concurrency"] == 1 and result["concurrency"] == 4
+    assert result["docs_per_s"] > 0 and result["baseline_docs_per_s"] > 0
+    assert result["speedup"] == pytest.approx(result["docs_per_s"] / result["baseline_docs_per_s"], rel=0.01)
+    assert result["throttled"] == 0

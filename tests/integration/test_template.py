@@ -176,6 +176,16 @@ def test_ingest_reads_the_queue_with_partial_batch_failures_and_bounded_concurre
     assert sqs["MaximumBatchingWindowInSeconds"] == {"Ref": "IngestBatchWindowSeconds"}
     assert sqs["ScalingConfig"]["MaximumConcurrency"] == {"Ref": "IngestMaxConcurrency"}
     assert t["Parameters"]["IngestMaxConcurrency"]["MinValue"] >= 2  # SQS's lower bound
+    # the batch's documents indexed at once: a stack parameter within the setting's bounds
+    env = t["Resources"]["IngestFunction"]["Properties"]["Environment"]["Variables"]
+    assert env["WINNOW_INGEST_BATCH_CONCURRENCY"] == {"Ref": "IngestBatchConcurrency"}
+    parameter = t["Parameters"]["IngestBatchConcurrency"]
+    bounds = settings_module.IngestSettings.model_fields["batch_concurrency"].metadata
+    assert (parameter["MinValue"], parameter["MaxValue"]) == (
+        next(m.ge for m in bounds if hasattr(m, "ge")),
+        next(m.le for m in bounds if hasattr(m, "le")),
+    )
+    assert parameter["Default"] == settings_module.IngestSettings().batch_concurrency
 
     queue = t["Resources"]["IngestQueue"]["Properties"]
     assert queue["SqsManagedSseEnabled"] is True

@@ -3,6 +3,7 @@ into ours. boto3 comes from the Lambda runtime and is imported only when an AWS 
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from winnow.errors import (
@@ -56,6 +57,9 @@ CONFIG_CODES = frozenset(
 )
 
 
+_CLIENTS_LOCK = threading.Lock()
+
+
 def make_client(service: str, max_attempts: int = 5, signature_version: str | None = None) -> Any:
     """A boto3 client with botocore's standard retry mode (backoff with jitter on throttles and 5xx) and
     timeouts short enough for a Lambda. ``AWS_ENDPOINT_URL`` (tests: moto) is honoured by boto3 itself."""
@@ -68,7 +72,8 @@ def make_client(service: str, max_attempts: int = 5, signature_version: str | No
         read_timeout=30,
         **({"signature_version": signature_version} if signature_version else {}),
     )
-    return boto3.client(service, config=config)
+    with _CLIENTS_LOCK:  # boto3's default session is not thread-safe; the clients it makes are
+        return boto3.client(service, config=config)
 
 
 def error_code(exc: BaseException) -> str | None:

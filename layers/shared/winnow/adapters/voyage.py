@@ -122,7 +122,8 @@ def voyage_http_client(settings: VoyageSettings) -> httpx.Client:
     a cold start builds one TLS context instead of two (each loads the whole CA bundle, ~25 ms)."""
     return httpx.Client(
         timeout=httpx.Timeout(settings.timeout_seconds),
-        limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=60),
+        # enough kept-alive connections for a batch's documents embedded at once (batch_concurrency)
+        limits=httpx.Limits(max_keepalive_connections=16, keepalive_expiry=60),
     )
 
 

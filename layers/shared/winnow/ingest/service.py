@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -123,6 +124,9 @@ class IngestService:
         self._chunker = chunker
         self.ocr = ocr
         self.ocr_settings = ocr_settings or OcrSettings()
+        # One parse at a time however many documents a batch runs at once: parsing is CPU-bound, and the
+        # parse budget's memory cap (WINNOW_INGEST_PARSE_MEMORY_MB) assumes one worker beside this process.
+        self._parsing = threading.Lock()
 
     # --- entry point -----------------------------------------------------------------------------------
     def handle(self, event: ObjectEvent) -> IngestResult:
@@ -424,7 +428,8 @@ class IngestService:
 
             parser = partial(parse_within_budget, ocr=self.ocr, ocr_settings=self.ocr_settings)
         try:
-            return parser(key, data, self.settings)
+            with self._parsing:
+                return parser(key, data, self.settings)
         except (DocumentError, TransientError, ConfigurationError):
             raise  # an OCR outage is retried; a missing OCR engine is a deployment problem
         except Exception as exc:  # a parser bug on hostile input must not crash the batch
