@@ -111,6 +111,14 @@ def citation(result: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _search_body(query: str, top_k: int, filters: dict[str, Any] | None, mode: str) -> dict[str, Any]:
+    """The request body ``/search`` and ``/answer`` share."""
+    body: dict[str, Any] = {"query": query, "top_k": top_k, "mode": mode}
+    if filters:
+        body["filters"] = filters
+    return body
+
+
 @dataclass
 class WinnowTools:
     """The tools, over any backend (so they are the same locally and against AWS)."""
@@ -135,10 +143,7 @@ class WinnowTools:
         filters: dict[str, Any] | None = None,
         mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"query": query, "top_k": top_k, "mode": mode}
-        if filters:
-            body["filters"] = filters
-        payload = self._call("POST", "/search", body=body)
+        payload = self._call("POST", "/search", body=_search_body(query, top_k, filters, mode))
         passages = [
             {
                 "rank": r.get("rank"),
@@ -166,10 +171,7 @@ class WinnowTools:
         filters: dict[str, Any] | None = None,
         mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"query": query, "top_k": top_k, "mode": mode}
-        if filters:
-            body["filters"] = filters
-        payload = self._call("POST", "/answer", body=body)
+        payload = self._call("POST", "/answer", body=_search_body(query, top_k, filters, mode))
         return {
             "relevant": bool(payload.get("relevant")),
             "answer": payload.get("answer"),
