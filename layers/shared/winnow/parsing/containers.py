@@ -5,8 +5,14 @@ from __future__ import annotations
 import zipfile
 from io import BytesIO
 
-from winnow.errors import CorruptDocument
+from winnow.errors import CorruptDocument, OversizedDocument
 from winnow.parsing.blocks import one_line
+from winnow.settings import IngestSettings
+
+MAX_MEMBERS = 10_000
+# Small members compress extremely well when they are repetitive XML; only a member big enough to
+# hurt is judged by its ratio. The total declared size is checked for every archive.
+_RATIO_CHECK_MIN_BYTES = 1024 * 1024
 
 
 def zip_members(data: bytes, what: str = "DOCX") -> list[zipfile.ZipInfo]:
@@ -20,3 +26,26 @@ def zip_members(data: bytes, what: str = "DOCX") -> list[zipfile.ZipInfo]:
         raise
     except Exception as error:
         raise CorruptDocument(f"{what} zip container is unreadable ({one_line(error)})") from error
+
+
+def check_archive(data: bytes, settings: IngestSettings, what: str) -> list[zipfile.ZipInfo]:
+    """Refuse an archive whose central directory promises more than we are willing to inflate."""
+    members = zip_members(data, what)
+    if len(members) > MAX_MEMBERS:
+        raise OversizedDocument(f"{what} zip has {len(members)} members (limit {MAX_MEMBERS})")
+    declared = sum(member.file_size for member in members)
+    if declared > settings.max_uncompressed_bytes:
+        raise OversizedDocument(
+            f"{what} declares {declared} uncompressed bytes"
+            f" (limit {settings.max_uncompressed_bytes}): zip bomb?"
+        )
+    for member in members:
+        if member.file_size < _RATIO_CHECK_MIN_BYTES:
+            continue
+        ratio = member.file_size / max(member.compress_size, 1)
+        if ratio > settings.max_compression_ratio:
+            raise OversizedDocument(
+                f"{what} member compression ratio {ratio:.0f}:1 exceeds"
+                f" {settings.max_compression_ratio:.0f}:1 (zip bomb?)"
+            )
+    return members

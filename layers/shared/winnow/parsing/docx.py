@@ -28,7 +28,7 @@ from winnow.errors import (
 )
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
-from winnow.parsing.containers import zip_members
+from winnow.parsing.containers import check_archive
 from winnow.settings import IngestSettings
 
 if TYPE_CHECKING:
@@ -36,17 +36,13 @@ if TYPE_CHECKING:
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _CONTENT_TYPE = re.compile(r"content type is '([^']{1,120})'")
-_MAX_MEMBERS = 10_000
-# Small members compress extremely well when they are repetitive XML; only a member big enough to
-# hurt is judged by its ratio. The total declared size is checked for every archive.
-_RATIO_CHECK_MIN_BYTES = 1024 * 1024
 _MAX_STYLE_DEPTH = 20
 _XML_READ_BYTES = 1024 * 1024
 _TITLE_LEVEL = 0
 
 
 def parse_docx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
-    check_zip_bomb(data, settings)
+    check_archive(data, settings, "DOCX")
     check_xml_size(data, settings)
     try:
         return _parse(key, data)
@@ -64,28 +60,6 @@ def parse_docx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocumen
         raise CorruptDocument(f"corrupt DOCX (ValueError: {one_line(error)})") from error
     except Exception as error:
         raise CorruptDocument(f"corrupt DOCX ({type(error).__name__}: {one_line(error)})") from error
-
-
-def check_zip_bomb(data: bytes, settings: IngestSettings) -> None:
-    """Refuse an archive whose central directory promises more than we are willing to inflate."""
-    members = zip_members(data)
-    if len(members) > _MAX_MEMBERS:
-        raise OversizedDocument(f"DOCX zip has {len(members)} members (limit {_MAX_MEMBERS})")
-    declared = sum(member.file_size for member in members)
-    if declared > settings.max_uncompressed_bytes:
-        raise OversizedDocument(
-            f"DOCX declares {declared} uncompressed bytes"
-            f" (limit {settings.max_uncompressed_bytes}): zip bomb?"
-        )
-    for member in members:
-        if member.file_size < _RATIO_CHECK_MIN_BYTES:
-            continue
-        ratio = member.file_size / max(member.compress_size, 1)
-        if ratio > settings.max_compression_ratio:
-            raise OversizedDocument(
-                f"DOCX member compression ratio {ratio:.0f}:1 exceeds {settings.max_compression_ratio:.0f}:1"
-                " (zip bomb?)"
-            )
 
 
 def check_xml_size(data: bytes, settings: IngestSettings) -> None:

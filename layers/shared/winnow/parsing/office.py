@@ -24,16 +24,14 @@ from typing import Any
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
 from winnow.models import Block, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line
-from winnow.parsing.containers import zip_members
+from winnow.parsing.containers import check_archive
 from winnow.settings import IngestSettings
 
-MAX_MEMBERS = 10_000
 MAX_SLIDES = 2_000
 MAX_SHEETS = 200
 MAX_SHEET_ROWS = 100_000  # over all sheets of a workbook
 MAX_CHAPTERS = 2_000
 MAX_MEMBER_BYTES = 50 * 1024 * 1024
-_RATIO_CHECK_MIN_BYTES = 1024 * 1024
 
 _NS = {
     "a": "http://schemas.openxmlformats.org/drawingml/2006/main",
@@ -46,29 +44,6 @@ _NS = {
 }
 _TITLE_PLACEHOLDERS = frozenset({"title", "ctrTitle"})
 _NOTES_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/notesSlide"
-
-
-def check_archive(data: bytes, settings: IngestSettings, what: str) -> list[zipfile.ZipInfo]:
-    """Refuse an archive whose central directory promises more than we are willing to inflate."""
-    members = zip_members(data, what)
-    if len(members) > MAX_MEMBERS:
-        raise OversizedDocument(f"{what} zip has {len(members)} members (limit {MAX_MEMBERS})")
-    declared = sum(member.file_size for member in members)
-    if declared > settings.max_uncompressed_bytes:
-        raise OversizedDocument(
-            f"{what} declares {declared} uncompressed bytes"
-            f" (limit {settings.max_uncompressed_bytes}): zip bomb?"
-        )
-    for member in members:
-        if member.file_size < _RATIO_CHECK_MIN_BYTES:
-            continue
-        ratio = member.file_size / max(member.compress_size, 1)
-        if ratio > settings.max_compression_ratio:
-            raise OversizedDocument(
-                f"{what} member compression ratio {ratio:.0f}:1 exceeds"
-                f" {settings.max_compression_ratio:.0f}:1 (zip bomb?)"
-            )
-    return members
 
 
 def _guarded(what: str, parse: Callable[[], ParsedDocument]) -> ParsedDocument:
