@@ -274,10 +274,10 @@ def test_merge_walks_three_sorted_streams_and_rejects_disorder() -> None:
 
 
 def test_continuation_token_round_trips_and_rejects_garbage() -> None:
-    from winnow.reconcile.service import _Position
+    from winnow.reconcile.tokens import Position
 
     totals = ReconcileStats(scanned=5, new=2, tenant="acme")
-    token = encode_token("acme", True, _Position("objects", "acme", "acme/k.md", "cursor"), totals)
+    token = encode_token("acme", True, Position("objects", "acme", "acme/k.md", "cursor"), totals)
     scope, dry_run, position, decoded = decode_token(token)
     assert (scope, dry_run, position.after, position.ledger_page) == ("acme", True, "acme/k.md", "cursor")
     assert decoded.counters() == totals.counters()

@@ -1,59 +1,20 @@
-"""Reconcile: make the ledger and Qdrant match the bucket again, cheaply, and say what was done.
+"""Reconcile: make the ledger and the vector store match the bucket again, cheaply, and say what was done.
 
-How it compares. Per tenant, three streams sorted by key are merged: the bucket listing (S3 order), the
-tenant's ledger pages (ordered by key) and the tenant's point counts per document (one scroll of the
-tenant's points, counted and sorted by an external merge sort that spills runs to temporary files,
-``winnow.reconcile.spill``). Only the current page of each is held, one run of counts and a bounded
-window of recent documents: memory does not grow with the bucket. Each key then falls in one case:
-
-- object, no live record → **new**; object whose ETag (or version) differs from the record →
-  **modified**; record indexed with another embedding profile → **modified** (re-embedded into the
-  configured profile's collection); point count differs from the record's chunks → **repaired**;
-  object newer than the record, or its ``.metadata.json`` sidecar newer → **metadata_modified**.
-  Each is sent as a synthetic ``ObjectCreated`` S3 event *without a sequencer* through the ``EventQueue``
-  (the queue the bucket feeds), so ingest does the work with its own leases, retries and DLQ. Ingest reads
-  the object's current state; a sequencer-less event for a document whose points are incomplete makes it
-  re-index, reusing the vectors that remain. The content hash is compared by ingest after the GET: a
-  changed ETag over identical bytes costs a read and no embedding.
-- live record, no object → **deleted**: a synthetic ``ObjectRemoved`` event (ingest checks the object is
-  really gone, removes the points and marks the record deleted).
-- points, no record that owns them → **orphans_removed**: deleted directly, under the document's lease
-  and after re-checking ledger and bucket, so a document being indexed right now is never touched.
-- record failed for this very version → counted **failed**, not retried (it would fail the same way).
-
-Sidecars are not documents: a sidecar newer than its document's record re-sends the document (ingest
-re-applies metadata without embedding). Keys that name no tenant are counted failed and never sent.
-Whole-bucket runs then visit tenants that have records or points but no objects left.
-
-Idempotence: after the queued events are processed every document compares unchanged, so a second
-run sends nothing and embeds nothing.
-
-Paging. ``should_stop`` is checked before each key; on stop, the queued events are flushed and a
-continuation token (phase, tenant, last key, the ledger page cursor, totals so far) is returned. A run
-resumed with it starts the listing after that key (``ObjectSource.list_after``).
-
-Embedding-profile change. One collection per profile; the ``ActiveIndex`` pointer (a Qdrant alias)
-names the one searches read. Ingest always writes into the configured profile's collection. When the
-pointer names another profile, reconcile re-sends every document indexed with it (modified); searches
-stay on the old, complete collection meanwhile. At the end of a run, when no indexed record is left on
-another profile, the pointer moves to the configured profile in one atomic step. With SQS the events are
-processed after the run, so the switch happens on the next run; the in-process queue (embedded default)
-indexes synchronously and switches in the same run. The first run on a deployment without a pointer
-sets it: to the profile its indexed records were made with, if that collection exists, else to the
-configured one.
-"""
+Per tenant, three key-sorted streams are merged (bucket listing, ledger pages, point counts per document,
+``winnow.reconcile.merge``) so memory does not grow with the bucket; each difference is repaired through
+the ingest queue with a synthetic, sequencer-less S3 event, so ingest's own leases, retries and DLQ do the
+work and a second run sends nothing. Orphan points are removed directly, under the document's lease. A run
+pages with continuation tokens (``winnow.reconcile.tokens``) and, at its end, moves the active-index
+pointer to the configured embedding profile once nothing indexed is left on another. The cases, the
+statistics and the profile switch are described in docs/reconcile.md."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from itertools import groupby
 
 from winnow.errors import BadRequest, EnqueueFailed, InvalidKey, ObjectGone, TransientError
@@ -63,19 +24,17 @@ from winnow.ingest.service import split_key
 from winnow.models import DocumentStatus, EmbeddingProfile, LedgerRecord, ObjectInfo
 from winnow.observability import logger
 from winnow.ports import ActiveIndex, EventQueue, Ledger, ObjectSource, VectorStore
+from winnow.reconcile.compare import newer, norm_etag, same_version
+from winnow.reconcile.merge import OutOfOrderListing, merge_by_key
 from winnow.reconcile.spill import DEFAULT_RUN_SIZE, sorted_counts
 from winnow.reconcile.stats import ReconcileStats
+from winnow.reconcile.tokens import Position, decode_token, encode_token
 from winnow.rules import is_tenant
 
-TOKEN_VERSION = 1
 SQS_BATCH = 10
 LEDGER_PAGE = 1000
 RECENT_DOCUMENTS = 1024  # documents remembered for their sidecars, which sort a little later
 Category = str  # a ReconcileStats counter name
-
-
-class OutOfOrderListing(RuntimeError):
-    """A source yielded keys out of order: the merge would misjudge documents, so the run stops."""
 
 
 @dataclass
@@ -86,14 +45,6 @@ class ReconcileResult:
     totals: ReconcileStats
     invocation: ReconcileStats
     continuation: str | None
-
-
-@dataclass
-class _Position:
-    phase: str = "objects"  # objects → leftover (whole bucket only) → finish
-    tenant: str | None = None
-    after: str | None = None  # last key fully handled in ``tenant``
-    ledger_page: str | None = None  # cursor that fetched the ledger page holding the next record
 
 
 @dataclass
@@ -109,7 +60,7 @@ class _Run:
     dry_run: bool
     should_stop: Callable[[], bool]
     stats: ReconcileStats
-    position: _Position
+    position: Position
     run_id: str
     pending: list[tuple[ObjectEvent, Category]] = field(default_factory=list)
     recent: OrderedDict[str, _Recent] = field(default_factory=OrderedDict)
@@ -158,7 +109,7 @@ class Reconciler:
         that returned it (its tenant and dry-run flag win over the arguments)."""
         started = time.perf_counter()
         totals: ReconcileStats | None = None
-        position = _Position()
+        position = Position()
         if continuation:
             tenant, dry_run, position, totals = decode_token(continuation)
         if tenant is not None:
@@ -176,11 +127,11 @@ class Reconciler:
         if position.phase == "objects":
             stopped = not self._objects_phase(run)
             if not stopped:
-                run.position = _Position(phase="leftover" if tenant is None else "finish")
+                run.position = Position(phase="leftover" if tenant is None else "finish")
         if not stopped and run.position.phase == "leftover":
             stopped = not self._leftover_phase(run)
             if not stopped:
-                run.position = _Position(phase="finish")
+                run.position = Position(phase="finish")
         self._flush(run)
         if not stopped:
             active = self._finish(run, active)
@@ -243,7 +194,7 @@ class Reconciler:
         """Tenants with records or points but no objects left (a whole prefix deleted while events were
         lost). Tenants that still have objects were handled by the listing."""
         pos = run.position
-        candidates = {t for t in self.ledger.tenants() | self.store.tenants() if _is_tenant(t)}
+        candidates = {t for t in self.ledger.tenants() | self.store.tenants() if is_tenant(t)}
         for tenant in sorted(candidates):
             if pos.tenant is not None and tenant < pos.tenant:
                 continue
@@ -262,7 +213,7 @@ class Reconciler:
         if self.active_index is None or active is None or active == self.profile or run.dry_run:
             return active
         for record in self.ledger.scan():
-            live = _is_tenant(record.tenant) and record.status == DocumentStatus.INDEXED
+            live = is_tenant(record.tenant) and record.status == DocumentStatus.INDEXED
             if live and record.profile != self.profile.slug:
                 logger.info(
                     "profile rebuild still under way",
@@ -291,7 +242,7 @@ class Reconciler:
         there: searches must stay on it until the configured profile's collection is complete."""
         assert self.active_index is not None
         for record in self.ledger.scan():
-            if not _is_tenant(record.tenant) or record.status != DocumentStatus.INDEXED:
+            if not is_tenant(record.tenant) or record.status != DocumentStatus.INDEXED:
                 continue
             if record.profile and record.profile != self.profile.slug:
                 for profile in self.active_index.available():
@@ -323,7 +274,7 @@ class Reconciler:
             if run.should_stop():
                 return False
             self._one(run, tenant, key, info, record, count)
-            run.position = _Position(run.position.phase, tenant, key, page[0])
+            run.position = Position(run.position.phase, tenant, key, page[0])
         return True
 
     def _records(self, tenant: str, after: str | None, page: list[str | None]) -> Iterator[LedgerRecord]:
@@ -347,7 +298,7 @@ class Reconciler:
                 return False
             run.stats.scanned += 1
             run.stats.failed += 1
-            run.position = _Position(run.position.phase, None, info.key, None)
+            run.position = Position(run.position.phase, None, info.key, None)
         return True
 
     def _one(
@@ -386,12 +337,12 @@ class Reconciler:
         if record is None or record.status == DocumentStatus.DELETED:
             return "new"
         if record.status == DocumentStatus.FAILED:
-            return "failed" if _same_version(info, record) else "modified"
-        if record.profile != self.profile.slug or not _same_version(info, record):
+            return "failed" if same_version(info, record) else "modified"
+        if record.profile != self.profile.slug or not same_version(info, record):
             return "modified"
         if count != record.chunks:
             return "repaired"
-        if _newer(info.last_modified, record.updated_at):
+        if newer(info.last_modified, record.updated_at):
             return "metadata_modified"
         return "unchanged"
 
@@ -406,7 +357,7 @@ class Reconciler:
         record = recent.record if recent is not None else self.ledger.get(tenant, doc_key)
         if record is None or record.status != DocumentStatus.INDEXED or record.profile != self.profile.slug:
             return
-        if not _newer(sidecar.last_modified, record.updated_at):
+        if not newer(sidecar.last_modified, record.updated_at):
             return
         info = recent.info if recent is not None else None
         if info is None:
@@ -451,7 +402,7 @@ class Reconciler:
             bucket=self.bucket,
             key=info.key,
             sequencer=None,  # ingest reads the current state; the ledger keeps the newest S3 sequencer
-            etag=info.etag.strip('"') if info.etag else None,
+            etag=norm_etag(info.etag),
             version_id=info.version_id,
             size=info.size,
             event_name="ObjectCreated:Put",
@@ -497,65 +448,6 @@ class Reconciler:
             setattr(run.stats, name, getattr(run.stats, name) + 1)
 
 
-# --- merging -----------------------------------------------------------------------------------------
-def merge_by_key(
-    objects: Iterator[ObjectInfo],
-    records: Iterator[LedgerRecord],
-    counts: Iterator[tuple[str, int]],
-) -> Iterator[tuple[str, ObjectInfo | None, LedgerRecord | None, int]]:
-    """Walk three key-sorted streams together: (key, object, record, point count) per distinct key.
-    Python's string order is code-point order, which for UTF-8 is S3's (and the ledgers') byte order."""
-    obj, rec, cnt = next(objects, None), next(records, None), next(counts, None)
-    last: str | None = None
-    while obj is not None or rec is not None or cnt is not None:
-        heads = [
-            h for h in (obj.key if obj else None, rec.key if rec else None, cnt[0] if cnt else None) if h
-        ]
-        key = min(heads)
-        if last is not None and key <= last:
-            raise OutOfOrderListing(f"keys out of order after {last!r}")
-        last = key
-        out_obj = out_rec = None
-        out_cnt = 0
-        if obj is not None and obj.key == key:
-            out_obj, obj = obj, next(objects, None)
-        if rec is not None and rec.key == key:
-            out_rec, rec = rec, next(records, None)
-        if cnt is not None and cnt[0] == key:
-            out_cnt, cnt = cnt[1], next(counts, None)
-        yield key, out_obj, out_rec, out_cnt
-
-
-# --- continuation tokens -----------------------------------------------------------------------------
-def encode_token(tenant: str | None, dry_run: bool, position: _Position, totals: ReconcileStats) -> str:
-    body = {
-        "v": TOKEN_VERSION,
-        "scope": tenant,
-        "dry_run": dry_run,
-        "position": asdict(position),
-        "totals": totals.to_dict(),
-    }
-    raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def decode_token(token: str) -> tuple[str | None, bool, _Position, ReconcileStats]:
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        body = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
-        if body.get("v") != TOKEN_VERSION:
-            raise ValueError("unknown token version")
-        position = _Position(**body["position"])
-        if position.phase not in ("objects", "leftover", "finish"):
-            raise ValueError("unknown phase")
-        scope = body["scope"]
-        if scope is not None and not isinstance(scope, str):
-            raise ValueError("bad scope")
-        return scope, bool(body["dry_run"]), position, ReconcileStats.from_dict(body["totals"])
-    except (ValueError, KeyError, TypeError, UnicodeError, binascii.Error) as exc:
-        raise BadRequest("invalid reconcile continuation token") from exc
-
-
 # --- helpers -------------------------------------------------------------------------------------------
 def _tenant_of(key: str) -> str | None:
     try:
@@ -564,12 +456,8 @@ def _tenant_of(key: str) -> str | None:
         return None
 
 
-def _is_tenant(name: str) -> bool:
-    return is_tenant(name)
-
-
 def _check_tenant(tenant: str) -> None:
-    if not _is_tenant(tenant):
+    if not is_tenant(tenant):
         raise BadRequest(f"{tenant[:80]!r} is not a tenant name")
 
 
@@ -578,35 +466,6 @@ def _remember(run: _Run, key: str, recent: _Recent) -> None:
     run.recent.move_to_end(key)
     while len(run.recent) > RECENT_DOCUMENTS:
         run.recent.popitem(last=False)
-
-
-def _norm_etag(etag: str | None) -> str | None:
-    return etag.strip('"') if etag else None
-
-
-def _same_version(info: ObjectInfo, record: LedgerRecord) -> bool:
-    if _norm_etag(info.etag) != _norm_etag(record.etag):
-        return False
-    return info.version_id is None or record.version_id is None or info.version_id == record.version_id
-
-
-def _instant(value: str | None) -> datetime | None:
-    """An ISO timestamp to whole seconds (S3 and the ledger differ in precision), naive = UTC."""
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).replace(microsecond=0)
-
-
-def _newer(object_time: str | None, record_time: str | None) -> bool:
-    """Whether the object changed after the record was written (a metadata change whose event was lost)."""
-    changed, recorded = _instant(object_time), _instant(record_time)
-    return changed is not None and recorded is not None and changed > recorded
 
 
 __all__ = [
