@@ -20,9 +20,8 @@ from winnow.errors import TransientError
 from winnow.factory import get_container
 from winnow.ingest.events import ObjectEvent, is_sqs_batch, parse_s3_notification, parse_sqs_body
 from winnow.ingest.schedule import lanes
-from winnow.ingest.service import IngestResult, IngestService
+from winnow.ingest.service import IngestOutcome, IngestResult
 from winnow.observability import MetricUnit, logger, metrics, tracer
-from winnow.reconcile.wiring import ingest_store
 
 
 class ConcurrentBatchProcessor(BatchProcessor):
@@ -34,7 +33,7 @@ class ConcurrentBatchProcessor(BatchProcessor):
         workers = get_container().settings.ingest.batch_concurrency
         if workers <= 1 or len(self.records) <= 1:
             return super().process()
-        service()  # built once here, not raced for by the workers
+        get_container().ingest_service()  # built once here, not raced for by the workers
         schedule = lanes([str(record.get("body", "")) for record in self.records])
         results: dict[int, tuple[Any, ...]] = {}
 
@@ -52,37 +51,13 @@ class ConcurrentBatchProcessor(BatchProcessor):
 # partial failure, listing every record: raising instead would turn an expected, retried condition
 # into a failed invocation with a stack trace, for the same outcome (SQS redelivers them all).
 processor = ConcurrentBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-_service: IngestService | None = None
-_service_lock = threading.Lock()
 _metrics_lock = threading.Lock()  # Powertools' metric set is a plain dict, flushed at 100 values
 
 
-def service() -> IngestService:
-    """One service (and so one client of each kind) per warm container."""
-    global _service
-    container = get_container()
-    # During an embedding-profile rebuild (reconcile) deletions must reach the collection searches read.
-    store = ingest_store(container)
-    with _service_lock:
-        if _service is None or _service.store is not store:
-            _service = IngestService(
-                objects=container.objects,
-                ledger=container.ledger,
-                store=store,
-                embedder=container.embedder,
-                sparse=container.sparse,
-                chunking=container.settings.chunking,
-                settings=container.settings.ingest,
-                ocr=container.ocr,
-                ocr_settings=container.settings.ocr,
-            )
-    return _service
-
-
-_METRIC_BY_STATUS = {
-    "indexed": "DocumentsIndexed",
-    "failed": "DocumentsFailed",
-    "deleted": "DocumentsDeleted",
+_METRIC_BY_OUTCOME = {
+    IngestOutcome.INDEXED: "DocumentsIndexed",
+    IngestOutcome.FAILED: "DocumentsFailed",
+    IngestOutcome.DELETED: "DocumentsDeleted",
 }
 
 
@@ -92,10 +67,10 @@ def _count(result: IngestResult) -> None:
 
 
 def _add_metrics(result: IngestResult) -> None:
-    name = _METRIC_BY_STATUS.get(result.status)
+    name = _METRIC_BY_OUTCOME.get(result.status)
     if name:
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
-    if result.status in ("indexed", "unchanged"):
+    if result.status in (IngestOutcome.INDEXED, IngestOutcome.UNCHANGED):
         metrics.add_metric(name="ChunksEmbedded", unit=MetricUnit.Count, value=result.embedded)
         metrics.add_metric(name="ChunksReused", unit=MetricUnit.Count, value=result.reused)
         if result.ocr_pages:
@@ -104,7 +79,7 @@ def _add_metrics(result: IngestResult) -> None:
 
 
 def handle_object_event(event: ObjectEvent) -> IngestResult:
-    result = service().handle(event)
+    result = get_container().ingest_service().handle(event)
     _count(result)
     return result
 
@@ -132,7 +107,7 @@ def _direct(event: dict[str, Any]) -> dict[str, Any]:
             results.append(handle_object_event(object_event).to_dict())
         except TransientError as exc:
             logger.warning("transient ingest failure", extra={"key": object_event.key, "error": str(exc)})
-            results.append(IngestResult(object_event.key, "retry", error=str(exc)).to_dict())
+            results.append(IngestResult(object_event.key, IngestOutcome.RETRY, error=str(exc)).to_dict())
     return {"results": results, "batchItemFailures": []}
 
 

@@ -11,7 +11,7 @@ far; metrics count this invocation's work only, so CloudWatch sums match the tot
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -19,10 +19,7 @@ from winnow.errors import BadRequest
 from winnow.factory import get_container
 from winnow.observability import MetricUnit, logger, metrics, tracer
 from winnow.reconcile.stats import ReconcileStats
-from winnow.reconcile.wiring import reconciler_for
-from winnow.settings import ReconcileSettings
 
-settings = ReconcileSettings()
 _METRICS = {
     "scanned": "ReconcileScanned",
     "new": "ReconcileNew",
@@ -34,22 +31,6 @@ _METRICS = {
     "repaired": "ReconcileRepaired",
     "metadata_modified": "ReconcileMetadataModified",
 }
-
-
-class Invoker(Protocol):
-    def invoke(self, function: str, payload: dict[str, Any]) -> None: ...
-
-
-invoker: Invoker | None = None  # tests install one; else the boto3 adapter, created on first chain
-
-
-def _invoker() -> Invoker:
-    global invoker
-    if invoker is None:
-        from winnow.adapters.lambda_invoke import LambdaAsyncInvoker
-
-        invoker = LambdaAsyncInvoker()
-    return invoker
 
 
 def parse_request(event: Any) -> tuple[str | None, bool, str | None, bool]:
@@ -84,9 +65,11 @@ def _emit(stats: ReconcileStats) -> None:
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    container = get_container()
+    settings = container.settings.reconcile
     try:
         tenant, dry_run, continuation, chain = parse_request(event)
-        result = reconciler_for(get_container()).run(
+        result = container.reconciler().run(
             tenant,
             dry_run=dry_run,
             continuation=continuation,
@@ -109,7 +92,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 "reconcile stopped: too many invocations", extra={"invocations": result.totals.invocations}
             )
         else:
-            _invoker().invoke(
+            container.invoker.invoke(
                 context.invoked_function_arn, {"continuation": result.continuation, "chain": True}
             )
             response["chained"] = True

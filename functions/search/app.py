@@ -1,18 +1,16 @@
-"""Search Lambda: HTTP API (payload v2) → Powertools resolver → SearchService / the ledger.
+"""Search Lambda: HTTP API (payload v2) → Powertools resolver → the search, answer and document services.
 
-The tenant comes only from the authorizer (a JWT claim, or a Lambda authorizer context key); requests
-without one are answered 401 before any validation, embedding or Qdrant call. Domain errors map to HTTP
-here and nowhere else; clients never see a stack trace, and every response carries a correlation id."""
+The handler only resolves: the tenant (from the authorizer only), the correlation id and the body checks
+run first in ``guarded`` (``winnow.search.http``), so a request without a tenant is answered 401 before
+any validation, embedding or Qdrant call; every failure is answered through one table of exception
+families, with a correlation id and never a stack trace."""
 
-import base64
-import binascii
 import json
-import re
 import time
-import uuid
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable
+from functools import wraps
 from typing import Annotated, Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from winnow.coldstart import building_long_lived_objects, freeze_long_lived
 
@@ -20,10 +18,7 @@ from winnow.coldstart import building_long_lived_objects, freeze_long_lived
 # imported without cyclic-GC passes, then frozen (see winnow.coldstart).
 with building_long_lived_objects():
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
-    from aws_lambda_powertools.event_handler.openapi.exceptions import (
-        RequestUnsupportedContentType,
-        RequestValidationError,
-    )
+    from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
     from aws_lambda_powertools.event_handler.openapi.params import Path, Query
     from aws_lambda_powertools.event_handler.openapi.types import (
         OpenAPIResponse,
@@ -34,27 +29,10 @@ with building_long_lived_objects():
 
     import winnow
     from winnow.answer.schemas import AnswerRequest, AnswerResponse
-    from winnow.answer.service import AnswerService
-    from winnow.errors import (
-        BadRequest,
-        BodyTooLarge,
-        ConfigurationError,
-        FeatureDisabled,
-        MalformedBody,
-        NotFound,
-        ProviderRejected,
-        QueryRejected,
-        TransientError,
-        Unauthorized,
-        UnsupportedMediaType,
-    )
     from winnow.factory import get_container
-    from winnow.models import LedgerRecord
     from winnow.observability import MetricUnit, logger, metrics, tracer
-    from winnow.reconcile.wiring import search_components
-    from winnow.rules import is_tenant
-    from winnow.search import documents
-    from winnow.search.body import check_media_type, decode_json_body
+    from winnow.search import documents, http
+    from winnow.search.body import decode_json_body
     from winnow.search.schemas import (
         DeleteResponse,
         DocumentsPage,
@@ -72,61 +50,12 @@ with building_long_lived_objects():
 
 # The body parser bounds its own work (size, nesting) and refuses text that is not Unicode: see body.py.
 app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=decode_json_body)
-PUBLIC_ROUTES = {"/health", "/openapi.json"}
-BODY_METHODS = {"POST", "PUT", "PATCH"}
-# What a caller sees of any failure on our side; the details go to the logs under the correlation id.
-INTERNAL_MESSAGE = "internal error: the service could not answer; quote the correlation id when reporting it"
-_service: SearchService | None = None
 
 
 def service() -> SearchService:
-    """One service (one client of each kind) per warm container. The first build imports qdrant-client
-    and opens the clients: without collector passes (see ``winnow.coldstart``)."""
-    global _service
-    container = get_container()
-    cold: AbstractContextManager[None] = building_long_lived_objects() if _service is None else nullcontext()
-    with cold:
-        # The active collection: the configured profile's, or the previous one while reconcile rebuilds.
-        embedder, store = search_components(container)
-        if _service is None or _service.store is not store:
-            _service = SearchService(
-                embedder=embedder,
-                store=store,
-                sparse=container.sparse,
-                reranker=container.reranker,
-                settings=container.settings.search,
-                cache_size=container.settings.providers.query_cache_size,
-            )
-        return _service
-
-
-# --- tenant and correlation ------------------------------------------------------------------------------
-def resolve_tenant(event: dict[str, Any]) -> str | None:
-    """The caller's tenant from the authorizer context, never from the body or query string."""
-    settings = get_container().settings.search
-    authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
-    claims = ((authorizer.get("jwt") or {}).get("claims")) or {}
-    tenant = claims.get(settings.tenant_claim)
-    if tenant is None:
-        tenant = (authorizer.get("lambda") or {}).get(settings.authorizer_tenant_key)
-    if tenant is None and settings.allow_tenant_header:
-        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-        tenant = headers.get(settings.tenant_header.lower())
-    if tenant is None:
-        return None
-    return str(tenant)
-
-
-def correlation_id(event: dict[str, Any]) -> str:
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    given = headers.get("x-correlation-id")
-    if given and re.fullmatch(r"[A-Za-z0-9._:-]{1,128}", given):
-        return str(given)
-    return str((event.get("requestContext") or {}).get("requestId") or uuid.uuid4())
-
-
-def _current_correlation_id() -> str:
-    return str(app.context.get("correlation_id", ""))
+    """The search service the routes use (the composition root keeps one per warm container); the
+    benchmarks call it to search without HTTP."""
+    return get_container().search_service()
 
 
 def _error(
@@ -136,18 +65,9 @@ def _error(
     details: list[dict[str, Any]] | None = None,
     headers: dict[str, str] | None = None,
 ) -> Response:
-    body = ErrorResponse.model_validate(
-        {
-            "error": {"code": code, "message": message, "details": details},
-            "correlation_id": _current_correlation_id(),
-        }
-    )
-    return Response(
-        status_code=status,
-        content_type=content_types.APPLICATION_JSON,
-        body=body.model_dump_json(exclude_none=True),
-        headers=headers or {},
-    )
+    """The one error response of the API; inside the resolver and outside it (see ``handler``)."""
+    body = http.error_body(code, message, str(app.context.get("correlation_id", "")), details)
+    return Response(status, content_types.APPLICATION_JSON, body, headers=headers or {})
 
 
 # --- routes ----------------------------------------------------------------------------------------------
@@ -197,9 +117,7 @@ def search(request: SearchRequest) -> SearchResponse:
 )
 @tracer.capture_method
 def answer(request: AnswerRequest) -> AnswerResponse:
-    container = get_container()
-    generator = container.generator  # FeatureDisabled (501) before anything is built or called
-    answers = AnswerService(service(), generator, container.settings.answer)
+    answers = get_container().answer_service()  # FeatureDisabled (501) before anything is built or called
     # Never start a model call that the function's timeout would cut off: stop 1.5 s before it.
     remaining_ms = app.lambda_context.get_remaining_time_in_millis()
     result = answers.answer(
@@ -214,21 +132,6 @@ def answer(request: AnswerRequest) -> AnswerResponse:
     return result
 
 
-def _document(record: LedgerRecord) -> DocumentStatusModel:
-    return DocumentStatusModel(
-        key=record.key,
-        status=str(record.status),
-        chunks=record.chunks,
-        embedded=record.embedded,
-        reused=record.reused,
-        error=record.error,
-        title=record.title,
-        source_type=record.source_type,
-        created_at=record.created_at,
-        updated=record.updated_at,
-    )
-
-
 @app.get(
     "/documents",
     summary="The caller's documents and their ingest status",
@@ -238,16 +141,10 @@ def list_documents(
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> DocumentsPage:
-    if cursor is not None:
-        try:
-            base64.urlsafe_b64decode(cursor.encode() + b"=" * (-len(cursor) % 4))
-        except (binascii.Error, ValueError) as exc:
-            raise BadRequest("cursor is not one this API returned") from exc
-    try:
-        records, next_cursor = get_container().ledger.list(app.context["tenant"], limit=limit, cursor=cursor)
-    except ValueError as exc:
-        raise BadRequest("cursor is not one this API returned") from exc
-    return DocumentsPage(documents=[_document(r) for r in records], next_cursor=next_cursor)
+    records, next_cursor = documents.page(get_container().ledger, app.context["tenant"], limit, cursor)
+    return DocumentsPage(
+        documents=[DocumentStatusModel.of(r, r.key) for r in records], next_cursor=next_cursor
+    )
 
 
 @app.get(
@@ -266,20 +163,7 @@ def document_status(key: Annotated[str, Path(min_length=1, max_length=1024)]) ->
     container = get_container()
     full_key = documents.full_key(tenant, unquote(key))
     record = documents.status(container.ledger, container.objects, tenant, full_key)
-    if record is None:
-        return DocumentStatusModel(
-            key=full_key,
-            status=documents.PENDING,
-            chunks=0,
-            embedded=0,
-            reused=0,
-            error=None,
-            title=None,
-            source_type=None,
-            created_at=None,
-            updated=None,
-        )
-    return _document(record)
+    return DocumentStatusModel.of(record, full_key)
 
 
 @app.delete(
@@ -358,14 +242,15 @@ def _explain(err: dict[str, Any]) -> dict[str, str]:
     field = ".".join(loc) or "body"
     kind = str(err.get("type", ""))
     message = str(err.get("msg", "invalid"))
+    uploads = http.route_path(app.current_event.raw_event) == "/uploads"
     if kind == "extra_forbidden":
         allowed = _RANGE_FIELDS if len(loc) == 3 and loc[0] == "filters" else _REQUEST_FIELDS
-        if _route_path(app.current_event.raw_event) == "/uploads":
+        if uploads:
             allowed = _UPLOAD_FIELDS
         message = f"unknown field {loc[-1][:40]!r}: the fields are {allowed}" if loc else message
     elif not loc and kind in ("model_attributes_type", "dict_type", "model_type"):
         message = 'the body must be a JSON object such as {"query": "travel expenses"}'
-        if _route_path(app.current_event.raw_event) == "/uploads":
+        if uploads:
             message = 'the body must be a JSON object such as {"path": "handbook/leave.pdf"}'
     elif kind == "string_unicode":
         message = "must be valid Unicode text (it holds a lone UTF-16 surrogate)"
@@ -385,88 +270,21 @@ def _invalid(exc: RequestValidationError) -> Response:
     return _error(422, "validation_error", f"invalid request: {summary}{more}", details)
 
 
-@app.exception_handler(MalformedBody)
-def _malformed(exc: MalformedBody) -> Response:
-    return _error(400, "invalid_body", str(exc))
-
-
-@app.exception_handler(BodyTooLarge)
-def _too_large(exc: BodyTooLarge) -> Response:
-    return _error(413, "body_too_large", str(exc))
-
-
-@app.exception_handler(UnsupportedMediaType)
-def _unsupported_media_type(exc: UnsupportedMediaType) -> Response:
-    return _error(415, "unsupported_media_type", str(exc))
-
-
-@app.exception_handler(RequestUnsupportedContentType)
-def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response:
-    # The handler checks the media type before resolving; this only catches what slips past it.
-    return _error(415, "unsupported_media_type", "send the body as JSON with content-type: application/json")
-
-
-@app.exception_handler(QueryRejected)
-def _query_rejected(exc: QueryRejected) -> Response:
-    logger.warning("the vector store rejected a search", extra={"error": str(exc)})
-    return _error(
-        400, "bad_request", "the search was rejected: check that each filter's values match its field's type"
-    )
-
-
-@app.exception_handler(Unauthorized)
-def _unauthorized(exc: Unauthorized) -> Response:
-    return _error(401, "unauthorized", str(exc))
-
-
-@app.exception_handler(BadRequest)
-def _bad_request(exc: BadRequest) -> Response:
-    return _error(400, "bad_request", str(exc))
-
-
-@app.exception_handler(NotFound)
-def _not_found(exc: NotFound) -> Response:
-    return _error(404, "not_found", str(exc))
-
-
-@app.exception_handler(TransientError)
-def _unavailable(exc: TransientError) -> Response:
-    retry_after = max(1, round(exc.retry_after or 5))
-    logger.warning("provider unavailable", extra={"error_type": type(exc).__name__, "error": str(exc)})
-    return _error(
-        503,
-        "unavailable",
-        "a search provider is unavailable; retry later",
-        headers={"Retry-After": str(retry_after)},
-    )
-
-
-@app.exception_handler(FeatureDisabled)
-def _disabled(exc: FeatureDisabled) -> Response:
-    return _error(501, "not_enabled", str(exc))
-
-
-@app.exception_handler(ConfigurationError)
-def _misconfigured(exc: ConfigurationError) -> Response:
-    # The message names secrets, collections and models: the operators' business, never the caller's.
-    logger.error("configuration error", extra={"error_type": type(exc).__name__, "error": str(exc)})
-    try:
-        operator = get_container().settings.search.show_configuration_errors  # the embedded default
-    except Exception:
-        operator = False
-    return _error(500, "configuration_error", str(exc) if operator else INTERNAL_MESSAGE)
-
-
-@app.exception_handler(ProviderRejected)
-def _rejected(exc: ProviderRejected) -> Response:
-    logger.error("provider rejected the request", extra={"error": str(exc)})
-    return _error(502, "provider_rejected", "a search provider rejected the request")
-
-
 @app.exception_handler(Exception)
-def _bug(exc: Exception) -> Response:
-    logger.exception("unhandled error")
-    return _error(500, "internal_error", INTERNAL_MESSAGE)
+def _failed(exc: Exception) -> Response:
+    """Every other failure, answered by the table of exception families (``winnow.search.http``)."""
+    answer = http.answer_for(exc, _show_configuration_errors())
+    if answer.rule.log is not None:
+        level, line = answer.rule.log
+        getattr(logger, level)(line, extra={"error_type": type(exc).__name__, "error": str(exc)})
+    return _error(answer.status, answer.code, answer.message, headers=answer.headers)
+
+
+def _show_configuration_errors() -> bool:
+    try:
+        return get_container().settings.search.show_configuration_errors  # the embedded default
+    except Exception:
+        return False
 
 
 @app.not_found
@@ -475,102 +293,50 @@ def _unknown_route(exc: Exception) -> Response:
 
 
 # --- entry point -----------------------------------------------------------------------------------------
-def _normalise_document_path(event: dict[str, Any]) -> None:
-    """``GET /documents/{key+}``: keys contain slashes; encode them so the route's one segment matches."""
-    path = str(event.get("rawPath") or "")
-    prefix = "/documents/"
-    if path.startswith(prefix) and len(path) > len(prefix):
-        encoded = prefix + quote(unquote(path[len(prefix) :]), safe="")
-        event["rawPath"] = encoded
-        http = (event.get("requestContext") or {}).get("http")
-        if isinstance(http, dict):
-            http["path"] = encoded
+def guarded(
+    handle: Callable[[dict[str, Any], LambdaContext], dict[str, Any]],
+) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+    """Before the resolver: the correlation id, the tenant (private routes), the body checks; whatever
+    happens, the caller gets a structured answer carrying the correlation id."""
 
-
-def _check_body(event: dict[str, Any]) -> None:
-    """Before Powertools reads the body: it must be declared as JSON (any case, ``+json`` too; the header is
-    then normalised so Powertools parses it), and a base64 body (API Gateway's encoding of non-text
-    payloads) must decode to UTF-8, or Powertools would raise while reading it."""
-    method = str(((event.get("requestContext") or {}).get("http") or {}).get("method", "")).upper()
-    headers = event.get("headers") or {}
-    if method in BODY_METHODS:
-        names = [name for name in headers if str(name).lower() == "content-type"]
-        check_media_type(", ".join(str(headers[name]) for name in names) if names else None)
-        for name in names:
-            del headers[name]
-        if names:
-            headers["content-type"] = "application/json"
-    body = event.get("body")
-    if event.get("isBase64Encoded") and body:
+    @wraps(handle)
+    def wrapper(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        cid = http.correlation_id(event)
+        app.append_context(correlation_id=cid)
         try:
-            base64.b64decode(str(body), validate=True).decode("utf-8")
-        except (binascii.Error, ValueError) as exc:
-            raise MalformedBody("the request body is not UTF-8 text: send JSON encoded as UTF-8") from exc
+            tenant = http.require_tenant(event, get_container().settings.search)
+            if tenant is not None:
+                app.append_context(tenant=tenant)
+                logger.append_keys(tenant=tenant)
+            http.check_body(event)
+            http.normalise_document_path(event)
+            response = handle(event, context)
+        except Exception as exc:  # raised before the routes, or escaped the resolver
+            response = _proxy_result(_failed(exc))
+        finally:
+            app.clear_context()
+            logger.remove_keys(["tenant"])
+        response["headers"] = {**(response.get("headers") or {}), "X-Correlation-Id": cid}
+        return response
+
+    return wrapper
 
 
-def _route_path(event: dict[str, Any]) -> str:
-    return str(
-        event.get("rawPath") or ((event.get("requestContext") or {}).get("http") or {}).get("path", "")
-    )
+def _proxy_result(response: Response) -> dict[str, Any]:
+    return {
+        "statusCode": response.status_code,
+        "headers": dict(response.headers),
+        "body": response.body,
+        "isBase64Encoded": False,
+    }
 
 
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
+@guarded
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Whatever happens below, the caller gets a structured answer with a correlation id: an exception
-    that escapes the resolver (or the checks before it) is logged and answered with a generic 500."""
-    try:
-        cid = correlation_id(event)
-    except Exception:  # not an API Gateway event at all
-        cid = str(uuid.uuid4())
-    app.append_context(correlation_id=cid)
-    try:
-        response = _respond(event, context)
-    except Exception:
-        logger.exception("unhandled error outside the routes")
-        response = app_error_response(500, "internal_error", INTERNAL_MESSAGE)
-    finally:
-        app.clear_context()
-        logger.remove_keys(["tenant"])
-    return _finish(response, cid)
-
-
-def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    path = _route_path(event)
-    if path not in PUBLIC_ROUTES:
-        tenant = resolve_tenant(event)
-        if tenant is None:
-            return app_error_response(401, "unauthorized", "no tenant in the authorizer context")
-        if not is_tenant(tenant):
-            return app_error_response(403, "forbidden", "the tenant claim is not a valid tenant")
-        app.append_context(tenant=tenant)
-        logger.append_keys(tenant=tenant)
-    try:
-        _check_body(event)
-    except UnsupportedMediaType as exc:
-        return app_error_response(415, "unsupported_media_type", str(exc))
-    except MalformedBody as exc:
-        return app_error_response(400, "invalid_body", str(exc))
-    _normalise_document_path(event)
     return app.resolve(event, context)
-
-
-def app_error_response(status: int, code: str, message: str) -> dict[str, Any]:
-    body = _error(status, code, message)
-    return {
-        "statusCode": status,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
-        "body": body.body,
-        "isBase64Encoded": False,
-    }
-
-
-def _finish(response: dict[str, Any], cid: str) -> dict[str, Any]:
-    headers = dict(response.get("headers") or {})
-    headers["X-Correlation-Id"] = cid
-    response["headers"] = headers
-    return response
 
 
 # The modules, routes and models imported above live as long as the container (see winnow.coldstart).

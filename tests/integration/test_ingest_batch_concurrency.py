@@ -95,7 +95,7 @@ def aws_stack(
 
 def observe(monkeypatch: pytest.MonkeyPatch) -> Timeline:
     timeline = Timeline()
-    service = ingest_app.service()
+    service = ingest_app.get_container().ingest_service()
     monkeypatch.setattr(service, "handle", timeline(service.handle))
     return timeline
 

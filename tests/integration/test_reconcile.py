@@ -18,7 +18,6 @@ from winnow.local.context import LocalLambdaContext
 from winnow.models import DocumentStatus
 from winnow.reconcile import run_reconcile
 from winnow.reconcile.stats import ReconcileStats
-from winnow.reconcile.wiring import forget_active, reconciler_for, search_components
 from winnow.search.schemas import SearchRequest
 from winnow.search.service import SearchService
 from winnow.settings import ChunkingSettings
@@ -80,7 +79,7 @@ class AwsWorld:
         return self.stack.container
 
     def reconcile(self, tenant: str | None = None, dry_run: bool = False) -> ReconcileStats:
-        result = reconciler_for(self.container).run(tenant, dry_run=dry_run)
+        result = self.container.reconciler().run(tenant, dry_run=dry_run)
         assert result.continuation is None
         return result.totals
 
@@ -373,7 +372,8 @@ def _container_with_dimension(old: Container, fake: FakeVoyageServer, dimension:
 
 def _search_keys(container: Container, query: str) -> tuple[str, set[str]]:
     """A search the way the search function runs it: with the components the pointer selects."""
-    embedder, store = search_components(container)
+    active = container.search_service()
+    embedder, store = active.embedder, active.store
     service = SearchService(embedder, store, container.sparse, None, container.settings.search)
     response = service.search("acme", SearchRequest(query=query, relevance_threshold=0.0, top_k=10))
     return store.collection_name, {r.key for r in response.results}  # type: ignore[attr-defined]
@@ -408,7 +408,7 @@ def test_profile_change_rebuilds_and_searches_stay_on_the_old_collection_until_c
     again = aws.reconcile()
     # Then the pointer has not moved: a search still reads the old collection and finds both documents
     assert not again.switched and again.active_profile == old_profile.slug
-    forget_active(new)
+    new.forget_active()
     assert _search_keys(new, "reimbursed travel expenses") == (
         old_collection,
         {"acme/holidays.md", "acme/expenses.md"},
@@ -419,7 +419,7 @@ def test_profile_change_rebuilds_and_searches_stay_on_the_old_collection_until_c
     # Then the rebuild is complete and searches switch over to the new collection
     assert done.switched and not done.rebuilding and done.active_profile == new.embedder.profile.slug
     assert done.unchanged == 2
-    forget_active(new)
+    new.forget_active()
     collection, keys = _search_keys(new, "paid holiday days per year")
     assert collection == f"winnow_{new.embedder.profile.slug}" and "acme/holidays.md" in keys
     # and a further run changes nothing and embeds nothing
@@ -483,7 +483,7 @@ def test_lambda_continues_a_large_bucket_in_follow_up_invocations(
             assert function == LocalLambdaContext().invoked_function_arn
             chained.append(payload)
 
-    monkeypatch.setattr(app, "invoker", RecordingInvoker())
+    monkeypatch.setattr(app.get_container(), "invoker", RecordingInvoker())
     # When the handler is invoked on demand, and again with every payload it chains
     response = app.handler({"tenant": "acme"}, ShortLivedContext(3))
     invocations = 1

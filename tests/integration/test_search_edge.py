@@ -216,10 +216,10 @@ def test_an_exception_before_the_routes_is_a_generic_500(
     loaded: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a failure in the handler's own checks, outside the resolver's exception handlers
-    def broken(event: dict[str, Any]) -> str:
+    def broken(event: dict[str, Any], settings: Any) -> str:
         raise RuntimeError("token cache at /opt/winnow/internal.db is locked")
 
-    monkeypatch.setattr(search_app, "resolve_tenant", broken)
+    monkeypatch.setattr(search_app.http, "resolve_tenant", broken)
     # When a request arrives
     status, headers, body = loaded.api("POST", "/search", {"query": "x"})
     # Then the caller gets a structured, generic 500 with a correlation id, and no internals

@@ -296,7 +296,7 @@ def test_the_cold_search_builds_its_clients_with_the_collector_paused_and_leaves
     loaded: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a container whose search service was never built, and the collector on
-    monkeypatch.setattr(search_app, "_service", None)
+    monkeypatch.setattr(loaded.container, "_search", None)
     assert gc.isenabled()
     frozen_before = gc.get_freeze_count()
     # When the first search arrives
@@ -311,11 +311,11 @@ def test_a_cold_search_that_fails_to_build_leaves_the_collector_on(
     loaded: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a cold container whose components cannot be built
-    def broken(container: object) -> None:
+    def broken() -> None:
         raise RuntimeError("cannot reach Qdrant")
 
-    monkeypatch.setattr(search_app, "_service", None)
-    monkeypatch.setattr(search_app, "search_components", broken)
+    monkeypatch.setattr(loaded.container, "_search", None)
+    monkeypatch.setattr(loaded.container, "active_profile", broken)
     # When the first search arrives
     status, _, body = loaded.api("POST", "/search", {"query": "anything"})
     # Then it is a structured 500 and the collector runs again
@@ -353,7 +353,7 @@ def test_documents_are_listed_per_tenant_with_a_cursor(loaded: EmbeddedStack) ->
             break
     assert sorted(seen) == sorted(k for k in DOCS if k.startswith("acme/"))
     doc = page["documents"][-1] if page["documents"] else None
-    assert doc is None or set(doc) >= {"key", "status", "chunks", "error", "updated"}
+    assert doc is None or set(doc) >= {"key", "status", "chunks", "error", "updated_at"}
 
 
 def test_document_status_and_404_for_other_tenants(loaded: EmbeddedStack) -> None:

@@ -448,7 +448,7 @@ def cmd_documents(args: argparse.Namespace) -> int:
         width = max(len("DOCUMENT"), *(len(name) for name in names))
         print(f"{'STATUS':<9}  {'DOCUMENT':<{width}}  {'CHUNKS':>6}  {'UPDATED':<16}  ERROR".rstrip())
         for name, document in zip(names, documents, strict=True):
-            updated = str(document.get("updated") or "")[:16].replace("T", " ")
+            updated = str(document.get("updated_at") or "")[:16].replace("T", " ")
             error = document.get("error") or ""
             status, chunks = document.get("status", "?"), document.get("chunks", 0)
             line = f"{status:<9}  {name:<{width}}  {chunks:>6}  {updated:<16}"

@@ -138,3 +138,7 @@ class BodyTooLarge(BadRequest):
 
 class UnsupportedMediaType(BadRequest):
     """The request body is not declared as JSON (``Content-Type``)."""
+
+
+class Forbidden(WinnowError):
+    """The authorizer context names a tenant, but not one that is a valid tenant name."""

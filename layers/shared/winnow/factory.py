@@ -1,11 +1,13 @@
-"""Build the components from validated settings, lazily and once per process (one client of each kind
-per warm Lambda container). Handlers and the CLI call ``get_container()``; tests build a ``Container``
-with their own settings or inject components directly."""
+"""The composition root: every component and service is built here from validated settings, lazily and
+once per process (one client of each kind per warm Lambda container). Handlers and the CLI call
+``get_container()``; tests build a ``Container`` with their own settings or inject components directly
+(assigning ``container.store`` and the like replaces the component; services follow it)."""
 
 from __future__ import annotations
 
 import json
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -18,6 +20,7 @@ from winnow.settings import (
     OcrSettings,
     ProviderSettings,
     QdrantSettings,
+    ReconcileSettings,
     SearchSettings,
     StorageSettings,
     VoyageSettings,
@@ -26,8 +29,27 @@ from winnow.settings import (
 if TYPE_CHECKING:
     import httpx
 
-    from winnow.ports import Embedder, Generator, Ledger, ObjectSource, Ocr, Reranker, VectorStore
+    from winnow.answer.service import AnswerService
+    from winnow.ingest.service import IngestService
+    from winnow.models import EmbeddingProfile
+    from winnow.ports import (
+        ActiveIndex,
+        Embedder,
+        EventQueue,
+        FunctionInvoker,
+        Generator,
+        Ledger,
+        ObjectSource,
+        Ocr,
+        Reranker,
+        VectorStore,
+    )
+    from winnow.reconcile.active import ActiveProfileCache
+    from winnow.reconcile.service import Reconciler
+    from winnow.search.service import SearchService
     from winnow.text.sparse import Bm25Encoder
+
+ACTIVE_PROFILE_TTL_SECONDS = 60.0
 
 
 @dataclass
@@ -43,6 +65,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     ocr: OcrSettings = field(default_factory=OcrSettings)
+    reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
 
 
 def read_secret(arn: str, max_age: int) -> str:
@@ -71,12 +94,28 @@ def read_secret(arn: str, max_age: int) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class _Rebuild:
+    """What an embedding-profile rebuild needs beside the configured components (see ``Container``)."""
+
+    profile: EmbeddingProfile
+    configured: VectorStore  # the configured store these were built beside
+    embedder: Embedder
+    store: VectorStore
+    ingest_store: VectorStore
+
+
 class Container:
-    """The wired components. Properties create their object on first use."""
+    """The wired components and services. Properties create their object on first use."""
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self._lock = threading.RLock()
+        # Services keyed by the components they were built on: a new store (a profile switch, a test
+        # injecting one) gets a new service, the same store keeps the warm one and its query cache.
+        self._search: tuple[VectorStore, SearchService] | None = None
+        self._ingest: tuple[VectorStore, IngestService] | None = None
+        self._rebuild: _Rebuild | None = None
 
     # --- secrets -----------------------------------------------------------------------------------
     def _secret(self, plain: object, arn: str | None) -> str | None:
@@ -104,15 +143,18 @@ class Container:
                 from winnow.adapters.voyage import VoyageEmbedder
 
                 return VoyageEmbedder(self.settings.voyage, self._voyage_key(), self.voyage_http)
-            from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
+            return self._local_embedder()
 
-            p = self.settings.providers
-            return LocalOnnxEmbedder(
-                model_path=p.local_model_path,
-                tokenizer_path=p.local_tokenizer_path,
-                batch_size=p.local_batch_size,
-                max_tokens=p.local_max_tokens,
-            )
+    def _local_embedder(self) -> Embedder:
+        from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
+
+        p = self.settings.providers
+        return LocalOnnxEmbedder(
+            model_path=p.local_model_path,
+            tokenizer_path=p.local_tokenizer_path,
+            batch_size=p.local_batch_size,
+            max_tokens=p.local_max_tokens,
+        )
 
     @cached_property
     def reranker(self) -> Reranker | None:
@@ -211,6 +253,190 @@ class Container:
                 "names the model); on the embedded default set OLLAMA_HOST to a running Ollama server "
                 "(and WINNOW_ANSWER_OLLAMA_MODEL to a pulled model)"
             )
+
+    # --- the active index (which profile's collection searches read) ------------------------------------
+    @cached_property
+    def active_index(self) -> ActiveIndex | None:
+        """The pointer, on the store's own Qdrant client; None for a store that is not Qdrant."""
+        with self._lock:
+            from winnow.adapters.qdrant_store import QdrantVectorStore
+
+            store = self.store
+            if not isinstance(store, QdrantVectorStore):
+                return None
+            from winnow.adapters.qdrant_active import QdrantActiveIndex
+
+            return QdrantActiveIndex.for_store(store, self.settings.qdrant)
+
+    @cached_property
+    def _active_cache(self) -> ActiveProfileCache | None:
+        from winnow.reconcile.active import ActiveProfileCache
+
+        index = self.active_index
+        return None if index is None else ActiveProfileCache(index, ACTIVE_PROFILE_TTL_SECONDS)
+
+    def active_profile(self) -> EmbeddingProfile | None:
+        """The profile searches read (looked up at most once a minute); None when no pointer is set."""
+        cache = self._active_cache
+        return None if cache is None else cache.get()
+
+    def forget_active(self) -> None:
+        """Drop the cached pointer, so this process sees a switch at once (the CLI after a run, tests)."""
+        cache = self._active_cache
+        if cache is not None:
+            cache.invalidate()
+
+    def _rebuilding_from(self) -> EmbeddingProfile | None:
+        """The profile searches still read while a rebuild into the configured one runs, else None."""
+        active = self.active_profile()
+        return None if active is None or active == self.embedder.profile else active
+
+    def _profile_components(self, profile: EmbeddingProfile) -> _Rebuild:
+        """For the collection searches still read during a rebuild: its query embedder, its store, and
+        the store ingest writes (the configured collection, mirroring deletions and metadata to it)."""
+        with self._lock:
+            built = self._rebuild
+            if built is None or built.profile != profile or built.configured is not self.store:
+                from winnow.reconcile.active import TransitionStore
+
+                previous = self._store_for(profile)
+                built = self._rebuild = _Rebuild(
+                    profile=profile,
+                    configured=self.store,
+                    embedder=self.query_embedder(profile),
+                    store=previous,
+                    ingest_store=TransitionStore(self.store, previous),
+                )
+            return built
+
+    def query_embedder(self, profile: EmbeddingProfile) -> Embedder:
+        """A query embedder for ``profile`` (the collection searches still read during a rebuild)."""
+        if profile == self.embedder.profile:
+            return self.embedder
+        if profile.provider == "voyage":
+            from winnow.adapters.voyage import VoyageEmbedder
+
+            voyage = self.settings.voyage.model_copy(
+                update={"embed_model": profile.model, "output_dimension": profile.dimension}
+            )
+            return VoyageEmbedder(voyage, self._voyage_key(), self.voyage_http)
+        if profile.provider == "local":
+            embedder = self._local_embedder()
+            if embedder.profile == profile:
+                return embedder
+        raise ConfigurationError(
+            f"searches read the {profile.slug} collection but no embedder for it can be built here: "
+            "finish the rebuild with reconcile, or configure that embedder"
+        )
+
+    def _store_for(self, profile: EmbeddingProfile) -> VectorStore:
+        from winnow.adapters.qdrant_store import QdrantVectorStore
+
+        store = self.store
+        if not isinstance(store, QdrantVectorStore):
+            raise ConfigurationError("profile switching needs the Qdrant vector store")
+        return QdrantVectorStore(
+            store.client, profile, self.settings.qdrant, rrf_k=self.settings.search.rrf_k
+        )
+
+    # --- services ----------------------------------------------------------------------------------------
+    def search_service(self) -> SearchService:
+        """The search service on the collection searches read: the configured profile's, or the previous
+        one while reconcile rebuilds. The first build imports qdrant-client and opens the clients without
+        collector passes (see ``winnow.coldstart``)."""
+        from winnow.coldstart import building_long_lived_objects
+
+        with self._lock:
+            cold: AbstractContextManager[None] = (
+                building_long_lived_objects() if self._search is None else nullcontext()
+            )
+            with cold:
+                rebuilding = self._rebuilding_from()
+                if rebuilding is None:
+                    embedder, store = self.embedder, self.store
+                else:
+                    old = self._profile_components(rebuilding)
+                    embedder, store = old.embedder, old.store
+                if self._search is None or self._search[0] is not store:
+                    from winnow.search.service import SearchService
+
+                    service = SearchService(
+                        embedder=embedder,
+                        store=store,
+                        sparse=self.sparse,
+                        reranker=self.reranker,
+                        settings=self.settings.search,
+                        cache_size=self.settings.providers.query_cache_size,
+                    )
+                    self._search = (store, service)
+                return self._search[1]
+
+    def answer_service(self) -> AnswerService:
+        """``FeatureDisabled`` (501) before anything else is built when no generator is configured."""
+        generator = self.generator
+        from winnow.answer.service import AnswerService
+
+        return AnswerService(self.search_service(), generator, self.settings.answer)
+
+    def ingest_store(self) -> VectorStore:
+        """The store ingest writes: the configured profile's, mirroring deletions and metadata to the
+        collection searches still read while a rebuild is under way."""
+        rebuilding = self._rebuilding_from()
+        return self.store if rebuilding is None else self._profile_components(rebuilding).ingest_store
+
+    def ingest_service(self) -> IngestService:
+        store = self.ingest_store()
+        with self._lock:
+            if self._ingest is None or self._ingest[0] is not store:
+                from winnow.ingest.service import IngestService
+
+                service = IngestService(
+                    objects=self.objects,
+                    ledger=self.ledger,
+                    store=store,
+                    embedder=self.embedder,
+                    sparse=self.sparse,
+                    chunking=self.settings.chunking,
+                    settings=self.settings.ingest,
+                    ocr=self.ocr,
+                    ocr_settings=self.settings.ocr,
+                )
+                self._ingest = (store, service)
+            return self._ingest[1]
+
+    @cached_property
+    def event_queue(self) -> EventQueue:
+        """Where reconcile sends its events: SQS when ``WINNOW_QUEUE_URL`` is set, else straight into
+        the ingest service (the embedded default)."""
+        with self._lock:
+            url = self.settings.storage.queue_url
+            if url:
+                from winnow.adapters.queue_sqs import SqsEventQueue
+
+                return SqsEventQueue(url)
+            from winnow.adapters.queue_inprocess import InProcessEventQueue
+
+            return InProcessEventQueue(lambda event: self.ingest_service().handle(event))
+
+    @cached_property
+    def invoker(self) -> FunctionInvoker:
+        """How the reconcile function continues a long run in a fresh invocation of itself."""
+        from winnow.adapters.lambda_invoke import LambdaAsyncInvoker
+
+        return LambdaAsyncInvoker()
+
+    def reconciler(self) -> Reconciler:
+        from winnow.reconcile.service import Reconciler
+
+        return Reconciler(
+            objects=self.objects,
+            ledger=self.ledger,
+            store=self.store,
+            queue=self.event_queue,
+            profile=self.embedder.profile,
+            bucket=self.settings.storage.bucket or "local",
+            active_index=self.active_index,
+        )
 
 
 _container: Container | None = None

@@ -85,6 +85,7 @@ class SearchQuery:
     limit: int
     filters: dict[str, FilterValue]
     score_threshold: float | None = None
+    with_dense: bool = False  # sparse mode: return each hit's dense vector too (its cosine, no 2nd call)
 
 
 class VectorStore(ABC):
@@ -269,6 +270,15 @@ class EventQueue(ABC):
     def send(self, events: Sequence[ObjectEvent]) -> None:
         """Deliver every event as an S3 notification. Raises ``EnqueueFailed`` naming the keys that could
         not be delivered (the others were), or another ``TransientError`` when the queue is unreachable."""
+
+
+class FunctionInvoker(ABC):
+    """Starts an invocation of a function without waiting for it: a long reconcile run continues in a
+    fresh invocation instead of racing the time limit."""
+
+    @abstractmethod
+    def invoke(self, function: str, payload: dict[str, Any]) -> None:
+        """Queue an invocation of ``function`` (name or ARN) with ``payload``."""
 
 
 class ActiveIndex(ABC):

@@ -8,9 +8,10 @@ import json
 from typing import Any
 
 from winnow.adapters import _aws
+from winnow.ports import FunctionInvoker
 
 
-class LambdaAsyncInvoker:
+class LambdaAsyncInvoker(FunctionInvoker):
     def __init__(self, client: Any = None) -> None:
         self._client = client
 

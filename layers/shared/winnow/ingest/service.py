@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from winnow.errors import (
@@ -43,6 +44,7 @@ from winnow.models import (
     DocumentStatus,
     LedgerRecord,
     ObjectInfo,
+    ParsedDocument,
     sequencer_is_newer,
 )
 from winnow.observability import logger
@@ -74,13 +76,24 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+class IngestOutcome(StrEnum):
+    """What ingest did with one object event. ``RETRY``: a transient problem; nothing was recorded and
+    the event should be redelivered."""
+
+    INDEXED = "indexed"
+    UNCHANGED = "unchanged"
+    FAILED = "failed"
+    DELETED = "deleted"
+    SKIPPED = "skipped"
+    RETRY = "retry"
+
+
 @dataclass
 class IngestResult:
-    """What happened to one object. ``status``: indexed, unchanged, failed, deleted, skipped, or
-    ``retry`` (a transient problem; nothing was recorded and the event should be redelivered)."""
+    """What happened to one object."""
 
     key: str
-    status: str
+    status: IngestOutcome
     chunks: int = 0
     embedded: int = 0
     reused: int = 0
@@ -94,8 +107,8 @@ class IngestResult:
         return {k: d[k] for k in ("key", "status", "chunks", "embedded", "reused", "error")}
 
 
-Parser = Callable[[str, bytes, IngestSettings], Any]
-Chunker = Callable[[Any, ChunkingSettings], list[Chunk]]
+Parser = Callable[[str, bytes, IngestSettings], ParsedDocument]
+Chunker = Callable[[ParsedDocument, ChunkingSettings], list[Chunk]]
 
 
 class IngestService:
@@ -137,10 +150,10 @@ class IngestService:
             tenant, _ = split_key(event.key)
         except InvalidKey as exc:
             self._record_failure(UNASSIGNED_TENANT, event, str(exc))
-            return IngestResult(event.key, "failed", error=str(exc), duration_ms=_ms(started))
+            return IngestResult(event.key, IngestOutcome.FAILED, error=str(exc), duration_ms=_ms(started))
         if event.sequencer is not None and not _SEQUENCER.fullmatch(event.sequencer):
             # S3 sequencers are hex; anything else is not an S3 event, and no retry can make it one.
-            result = IngestResult(event.key, "failed", error="malformed S3 event sequencer")
+            result = IngestResult(event.key, IngestOutcome.FAILED, error="malformed S3 event sequencer")
         else:
             try:
                 if meta.is_sidecar(event.key):
@@ -153,7 +166,7 @@ class IngestService:
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 with suppress(DocumentError):
                     self._record_failure(tenant, event, reason)
-                result = IngestResult(event.key, "failed", error=reason)
+                result = IngestResult(event.key, IngestOutcome.FAILED, error=reason)
         result.tenant = tenant
         result.duration_ms = _ms(started)
         logger.info(
@@ -188,7 +201,7 @@ class IngestService:
         with self._lease(tenant, event.key):
             current = self.ledger.get(tenant, event.key)
             if current is not None and not sequencer_is_newer(event.sequencer, current.sequencer):
-                return IngestResult(event.key, "skipped", error="stale or duplicate event")
+                return IngestResult(event.key, IngestOutcome.SKIPPED, error="stale or duplicate event")
             if event.action == "removed":
                 return self._remove(tenant, event, current)
             return self._index(tenant, event, current)
@@ -201,7 +214,9 @@ class IngestService:
             pass
         else:
             # The key exists again (a newer upload): its own create event indexes it.
-            return IngestResult(event.key, "skipped", error="object exists again; nothing removed")
+            return IngestResult(
+                event.key, IngestOutcome.SKIPPED, error="object exists again; nothing removed"
+            )
         removed = self.store.delete_document(tenant, event.key)
         self._put(
             LedgerRecord(
@@ -213,7 +228,7 @@ class IngestService:
                 created_at=current.created_at if current else None,
             )
         )
-        return IngestResult(event.key, "deleted", chunks=removed)
+        return IngestResult(event.key, IngestOutcome.DELETED, chunks=removed)
 
     # --- indexing --------------------------------------------------------------------------------------
     def _index(self, tenant: str, event: ObjectEvent, current: LedgerRecord | None) -> IngestResult:
@@ -233,81 +248,32 @@ class IngestService:
             reason = str(exc) or type(exc).__name__
             self.store.delete_document(tenant, event.key)
             self._record_failure(tenant, event, reason, info=info, current=current)
-            return IngestResult(event.key, "failed", error=reason)
+            return IngestResult(event.key, IngestOutcome.FAILED, error=reason)
 
     def _index_object(
         self, tenant: str, event: ObjectEvent, current: LedgerRecord | None, info: ObjectInfo
     ) -> IngestResult:
-        limit = self.settings.max_object_bytes
-        if info.size > limit:
-            raise OversizedDocument(f"object is {info.size} bytes, over the {limit}-byte limit")
-        if info.size == 0:
-            raise EmptyDocument("file is empty (0 bytes)")
+        """Plan (what the record says is already indexed), then points (parse, chunk, embed what is new),
+        then write (points, leftovers, record)."""
+        _check_size(info, self.settings.max_object_bytes)
         metadata = self._metadata_for(event.key, info)
-        profile = self.embedder.profile.slug
-        same_profile = current is not None and current.profile == profile
-        indexed = current is not None and current.status == DocumentStatus.INDEXED and same_profile
-        if indexed and current is not None and event.sequencer is None:
-            # A synthetic event (reconcile) may come because points went missing: "unchanged" then also
-            # requires the store to hold every chunk. If it does not, index again; the vectors that
-            # remain are reused, so only the lost chunks are embedded.
-            indexed = len(self.store.point_ids(tenant, event.key)) == current.chunks
+        indexed = self._indexed_as_is(tenant, event, current)
         if indexed and current is not None and current.etag == info.etag:
             return self._unchanged(tenant, event, current, info, metadata)
-
         data = self.objects.get(event.key, info)
         sha = hashlib.sha256(data).hexdigest()
         if indexed and current is not None and current.content_sha256 == sha:
             return self._unchanged(tenant, event, current, info, metadata, sha=sha)
 
-        parsed = self._parse(event.key, data)
-        chunks = self._chunk(parsed)
-        if not chunks:
-            raise EmptyDocument("no text to index")
-        if len(chunks) > self.settings.max_chunks:
-            raise OversizedDocument(f"{len(chunks)} chunks, over the {self.settings.max_chunks} limit")
-
+        parsed, chunks = self._parse_and_chunk(event.key, data)
         # A key the ledger has never seen has no points to reuse or replace: skip the two per-document
         # scans (in Qdrant local mode each is a pass over every point in Python, which made bulk ingest
         # quadratic). Should a crash between upsert and ledger write leave points behind and the object
         # then change, the ledger's chunk count disagrees with the points and reconcile re-indexes it.
         known = current is not None
-        existing = self.store.existing_vectors(tenant, event.key) if known else {}
-        vectors: dict[str, list[float]] = {h: v for h, v in existing.items()}
-        missing: dict[str, str] = {}
-        for chunk in chunks:
-            if chunk.content_hash not in vectors:
-                missing.setdefault(chunk.content_hash, chunk.embed_text)
-        if missing:
-            fresh = self.embedder.embed(list(missing.values()), "document")
-            vectors.update(zip(missing.keys(), fresh, strict=True))
-        reused = sum(1 for c in chunks if c.content_hash in existing)
-
-        doc_version = info.version_id or info.etag
-        occurrences: dict[str, int] = {}
-        points: list[ChunkPoint] = []
-        for chunk in chunks:
-            n = occurrences.get(chunk.content_hash, 0)
-            occurrences[chunk.content_hash] = n + 1
-            points.append(
-                ChunkPoint(
-                    point_id=point_id(tenant, event.key, chunk.content_hash, n),
-                    tenant=tenant,
-                    key=event.key,
-                    chunk=chunk,
-                    dense=vectors[chunk.content_hash],
-                    sparse=self.sparse.encode_document(chunk.embed_text),
-                    metadata=metadata,
-                    source_type=parsed.source_type,
-                    doc_version=doc_version,
-                )
-            )
-        old_ids = self.store.point_ids(tenant, event.key) if known else set()
-        self.store.upsert(points)
-        leftovers = old_ids - {p.point_id for p in points}
-        if leftovers:
-            self.store.delete_points(sorted(leftovers))
-
+        vectors, embedded, reused = self._vectors(tenant, event.key, chunks, known)
+        points = self._points(tenant, event.key, chunks, vectors, metadata, parsed.source_type, info)
+        self._write(tenant, event.key, points, known)
         self._put(
             LedgerRecord(
                 tenant=tenant,
@@ -318,25 +284,103 @@ class IngestService:
                 version_id=info.version_id,
                 sequencer=event.sequencer,
                 chunks=len(chunks),
-                embedded=len(missing),
+                embedded=embedded,
                 reused=reused,
                 title=parsed.title,
                 source_type=parsed.source_type,
                 metadata_sha256=meta.metadata_hash(metadata),
                 profile=self.embedder.profile.slug,
-                ocr_pages=getattr(parsed, "ocr_pages", 0),
+                ocr_pages=parsed.ocr_pages,
                 created_at=current.created_at if current and current.created_at else _now(),
                 updated_at=_now(),
             )
         )
         return IngestResult(
             event.key,
-            "indexed",
+            IngestOutcome.INDEXED,
             chunks=len(chunks),
-            embedded=len(missing),
+            embedded=embedded,
             reused=reused,
-            ocr_pages=getattr(parsed, "ocr_pages", 0),
+            ocr_pages=parsed.ocr_pages,
         )
+
+    def _indexed_as_is(self, tenant: str, event: ObjectEvent, current: LedgerRecord | None) -> bool:
+        """Whether the record says this document is indexed, with this profile, completely."""
+        profile = self.embedder.profile.slug
+        if current is None or current.status != DocumentStatus.INDEXED or current.profile != profile:
+            return False
+        if event.sequencer is None:
+            # A synthetic event (reconcile) may come because points went missing: "unchanged" then also
+            # requires the store to hold every chunk. If it does not, index again; the vectors that
+            # remain are reused, so only the lost chunks are embedded.
+            return len(self.store.point_ids(tenant, event.key)) == current.chunks
+        return True
+
+    def _parse_and_chunk(self, key: str, data: bytes) -> tuple[ParsedDocument, list[Chunk]]:
+        parsed = self._parse(key, data)
+        chunks = self._chunk(parsed)
+        if not chunks:
+            raise EmptyDocument("no text to index")
+        if len(chunks) > self.settings.max_chunks:
+            raise OversizedDocument(f"{len(chunks)} chunks, over the {self.settings.max_chunks} limit")
+        return parsed, chunks
+
+    def _vectors(
+        self, tenant: str, key: str, chunks: list[Chunk], known: bool
+    ) -> tuple[dict[str, list[float]], int, int]:
+        """A dense vector per content hash: the stored ones reused, the rest embedded in one call.
+        Returns (vectors, how many were embedded, how many chunks reuse a stored vector)."""
+        existing = self.store.existing_vectors(tenant, key) if known else {}
+        vectors: dict[str, list[float]] = dict(existing)
+        missing: dict[str, str] = {}
+        for chunk in chunks:
+            if chunk.content_hash not in vectors:
+                missing.setdefault(chunk.content_hash, chunk.embed_text)
+        if missing:
+            fresh = self.embedder.embed(list(missing.values()), "document")
+            vectors.update(zip(missing.keys(), fresh, strict=True))
+        reused = sum(1 for c in chunks if c.content_hash in existing)
+        return vectors, len(missing), reused
+
+    def _points(
+        self,
+        tenant: str,
+        key: str,
+        chunks: list[Chunk],
+        vectors: dict[str, list[float]],
+        metadata: dict[str, Any],
+        source_type: str,
+        info: ObjectInfo,
+    ) -> list[ChunkPoint]:
+        doc_version = info.version_id or info.etag
+        occurrences: dict[str, int] = {}
+        points: list[ChunkPoint] = []
+        for chunk in chunks:
+            n = occurrences.get(chunk.content_hash, 0)
+            occurrences[chunk.content_hash] = n + 1
+            points.append(
+                ChunkPoint(
+                    point_id=point_id(tenant, key, chunk.content_hash, n),
+                    tenant=tenant,
+                    key=key,
+                    chunk=chunk,
+                    dense=vectors[chunk.content_hash],
+                    sparse=self.sparse.encode_document(chunk.embed_text),
+                    metadata=metadata,
+                    source_type=source_type,
+                    doc_version=doc_version,
+                )
+            )
+        return points
+
+    def _write(self, tenant: str, key: str, points: list[ChunkPoint], known: bool) -> None:
+        """The new version's points first, then the old version's leftovers: a search during re-indexing
+        never sees the document vanish."""
+        old_ids = self.store.point_ids(tenant, key) if known else set()
+        self.store.upsert(points)
+        leftovers = old_ids - {p.point_id for p in points}
+        if leftovers:
+            self.store.delete_points(sorted(leftovers))
 
     def _unchanged(
         self,
@@ -363,7 +407,7 @@ class IngestService:
         record.error = None
         record.updated_at = _now()
         self._put(record)
-        return IngestResult(event.key, "unchanged", chunks=current.chunks, reused=current.chunks)
+        return IngestResult(event.key, IngestOutcome.UNCHANGED, chunks=current.chunks, reused=current.chunks)
 
     # --- sidecars --------------------------------------------------------------------------------------
     def _handle_sidecar(self, tenant: str, event: ObjectEvent) -> IngestResult:
@@ -378,7 +422,7 @@ class IngestService:
                 pass
             except InvalidMetadata as exc:
                 self._record_failure(tenant, event, str(exc))
-                return IngestResult(event.key, "failed", error=str(exc))
+                return IngestResult(event.key, IngestOutcome.FAILED, error=str(exc))
         # Under the document's lease: a re-index in flight read the sidecar before this change, and would
         # otherwise write its points with the old metadata after this one applied the new.
         with self._lease(tenant, doc_key):
@@ -387,11 +431,13 @@ class IngestService:
     def _apply_sidecar(self, tenant: str, event: ObjectEvent, doc_key: str) -> IngestResult:
         record = self.ledger.get(tenant, doc_key)
         if record is None or record.status != DocumentStatus.INDEXED:
-            return IngestResult(event.key, "skipped", error="no indexed document for this sidecar yet")
+            return IngestResult(
+                event.key, IngestOutcome.SKIPPED, error="no indexed document for this sidecar yet"
+            )
         try:
             info = self.objects.head(doc_key)
         except ObjectGone:
-            return IngestResult(event.key, "skipped", error="document no longer exists")
+            return IngestResult(event.key, IngestOutcome.SKIPPED, error="document no longer exists")
         metadata = self._metadata_for(doc_key, info)
         digest = meta.metadata_hash(metadata)
         updated = 0
@@ -400,7 +446,8 @@ class IngestService:
             record.metadata_sha256 = digest
             record.updated_at = _now()
             self._put(record, same_event_ok=True)
-        return IngestResult(event.key, "indexed" if event.action == "created" else "deleted", chunks=updated)
+        outcome = IngestOutcome.INDEXED if event.action == "created" else IngestOutcome.DELETED
+        return IngestResult(event.key, outcome, chunks=updated)
 
     def _metadata_for(self, key: str, info: ObjectInfo) -> dict[str, Any]:
         user = meta.from_user_metadata(info.metadata)
@@ -419,7 +466,7 @@ class IngestService:
             return meta.merge(user, None)
 
     # --- helpers ---------------------------------------------------------------------------------------
-    def _parse(self, key: str, data: bytes) -> Any:
+    def _parse(self, key: str, data: bytes) -> ParsedDocument:
         parser = self._parser
         if parser is None:
             from functools import partial
@@ -436,7 +483,7 @@ class IngestService:
             logger.warning("parser raised", extra={"key": key, "error_type": type(exc).__name__})
             raise CorruptDocument(f"could not parse file ({type(exc).__name__})") from exc
 
-    def _chunk(self, parsed: Any) -> list[Chunk]:
+    def _chunk(self, parsed: ParsedDocument) -> list[Chunk]:
         chunker = self._chunker
         if chunker is not None:
             return chunker(parsed, self.chunking)
@@ -473,6 +520,13 @@ class IngestService:
                 updated_at=_now(),
             )
         )
+
+
+def _check_size(info: ObjectInfo, limit: int) -> None:
+    if info.size > limit:
+        raise OversizedDocument(f"object is {info.size} bytes, over the {limit}-byte limit")
+    if info.size == 0:
+        raise EmptyDocument("file is empty (0 bytes)")
 
 
 def _ms(started: float) -> float:

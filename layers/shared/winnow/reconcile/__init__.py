@@ -15,10 +15,8 @@ if TYPE_CHECKING:
 def run_reconcile(container: Container, tenant: str | None = None, dry_run: bool = False) -> ReconcileStats:
     """Reconcile one tenant or the whole bucket to the end, in this process. Without a queue URL the
     events go straight to the ingest service, so the index matches the bucket when this returns."""
-    from winnow.reconcile.wiring import forget_active, reconciler_for
-
-    result = reconciler_for(container).run(tenant, dry_run=dry_run)
-    forget_active(container)
+    result = container.reconciler().run(tenant, dry_run=dry_run)
+    container.forget_active()
     return result.totals
 
 

@@ -4,6 +4,8 @@ the same rules run on S3 and on the folder bucket of the embedded default."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import mimetypes
 from dataclasses import dataclass
 
@@ -13,7 +15,6 @@ from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger, ObjectSource, UploadForm, UploadPolicy
 from winnow.rules import path_problem
 
-PENDING = "pending"
 MAX_METADATA_BYTES = 2048  # S3's limit on user metadata, names and values together
 _CONTENT_TYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$&^_.+-")
 
@@ -88,6 +89,18 @@ def full_key(tenant: str, key: str) -> str:
     if path_problem(tenant, path) is not None:
         raise NotFound(f"no document {key[:200]!r} for this tenant")
     return f"{tenant}/{path}"
+
+
+def page(
+    ledger: Ledger, tenant: str, limit: int, cursor: str | None
+) -> tuple[list[LedgerRecord], str | None]:
+    """One page of the tenant's records; a cursor this API did not return is a BadRequest."""
+    try:
+        if cursor is not None:
+            base64.urlsafe_b64decode(cursor.encode() + b"=" * (-len(cursor) % 4))
+        return ledger.list(tenant, limit=limit, cursor=cursor)
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequest("cursor is not one this API returned") from exc
 
 
 def _in_bucket(objects: ObjectSource, key: str) -> bool:

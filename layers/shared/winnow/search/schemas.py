@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from winnow.models import DocumentStatus, LedgerRecord
 from winnow.rules import FIELD_NAME_RULE, is_field_name
 
 
@@ -223,8 +224,11 @@ class SearchResponse(BaseModel):
 
 
 class DocumentStatusModel(BaseModel):
+    """A document's ingest state; ``pending`` while it is in the bucket and ingest has not recorded it.
+    Timestamps are named ``*_at``, as in the ledger."""
+
     key: str
-    status: str
+    status: DocumentStatus | Literal["pending"]
     chunks: int
     embedded: int
     reused: int
@@ -232,7 +236,36 @@ class DocumentStatusModel(BaseModel):
     title: str | None
     source_type: str | None
     created_at: str | None
-    updated: str | None
+    updated_at: str | None
+
+    @classmethod
+    def of(cls, record: LedgerRecord | None, key: str) -> DocumentStatusModel:
+        """``record``'s state, or ``pending`` for ``key`` when ingest has no record of it yet."""
+        if record is None:
+            return cls(
+                key=key,
+                status="pending",
+                chunks=0,
+                embedded=0,
+                reused=0,
+                error=None,
+                title=None,
+                source_type=None,
+                created_at=None,
+                updated_at=None,
+            )
+        return cls(
+            key=record.key,
+            status=record.status,
+            chunks=record.chunks,
+            embedded=record.embedded,
+            reused=record.reused,
+            error=record.error,
+            title=record.title,
+            source_type=record.source_type,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+        )
 
 
 class DocumentsPage(BaseModel):

@@ -244,7 +244,7 @@
       statusCell.appendChild(element("span", `badge ${doc.status}`, doc.status));
       tr.appendChild(statusCell);
       tr.appendChild(element("td", "num", doc.chunks));
-      tr.appendChild(element("td", "updated", shortTime(doc.updated)));
+      tr.appendChild(element("td", "updated", shortTime(doc.updated_at)));
       const actions = element("td", "doc-actions");
       if (doc.status !== "deleted") {
         const button = element("button", "delete-document", "Delete");
