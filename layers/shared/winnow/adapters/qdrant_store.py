@@ -548,7 +548,7 @@ class QdrantVectorStore(VectorStore):
         if query.mode == "dense":
             requests = [dense_request()]
         elif query.mode == "sparse":
-            requests = [sparse_request(with_dense=False)]
+            requests = [sparse_request(with_dense=query.with_dense)]
         else:
             # Both retrievers in one round trip, each with its own raw scores (a fused query would only
             # return the fused score); the sparse side brings dense vectors so every candidate gets a

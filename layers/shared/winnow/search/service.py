@@ -15,6 +15,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from threading import Lock
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -77,6 +78,17 @@ class QueryEmbeddingCache:
                 self._items.popitem(last=False)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a search will do: re-rank or not, the threshold, how many candidates, and whether the
+    dense side is needed (cosine evidence, or dense retrieval)."""
+
+    rerank: bool
+    threshold: float
+    candidates: int
+    cosine: bool
+
+
 class SearchService:
     def __init__(
         self,
@@ -107,39 +119,68 @@ class SearchService:
         return vector
 
     def search(self, tenant: str, request: SearchRequest) -> SearchResponse:
+        """Plan, encode the query, retrieve the candidates (one store call), score them, keep what clears
+        the threshold."""
         started = time.perf_counter()
-        use_rerank = self.reranker is not None if request.rerank is None else request.rerank
-        if use_rerank and self.reranker is None:
-            use_rerank = False  # asked for, but none configured: fall back to cosine, say so in timings
+        plan = self._plan(request)
+        t0 = time.perf_counter()
+        dense, sparse = self._encode(tenant, request, plan)
+        embed_ms = (time.perf_counter() - t0) * 1000
+        t1 = time.perf_counter()
+        hits = self._retrieve(tenant, request, dense, sparse, plan.candidates, with_dense=plan.cosine)
+        search_ms = (time.perf_counter() - t1) * 1000
+        t2 = time.perf_counter()
+        scored = self._relevance(request, dense, hits, plan.rerank)
+        rerank_ms = (time.perf_counter() - t2) * 1000 if plan.rerank else 0.0
+        results = self._keep(request, plan, scored)
+        timings = Timings(
+            embed=round(embed_ms, 2),
+            search=round(search_ms, 2),
+            rerank=round(rerank_ms, 2),
+            total=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return SearchResponse(
+            query=request.query,
+            count=len(results),
+            relevant=bool(results),
+            message=(f"{len(results)} relevant passage(s) found" if results else NOTHING_RELEVANT),
+            results=results,
+            timings_ms=timings,
+        )
+
+    def _plan(self, request: SearchRequest) -> _Plan:
+        rerank = self.reranker is not None if request.rerank is None else request.rerank
+        # Asked for, but none configured: fall back to the relevance model, say so in timings.
+        rerank = rerank and self.reranker is not None
         threshold = (
             self.settings.relevance_threshold
             if request.relevance_threshold is None
             else request.relevance_threshold
         )
-        candidates = request.candidates or max(15, 3 * request.top_k)
-
-        # Embed unless nothing downstream needs the dense vector (sparse retrieval re-ranked by Voyage).
-        t0 = time.perf_counter()
-        dense = (
-            self._embed_query(tenant, request.query) if (request.mode != "sparse" or not use_rerank) else None
+        return _Plan(
+            rerank=rerank,
+            threshold=threshold,
+            candidates=request.candidates or max(15, 3 * request.top_k),
+            # Embed unless nothing downstream needs the dense vector (sparse retrieval re-ranked).
+            cosine=request.mode != "sparse" or not rerank,
         )
+
+    def _encode(
+        self, tenant: str, request: SearchRequest, plan: _Plan
+    ) -> tuple[list[float] | None, SparseVector | None]:
+        dense = self._embed_query(tenant, request.query) if plan.cosine else None
         sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
-        embed_ms = (time.perf_counter() - t0) * 1000
+        return dense, sparse
 
-        t1 = time.perf_counter()
-        hits = self._retrieve(tenant, request, dense, sparse, candidates)
-        search_ms = (time.perf_counter() - t1) * 1000
-
-        t2 = time.perf_counter()
-        scored = self._relevance(request, dense, hits, use_rerank)
-        rerank_ms = (time.perf_counter() - t2) * 1000 if use_rerank else 0.0
-
-        kept = [(score, hit) for score, hit in scored if score >= threshold]
-        if request.mode == "hybrid" and not use_rerank and self._model(request.mode) is None:
+    def _keep(
+        self, request: SearchRequest, plan: _Plan, scored: list[tuple[float, StoredChunk]]
+    ) -> list[SearchResult]:
+        """What clears the threshold, best first, at most ``top_k``."""
+        kept = [(score, hit) for score, hit in scored if score >= plan.threshold]
+        if request.mode == "hybrid" and not plan.rerank and self._model(request.mode) is None:
             kept = kept[: request.top_k]  # no relevance model: the fusion picks, the cosine orders
         kept.sort(key=lambda sh: (-sh[0], sh[1].key, sh[1].chunk_index))
-        kept = kept[: request.top_k]
-        results = [
+        return [
             SearchResult(
                 rank=i + 1,
                 score=round(score, 6),
@@ -154,22 +195,8 @@ class SearchService:
                 kind="table" if hit.kind == "table" else "text",
                 ocr=hit.ocr,
             )
-            for i, (score, hit) in enumerate(kept)
+            for i, (score, hit) in enumerate(kept[: request.top_k])
         ]
-        total_ms = (time.perf_counter() - started) * 1000
-        return SearchResponse(
-            query=request.query,
-            count=len(results),
-            relevant=bool(results),
-            message=(f"{len(results)} relevant passage(s) found" if results else NOTHING_RELEVANT),
-            results=results,
-            timings_ms=Timings(
-                embed=round(embed_ms, 2),
-                search=round(search_ms, 2),
-                rerank=round(rerank_ms, 2),
-                total=round(total_ms, 2),
-            ),
-        )
 
     def candidates(self, tenant: str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
         """Every candidate of a search with the evidence the relevance model reads, in retrieval order,
@@ -177,7 +204,7 @@ class SearchService:
         candidates = request.candidates or max(15, 3 * request.top_k)
         dense = self._embed_query(tenant, request.query)
         sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
-        hits = self._retrieve(tenant, request, dense, sparse, candidates)
+        hits = self._retrieve(tenant, request, dense, sparse, candidates, with_dense=True)
         return list(zip(hits, self._evidence(dense, hits), strict=True))
 
     def _retrieve(
@@ -187,7 +214,11 @@ class SearchService:
         dense: list[float] | None,
         sparse: SparseVector | None,
         candidates: int,
+        *,
+        with_dense: bool = False,
     ) -> list[StoredChunk]:
+        """One store call. ``with_dense``: a sparse search brings each hit's dense vector along, so its
+        cosine needs no second call."""
         hits: list[StoredChunk] = []
         if request.mode == "dense" or sparse is None or sparse.indices:
             hits = self.store.search(
@@ -199,6 +230,7 @@ class SearchService:
                     limit=candidates,
                     filters=_to_port_filters(request.filters),
                     score_threshold=request.score_threshold,
+                    with_dense=with_dense and request.mode == "sparse",
                 )
             )
         elif request.mode == "hybrid" and dense is not None:
