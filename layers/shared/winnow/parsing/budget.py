@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 from contextlib import suppress
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypedDict, cast
 
 from winnow import errors
 from winnow.errors import CorruptDocument, DocumentError, ParseBudgetExceeded
@@ -42,7 +42,7 @@ from winnow.settings import IngestSettings, OcrSettings
 if TYPE_CHECKING:
     from winnow.ports import Ocr, OcrPage
 
-__all__ = ["decode_result", "encode_result", "parse_within_budget", "shutdown_workers"]
+__all__ = ["WorkerAnswer", "decode_result", "encode_result", "parse_within_budget", "shutdown_workers"]
 
 # request: (settings JSON length, key length, data length), then the three; answer: length, then JSON.
 # While parsing, the worker may instead send an OCR request (JSON, then the pages' bytes) and wait for
@@ -51,6 +51,31 @@ REQUEST_HEADER = struct.Struct(">IIQ")
 ANSWER_HEADER = struct.Struct(">Q")
 _READ_SIZE = 1 << 20
 _MAX_IDLE_WORKERS = 4
+
+
+# The worker's answer on the wire (JSON): a parsed document, or the DocumentError it met.
+class TableWire(TypedDict):
+    header: list[str]
+    rows: list[list[str]]
+    caption: str
+
+
+class DocumentWire(TypedDict):
+    title: str
+    source_type: str
+    ocr_pages: int
+    blocks: list[list[Any]]  # [text, section path, page, ocr, table or None] per block
+
+
+class ErrorWire(TypedDict):
+    type: str  # a winnow.errors class name, or ImportError
+    message: str
+
+
+class WorkerAnswer(TypedDict, total=False):
+    ok: DocumentWire
+    error: ErrorWire
+    retire: bool  # memory ran out: the pool does not reuse this worker
 
 
 def parse_within_budget(
@@ -87,7 +112,7 @@ def shutdown_workers() -> None:
     _POOL.close()
 
 
-def encode_result(document: ParsedDocument) -> dict[str, Any]:
+def encode_result(document: ParsedDocument) -> WorkerAnswer:
     return {
         "ok": {
             "title": document.title,
@@ -101,7 +126,7 @@ def encode_result(document: ParsedDocument) -> dict[str, Any]:
     }
 
 
-def _encode_table(table: Table | None) -> dict[str, Any] | None:
+def _encode_table(table: Table | None) -> TableWire | None:
     if table is None:
         return None
     return {"header": list(table.header), "rows": [list(row) for row in table.rows], "caption": table.caption}
@@ -117,7 +142,7 @@ def _decode_table(value: Any) -> Table | None:
     )
 
 
-def decode_result(answer: dict[str, Any]) -> ParsedDocument:
+def decode_result(answer: WorkerAnswer) -> ParsedDocument:
     """The worker's answer as a ParsedDocument, or the DocumentError it reported."""
     if "ok" in answer:
         body = answer["ok"]
@@ -137,7 +162,7 @@ def decode_result(answer: dict[str, Any]) -> ParsedDocument:
             source_type=str(body["source_type"]),
             ocr_pages=int(body["ocr_pages"]),
         )
-    error = answer.get("error") or {}
+    error = answer.get("error") or ErrorWire(type="", message="")
     name, message = str(error.get("type", "")), str(error.get("message", "")) or "could not parse file"
     if name == "ImportError":
         raise ImportError(message)  # a broken deployment: loud, like an in-process parse
@@ -169,7 +194,7 @@ class _Worker:
         settings: IngestSettings,
         ocr: Ocr | None = None,
         ocr_settings: OcrSettings | None = None,
-    ) -> dict[str, Any]:
+    ) -> WorkerAnswer:
         process = self._process
         assert process.stdin is not None and process.stdout is not None
         deadline = time.monotonic() + settings.parse_timeout_seconds
@@ -192,7 +217,7 @@ class _Worker:
                 if message is None:
                     break
                 if "ocr" not in message:
-                    return message
+                    return cast(WorkerAnswer, message)
                 # The worker asks for pages to be read; their bytes follow the message.
                 assert ocr is not None  # the worker asks only when told OCR is on
                 pages = _read_pages(process.stdout, message["ocr"], deadline)

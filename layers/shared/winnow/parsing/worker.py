@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
-from winnow.parsing.budget import ANSWER_HEADER, REQUEST_HEADER, encode_result
+from winnow.parsing.budget import ANSWER_HEADER, REQUEST_HEADER, ErrorWire, WorkerAnswer, encode_result
 
 
 def limit_memory(memory_mb: int) -> None:
@@ -64,15 +64,14 @@ def _answer(
     memory_mb: int,
     requests: IO[bytes],
     answers: IO[bytes],
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[WorkerAnswer, bool]:
     """(the answer, whether memory ran out)."""
     from winnow.errors import DocumentError
     from winnow.settings import IngestSettings, OcrSettings
 
-    over_budget = {
-        "type": "ParseBudgetExceeded",
-        "message": f"parsing needs more than the {memory_mb} MB memory budget",
-    }
+    over_budget = ErrorWire(
+        type="ParseBudgetExceeded", message=f"parsing needs more than the {memory_mb} MB memory budget"
+    )
     try:
         request = json.loads(settings_json)
         settings = IngestSettings.model_validate(request["ingest"])
@@ -86,14 +85,14 @@ def _answer(
         if isinstance(error.__cause__, MemoryError):  # a parser that turned it into its own reason
             return {"error": over_budget}, True
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        return {"error": {"type": type(error).__name__, "message": message}}, False
+        return {"error": ErrorWire(type=type(error).__name__, message=message)}, False
     except MemoryError:
         return {"error": over_budget}, True
     except ImportError as error:
-        return {"error": {"type": "ImportError", "message": str(error)}}, False
+        return {"error": ErrorWire(type="ImportError", message=str(error))}, False
     except Exception as error:  # a parser bug on hostile input must not crash the batch
         reason = f"could not parse file ({type(error).__name__})"
-        return {"error": {"type": "CorruptDocument", "message": reason}}, False
+        return {"error": ErrorWire(type="CorruptDocument", message=reason)}, False
 
 
 class ParentOcr:
