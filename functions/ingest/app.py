@@ -19,8 +19,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from winnow.errors import TransientError
 from winnow.factory import get_container
 from winnow.ingest.events import ObjectEvent, is_sqs_batch, parse_s3_notification, parse_sqs_body
+from winnow.ingest.results import IngestOutcome, IngestResult
 from winnow.ingest.schedule import lanes
-from winnow.ingest.service import IngestOutcome, IngestResult
 from winnow.observability import MetricUnit, logger, metrics, tracer
 
 

@@ -20,7 +20,7 @@ from winnow.adapters.ledger_dynamodb import DynamoDbLedger
 from winnow.adapters.objects_s3 import S3ObjectSource
 from winnow.adapters.voyage import VoyageEmbedder
 from winnow.ingest.events import ObjectEvent, s3_event
-from winnow.ingest.service import IngestResult
+from winnow.ingest.results import IngestResult
 from winnow.models import DocumentStatus
 from winnow.settings import IngestSettings
 from winnow.testing.fake_voyage import FakeVoyageServer, RateLimit, VoyageSimulation

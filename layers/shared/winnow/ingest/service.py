@@ -19,9 +19,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from winnow.errors import (
@@ -38,6 +37,7 @@ from winnow.errors import (
 )
 from winnow.ingest import metadata as meta
 from winnow.ingest.events import ObjectEvent
+from winnow.ingest.results import IngestOutcome, IngestResult
 from winnow.models import (
     Chunk,
     ChunkPoint,
@@ -74,37 +74,6 @@ def point_id(tenant: str, key: str, content_hash: str, occurrence: int) -> str:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-class IngestOutcome(StrEnum):
-    """What ingest did with one object event. ``RETRY``: a transient problem; nothing was recorded and
-    the event should be redelivered."""
-
-    INDEXED = "indexed"
-    UNCHANGED = "unchanged"
-    FAILED = "failed"
-    DELETED = "deleted"
-    SKIPPED = "skipped"
-    RETRY = "retry"
-
-
-@dataclass
-class IngestResult:
-    """What happened to one object."""
-
-    key: str
-    status: IngestOutcome
-    chunks: int = 0
-    embedded: int = 0
-    reused: int = 0
-    error: str | None = None
-    tenant: str | None = None
-    duration_ms: float = 0.0
-    ocr_pages: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        return {k: d[k] for k in ("key", "status", "chunks", "embedded", "reused", "error")}
 
 
 Parser = Callable[[str, bytes, IngestSettings], ParsedDocument]
@@ -374,8 +343,7 @@ class IngestService:
         return points
 
     def _write(self, tenant: str, key: str, points: list[ChunkPoint], known: bool) -> None:
-        """The new version's points first, then the old version's leftovers: a search during re-indexing
-        never sees the document vanish."""
+        """The new version's points first, then the old version's leftovers (see the module's note)."""
         old_ids = self.store.point_ids(tenant, key) if known else set()
         self.store.upsert(points)
         leftovers = old_ids - {p.point_id for p in points}
@@ -395,7 +363,7 @@ class IngestService:
         digest = meta.metadata_hash(metadata)
         if digest != current.metadata_sha256:
             self.store.set_metadata(tenant, event.key, metadata)
-        record = LedgerRecord(**{**asdict(current)})
+        record = replace(current)
         record.status = DocumentStatus.INDEXED
         record.sequencer = event.sequencer  # None (synthetic event): the ledger keeps the stored one
         record.etag = info.etag
