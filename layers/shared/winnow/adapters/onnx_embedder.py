@@ -67,7 +67,8 @@ def sha256_of(path: Path) -> str:
 
 
 def _verify(path: Path, expected: str, what: str) -> Path:
-    """Check a file's sha256 once per process (hashing 23 MB costs ~50 ms, not worth repeating)."""
+    """Check a file's sha256 once per process: hashing the model file is not free, and a file checked
+    once is trusted for the life of the process."""
     resolved = path.resolve()
     key = (resolved, expected)
     with _verified_lock:

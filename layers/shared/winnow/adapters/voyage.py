@@ -119,7 +119,7 @@ class _Failure:
 def voyage_http_client(settings: VoyageSettings) -> httpx.Client:
     """The connection pool for Voyage. The factory gives the embedder and the re-ranker the same one: a
     re-ranked query then reuses the connection its query embedding opened (no second TLS handshake), and
-    a cold start builds one TLS context instead of two (each loads the whole CA bundle, ~25 ms)."""
+    a cold start builds one TLS context instead of two (each loads the whole CA bundle)."""
     return httpx.Client(
         timeout=httpx.Timeout(settings.timeout_seconds),
         # enough kept-alive connections for a batch's documents embedded at once (batch_concurrency)
