@@ -25,11 +25,10 @@ from winnow.adapters._ledger_common import (
     check_page_size,
     decode_cursor,
     encode_cursor,
-    now_iso,
-    sequencer_sort_key,
 )
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger
+from winnow.rules import now_iso, sequencer_sort_key
 
 T = TypeVar("T")
 
