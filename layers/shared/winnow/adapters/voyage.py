@@ -34,7 +34,8 @@ Choices made here:
 - Retries: ``max_attempts`` in total on 408, 429, 5xx, timeouts, connection errors and unusable 200 answers
   (malformed JSON, wrong count, wrong dimension, non-finite numbers), with exponential backoff and full
   jitter (uniform in [0, min(max, base x 2^(attempt-1))]); on 429/503 a ``Retry-After`` of seconds or an
-  HTTP date is honoured instead, capped at ``backoff_max_seconds``. Other 4xx are never retried.
+  HTTP date is honoured instead, capped at ``backoff_max_seconds``. Other 4xx are never retried. The
+  policy is the one all providers share (``winnow.adapters._retry``, on tenacity).
 """
 
 from __future__ import annotations
@@ -50,21 +51,18 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from winnow.adapters._retry import Backoff, Retryable, Sleep, call_with_retries, parse_retry_after
 from winnow.errors import (
     ConfigurationError,
-    ProviderRateLimited,
     ProviderRejected,
     ProviderResponseError,
-    ProviderUnavailable,
+    TransientError,
 )
 from winnow.models import EmbeddingProfile
-from winnow.observability import logger
 from winnow.ports import Embedder, InputType, Reranker, RerankScore
 
 if TYPE_CHECKING:
@@ -75,8 +73,6 @@ _PIECE = re.compile(r"\w+|[^\w\s]")
 # document for retrieval: "); budget for it so that a batch of many short texts stays under the limit.
 _PROMPT_TOKENS = 10
 _SCORE_SLACK = 1e-6
-
-Sleep = Callable[[float], None]
 
 
 def estimate_tokens(text: str) -> int:
@@ -105,15 +101,6 @@ def batches_within(
     if current:
         groups.append(current)
     return groups
-
-
-@dataclass(frozen=True)
-class _Failure:
-    """Why an attempt failed, kept to pick the exception once attempts run out."""
-
-    kind: str  # "rate_limited" | "unavailable" | "response"
-    message: str
-    retry_after: float | None = None
 
 
 def voyage_http_client(settings: VoyageSettings) -> httpx.Client:
@@ -150,6 +137,9 @@ class _VoyageClient:
         self._base_url = settings.base_url.rstrip("/")
         self._sleep = sleep
         self._rng = rng
+        self._backoff = Backoff(
+            settings.max_attempts, settings.backoff_base_seconds, settings.backoff_max_seconds
+        )
 
     def close(self) -> None:
         if self._owns_client:
@@ -159,81 +149,57 @@ class _VoyageClient:
         """Never let the key into a message, whatever the provider or httpx echo back."""
         return text.replace(self._api_key, "***") if self._api_key else text
 
-    def _ceiling(self, attempt: int) -> float:
-        base = self.settings.backoff_base_seconds
-        return min(self.settings.backoff_max_seconds, base * (2 ** (attempt - 1)))
-
-    def _backoff(self, attempt: int) -> float:
-        """Full jitter: spreads the retries of many Lambdas throttled at the same moment."""
-        return self._rng() * self._ceiling(attempt)
-
     def _retry_after(self, response: httpx.Response) -> float | None:
-        value = response.headers.get("Retry-After")
-        if value is None:
-            return None
-        try:
-            seconds = float(value)
-        except ValueError:
-            try:
-                seconds = parsedate_to_datetime(value).timestamp() - time.time()
-            except (TypeError, ValueError, IndexError, OverflowError):
-                return None
-        if not math.isfinite(seconds):
-            return None
-        return min(max(seconds, 0.0), self.settings.backoff_max_seconds)
+        seconds = parse_retry_after(response.headers.get("Retry-After"))
+        return None if seconds is None else min(seconds, self._backoff.max_seconds)
 
     def post(self, path: str, payload: dict[str, Any], validate: Callable[[Any], Any]) -> Any:
         """POST with retries; ``validate`` turns the decoded JSON into the result or raises
         ``ProviderResponseError`` (which is retried like an outage)."""
         url = f"{self._base_url}/{path}"
         body = json.dumps(payload).encode("utf-8")
-        attempts = self.settings.max_attempts
-        failure: _Failure | None = None
-        for attempt in range(1, attempts + 1):
-            delay: float | None = None
+
+        def attempt(_left: float | None) -> Any:
             try:
                 response = self._client.post(url, content=body, headers=self._headers)
             except httpx.TimeoutException as exc:
-                failure = _Failure("unavailable", f"Voyage {path} timed out ({type(exc).__name__})")
+                raise Retryable("unavailable", f"Voyage {path} timed out ({type(exc).__name__})") from exc
             except httpx.TransportError as exc:
-                failure = _Failure("unavailable", f"Voyage {path} connection failed ({type(exc).__name__})")
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    try:
-                        return validate(response.json())
-                    except (json.JSONDecodeError, UnicodeDecodeError):
-                        failure = _Failure("response", f"Voyage {path} answered with malformed JSON")
-                    except ProviderResponseError as exc:
-                        failure = _Failure("response", str(exc))
-                elif status in (408, 429) or status >= 500:
-                    retry_after = self._retry_after(response) if status in (429, 503) else None
-                    kind = "rate_limited" if status == 429 else "unavailable"
-                    failure = _Failure(kind, f"Voyage {path} answered HTTP {status}", retry_after)
-                    delay = retry_after
-                else:
-                    raise ProviderRejected(
-                        self._scrub(
-                            f"Voyage {path} rejected the request (HTTP {status}): {_detail(response)}"
-                        )
-                    )
-            if attempt == attempts:
-                break
-            if delay is None:
-                delay = self._backoff(attempt)
-            logger.warning(
-                "Voyage call failed, retrying",
-                extra={"endpoint": path, "attempt": attempt, "reason": failure.message, "delay_s": delay},
+                message = f"Voyage {path} connection failed ({type(exc).__name__})"
+                raise Retryable("unavailable", message) from exc
+            status = response.status_code
+            if 200 <= status < 300:
+                try:
+                    return validate(response.json())
+                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                    raise Retryable("response", f"Voyage {path} answered with malformed JSON") from exc
+                except ProviderResponseError as exc:
+                    raise Retryable("response", str(exc)) from exc
+            if status in (408, 429) or status >= 500:
+                retry_after = self._retry_after(response) if status in (429, 503) else None
+                kind = "rate_limited" if status == 429 else "unavailable"
+                raise Retryable(kind, f"Voyage {path} answered HTTP {status}", retry_after)
+            raise ProviderRejected(
+                self._scrub(f"Voyage {path} rejected the request (HTTP {status}): {_detail(response)}")
             )
-            self._sleep(delay)
-        assert failure is not None
-        message = self._scrub(f"{failure.message}; gave up after {attempts} attempt(s)")
-        retry_after = failure.retry_after if failure.retry_after is not None else self._ceiling(attempts)
-        if failure.kind == "rate_limited":
-            raise ProviderRateLimited(message, retry_after=retry_after)
-        if failure.kind == "response":
-            raise ProviderResponseError(message, retry_after=retry_after)
-        raise ProviderUnavailable(message, retry_after=retry_after)
+
+        def give_up(failure: Retryable | None, made: int) -> TransientError:
+            assert failure is not None  # no deadline: the first attempt always runs
+            message = self._scrub(f"{failure.message}; gave up after {made} attempt(s)")
+            retry_after = failure.retry_after
+            if retry_after is None:
+                retry_after = self._backoff.ceiling(made)
+            return failure.as_transient(message, retry_after)
+
+        return call_with_retries(
+            attempt,
+            provider="Voyage",
+            backoff=self._backoff,
+            give_up=give_up,
+            sleep=self._sleep,
+            rng=self._rng,
+            log_extra={"endpoint": path},
+        )
 
 
 def _detail(response: httpx.Response) -> str:
