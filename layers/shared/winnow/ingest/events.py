@@ -2,7 +2,10 @@
 
 Accepted shapes: an SQS batch whose bodies are S3 notifications (the deployed path), a direct S3
 notification (``sam local invoke`` and the CLI), and ``s3:TestEvent`` messages, which S3 sends once when
-notifications are configured and which carry nothing to do."""
+notifications are configured and which carry nothing to do.
+
+Read from the plain dict rather than Powertools' ``S3Event``: its accessors raise on the fields S3 leaves
+out (``size`` on deletes, ``sequencer`` on reconcile's events), which this parser must tolerate."""
 
 from __future__ import annotations
 
