@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -172,6 +172,29 @@ def test_each_rule_has_one_definition(rule: str) -> None:
     assert owners == {"layers/shared/winnow/rules.py"}, rule
 
 
+# The local server's search page, wherever the local package keeps it.
+_PAGES = [p for root in ("layers", "winnow_local") for p in (ROOT / root).glob("**/static/*.html")]
+
+
+@settings(deadline=None)
+@given(name=name_text)
+@example(name="a.b_c-9")
+@example(name="a" * 128)
+@example(name="a" * 129)
+@example(name="acme\n")
+@example(name="_unassigned")
+@example(name="acmé")
+def test_the_search_pages_tenant_field_checks_the_same_rule(name: str) -> None:
+    # Given the tenant pattern the local search page checks in the browser (HTML cannot import Python)
+    patterns = [
+        m for page in _PAGES for m in re.findall(r'id="tenant"[^>]*?pattern="([^"]+)"', page.read_text())
+    ]
+    assert patterns, "the search page's tenant field has no pattern"
+    # Then it accepts exactly the tenants the rule accepts (an HTML pattern must match the whole value)
+    for pattern in patterns:
+        assert (re.fullmatch(pattern, name) is not None) is is_tenant(name), pattern
+
+
 # --- keys -------------------------------------------------------------------------------------------
 @settings(deadline=None)
 @given(tenant=name_text, path=name_text)
@@ -285,7 +308,12 @@ def test_the_notification_builder_writes_what_s3_sends(
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]{8}\.\d{3}Z", built["eventTime"])
 
 
-keys = st.text(alphabet=st.sampled_from(list("ab /+%&?=é#~.")) | st.characters(), min_size=1, max_size=60)
+# S3 keys are UTF-8: any character but a lone surrogate.
+keys = st.text(
+    alphabet=st.sampled_from(list("ab /+%&?=é#~.")) | st.characters(exclude_categories=("Cs",)),
+    min_size=1,
+    max_size=60,
+)
 
 
 @given(key=keys, size=st.none() | st.integers(0, 2**40), sequencer=st.none() | sequencers)
