@@ -1,41 +1,22 @@
-"""Voyage AI embeddings and re-ranking over REST with httpx (the ``voyageai`` SDK would drag LangChain,
-Pillow and Hugging Face into the Lambda bundle; it stays a dev dependency for the contract test).
+"""Voyage AI embeddings and re-ranking over REST with httpx: the ``voyageai`` SDK would drag LangChain,
+Pillow and Hugging Face into the Lambda bundle (it stays a dev dependency for the contract test).
+``POST /embeddings`` and ``POST /rerank`` as Voyage documents them; their per-request limits are
+settings (docs/deploy.md, "Voyage's limits").
 
-The API as documented at docs.voyageai.com (API reference "Text embedding models" and "Rerankers",
-checked when this was written):
-- ``POST {base}/embeddings`` with ``input`` (list of strings), ``model``, ``input_type`` (null / query /
-  document), ``truncation`` (default true: over-long texts are cut to the model's context),
-  ``output_dimension`` (voyage-3.5: 256, 512, 1024 (default) or 2048) and ``encoding_format`` (null =
-  float lists, ``base64`` = packed little-endian float32). Limits per request: at most 1,000 texts and
-  at most 320K tokens in total for voyage-3.5 / voyage-4 (1M for the -lite models, 120K for
-  voyage-3-large / voyage-code-3); context length 32K tokens per text. Answer: ``data[]`` of
-  ``{embedding, index}`` plus ``usage.total_tokens``.
-- ``POST {base}/rerank`` with ``query``, ``documents``, ``model``, ``top_k``, ``truncation``. Limits for
-  rerank-2.5: query at most 8K tokens, query + any one document at most 32K tokens (truncated when
-  ``truncation`` is true), at most 1,000 documents, and a total of "query tokens x documents + all
-  document tokens" of at most 600K. Answer: ``data[]`` of ``{index, relevance_score}`` best first, with
-  scores in [0, 1].
-- Errors are ``{"detail": "..."}`` with 400/401/403/422 for bad requests, 429 for rate limits (may carry
-  ``Retry-After``), 5xx for server trouble.
-
-Choices made here:
-- Token estimate (no tokenizer in the Lambda): ``max(ceil(utf8_bytes / 3), word and punctuation
-  pieces)``. Voyage's BPE tokenizers average 4-5 characters per English token, so a third of the bytes
-  over-counts prose by a third or more; counting each word and punctuation mark as at least one token
-  keeps terse text like "a, b, c" covered, and CJK (3 bytes a character) counts about one token a
-  character. Over-counting only costs an extra request; under-counting would cost a 400.
-- Embedding requests ask for ``base64`` like the SDK does: four times less to download and parse than
-  float lists (a full 1,000 x 1,024 batch is ~5 MB instead of ~20 MB). Float lists are accepted too.
-- Re-rank over budget: documents are split into several requests and the results merged. A cross-encoder
-  scores each (query, document) pair on its own, so scores from different requests are comparable and
-  splitting changes nothing, whereas trimming text would change scores. Only a single document too large
-  for the budget on its own is trimmed (to its share of the budget), since the model would truncate it
-  anyway. Empty documents are scored 0 locally (the API rejects empty strings).
-- Retries: ``max_attempts`` in total on 408, 429, 5xx, timeouts, connection errors and unusable 200 answers
-  (malformed JSON, wrong count, wrong dimension, non-finite numbers), with exponential backoff and full
-  jitter (uniform in [0, min(max, base x 2^(attempt-1))]); on 429/503 a ``Retry-After`` of seconds or an
-  HTTP date is honoured instead, capped at ``backoff_max_seconds``. Other 4xx are never retried. The
-  policy is the one all providers share (``winnow.adapters._retry``, on tenacity).
+Why it works as it does:
+- Tokens are estimated (no tokenizer in the Lambda) as ``max(ceil(utf8_bytes / 3), word and punctuation
+  pieces)``: Voyage's tokenizers average 4-5 characters an English token, so this over-counts prose, and
+  counting each word and mark keeps terse text like "a, b, c" covered. Over-counting costs an extra
+  request; under-counting would cost a 400.
+- Embeddings are asked for as ``base64`` (packed float32) like the SDK does: a quarter of the bytes of
+  float lists to download and parse. Float lists are accepted too.
+- A re-rank over budget is split into several requests and merged: a cross-encoder scores each (query,
+  document) pair on its own, so splitting changes no score, where trimming text would. Only a document
+  over the budget on its own is trimmed (the model would truncate it anyway); empty documents score 0
+  locally (the API rejects empty strings).
+- 408, 429, 5xx, timeouts, connection errors and unusable 200 answers (malformed JSON, wrong count or
+  dimension, non-finite numbers) are retried with the policy all providers share (``_retry``), honouring
+  ``Retry-After`` on 429/503; other 4xx never are.
 """
 
 from __future__ import annotations
