@@ -26,8 +26,9 @@ from winnow.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
-from winnow.models import DocumentStatus, LedgerRecord, sequencer_is_newer
+from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger
+from winnow.rules import sequencer_is_newer
 
 
 class Clock:
@@ -160,7 +161,7 @@ def test_acceptance_matches_the_domain_rule_for_any_pair_of_sequencers(
     # Given any two hex sequencers, written in order to a fresh key
     key = f"doc-{next(_fresh)}.txt"
     assert ledger.put(record(key=key, sequencer=first))
-    # Then the second write applies exactly when models.sequencer_is_newer says so
+    # Then the second write applies exactly when rules.sequencer_is_newer says so
     assert ledger.put(record(key=key, sequencer=second)) is sequencer_is_newer(second, first)
 
 

@@ -1,27 +1,45 @@
-"""One tenant rule and one metadata field-name rule (winnow.rules), and every layer that checks a tenant
-or a field name agreeing with them for any string: the request schema, ingest key parsing, sidecar
-validation, the ledgers, the vector store's filter builder and the CLI."""
+"""The rules of winnow.rules (tenant, key, metadata field name, S3 sequencer order, timestamp format, S3
+notification shape), each defined once: every layer that checks a tenant or a field name agrees with them
+for any string, the sequencer order is the one the S3 docs prescribe, the notification builder writes what
+S3 sends and the parser reads it back, and no other module keeps a copy of any of them."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from winnow.adapters._ledger_common import check_identity
+from winnow.adapters._ledger_common import accepts, check_identity
 from winnow.adapters.qdrant_store import QdrantVectorStore
 from winnow.cli import CliError, _check_tenant
-from winnow.errors import BadRequest, InvalidKey, InvalidMetadata
+from winnow.errors import BadRequest, DocumentError, InvalidKey, InvalidMetadata
+from winnow.ingest.events import ObjectEvent, parse_s3_notification, s3_event
 from winnow.ingest.metadata import from_user_metadata, parse_sidecar
-from winnow.ingest.service import split_key
 from winnow.models import DocumentStatus, LedgerRecord
-from winnow.rules import UNASSIGNED_TENANT, is_field_name, is_tenant
+from winnow.reconcile.notifications import s3_notification as reconcile_notification
+from winnow.rules import (
+    SEQUENCER_WIDTH,
+    UNASSIGNED_TENANT,
+    decode_event_key,
+    encode_event_key,
+    is_field_name,
+    is_sequencer,
+    is_tenant,
+    now_iso,
+    object_key,
+    s3_notification,
+    s3_record,
+    sequencer_is_newer,
+    sequencer_sort_key,
+    split_key,
+)
 from winnow.search.schemas import SearchRequest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,10 +146,194 @@ def _key_tenant(key: str) -> str | None:
 STORE = QdrantVectorStore.__new__(QdrantVectorStore)  # the filter builder needs no client or collection
 
 
-def test_no_other_module_keeps_a_pattern_of_its_own() -> None:
-    # Given every Python module that ships (the layer package and the functions)
-    sources = [*(ROOT / "layers" / "shared" / "winnow").rglob("*.py"), *(ROOT / "functions").rglob("*.py")]
-    # Then only winnow/rules.py spells the tenant or field-name alphabet as a pattern
-    shapes = re.compile(r"\{0,127\}|\{0,63\}|_-\]\{1,64\}")
-    owners = {p.relative_to(ROOT).as_posix() for p in sources if shapes.search(p.read_text(encoding="utf-8"))}
-    assert owners == {"layers/shared/winnow/rules.py"}
+# Each rule and a shape that only its definition has. A module other than winnow/rules.py that matches
+# one keeps a copy of that rule.
+_DEFINITIONS = {
+    "tenant alphabet": r"\{0,127\}",
+    "field-name alphabet": r"\{0,63\}|_-\]\{1,64\}",
+    "tenant and key functions": r"def (is_tenant|split_key|object_key|path_problem)\b",
+    "sequencer pattern": r"0-9A-Fa-f\]\{|0-9A-Fa-f\]\+",
+    "sequencer order": r"\.ljust\(|def sequencer_(is_newer|sort_key)\b",
+    "timestamp format": r"timespec=\"milliseconds\"|replace\(\"\+00:00\", \"Z\"\)|def now_iso\b",
+    "notification shape": r"\"eventVersion\"|\"s3SchemaVersion\"|def s3_record\b",
+    "notification key encoding": r"\bquote_plus\(|\bunquote_plus\(",
+}
+
+
+@pytest.mark.parametrize("rule", sorted(_DEFINITIONS))
+def test_each_rule_has_one_definition(rule: str) -> None:
+    # Given every Python module of the shipped package, the functions and the local tools
+    roots = [ROOT / "layers" / "shared" / "winnow", ROOT / "functions", ROOT / "winnow_local"]
+    sources = [path for root in roots if root.exists() for path in root.rglob("*.py")]
+    # When each is searched for the rule's own shape
+    shape = re.compile(_DEFINITIONS[rule])
+    owners = {p.relative_to(ROOT).as_posix() for p in sources if shape.search(p.read_text(encoding="utf-8"))}
+    # Then only winnow/rules.py spells it
+    assert owners == {"layers/shared/winnow/rules.py"}, rule
+
+
+# The local server's search page, wherever the local package keeps it.
+_PAGES = [p for root in ("layers", "winnow_local") for p in (ROOT / root).glob("**/static/*.html")]
+
+
+@settings(deadline=None)
+@given(name=name_text)
+@example(name="a.b_c-9")
+@example(name="a" * 128)
+@example(name="a" * 129)
+@example(name="acme\n")
+@example(name="_unassigned")
+@example(name="acmé")
+def test_the_search_pages_tenant_field_checks_the_same_rule(name: str) -> None:
+    # Given the tenant pattern the local search page checks in the browser (HTML cannot import Python)
+    patterns = [
+        m for page in _PAGES for m in re.findall(r'id="tenant"[^>]*?pattern="([^"]+)"', page.read_text())
+    ]
+    assert patterns, "the search page's tenant field has no pattern"
+    # Then it accepts exactly the tenants the rule accepts (an HTML pattern must match the whole value)
+    for pattern in patterns:
+        assert (re.fullmatch(pattern, name) is not None) is is_tenant(name), pattern
+
+
+# --- keys -------------------------------------------------------------------------------------------
+@settings(deadline=None)
+@given(tenant=name_text, path=name_text)
+def test_a_key_names_its_tenant_and_splits_back(tenant: str, path: str) -> None:
+    # Given a valid tenant and a non-empty path, When they are joined into a key
+    if not is_tenant(tenant) or not path:
+        return
+    key = object_key(tenant, path)
+    # Then splitting the key gives them back
+    assert split_key(key) == (tenant, path)
+
+
+@pytest.mark.parametrize("key", ["acme", "acme/", "/doc.md", "-acme/doc.md", "acme\n/doc.md", ""])
+def test_a_key_without_a_tenant_segment_is_invalid(key: str) -> None:
+    with pytest.raises(InvalidKey, match="expected <tenant>/<path>"):
+        split_key(key)
+
+
+# --- S3 sequencer order -----------------------------------------------------------------------------
+hex_digits = "0123456789abcdefABCDEF"
+sequencers = st.text(alphabet=hex_digits, min_size=1, max_size=SEQUENCER_WIDTH)
+
+
+@given(a=sequencers, b=sequencers)
+def test_sequencer_order_is_the_s3_docs_rule(a: str, b: str) -> None:
+    # Given two sequencers, When the shorter is right-padded with zeros (the S3 notification docs' rule)
+    width = max(len(a), len(b))
+    a_padded, b_padded = int(a.ljust(width, "0"), 16), int(b.ljust(width, "0"), 16)
+    # Then "newer" is exactly "greater as a number once padded"
+    assert sequencer_is_newer(a, b) is (a_padded > b_padded)
+
+
+@given(a=sequencers, b=sequencers)
+def test_the_ledgers_sort_key_orders_as_the_domain_does(a: str, b: str) -> None:
+    # Given two valid sequencers, Then the ledgers' stored sort keys compare as the domain's rule
+    assert (sequencer_sort_key(a) > sequencer_sort_key(b)) is sequencer_is_newer(a, b)
+    assert (sequencer_sort_key(a) == sequencer_sort_key(b)) is (
+        not sequencer_is_newer(a, b) and not sequencer_is_newer(b, a)
+    )
+    # And the ledgers' acceptance rule refuses exactly the events that are not newer
+    assert accepts(a, sequencer_sort_key(b), same_event_ok=False) is sequencer_is_newer(a, b)
+
+
+@given(a=sequencers, b=sequencers, c=sequencers)
+def test_sequencer_order_is_a_strict_order(a: str, b: str, c: str) -> None:
+    assert not sequencer_is_newer(a, a)
+    assert not (sequencer_is_newer(a, b) and sequencer_is_newer(b, a))
+    if sequencer_is_newer(a, b) and sequencer_is_newer(b, c):
+        assert sequencer_is_newer(a, c)
+
+
+@given(a=sequencers, zeros=st.integers(min_value=1, max_value=8))
+def test_trailing_zeros_and_case_do_not_change_a_sequencer(a: str, zeros: int) -> None:
+    for same in (a + "0" * zeros, a.swapcase()):
+        assert not sequencer_is_newer(a, same) and not sequencer_is_newer(same, a)
+
+
+@given(a=st.one_of(st.none(), st.text(max_size=80)), b=st.one_of(st.none(), st.text(max_size=80)))
+def test_comparing_any_sequencers_never_raises_and_a_missing_one_is_never_stale(
+    a: str | None, b: str | None
+) -> None:
+    # Given anything an SQS body may carry (the batch scheduler compares before ingest validates)
+    newer = sequencer_is_newer(a, b)
+    # Then the comparison answers, and an event or a record without a sequencer is never stale
+    if a is None or b is None:
+        assert newer is True
+
+
+@given(value=st.text(max_size=80))
+def test_only_a_valid_sequencer_gets_a_sort_key(value: str) -> None:
+    if is_sequencer(value):
+        assert len(sequencer_sort_key(value)) == SEQUENCER_WIDTH
+    else:
+        with pytest.raises(DocumentError, match="malformed S3 event sequencer"):
+            sequencer_sort_key(value)
+
+
+def test_sequencers_of_growing_length_keep_event_order() -> None:
+    # Given sequencers as S3 sends them when their length grows (an 18-digit one after a 16-digit one)
+    events = ["0055AED6DCD90281E5", "0055AED6DCD9028200", "0055AED6DCD90283", "0055AED6DCD9028401"]
+    # Then each is newer than every one before it
+    for earlier, later in itertools.pairwise(events):
+        assert sequencer_is_newer(later, earlier) and not sequencer_is_newer(earlier, later)
+
+
+# --- timestamps -------------------------------------------------------------------------------------
+def test_timestamps_are_utc_iso_with_milliseconds_as_s3_writes_them() -> None:
+    stamp = now_iso()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp), stamp
+
+
+# --- S3 notifications -------------------------------------------------------------------------------
+def _paths(value: object, prefix: str = "") -> set[str]:
+    if isinstance(value, dict):
+        return {p for k, v in value.items() for p in {f"{prefix}/{k}"} | _paths(v, f"{prefix}/{k}")}
+    return set()
+
+
+@pytest.mark.parametrize(
+    ("sample", "size", "etag"),
+    [("s3-put.json", 10, "abc"), ("s3-delete.json", None, None)],
+)
+def test_the_notification_builder_writes_what_s3_sends(
+    sample: str, size: int | None, etag: str | None
+) -> None:
+    # Given a notification S3 sent (events/) and one we build for the same kind of change
+    sent = json.loads((ROOT / "events" / sample).read_text(encoding="utf-8"))["Records"][0]
+    built = s3_record(sent["eventName"], "b", "acme/x.md", size=size, etag=etag, sequencer="00AB")
+    # Then they have the same fields, nested field for nested field
+    assert _paths(built) == _paths(sent)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]{8}\.\d{3}Z", built["eventTime"])
+
+
+# S3 keys are UTF-8: any character but a lone surrogate.
+keys = st.text(
+    alphabet=st.sampled_from(list("ab /+%&?=é#~.")) | st.characters(exclude_categories=("Cs",)),
+    min_size=1,
+    max_size=60,
+)
+
+
+@given(key=keys, size=st.none() | st.integers(0, 2**40), sequencer=st.none() | sequencers)
+def test_every_builder_round_trips_through_the_parser(
+    key: str, size: int | None, sequencer: str | None
+) -> None:
+    # Given a change to an object whose key holds spaces, plus signs, percent signs or non-ASCII letters
+    key = key.replace("\x00", "")
+    if not key:
+        return
+    event = ObjectEvent("created", "bucket", key, sequencer, "etag", None, size, "ObjectCreated:Put")
+    # When the rule's builder, the CLI's s3_event and reconcile's notification encode it
+    built = [
+        s3_notification(
+            [s3_record("ObjectCreated:Put", "bucket", key, size=size, etag="etag", sequencer=sequencer)]
+        ),
+        s3_event([("ObjectCreated:Put", key, size, "etag", sequencer)], "bucket"),
+        reconcile_notification(event),
+    ]
+    # Then the ingest parser reads the same event back from each
+    for notification in built:
+        assert parse_s3_notification(notification) == [event]
+    assert decode_event_key(encode_event_key(key)) == key

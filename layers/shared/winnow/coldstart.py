@@ -1,12 +1,11 @@
 """Python's cyclic garbage collector during a Lambda's cold start.
 
-Importing qdrant-client, pydantic and Powertools allocates a few hundred thousand container objects, and
-the collector's full passes walk every live one of them each time: the search handler's cold init ran
-~185 ms faster with the collector off, collection that finds almost nothing (the objects are modules,
-classes and clients that live as long as the process). So the handler builds its long-lived objects with
-the collector paused and then ``gc.freeze()``s them (~120 ms saved, speed benchmark's cold child): later
-passes, during the cold request and every warm one, skip them.
-The price: cyclic garbage already made when freezing (~3,000 objects, ~1 MB) is never reclaimed."""
+Importing qdrant-client, pydantic and Powertools allocates a few hundred thousand container objects that
+live as long as the process, and every full collector pass walks them all for almost nothing. So the
+handler builds its long-lived objects with the collector paused and then ``gc.freeze()``s them: later
+passes, during the cold request and every warm one, skip them. The price: cyclic garbage already made
+when freezing is never reclaimed. What it saves and costs: docs/benchmarks.md, "Figures behind design
+choices"."""
 
 from __future__ import annotations
 

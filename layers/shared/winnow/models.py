@@ -172,13 +172,3 @@ class LedgerRecord:
     ocr_pages: int = 0
     created_at: str | None = None
     updated_at: str | None = None
-
-
-def sequencer_is_newer(candidate: str | None, stored: str | None) -> bool:
-    """S3 sequencers are hex strings of varying length: pad the shorter one with zeros on the right,
-    then compare (as the S3 event notification docs prescribe). A missing sequencer (synthetic events
-    from reconcile, or a record without one) never counts as stale."""
-    if candidate is None or stored is None:
-        return True
-    width = max(len(candidate), len(stored))
-    return candidate.upper().ljust(width, "0") > stored.upper().ljust(width, "0")

@@ -1,11 +1,19 @@
-"""Names that cross layers, each defined once: what a tenant is, and what a metadata field may be called.
-The search handler, the request schema, ingest key parsing, the ledgers, the vector store and the local
-server all ask these functions; none keeps a pattern of its own. The patterns are private and matched
-with ``fullmatch``, so no caller can reach for ``re.match`` and let ``"acme\\n"`` through."""
+"""The rules that cross layers, each defined once: what a tenant is, how an object key names one, what a
+metadata field may be called, how S3 sequencers order events, how we write a timestamp, and what an S3
+notification looks like. The schema, ingest, the ledgers, the store and the local server all ask this
+module; none keeps a copy (tests/unit/test_rules.py checks). Patterns are private and matched with
+``fullmatch``, so no caller can reach for ``re.match`` and let ``"acme\\n"`` through."""
 
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote_plus, unquote_plus
+
+from winnow.errors import DocumentError, InvalidKey
 
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TENANT_RULE = "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
@@ -49,9 +57,127 @@ def path_problem(tenant: str, path: object) -> str | None:
     if any(segment in ("", ".", "..") for segment in path.split("/")):
         return f"the path must be {PATH_RULE}"
     try:
-        size = len(f"{tenant}/{path}".encode())
+        size = len(object_key(tenant, path).encode())
     except UnicodeEncodeError:
         return "the path must be valid Unicode text"
     if size > MAX_KEY_BYTES:
         return f"the path is too long: <tenant>/<path> must be at most {MAX_KEY_BYTES} bytes of UTF-8"
     return None
+
+
+def object_key(tenant: str, path: str) -> str:
+    """The object key of ``path`` within ``tenant``: the first key segment names the tenant."""
+    return f"{tenant}/{path}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``acme/handbook.pdf`` → (``acme``, ``handbook.pdf``). A key without a tenant segment is invalid."""
+    tenant, sep, rest = key.partition("/")
+    if not sep or not rest or not is_tenant(tenant):
+        raise InvalidKey("key has no tenant segment: expected <tenant>/<path>")
+    return tenant, rest
+
+
+# --- S3 event order ---------------------------------------------------------------------------------
+# S3 sequencers are hex strings of varying length (16-18 characters today). The S3 notification docs
+# prescribe the order: pad the shorter one with zeros on the right, then compare as strings. Padded to
+# this width, every valid sequencer compares that way against every other, so ledgers can store the
+# padded form and let the database compare.
+SEQUENCER_WIDTH = 64
+_SEQUENCER = re.compile(r"[0-9A-Fa-f]{1,64}")
+
+
+def is_sequencer(value: object) -> bool:
+    """Whether ``value`` could be an S3 event sequencer (1-64 hex digits)."""
+    return isinstance(value, str) and _SEQUENCER.fullmatch(value) is not None
+
+
+def _padded(sequencer: str, width: int) -> str:
+    return sequencer.upper().ljust(width, "0")
+
+
+def sequencer_sort_key(sequencer: str) -> str:
+    """The sequencer uppercased and right-padded with zeros, so that plain string order is event order."""
+    if not is_sequencer(sequencer):
+        raise DocumentError(f"malformed S3 event sequencer {sequencer[:80]!r}")
+    return _padded(sequencer, SEQUENCER_WIDTH)
+
+
+def sequencer_is_newer(candidate: str | None, stored: str | None) -> bool:
+    """Whether an event with sequencer ``candidate`` comes after one with ``stored``. A missing sequencer
+    (synthetic events from reconcile, or a record without one) never counts as stale. Never raises: the
+    batch scheduler compares sequencers before ingest refuses malformed ones."""
+    if candidate is None or stored is None:
+        return True
+    width = max(len(candidate), len(stored))
+    return _padded(candidate, width) > _padded(stored, width)
+
+
+# --- timestamps -------------------------------------------------------------------------------------
+def now_iso() -> str:
+    """Now in UTC as S3 writes ``eventTime``: ISO 8601, milliseconds, ``Z`` (ledger and API timestamps)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --- S3 event notifications -------------------------------------------------------------------------
+def encode_event_key(key: str) -> str:
+    """A key as S3 writes it into a notification: URL-encoded, ``+`` for a space."""
+    return quote_plus(key, safe="/")
+
+
+def decode_event_key(key: str) -> str:
+    """A notification's key as stored in S3 (``a+b%2Bc.pdf`` is ``a b+c.pdf``)."""
+    return unquote_plus(key)
+
+
+def s3_record(
+    event_name: str,
+    bucket: str,
+    key: str,
+    *,
+    size: int | None = None,
+    etag: str | None = None,
+    version_id: str | None = None,
+    sequencer: str | None = None,
+    region: str = "us-east-1",
+    principal: str = "winnow",
+) -> dict[str, Any]:
+    """One record of an S3 notification (event structure 2.1), field for field as S3 writes it. Fields
+    left None are left out, as S3 leaves ``size`` and ``eTag`` out of deletes. ``principal`` stands where
+    S3 names the caller and the configuration: it tells an operator reading a message in the DLQ who made
+    it."""
+    obj: dict[str, Any] = {"key": encode_event_key(key)}
+    if size is not None:
+        obj["size"] = size
+    if etag is not None:
+        obj["eTag"] = etag.strip('"')
+    if version_id is not None:
+        obj["versionId"] = version_id
+    if sequencer is not None:
+        obj["sequencer"] = sequencer
+    request_id = uuid.uuid4().hex[:16].upper()
+    return {
+        "eventVersion": "2.1",
+        "eventSource": "aws:s3",
+        "awsRegion": region,
+        "eventTime": now_iso(),
+        "eventName": event_name,
+        "userIdentity": {"principalId": principal},
+        "requestParameters": {"sourceIPAddress": "127.0.0.1"},
+        "responseElements": {"x-amz-request-id": request_id, "x-amz-id-2": request_id},
+        "s3": {
+            "s3SchemaVersion": "1.0",
+            "configurationId": principal,
+            "bucket": {
+                "name": bucket,
+                "ownerIdentity": {"principalId": principal},
+                "arn": f"arn:aws:s3:::{bucket}",
+            },
+            "object": obj,
+        },
+    }
+
+
+def s3_notification(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """An S3 notification holding ``records`` (S3 itself sends one record per message)."""
+    return {"Records": list(records)}

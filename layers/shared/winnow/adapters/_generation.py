@@ -1,6 +1,6 @@
-"""The retry loop both generator adapters share: bounded attempts, exponential backoff with full jitter
-(or the provider's ``Retry-After``), and a deadline so that no attempt starts that could not finish in
-time (in Lambda, the invocation's remaining time: an outage then becomes our own 503, not a timeout)."""
+"""How the generator adapters (Bedrock, Ollama) use the shared retry policy: each attempt gets the
+smaller of the configured timeout and the time left before the deadline, and the error after the last
+attempt carries a ``Retry-After`` of at least a second for the 503 it becomes."""
 
 from __future__ import annotations
 
@@ -8,24 +8,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from winnow.errors import ProviderRateLimited, ProviderResponseError, ProviderUnavailable
-from winnow.observability import logger
+from winnow.adapters._retry import Backoff, Retryable, Sleep, call_with_retries
+from winnow.errors import ProviderUnavailable, TransientError
 
 if TYPE_CHECKING:
     from winnow.settings import AnswerSettings
 
 T = TypeVar("T")
-Sleep = Callable[[float], None]
 
-
-class Retryable(Exception):
-    """One failed attempt that a later attempt may get past."""
-
-    def __init__(self, kind: str, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind  # "rate_limited" | "unavailable" | "response"
-        self.message = message
-        self.retry_after = retry_after
+__all__ = ["Retryable", "Sleep", "with_retries"]
 
 
 def with_retries(
@@ -40,51 +31,29 @@ def with_retries(
     clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Run ``attempt(timeout_seconds)`` until it returns, at most ``settings.max_attempts`` times.
-    ``attempt`` raises ``Retryable`` for what is worth retrying and our own exceptions otherwise.
-    An attempt needs ``min_attempt_seconds`` before ``deadline``; the timeout it gets is the smaller of
-    the setting and what is left."""
-    failure: Retryable | None = None
-    attempts = settings.max_attempts
-    made = 0
-    for number in range(1, attempts + 1):
-        timeout = settings.timeout_seconds
-        if deadline is not None:
-            left = deadline - clock()
-            if left < min_attempt_seconds:
-                logger.warning(
-                    f"{provider}: no time left for another attempt",
-                    extra={"attempt": number, "left_s": round(left, 2)},
-                )
-                break
-            timeout = min(timeout, left)
-        made += 1
-        try:
-            return attempt(timeout)
-        except Retryable as exc:
-            failure = exc
-        if number == attempts:
-            break
-        ceiling = min(settings.backoff_max_seconds, settings.backoff_base_seconds * 2 ** (number - 1))
-        delay = failure.retry_after if failure.retry_after is not None else rng() * ceiling
-        delay = min(delay, settings.backoff_max_seconds)
-        if deadline is not None and clock() + delay + min_attempt_seconds > deadline:
-            logger.warning(f"{provider}: no time left to retry", extra={"attempt": number})
-            break
-        logger.warning(
-            f"{provider} call failed, retrying",
-            extra={"attempt": number, "reason": failure.message, "delay_s": round(delay, 3)},
-        )
-        sleep(delay)
-    retry_after = max(1.0, settings.backoff_max_seconds)
-    if failure is None:
-        raise ProviderUnavailable(
-            f"{provider}: not enough time left in this request to call the model", retry_after=retry_after
-        )
-    message = f"{failure.message}; gave up after {made} attempt(s)"
-    if failure.retry_after is not None:
-        retry_after = max(1.0, failure.retry_after)
-    if failure.kind == "rate_limited":
-        raise ProviderRateLimited(message, retry_after=retry_after)
-    if failure.kind == "response":
-        raise ProviderResponseError(message, retry_after=retry_after)
-    raise ProviderUnavailable(message, retry_after=retry_after)
+    An attempt needs ``min_attempt_seconds`` before ``deadline``."""
+
+    def timed(left: float | None) -> T:
+        return attempt(settings.timeout_seconds if left is None else min(settings.timeout_seconds, left))
+
+    def give_up(failure: Retryable | None, made: int) -> TransientError:
+        retry_after = max(1.0, settings.backoff_max_seconds)
+        if failure is None:
+            return ProviderUnavailable(
+                f"{provider}: not enough time left in this request to call the model", retry_after=retry_after
+            )
+        if failure.retry_after is not None:
+            retry_after = max(1.0, failure.retry_after)
+        return failure.as_transient(f"{failure.message}; gave up after {made} attempt(s)", retry_after)
+
+    return call_with_retries(
+        timed,
+        provider=provider,
+        backoff=Backoff(settings.max_attempts, settings.backoff_base_seconds, settings.backoff_max_seconds),
+        give_up=give_up,
+        sleep=sleep,
+        rng=rng,
+        deadline=deadline,
+        min_attempt_seconds=min_attempt_seconds,
+        clock=clock,
+    )

@@ -1,5 +1,5 @@
-"""What the two ledgers (SQLite, DynamoDB) share, so they cannot drift: sequencer normalisation, the
-acceptance rule of a write, the opaque list cursor, and timestamps."""
+"""What the two ledgers (SQLite, DynamoDB) share, so they cannot drift: the acceptance rule of a write
+and the opaque list cursor. The sequencer order and the timestamp format are winnow.rules'."""
 
 from __future__ import annotations
 
@@ -7,28 +7,15 @@ import base64
 import binascii
 import hashlib
 import json
-import re
 from dataclasses import fields
-from datetime import UTC, datetime
 
-from winnow.errors import BadRequest, DocumentError
+from winnow.errors import BadRequest
 from winnow.models import LedgerRecord
-from winnow.rules import UNASSIGNED_TENANT, is_tenant
+from winnow.rules import UNASSIGNED_TENANT, is_tenant, sequencer_sort_key
 
-# S3 sequencers are hex strings of varying length (16-18 characters today). Padded on the right to this
-# width they compare as the S3 docs prescribe (pad the shorter one with zeros, compare as strings).
-SEQUENCER_WIDTH = 64
-_HEX = re.compile(r"[0-9A-Fa-f]+")
 TOMBSTONE_TTL_SECONDS = 30 * 24 * 3600  # longer than any SQS retention (14 days) a late event could wait
 MAX_PAGE = 1000
 RECORD_FIELDS = tuple(f.name for f in fields(LedgerRecord))
-
-
-def sequencer_sort_key(sequencer: str) -> str:
-    """The sequencer uppercased and right-padded with zeros, so that plain string order is event order."""
-    if not _HEX.fullmatch(sequencer) or len(sequencer) > SEQUENCER_WIDTH:
-        raise DocumentError(f"malformed S3 event sequencer {sequencer[:80]!r}")
-    return sequencer.upper().ljust(SEQUENCER_WIDTH, "0")
 
 
 def accepts(new: str | None, stored: str | None, same_event_ok: bool) -> bool:
@@ -68,10 +55,6 @@ def check_page_size(limit: int) -> int:
     if limit < 1:
         raise BadRequest("limit must be at least 1")
     return min(limit, MAX_PAGE)
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _fingerprint(tenant: str) -> str:

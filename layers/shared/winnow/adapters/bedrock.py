@@ -9,8 +9,9 @@ The API (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.ht
 (408), ``ModelNotReadyException`` (429), ``ModelErrorException`` (424), and the permanent
 ``ValidationException``, ``AccessDeniedException``, ``ResourceNotFoundException``.
 
-botocore's own retries are off (``total_max_attempts: 1``): the shared loop retries with our bounds and
-our deadline, and translates everything into Winnow's exceptions."""
+botocore's own retries are off (``total_max_attempts: 1``): the retry policy all providers share
+(``_retry``) retries with our bounds and our deadline, and translates everything into Winnow's
+exceptions."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from winnow.adapters._generation import Retryable, Sleep, with_retries
+from winnow.adapters._generation import with_retries
+from winnow.adapters._retry import Retryable, Sleep
 from winnow.errors import ConfigurationError, ProviderRejected, ProviderResponseError
 from winnow.observability import logger
 from winnow.ports import Generation, Generator, Prompt

@@ -25,11 +25,10 @@ from winnow.adapters._ledger_common import (
     check_page_size,
     decode_cursor,
     encode_cursor,
-    now_iso,
-    sequencer_sort_key,
 )
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger
+from winnow.rules import now_iso, sequencer_sort_key
 
 T = TypeVar("T")
 
@@ -257,6 +256,8 @@ def _key(tenant: str, key: str) -> dict[str, Any]:
     return {"pk": {"S": tenant}, "sk": {"S": key}}
 
 
+# Not boto3's TypeSerializer: the ledger holds only strings and numbers, and boto3's codec wants Decimal,
+# so the conversions both ways would be as long as these two functions (docs/benchmarks.md).
 def _attr(value: Any) -> dict[str, str]:
     if isinstance(value, bool):
         raise TypeError("booleans are not ledger values")

@@ -21,12 +21,11 @@ from winnow.adapters._ledger_common import (
     check_page_size,
     decode_cursor,
     encode_cursor,
-    now_iso,
-    sequencer_sort_key,
 )
 from winnow.errors import ProviderUnavailable
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger
+from winnow.rules import now_iso, sequencer_sort_key
 
 T = TypeVar("T")
 

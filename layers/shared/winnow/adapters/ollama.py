@@ -10,16 +10,15 @@ a model that failed to load."""
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from collections.abc import Callable
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from winnow.adapters._generation import Retryable, Sleep, with_retries
+from winnow.adapters._generation import with_retries
+from winnow.adapters._retry import Retryable, Sleep, parse_retry_after
 from winnow.errors import ConfigurationError, ProviderRejected, ProviderResponseError
 from winnow.ports import Generation, Generator, Prompt
 
@@ -103,10 +102,11 @@ class OllamaGenerator(Generator):
             except ProviderResponseError as exc:
                 raise Retryable("response", str(exc)) from exc
         detail = _detail(response)
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
         if status == 429:
-            raise Retryable("rate_limited", "Ollama answered HTTP 429", _retry_after(response))
+            raise Retryable("rate_limited", "Ollama answered HTTP 429", retry_after)
         if status in (408, 500, 502, 503, 504):
-            raise Retryable("unavailable", f"Ollama answered HTTP {status}: {detail}", _retry_after(response))
+            raise Retryable("unavailable", f"Ollama answered HTTP {status}: {detail}", retry_after)
         if status == 404:
             model = self._settings.ollama_model
             raise ConfigurationError(
@@ -139,17 +139,3 @@ def _detail(response: httpx.Response) -> str:
         detail = None
     text = str(detail) if detail else response.text
     return " ".join(text.split())[:300] or "no detail"
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-    return max(seconds, 0.0) if math.isfinite(seconds) else None

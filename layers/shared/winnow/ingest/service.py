@@ -13,14 +13,12 @@ reuse their stored vectors: editing one section embeds only that section.
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from winnow.errors import (
@@ -45,35 +43,21 @@ from winnow.models import (
     LedgerRecord,
     ObjectInfo,
     ParsedDocument,
-    sequencer_is_newer,
 )
 from winnow.observability import logger
 from winnow.ports import Embedder, Ledger, ObjectSource, Ocr, VectorStore
-from winnow.rules import UNASSIGNED_TENANT, is_tenant
+from winnow.rules import UNASSIGNED_TENANT, is_sequencer, now_iso, sequencer_is_newer, split_key
 from winnow.settings import ChunkingSettings, IngestSettings, OcrSettings
 
 if TYPE_CHECKING:
     from winnow.text.sparse import Bm25Encoder
 
 POINT_NAMESPACE = uuid.UUID("6f0b1d55-7c1e-4f43-9b7e-1f5f0c3a9e21")
-_SEQUENCER = re.compile(r"[0-9A-Fa-f]{1,64}")
-
-
-def split_key(key: str) -> tuple[str, str]:
-    """``acme/handbook.pdf`` → (``acme``, ``handbook.pdf``). A key without a tenant segment is invalid."""
-    tenant, sep, rest = key.partition("/")
-    if not sep or not rest or not is_tenant(tenant):
-        raise InvalidKey("key has no tenant segment: expected <tenant>/<path>")
-    return tenant, rest
 
 
 def point_id(tenant: str, key: str, content_hash: str, occurrence: int) -> str:
     """Deterministic: the same chunk content of the same document always lands on the same point."""
     return str(uuid.uuid5(POINT_NAMESPACE, f"{tenant}\n{key}\n{content_hash}\n{occurrence}"))
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 Parser = Callable[[str, bytes, IngestSettings], ParsedDocument]
@@ -120,7 +104,7 @@ class IngestService:
         except InvalidKey as exc:
             self._record_failure(UNASSIGNED_TENANT, event, str(exc))
             return IngestResult(event.key, IngestOutcome.FAILED, error=str(exc), duration_ms=_ms(started))
-        if event.sequencer is not None and not _SEQUENCER.fullmatch(event.sequencer):
+        if event.sequencer is not None and not is_sequencer(event.sequencer):
             # S3 sequencers are hex; anything else is not an S3 event, and no retry can make it one.
             result = IngestResult(event.key, IngestOutcome.FAILED, error="malformed S3 event sequencer")
         else:
@@ -260,8 +244,8 @@ class IngestService:
                 metadata_sha256=meta.metadata_hash(metadata),
                 profile=self.embedder.profile.slug,
                 ocr_pages=parsed.ocr_pages,
-                created_at=current.created_at if current and current.created_at else _now(),
-                updated_at=_now(),
+                created_at=current.created_at if current and current.created_at else now_iso(),
+                updated_at=now_iso(),
             )
         )
         return IngestResult(
@@ -373,7 +357,7 @@ class IngestService:
         record.embedded = 0
         record.reused = current.chunks
         record.error = None
-        record.updated_at = _now()
+        record.updated_at = now_iso()
         self._put(record)
         return IngestResult(event.key, IngestOutcome.UNCHANGED, chunks=current.chunks, reused=current.chunks)
 
@@ -412,7 +396,7 @@ class IngestService:
         if digest != record.metadata_sha256:
             updated = self.store.set_metadata(tenant, doc_key, metadata)
             record.metadata_sha256 = digest
-            record.updated_at = _now()
+            record.updated_at = now_iso()
             self._put(record, same_event_ok=True)
         outcome = IngestOutcome.INDEXED if event.action == "created" else IngestOutcome.DELETED
         return IngestResult(event.key, outcome, chunks=updated)
@@ -484,8 +468,8 @@ class IngestService:
                 version_id=info.version_id if info else event.version_id,
                 sequencer=event.sequencer,
                 error=reason.splitlines()[0][:300] if reason else "failed",
-                created_at=current.created_at if current and current.created_at else _now(),
-                updated_at=_now(),
+                created_at=current.created_at if current and current.created_at else now_iso(),
+                updated_at=now_iso(),
             )
         )
 

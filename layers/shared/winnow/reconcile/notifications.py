@@ -6,51 +6,27 @@ tells an operator reading a message in the DLQ where it came from."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote_plus
 
 from winnow.ingest.events import ObjectEvent
+from winnow.rules import s3_notification as notification
+from winnow.rules import s3_record
 
 PRINCIPAL = "winnow-reconcile"
 
 
 def s3_notification(event: ObjectEvent, region: str = "us-east-1") -> dict[str, Any]:
     """One notification holding one record, as S3 puts one record in each message it sends."""
-    obj: dict[str, Any] = {"key": quote_plus(event.key, safe="/")}
-    if event.action == "created":
-        if event.size is not None:
-            obj["size"] = event.size
-        if event.etag:
-            obj["eTag"] = event.etag.strip('"')
-    if event.version_id:
-        obj["versionId"] = event.version_id
-    if event.sequencer:
-        obj["sequencer"] = event.sequencer
-    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    request_id = uuid.uuid4().hex[:16].upper()
-    return {
-        "Records": [
-            {
-                "eventVersion": "2.1",
-                "eventSource": "aws:s3",
-                "awsRegion": region,
-                "eventTime": now,
-                "eventName": event.event_name,
-                "userIdentity": {"principalId": PRINCIPAL},
-                "requestParameters": {"sourceIPAddress": "127.0.0.1"},
-                "responseElements": {"x-amz-request-id": request_id, "x-amz-id-2": request_id},
-                "s3": {
-                    "s3SchemaVersion": "1.0",
-                    "configurationId": PRINCIPAL,
-                    "bucket": {
-                        "name": event.bucket,
-                        "ownerIdentity": {"principalId": PRINCIPAL},
-                        "arn": f"arn:aws:s3:::{event.bucket}",
-                    },
-                    "object": obj,
-                },
-            }
-        ]
-    }
+    created = event.action == "created"
+    record = s3_record(
+        event.event_name,
+        event.bucket,
+        event.key,
+        size=event.size if created else None,
+        etag=event.etag if created and event.etag else None,
+        version_id=event.version_id or None,
+        sequencer=event.sequencer or None,
+        region=region,
+        principal=PRINCIPAL,
+    )
+    return notification([record])

@@ -13,7 +13,7 @@ from winnow.errors import BadRequest, InvalidKey, NotFound, ObjectGone
 from winnow.ingest.metadata import is_sidecar
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger, ObjectSource, UploadForm, UploadPolicy
-from winnow.rules import path_problem
+from winnow.rules import object_key, path_problem
 
 MAX_METADATA_BYTES = 2048  # S3's limit on user metadata, names and values together
 _CONTENT_TYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$&^_.+-")
@@ -31,7 +31,7 @@ def tenant_key(tenant: str, path: str) -> str:
     problem = path_problem(tenant, path)
     if problem is not None:
         raise BadRequest(problem)
-    return f"{tenant}/{path}"
+    return object_key(tenant, path)
 
 
 def _content_type(value: str | None, path: str) -> str:
@@ -88,7 +88,7 @@ def full_key(tenant: str, key: str) -> str:
     path = key[len(tenant) + 1 :] if key.startswith(f"{tenant}/") else key
     if path_problem(tenant, path) is not None:
         raise NotFound(f"no document {key[:200]!r} for this tenant")
-    return f"{tenant}/{path}"
+    return object_key(tenant, path)
 
 
 def page(

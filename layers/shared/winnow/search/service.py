@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from threading import Lock
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from winnow.models import SparseVector, StoredChunk
@@ -47,37 +46,6 @@ def _to_port_filters(filters: dict[str, Any]) -> dict[str, FilterValue]:
     return out
 
 
-# (tenant, embedding profile, query): a tenant only ever hits its own entries, so neither the answer nor
-# its timing (``timings_ms.embed``) can tell one tenant what another has asked.
-CacheKey = tuple[str, str, str]
-
-
-class QueryEmbeddingCache:
-    """A small LRU of query vectors for the warm container: a tenant's repeated queries skip the
-    provider."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[CacheKey, list[float]] = OrderedDict()
-        self._lock = Lock()
-
-    def get(self, key: CacheKey) -> list[float] | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: CacheKey, value: list[float]) -> None:
-        if self.size <= 0:
-            return
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-
 @dataclass(frozen=True)
 class _Plan:
     """What a search will do: re-rank or not, the threshold, how many candidates, and whether the
@@ -105,18 +73,19 @@ class SearchService:
         self.sparse = sparse
         self.reranker = reranker
         self.settings = settings
-        self.cache = QueryEmbeddingCache(cache_size)
+        # A small LRU of query vectors for the warm container: a tenant's repeated queries skip the
+        # provider. Keyed by (tenant, embedding profile, query): a tenant only ever hits its own entries,
+        # so neither the answer nor its timing (``timings_ms.embed``) can tell one tenant what another
+        # has asked.
+        self._query_vector = lru_cache(maxsize=cache_size)(self._embed_uncached)
         # The relevance models fitted for this embedding profile (None: cosine scores, see ``_relevance``).
         self.models = load_models(embedder.profile.slug) if models == "shipped" else models
 
     def _embed_query(self, tenant: str, query: str) -> list[float]:
-        key = (tenant, self.embedder.profile.slug, query)
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached
-        vector = self.embedder.embed([query], "query")[0]
-        self.cache.put(key, vector)
-        return vector
+        return self._query_vector(tenant, self.embedder.profile.slug, query)
+
+    def _embed_uncached(self, _tenant: str, _profile: str, query: str) -> list[float]:
+        return self.embedder.embed([query], "query")[0]
 
     def search(self, tenant: str, request: SearchRequest) -> SearchResponse:
         """Plan, encode the query, retrieve the candidates (one store call), score them, keep what clears

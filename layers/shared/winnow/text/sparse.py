@@ -18,13 +18,10 @@ UTF-8 stem: stable across processes and Python versions, unlike ``hash()``. Two 
 share a dimension: their counts add up, as if they were one term.
 
 ``avgdl`` cannot come from the corpus here (each chunk is encoded alone, in a Lambda that sees one
-document), so it is a constant matched to the default chunking (target 1,200 characters): chunks
-average 850-1,000 characters, and English prose keeps about 110 terms per 1,000 characters after
-stop-words go. SciFact abstracts chunked with the defaults and encoded with their title header
-average 97 terms per chunk, hence 100. Scored on whole SciFact documents with Qdrant's IDF formula,
-this encoder gives nDCG@10 0.780 with the true average length and 0.777 with 100, against 0.782 for
-the bm25s reference: the constant costs little, and a chunk much longer than ``avgdl`` has its term
-frequencies damped more, which is what BM25 intends.
+document), so it is a constant matched to the default chunking: about the terms a default-sized chunk
+keeps after stop-words go. A chunk much longer than ``avgdl`` has its term frequencies damped more,
+which is what BM25 intends. How little the constant costs against the true average: docs/benchmarks.md,
+"Figures behind design choices".
 """
 
 from __future__ import annotations
