@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from winnow.testing.fake_voyage import count_tokens, terms
+from winnow_fakes.fake_voyage import count_tokens, terms
 
 FaultKind = Literal["status", "delay", "disconnect", "malformed_json"]
 

@@ -1,7 +1,7 @@
-"""``python -m winnow``: the same as the ``winnow`` console script."""
+"""``python -m winnow_local``: the same as the ``winnow`` console script."""
 
 import sys
 
-from winnow.cli import main
+from winnow_local.cli.main import main
 
 sys.exit(main())

@@ -1,4 +1,4 @@
-"""The ``winnow`` subcommands that live outside the shipped package, registered by ``winnow.cli``."""
+"""The ``winnow`` subcommands registered by ``winnow_local.cli.main`` from their own modules."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
 from winnow import settings as settings_module
-from winnow.testing.fake_voyage import Endpoint, FakeVoyageServer
+from winnow_fakes.fake_voyage import Endpoint, FakeVoyageServer
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -1048,7 +1048,7 @@ def test_search_worst_case_provider_time_fits_its_timeout_and_api_gateway(
     from winnow.models import EmbeddingProfile
     from winnow.ports import SearchQuery
     from winnow.settings import QdrantSettings, VoyageSettings
-    from winnow.testing.fake_voyage import Fault
+    from winnow_fakes.fake_voyage import Fault
 
     t = load_template()
     env = literal_env(t, "SearchFunction", ("VOYAGE_", "QDRANT_"))

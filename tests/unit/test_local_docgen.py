@@ -9,8 +9,8 @@ import docx
 import pypdf
 import pytest
 
-from winnow.local.demo import GENERATED, SOURCES_DIR
-from winnow.local.docgen import parse_source, render
+from winnow_local.cli.demo import GENERATED, SOURCES_DIR
+from winnow_local.docgen import parse_source, render
 
 SOURCE = """# Field Guide
 

@@ -16,13 +16,13 @@ from pydantic import ValidationError
 
 from winnow.adapters._ledger_common import check_identity
 from winnow.adapters.qdrant_store import QdrantVectorStore
-from winnow.cli import CliError, _check_tenant
 from winnow.errors import BadRequest, InvalidKey, InvalidMetadata
 from winnow.ingest.metadata import from_user_metadata, parse_sidecar
 from winnow.ingest.service import split_key
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.rules import UNASSIGNED_TENANT, is_field_name, is_tenant
 from winnow.search.schemas import SearchRequest
+from winnow_local.cli.main import CliError, _check_tenant
 
 ROOT = Path(__file__).resolve().parents[2]
 

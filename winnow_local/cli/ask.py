@@ -1,5 +1,5 @@
 """``winnow ask``: ``POST /answer`` through the search handler, on this machine (Ollama when
-``OLLAMA_HOST`` is set). Kept beside ``winnow.cli`` and registered by it with one call."""
+``OLLAMA_HOST`` is set). Kept beside ``winnow_local.cli.main`` and registered by it with one call."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import IO, Any
 
-from winnow import cli
+from winnow_local.cli import main as cli
 
 
 def print_answer(payload: dict[str, Any], tenant: str, out: IO[str] | None = None) -> None:

@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 import winnow
-from winnow.local.filters import FilterSyntaxError, parse_filters
-from winnow.local.runtime import (
+from winnow.rules import TENANT_RULE, is_tenant
+from winnow_local.cli.filters import FilterSyntaxError, parse_filters
+from winnow_local.runtime import (
     DEFAULT_TENANT,
     ApiResponse,
     LocalRuntime,
     Upload,
     close_local_qdrant,
 )
-from winnow.rules import TENANT_RULE, is_tenant
 
 SIDECAR_SUFFIX = ".metadata.json"
 INGEST_FIELDS = ("key", "status", "chunks", "embedded", "reused", "error")
@@ -473,14 +473,14 @@ def _documents_summary(documents: list[dict[str, Any]], tenant: str) -> str:
 
 # --- serve, demo -------------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
-    from winnow.local.server import serve
+    from winnow_local.web.server import serve
 
     serve(args.host, args.port, allow_hosts=tuple(args.allow_host), allow_origins=tuple(args.allow_origin))
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from winnow.local.demo import run_demo
+    from winnow_local.cli.demo import run_demo
 
     return run_demo(tenant=_check_tenant(args.tenant))
 
@@ -598,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="print the response body exactly as returned")
     search.set_defaults(func=cmd_search)
 
-    from winnow.cli_answer import add_ask_parser
+    from winnow_local.cli.ask import add_ask_parser
 
     add_ask_parser(commands, tenant_help)
 

@@ -60,14 +60,14 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from winnow.local.runtime import (
+from winnow.rules import is_tenant
+from winnow_local.runtime import (
     ApiResponse,
     LocalRuntime,
     Upload,
     close_local_qdrant,
     local_qdrant_path,
 )
-from winnow.rules import is_tenant
 
 STATIC_DIR = Path(__file__).with_name("static")
 TENANT_HEADER = "x-winnow-tenant"
