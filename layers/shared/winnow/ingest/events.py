@@ -7,23 +7,11 @@ notifications are configured and which carry nothing to do."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import quote_plus, unquote_plus
 
-Action = Literal["created", "removed"]
-
-
-@dataclass(frozen=True)
-class ObjectEvent:
-    action: Action
-    bucket: str
-    key: str  # URL-decoded, as stored in S3
-    sequencer: str | None
-    etag: str | None
-    version_id: str | None
-    size: int | None
-    event_name: str
+# ObjectEvent lives with the models so that the ports need nothing else; imported from here as before.
+from winnow.models import Action, ObjectEvent
 
 
 def _action(event_name: str) -> Action | None:
