@@ -279,7 +279,7 @@ def add_parser(commands: Any) -> None:
 
 
 def backend_for(args: Any, environ: Mapping[str, str] | None = None) -> Backend:
-    from winnow_local.cli.main import CliError
+    from winnow_local.errors import CliError
 
     env = os.environ if environ is None else environ
     if args.api_url is None:

@@ -22,7 +22,8 @@ from winnow.ingest.service import split_key
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.rules import UNASSIGNED_TENANT, is_field_name, is_tenant
 from winnow.search.schemas import SearchRequest
-from winnow_local.cli.main import CliError, _check_tenant
+from winnow_local.cli.common import check_tenant as _check_tenant
+from winnow_local.errors import CliError
 
 ROOT = Path(__file__).resolve().parents[2]
 

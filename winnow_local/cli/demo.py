@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from winnow_local.cli.ingest import collect_files, ingest_files, summary
+from winnow_local.cli.search import print_search_results
 from winnow_local.docgen import render
+from winnow_local.errors import CliError
 from winnow_local.runtime import LocalRuntime
 
 SAMPLES_DIR = Path(__file__).parents[1] / "samples"
@@ -71,7 +74,6 @@ def _command(query: DemoQuery, tenant: str) -> str:
 def run_demo(tenant: str = "demo", out: IO[str] | None = None) -> int:
     """Stage, ingest and query; 0 when every step worked."""
     from winnow.factory import get_container
-    from winnow_local.cli.main import CliError, _summary, collect_files, ingest_files, print_search_results
 
     out = out or sys.stdout
     home = get_container().settings.storage.home.resolve()
@@ -85,7 +87,7 @@ def run_demo(tenant: str = "demo", out: IO[str] | None = None) -> int:
         file=out,
     )
     results = ingest_files(runtime, files, as_json=False, out=out)
-    print(f"   {_summary(results)}", file=out)
+    print(f"   {summary(results)}", file=out)
     if any(r.get("status") in ("failed", "retry") for r in results):
         print("winnow: some samples failed to index (see above)", file=sys.stderr)
         return 1
