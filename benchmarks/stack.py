@@ -167,7 +167,7 @@ class EmbeddedStack:
         rerank: bool = False,
         relevance_threshold: float = 0.0,
     ) -> dict[str, Any]:
-        from winnow_local.web.apigw import http_api_event
+        from winnow_local.apigw import http_api_event
 
         body = {
             "query": query,

@@ -22,8 +22,8 @@ from winnow_fakes.fake_bedrock import DEFAULT_MODEL_ID, FakeBedrockServer
 from winnow_fakes.fake_model import ModelFault
 from winnow_fakes.fake_ollama import FakeOllamaServer
 from winnow_fakes.fake_voyage import FakeVoyageServer
+from winnow_local.apigw import http_api_event
 from winnow_local.context import LocalLambdaContext
-from winnow_local.web.apigw import http_api_event
 
 DOCS = {
     "acme/people/holidays.md": b"# Holidays\n\n## Allowance\n\nEvery employee receives twenty-eight days of "

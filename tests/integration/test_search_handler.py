@@ -86,7 +86,7 @@ def test_tenant_in_body_is_rejected_and_in_query_string_ignored(loaded: Embedded
 
 
 def test_lambda_authorizer_context_supplies_the_tenant(loaded: EmbeddedStack) -> None:
-    from winnow_local.web.apigw import http_api_event
+    from winnow_local.apigw import http_api_event
 
     event = http_api_event("POST", "/search", body={"query": "travel expenses", "relevance_threshold": 0})
     event["requestContext"]["authorizer"] = {"lambda": {"tenant": "globex"}}

@@ -32,8 +32,8 @@ from winnow.settings import (
     VoyageSettings,
 )
 from winnow_fakes.fake_voyage import DEFAULT_API_KEY, FakeVoyageServer
+from winnow_local.apigw import http_api_event
 from winnow_local.context import LocalLambdaContext
-from winnow_local.web.apigw import http_api_event
 
 
 def voyage_settings(fake: FakeVoyageServer, **overrides: Any) -> VoyageSettings:
