@@ -149,7 +149,7 @@ def to_pdf(title: str, sections: list[tuple[str, list[str]]]) -> bytes:
 def run(
     workdir: Path, pages: int = 100, fmt: str = "markdown", progress: Progress | None = None
 ) -> dict[str, Any]:
-    from winnow.testing.fake_voyage import FakeVoyageServer
+    from winnow_fakes.fake_voyage import FakeVoyageServer
 
     note = progress or Progress(quiet=True)
     title = "Operations manual"

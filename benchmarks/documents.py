@@ -144,7 +144,7 @@ def hit_rate(stack: EmbeddedStack, questions: list[tuple[str, Any]], hit: Any) -
 
 def stack_search(stack: EmbeddedStack, query: str) -> list[dict[str, Any]]:
     from functions.search.app import handler
-    from winnow.local.context import LocalLambdaContext
+    from winnow_local.context import LocalLambdaContext
 
     event = stack.search_event(query, "hybrid", top_k=TOP, candidates=None)
     response = handler(event, LocalLambdaContext())

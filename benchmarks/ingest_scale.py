@@ -117,7 +117,7 @@ def moto_process() -> Iterator[str]:
 
 
 def _serve_voyage(conn: Connection, simulation: dict[str, Any]) -> None:
-    from winnow.testing.fake_voyage import FakeVoyageServer, RateLimit, VoyageSimulation
+    from winnow_fakes.fake_voyage import FakeVoyageServer, RateLimit, VoyageSimulation
 
     limits = {m: RateLimit(*v) for m, v in simulation.pop("limits").items()}
     with FakeVoyageServer(simulation=VoyageSimulation(**simulation, limits=limits)) as fake:
@@ -188,7 +188,6 @@ def run_schedule(
     from winnow.adapters.ledger_dynamodb import table_definition
     from winnow.factory import Container, Settings, set_container
     from winnow.ingest.events import s3_event
-    from winnow.local.context import LocalLambdaContext
     from winnow.settings import (
         IngestSettings,
         ProviderSettings,
@@ -196,6 +195,7 @@ def run_schedule(
         StorageSettings,
         VoyageSettings,
     )
+    from winnow_local.context import LocalLambdaContext
 
     client = world["client"]
     sqs, dynamodb = client("sqs"), client("dynamodb")
@@ -423,7 +423,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from winnow.testing.fake_voyage import DEFAULT_BASE_LATENCY_SECONDS, DEFAULT_PER_TOKEN_LATENCY_SECONDS
+    from winnow_fakes.fake_voyage import DEFAULT_BASE_LATENCY_SECONDS, DEFAULT_PER_TOKEN_LATENCY_SECONDS
 
     args = parse_args(argv)
     quiet_known_warnings()

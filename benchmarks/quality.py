@@ -447,8 +447,8 @@ def run_demo(
 ) -> dict[str, Any]:
     """The demo samples through the real handlers: answerable questions (is the expected document the
     first result, is anything refused) and the off-topic questions at the deployed threshold."""
-    from winnow.local.demo import stage_samples
     from winnow.search.relevance import load_models
+    from winnow_local.cli.demo import stage_samples
 
     staged = stage_samples(workdir / "samples")
     files = [

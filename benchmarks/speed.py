@@ -146,7 +146,7 @@ def percentile(values: Sequence[float], share: float) -> float:
 def warm_latency(
     stack: EmbeddedStack, queries: Sequence[str], warmup: int = 10
 ) -> dict[str, dict[str, float]]:
-    from winnow.local.apigw import http_api_event
+    from winnow_local.apigw import http_api_event
 
     claim = stack.container.settings.search.tenant_claim
     out: dict[str, dict[str, float]] = {}
@@ -206,7 +206,7 @@ import json, sys, time
 started = time.perf_counter()
 from functions.search.app import handler
 imported = time.perf_counter()
-from winnow.local.context import LocalLambdaContext
+from winnow_local.context import LocalLambdaContext
 response = handler(json.loads(sys.argv[1]), LocalLambdaContext())
 done = time.perf_counter()
 body = json.loads(response["body"])
@@ -250,8 +250,8 @@ def _child(code: str, env: dict[str, str], args: Sequence[str] = ()) -> tuple[di
 
 
 def cold_init(eval_set: EvalSet, workdir: Path, runs: int, note: Progress) -> dict[str, Any]:
-    from winnow.local.apigw import http_api_event
-    from winnow.testing.fake_voyage import FakeVoyageServer
+    from winnow_fakes.fake_voyage import FakeVoyageServer
+    from winnow_local.apigw import http_api_event
 
     home = workdir / "cold-home"
     docs = dict(list(eval_set.documents.items())[:COLD_INDEX_DOCUMENTS])

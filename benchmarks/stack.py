@@ -152,7 +152,7 @@ class EmbeddedStack:
     ) -> list[dict[str, Any]]:
         from functions.ingest.app import handler
         from winnow.ingest.events import s3_event
-        from winnow.local.context import LocalLambdaContext
+        from winnow_local.context import LocalLambdaContext
 
         response = handler(s3_event(records, bucket="local"), LocalLambdaContext())
         return list(response.get("results") or [])
@@ -167,7 +167,7 @@ class EmbeddedStack:
         rerank: bool = False,
         relevance_threshold: float = 0.0,
     ) -> dict[str, Any]:
-        from winnow.local.apigw import http_api_event
+        from winnow_local.apigw import http_api_event
 
         body = {
             "query": query,
@@ -184,7 +184,7 @@ class EmbeddedStack:
     def call_search(self, event: dict[str, Any]) -> list[Hit]:
         """Send one prepared event to the search handler; raise on any non-200 answer."""
         from functions.search.app import handler
-        from winnow.local.context import LocalLambdaContext
+        from winnow_local.context import LocalLambdaContext
 
         response = handler(event, LocalLambdaContext())
         if response.get("statusCode") != 200:

@@ -269,7 +269,7 @@ def add_parser(commands: Any) -> None:
 
 
 def cmd_invoke(args: Any) -> int:
-    from winnow.cli import CliError
+    from winnow_local.errors import CliError
 
     try:
         spec = function_spec(read_template(Path(args.template)), args.function)

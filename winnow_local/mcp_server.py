@@ -38,7 +38,7 @@ class LocalBackend:
     """The search handler in this process, as ``winnow search`` calls it, for one tenant."""
 
     def __init__(self, tenant: str) -> None:
-        from winnow.local.runtime import LocalRuntime
+        from winnow_local.runtime import LocalRuntime
 
         self.tenant = tenant
         self._runtime = LocalRuntime()
@@ -279,7 +279,7 @@ def add_parser(commands: Any) -> None:
 
 
 def backend_for(args: Any, environ: Mapping[str, str] | None = None) -> Backend:
-    from winnow.cli import CliError
+    from winnow_local.errors import CliError
 
     env = os.environ if environ is None else environ
     if args.api_url is None:

@@ -13,9 +13,9 @@ import pytest
 
 from tests.e2e.test_search_page import _find, _search, _text, _wait
 from winnow.factory import reset_container
-from winnow.local.server import WinnowHTTPServer, make_server
-from winnow.testing.fake_model import ModelFault
-from winnow.testing.fake_ollama import FakeOllamaServer
+from winnow_fakes.fake_model import ModelFault
+from winnow_fakes.fake_ollama import FakeOllamaServer
+from winnow_local.web.server import WinnowHTTPServer, make_server
 
 pytestmark = pytest.mark.slow
 

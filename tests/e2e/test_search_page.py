@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from winnow.factory import reset_container
-from winnow.local.demo import stage_samples
-from winnow.local.server import WinnowHTTPServer, make_server
+from winnow_local.cli.demo import stage_samples
+from winnow_local.web.server import WinnowHTTPServer, make_server
 
 pytestmark = pytest.mark.slow
 
@@ -116,8 +116,8 @@ def _pdf_page_of(passage: str) -> int:
 
     import pypdf
 
-    from winnow.local.demo import GENERATED, SOURCES_DIR
-    from winnow.local.docgen import render
+    from winnow_local.cli.demo import GENERATED, SOURCES_DIR
+    from winnow_local.docgen import render
 
     source_name, fmt = GENERATED["product/beacon-specs-and-warranty.pdf"]
     data = render((SOURCES_DIR / source_name).read_text(encoding="utf-8"), fmt)

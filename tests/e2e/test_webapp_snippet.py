@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.test_search_page import _wait, browser  # noqa: F401 - the shared Chromium fixture
 from winnow.factory import reset_container
-from winnow.local.server import WinnowHTTPServer, make_server
+from winnow_local.web.server import WinnowHTTPServer, make_server
 
 pytestmark = pytest.mark.slow
 

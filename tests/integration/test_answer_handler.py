@@ -17,13 +17,13 @@ from tests.support.answer import bedrock_settings, ollama_settings, stack_with
 from tests.support.stack import EmbeddedStack
 from winnow.answer.prompt import NO_ANSWER
 from winnow.answer.service import NOT_ANSWERED
-from winnow.local.apigw import http_api_event
-from winnow.local.context import LocalLambdaContext
 from winnow.settings import AnswerSettings
-from winnow.testing.fake_bedrock import DEFAULT_MODEL_ID, FakeBedrockServer
-from winnow.testing.fake_model import ModelFault
-from winnow.testing.fake_ollama import FakeOllamaServer
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_bedrock import DEFAULT_MODEL_ID, FakeBedrockServer
+from winnow_fakes.fake_model import ModelFault
+from winnow_fakes.fake_ollama import FakeOllamaServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
+from winnow_local.apigw import http_api_event
+from winnow_local.context import LocalLambdaContext
 
 DOCS = {
     "acme/people/holidays.md": b"# Holidays\n\n## Allowance\n\nEvery employee receives twenty-eight days of "

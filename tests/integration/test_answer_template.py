@@ -104,7 +104,7 @@ def test_answer_event_parses_matches_its_route_and_its_body_is_a_valid_answer_re
     from tests.integration.test_template import load_event
     from winnow.answer.schemas import AnswerRequest
     from winnow.factory import Container, Settings, set_container
-    from winnow.local.context import LocalLambdaContext
+    from winnow_local.context import LocalLambdaContext
 
     raw = load_event("api-answer.json")
     event = APIGatewayProxyEventV2(raw)

@@ -1,4 +1,4 @@
-"""The ``winnow`` command end to end: ``python -m winnow`` in a subprocess with its own WINNOW_HOME, the
+"""The ``winnow`` command end to end: ``python -m winnow_local`` in a subprocess with its own WINNOW_HOME, the
 local ONNX model, Qdrant local mode, the SQLite ledger and the folder bucket, through the real handlers."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Run:
 
 
 class Winnow:
-    """Runs ``python -m winnow`` against one WINNOW_HOME."""
+    """Runs ``python -m winnow_local`` against one WINNOW_HOME."""
 
     def __init__(self, home: Path, **env: str) -> None:
         self.home = home
@@ -70,7 +70,7 @@ class Winnow:
 
     def __call__(self, *args: str, **env: str) -> Run:
         done = subprocess.run(
-            [sys.executable, "-m", "winnow", *args],
+            [sys.executable, "-m", "winnow_local", *args],
             cwd=self.home.parent,
             env={**self.env, **env},
             capture_output=True,

@@ -1,4 +1,4 @@
-"""``winnow ask`` end to end: ``python -m winnow`` in a subprocess on the embedded default (local ONNX
+"""``winnow ask`` end to end: ``python -m winnow_local`` in a subprocess on the embedded default (local ONNX
 model, Qdrant local mode) answering through the real Ollama adapter and the loopback fake Ollama."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_cli import LEAVE, Winnow
-from winnow.testing.fake_ollama import FakeOllamaServer
+from winnow_fakes.fake_ollama import FakeOllamaServer
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from winnow.ingest.events import ObjectEvent, s3_event
 from winnow.ingest.results import IngestResult
 from winnow.models import DocumentStatus
 from winnow.settings import IngestSettings
-from winnow.testing.fake_voyage import FakeVoyageServer, RateLimit, VoyageSimulation
+from winnow_fakes.fake_voyage import FakeVoyageServer, RateLimit, VoyageSimulation
 
 TEXTS = [
     "Lentil soup is served with rye bread on Mondays in the staff canteen.",

@@ -13,7 +13,7 @@ from tests.support.documents import DocxHeading, DocxParagraph, DocxTable, make_
 from tests.support.stack import EmbeddedStack
 from winnow.ingest.events import s3_event
 from winnow.models import DocumentStatus
-from winnow.testing.fake_voyage import Fault
+from winnow_fakes.fake_voyage import Fault
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 

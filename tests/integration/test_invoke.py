@@ -43,7 +43,7 @@ def local_env(home: Path) -> dict[str, str]:
 
 def winnow(args: list[str], home: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "winnow", *args],
+        [sys.executable, "-m", "winnow_local", *args],
         cwd=ROOT,
         env=local_env(home),
         input=stdin,

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from tests.support.stack import EmbeddedStack
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
 
 WORDS = [
     "invoice",

@@ -1,7 +1,7 @@
 """``winnow serve`` under a bounded concurrent load from another process on loopback.
 
-The true embedded default, as a newcomer runs it: ``python -m winnow ingest`` indexes a few documents
-with the local ONNX model, ``python -m winnow serve --port 0`` serves them, and
+The true embedded default, as a newcomer runs it: ``python -m winnow_local ingest`` indexes a few documents
+with the local ONNX model, ``python -m winnow_local serve --port 0`` serves them, and
 ``tests/support/loadgen.py`` (a third process) drives 20 keep-alive clients for a bounded time. Every
 answer must be a 200 with the expected top document; latency percentiles are printed, never asserted
 (figures depend on the machine). ``WINNOW_LOAD_SECONDS`` sets the duration (10 s here; the documented
@@ -67,7 +67,7 @@ def served(tmp_path: Path) -> Iterator[str]:
         path.write_text(text)
     env = environment(home)
     ingest = subprocess.run(
-        [sys.executable, "-m", "winnow", "ingest", str(sources), "--tenant", TENANT, "--json"],
+        [sys.executable, "-m", "winnow_local", "ingest", str(sources), "--tenant", TENANT, "--json"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -79,7 +79,7 @@ def served(tmp_path: Path) -> Iterator[str]:
     assert statuses == ["indexed"] * len(DOCUMENTS), ingest.stdout
 
     server = subprocess.Popen(
-        [sys.executable, "-m", "winnow", "serve", "--host", "127.0.0.1", "--port", "0"],
+        [sys.executable, "-m", "winnow_local", "serve", "--host", "127.0.0.1", "--port", "0"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.sockets import nagle_disabled_on_served_connection
 from winnow.factory import reset_container
-from winnow.local.server import WinnowHTTPServer, make_server
+from winnow_local.web.server import WinnowHTTPServer, make_server
 
 pytestmark = pytest.mark.slow
 
@@ -264,7 +264,7 @@ def test_cors_preflight_lets_a_local_web_app_call_the_api(client: Client) -> Non
 
 
 def test_static_dir_holds_the_page(server: WinnowHTTPServer) -> None:
-    from winnow.local.server import STATIC_DIR
+    from winnow_local.web.routes import STATIC_DIR
 
     assert {p.name for p in Path(STATIC_DIR).iterdir()} >= {"index.html", "app.js", "style.css"}
 

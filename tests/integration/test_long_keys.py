@@ -14,7 +14,7 @@ from tests.support.stack import EmbeddedStack
 from winnow.adapters.objects_s3 import S3ObjectSource
 from winnow.ingest.metadata import SIDECAR_SUFFIX, can_have_sidecar
 from winnow.models import DocumentStatus
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
 
 TEXT = b"Quarterly revenue grew by twelve percent in the northern region."
 

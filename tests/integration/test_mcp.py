@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from tests.support.stack import EmbeddedStack
-from winnow.testing.fake_ollama import FakeOllamaServer
+from winnow_fakes.fake_ollama import FakeOllamaServer
 from winnow_local.invoke import ROOT
 
 SETTINGS_PREFIXES = ("WINNOW_", "QDRANT_", "VOYAGE_", "POWERTOOLS_", "AWS_")
@@ -56,7 +56,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 def winnow(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "winnow", *args],
+        [sys.executable, "-m", "winnow_local", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -75,7 +75,7 @@ def with_mcp_client(args: list[str], env: dict[str, str], body: Callable[[Sessio
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "winnow", "mcp", *args], env=env, cwd=str(ROOT)
+        command=sys.executable, args=["-m", "winnow_local", "mcp", *args], env=env, cwd=str(ROOT)
     )
 
     async def run() -> None:

@@ -12,7 +12,7 @@ from tests.support.stack import EmbeddedStack
 from winnow.ingest.events import s3_event
 from winnow.models import DocumentStatus
 from winnow.settings import IngestSettings
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
 
 MEMORY_HOG = b"a\n\n" * 8_000_000  # each one-letter paragraph becomes a block: several hundred MB
 GOOD = {

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks import quality
 from benchmarks.data import EvalSet
-from winnow.testing.fake_voyage import DEFAULT_API_KEY, FakeVoyageServer
+from winnow_fakes.fake_voyage import DEFAULT_API_KEY, FakeVoyageServer
 
 TOPICS = {
     "volcano": "Volcanic eruptions release lava, ash and sulphur dioxide from magma chambers.",

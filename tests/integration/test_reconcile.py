@@ -14,14 +14,14 @@ import pytest
 
 from tests.support.stack import EmbeddedStack, voyage_settings
 from winnow.factory import Container, Settings, set_container
-from winnow.local.context import LocalLambdaContext
 from winnow.models import DocumentStatus
 from winnow.reconcile import run_reconcile
 from winnow.reconcile.stats import ReconcileStats
 from winnow.search.schemas import SearchRequest
 from winnow.search.service import SearchService
 from winnow.settings import ChunkingSettings
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
+from winnow_local.context import LocalLambdaContext
 
 HOLIDAYS = b"""# Holiday policy
 

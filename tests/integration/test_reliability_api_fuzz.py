@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from tests.support.stack import EmbeddedStack
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
 
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # see test_isolation.py
 FIELDS = [

@@ -43,7 +43,7 @@ from winnow.ingest.service import IngestService
 from winnow.models import DocumentStatus
 from winnow.ports import Embedder, InputType
 from winnow.settings import ChunkingSettings, IngestSettings, QdrantSettings
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
 
 CONTENTS = [
     b"# Menu\n\n## Soup\n\nThe lentil soup is served with rye bread on Mondays.\n",

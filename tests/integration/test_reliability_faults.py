@@ -32,7 +32,7 @@ from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
 from winnow.ingest.events import s3_event
 from winnow.models import DocumentStatus
 from winnow.settings import QdrantSettings
-from winnow.testing.fake_voyage import Endpoint, FakeVoyageServer, Fault
+from winnow_fakes.fake_voyage import Endpoint, FakeVoyageServer, Fault
 
 KEY = "acme/runbook.md"
 TIMEOUT_SECONDS = 0.2

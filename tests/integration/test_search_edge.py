@@ -17,7 +17,7 @@ import pytest
 from functions.search import app as search_app
 from tests.support.stack import EmbeddedStack, voyage_settings
 from winnow.observability import logger
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
 
 QUERY = json.dumps({"query": "turbine parts", "relevance_threshold": 0})
 
@@ -375,7 +375,7 @@ def test_a_tenant_claim_that_breaks_the_rule_is_403(loaded: EmbeddedStack, claim
 
 
 def test_an_event_that_is_not_from_api_gateway_still_gets_a_structured_answer(loaded: EmbeddedStack) -> None:
-    from winnow.local.context import LocalLambdaContext
+    from winnow_local.context import LocalLambdaContext
 
     # Given an event whose headers are not a mapping
     response = search_app.handler({"headers": ["x-correlation-id: abc"]}, LocalLambdaContext())

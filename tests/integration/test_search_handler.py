@@ -12,9 +12,9 @@ import pytest
 
 from functions.search import app as search_app
 from tests.support.stack import EmbeddedStack
-from winnow.local.context import LocalLambdaContext
 from winnow.ports import SearchQuery
-from winnow.testing.fake_voyage import Fault
+from winnow_fakes.fake_voyage import Fault
+from winnow_local.context import LocalLambdaContext
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,7 +86,7 @@ def test_tenant_in_body_is_rejected_and_in_query_string_ignored(loaded: Embedded
 
 
 def test_lambda_authorizer_context_supplies_the_tenant(loaded: EmbeddedStack) -> None:
-    from winnow.local.apigw import http_api_event
+    from winnow_local.apigw import http_api_event
 
     event = http_api_event("POST", "/search", body={"query": "travel expenses", "relevance_threshold": 0})
     event["requestContext"]["authorizer"] = {"lambda": {"tenant": "globex"}}

@@ -8,9 +8,9 @@ import pytest
 
 from functions.search.app import service
 from tests.support.stack import EmbeddedStack
-from winnow.local.demo import SAMPLES_DIR, SOURCES_DIR
 from winnow.search.relevance import load_models
 from winnow.search.schemas import SearchRequest
+from winnow_local.cli.demo import SAMPLES_DIR, SOURCES_DIR
 
 TEXTS = {
     "acme/handbook/parental-leave.txt": (SAMPLES_DIR / "handbook" / "parental-leave.txt").read_bytes(),

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from winnow.factory import reset_container
-from winnow.local.server import ServeSettings, WinnowHTTPServer, make_server
+from winnow_local.web.server import ServeSettings, WinnowHTTPServer, make_server
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from winnow.factory import reset_container
-from winnow.local.server import WinnowHTTPServer, make_server
 from winnow.postpolicy import SIGNATURE_FIELD, encode_policy, sign
+from winnow_local.web.server import WinnowHTTPServer, make_server
 
 pytestmark = pytest.mark.slow
 

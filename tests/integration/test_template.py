@@ -34,10 +34,11 @@ from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
 from winnow import settings as settings_module
-from winnow.testing.fake_voyage import Endpoint, FakeVoyageServer
+from winnow_fakes.fake_voyage import Endpoint, FakeVoyageServer
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
+BUNDLES_MAKEFILE = ROOT / "bundles" / "Makefile"
 MB = 1024 * 1024
 LAMBDA_UNZIPPED_LIMIT = 250 * MB
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
@@ -732,6 +733,20 @@ def test_reconcile_pages_inside_its_timeout_and_runs_one_chain_at_a_time() -> No
     assert props["EventInvokeConfig"]["MaximumRetryAttempts"] >= 1
 
 
+def test_one_makefile_builds_every_bundle() -> None:
+    """``bundles/Makefile`` has a target per built resource, and no second makefile sits beside the code
+    (SAM runs the ContextPath's makefile in a scratch copy of each resource's folder)."""
+    t = load_template()
+    built = [
+        name for name, r in t["Resources"].items() if r.get("Metadata", {}).get("BuildMethod") == "makefile"
+    ]
+    targets = set(re.findall(r"^(build-[A-Za-z]+(?: build-[A-Za-z]+)*):", BUNDLES_MAKEFILE.read_text(), re.M))
+    declared = {target for line in targets for target in line.split()}
+    assert {f"build-{name}" for name in built} == declared
+    assert sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "functions").rglob("Makefile")) == []
+    assert sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "layers").rglob("Makefile")) == []
+
+
 def test_runtime_layer_logs_and_alarms() -> None:
     """Python 3.13 on arm64 with X-Ray, a makefile-built layer, a log group with retention per function,
     and alarms for the DLQ and every function's errors and throttles, sent to the SNS topic parameter."""
@@ -742,12 +757,14 @@ def test_runtime_layer_logs_and_alarms() -> None:
     assert glob["Layers"] == [{"Ref": "SharedLayer"}]
     layer = t["Resources"]["SharedLayer"]
     assert layer["Metadata"]["BuildMethod"] == "makefile"
+    assert layer["Metadata"]["ContextPath"] == "bundles"
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
 
     resources = t["Resources"]
     for name, fn in functions_of(t).items():
         assert fn["Metadata"]["BuildMethod"] == "makefile", name
+        assert fn["Metadata"]["ContextPath"] == "bundles", name
         group = fn["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
         assert resources[group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
 
@@ -1048,7 +1065,7 @@ def test_search_worst_case_provider_time_fits_its_timeout_and_api_gateway(
     from winnow.models import EmbeddingProfile
     from winnow.ports import SearchQuery
     from winnow.settings import QdrantSettings, VoyageSettings
-    from winnow.testing.fake_voyage import Fault
+    from winnow_fakes.fake_voyage import Fault
 
     t = load_template()
     env = literal_env(t, "SearchFunction", ("VOYAGE_", "QDRANT_"))
@@ -1276,7 +1293,7 @@ def sam_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def host_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The same makefiles with wheels for this machine's Python (PIP_PLATFORM empty), because the real
+    """The same makefile with wheels for this machine's Python (PIP_PLATFORM empty), because the real
     build's cp313/aarch64 extensions cannot load here; the comparison tests tie the two builds together."""
     out = tmp_path_factory.mktemp("host")
     targets = {
@@ -1292,6 +1309,8 @@ def host_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 "--no-print-directory",
                 "-C",
                 str(source),
+                "-f",
+                str(BUNDLES_MAKEFILE),
                 f"build-{target}",
                 f"ARTIFACTS_DIR={out / target}",
                 "PIP_PLATFORM=",
@@ -1305,7 +1324,7 @@ def host_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def bytecode_python(env: dict[str, str] | None = None) -> str:
     """The interpreter the makefiles compile Lambda's byte code with (empty: no 3.13 on this machine)."""
     return run(
-        ["make", "-s", "--no-print-directory", "-C", str(ROOT / "layers/shared"), "print-bytecode-python"],
+        ["make", "-s", "--no-print-directory", "-f", str(BUNDLES_MAKEFILE), "print-bytecode-python"],
         env=env,
     ).strip()
 

@@ -13,7 +13,7 @@ import pytest
 from winnow.adapters.voyage import VoyageEmbedder, VoyageReranker
 from winnow.errors import ProviderRateLimited, ProviderRejected, ProviderResponseError, ProviderUnavailable
 from winnow.settings import VoyageSettings
-from winnow.testing.fake_voyage import FakeVoyageServer, Fault
+from winnow_fakes.fake_voyage import FakeVoyageServer, Fault
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # the SDK's optional dependencies warn on import

@@ -13,9 +13,9 @@ import pytest
 
 from tests.support.stack import EmbeddedStack
 from winnow.settings import AnswerSettings
-from winnow.testing.fake_bedrock import DEFAULT_MODEL_ID, FakeBedrockServer
-from winnow.testing.fake_ollama import DEFAULT_MODEL, FakeOllamaServer
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_bedrock import DEFAULT_MODEL_ID, FakeBedrockServer
+from winnow_fakes.fake_ollama import DEFAULT_MODEL, FakeOllamaServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
 
 
 def bedrock_settings(fake: FakeBedrockServer, **overrides: Any) -> AnswerSettings:

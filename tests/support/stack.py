@@ -21,8 +21,6 @@ from functions.ingest import app as ingest_app
 from functions.search import app as search_app
 from winnow.factory import Container, Settings, set_container
 from winnow.ingest.events import s3_event
-from winnow.local.apigw import http_api_event
-from winnow.local.context import LocalLambdaContext
 from winnow.ports import Embedder, Reranker
 from winnow.settings import (
     ChunkingSettings,
@@ -33,7 +31,9 @@ from winnow.settings import (
     StorageSettings,
     VoyageSettings,
 )
-from winnow.testing.fake_voyage import DEFAULT_API_KEY, FakeVoyageServer
+from winnow_fakes.fake_voyage import DEFAULT_API_KEY, FakeVoyageServer
+from winnow_local.apigw import http_api_event
+from winnow_local.context import LocalLambdaContext
 
 
 def voyage_settings(fake: FakeVoyageServer, **overrides: Any) -> VoyageSettings:

@@ -14,7 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from winnow.settings import VoyageSettings
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
 
 
 @pytest.fixture(scope="session")

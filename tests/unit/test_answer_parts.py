@@ -21,9 +21,9 @@ from winnow.errors import (
 )
 from winnow.ports import Passage
 from winnow.settings import AnswerSettings
-from winnow.testing.fake_bedrock import FakeBedrockServer
-from winnow.testing.fake_model import ModelFault, read_prompt
-from winnow.testing.fake_ollama import FakeOllamaServer
+from winnow_fakes.fake_bedrock import FakeBedrockServer
+from winnow_fakes.fake_model import ModelFault, read_prompt
+from winnow_fakes.fake_ollama import FakeOllamaServer
 
 PASSAGES = [
     Passage(1, "Holidays", "Allowance", None, "Every employee receives twenty-eight days of paid holiday."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from winnow.local.filters import ACCEPTED_FORMS, FilterSyntaxError, parse_filters, parse_value
+from winnow_local.cli.filters import ACCEPTED_FORMS, FilterSyntaxError, parse_filters, parse_value
 
 
 def test_equality_keeps_text_and_types_numbers_and_booleans() -> None:

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from winnow.adapters.voyage import VoyageEmbedder
 from winnow.models import EmbeddingProfile
 from winnow.settings import VoyageSettings
-from winnow.testing.fake_voyage import (
+from winnow_fakes.fake_voyage import (
     FakeVoyageServer,
     RateLimit,
     RateLimiter,

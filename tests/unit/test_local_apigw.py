@@ -8,7 +8,7 @@ import json
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
-from winnow.local.apigw import http_api_event, match_route, to_http_response
+from winnow_local.apigw import http_api_event, match_route, to_http_response
 
 
 def test_post_event_carries_json_body_claims_and_route() -> None:

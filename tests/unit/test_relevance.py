@@ -218,10 +218,7 @@ def test_shipped_offtopic_and_demo_question_sets_are_large_enough_and_well_forme
     assert len(offtopic) >= 100 and len(set(offtopic)) == len(offtopic)
     demo = read_demo_questions(root / "demo_questions.tsv")
     assert len(demo) >= 24
-    samples = Path(__file__).resolve().parents[2] / "layers" / "shared" / "winnow" / "local"
-    from winnow.local.demo import GENERATED
+    from winnow_local.cli.demo import GENERATED, SAMPLES_DIR
 
-    existing = {
-        str(p.relative_to(samples / "samples")) for p in (samples / "samples").rglob("*") if p.is_file()
-    }
+    existing = {str(p.relative_to(SAMPLES_DIR)) for p in SAMPLES_DIR.rglob("*") if p.is_file()}
     assert {expected for _, expected in demo} <= existing | set(GENERATED)

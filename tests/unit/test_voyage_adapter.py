@@ -24,7 +24,7 @@ from winnow.errors import (
 )
 from winnow.models import EmbeddingProfile
 from winnow.settings import VoyageSettings
-from winnow.testing.fake_voyage import FakeVoyageServer, Fault, count_tokens, embed_text, rerank_score
+from winnow_fakes.fake_voyage import FakeVoyageServer, Fault, count_tokens, embed_text, rerank_score
 
 SENTENCES = [
     "Cats sleep most of the day in warm places.",

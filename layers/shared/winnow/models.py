@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,23 @@ class ObjectInfo:
     metadata: dict[str, str] = field(default_factory=dict)
     content_type: str | None = None
     last_modified: str | None = None
+
+
+Action = Literal["created", "removed"]
+
+
+@dataclass(frozen=True)
+class ObjectEvent:
+    """One object created in or removed from the bucket, as its S3 notification says."""
+
+    action: Action
+    bucket: str
+    key: str  # URL-decoded, as stored in S3
+    sequencer: str | None
+    etag: str | None
+    version_id: str | None
+    size: int | None
+    event_name: str
 
 
 class DocumentStatus(StrEnum):

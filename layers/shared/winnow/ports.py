@@ -7,19 +7,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from winnow.models import (
     ChunkPoint,
     EmbeddingProfile,
     LedgerRecord,
+    ObjectEvent,
     ObjectInfo,
     SparseVector,
     StoredChunk,
 )
-
-if TYPE_CHECKING:
-    from winnow.ingest.events import ObjectEvent
 
 InputType = Literal["document", "query"]
 _SPECIAL_TOKENS = 4  # [CLS]/[SEP] or <s>/</s>, with room to spare

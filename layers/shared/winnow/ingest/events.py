@@ -10,24 +10,11 @@ out (``size`` on deletes, ``sequencer`` on reconcile's events), which this parse
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+# ObjectEvent lives with the models so that the ports need nothing else; imported from here as before.
+from winnow.models import Action, ObjectEvent
 from winnow.rules import decode_event_key, s3_notification, s3_record
-
-Action = Literal["created", "removed"]
-
-
-@dataclass(frozen=True)
-class ObjectEvent:
-    action: Action
-    bucket: str
-    key: str  # URL-decoded, as stored in S3
-    sequencer: str | None
-    etag: str | None
-    version_id: str | None
-    size: int | None
-    event_name: str
 
 
 def _action(event_name: str) -> Action | None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from winnow.local.apigw import QueryValue, http_api_event, to_http_response
-from winnow.local.context import LocalLambdaContext
+from winnow_local.apigw import QueryValue, http_api_event, to_http_response
+from winnow_local.context import LocalLambdaContext
 
 if TYPE_CHECKING:
     from winnow.adapters.objects_local import LocalObjectSource

@@ -3,7 +3,7 @@
 The samples describe Tidewell, a fictional company, and its Beacon air-quality monitor: a handbook (remote
 work, parental leave, travel and expenses), product docs (setup, troubleshooting, specifications and
 warranty) and an engineering runbook, in Markdown, plain text, HTML, DOCX and PDF. The DOCX and the PDF
-are rendered at run time from ``sample_sources/`` (see ``winnow.local.docgen``), so no binaries live in git.
+are rendered at run time from ``sample_sources/`` (see ``winnow_local.docgen``), so no binaries live in git.
 
 Everything goes to one tenant (``demo``) under ``WINNOW_HOME``; nothing else is touched, and re-running
 re-indexes nothing because the staged files are byte-identical.
@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from winnow.local.docgen import render
-from winnow.local.runtime import LocalRuntime
+from winnow_local.cli.ingest import collect_files, ingest_files, summary
+from winnow_local.cli.search import print_search_results
+from winnow_local.docgen import render
+from winnow_local.errors import CliError
+from winnow_local.runtime import LocalRuntime
 
-SAMPLES_DIR = Path(__file__).with_name("samples")
-SOURCES_DIR = Path(__file__).with_name("sample_sources")
+SAMPLES_DIR = Path(__file__).parents[1] / "samples"
+SOURCES_DIR = Path(__file__).parents[1] / "sample_sources"
 # Generated at run time: staged path → (source in sample_sources/, format).
 GENERATED = {
     "handbook/travel-and-expenses.docx": ("travel-and-expenses.txt", "docx"),
@@ -70,7 +73,6 @@ def _command(query: DemoQuery, tenant: str) -> str:
 
 def run_demo(tenant: str = "demo", out: IO[str] | None = None) -> int:
     """Stage, ingest and query; 0 when every step worked."""
-    from winnow.cli import CliError, _summary, collect_files, ingest_files, print_search_results
     from winnow.factory import get_container
 
     out = out or sys.stdout
@@ -85,7 +87,7 @@ def run_demo(tenant: str = "demo", out: IO[str] | None = None) -> int:
         file=out,
     )
     results = ingest_files(runtime, files, as_json=False, out=out)
-    print(f"   {_summary(results)}", file=out)
+    print(f"   {summary(results)}", file=out)
     if any(r.get("status") in ("failed", "retry") for r in results):
         print("winnow: some samples failed to index (see above)", file=sys.stderr)
         return 1

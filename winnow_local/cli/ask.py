@@ -1,5 +1,5 @@
 """``winnow ask``: ``POST /answer`` through the search handler, on this machine (Ollama when
-``OLLAMA_HOST`` is set). Kept beside ``winnow.cli`` and registered by it with one call."""
+``OLLAMA_HOST`` is set). Registered by ``winnow_local.cli.main``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,20 @@ import argparse
 import sys
 from typing import IO, Any
 
-from winnow import cli
+from winnow_local.cli.common import (
+    TENANT_HELP,
+    check_tenant,
+    document_name,
+    fail_response,
+    no_documents,
+    tenant_has_documents,
+    unit_float,
+    whole_number,
+    wrap,
+)
+from winnow_local.cli.search import citation, search_request
+from winnow_local.errors import CliError
+from winnow_local.runtime import DEFAULT_TENANT, LocalRuntime
 
 
 def print_answer(payload: dict[str, Any], tenant: str, out: IO[str] | None = None) -> None:
@@ -15,15 +28,15 @@ def print_answer(payload: dict[str, Any], tenant: str, out: IO[str] | None = Non
     if payload.get("answer") is None:
         print(payload.get("message") or "No relevant passages found", file=out)
         return
-    print(cli._wrap(str(payload["answer"]), indent=""), file=out)
+    print(wrap(str(payload["answer"]), indent=""), file=out)
     citations = payload.get("citations") or []
     if citations:
         print("\nSources:", file=out)
         by_rank = {r.get("rank"): r for r in payload.get("results") or []}
         for c in citations:
             result = by_rank.get(c.get("rank"), c)
-            title = c.get("title") or cli._document_name(str(c.get("key")), tenant)
-            print(f"[{c.get('rank')}] {title} -- {cli.citation(result, tenant)}", file=out)
+            title = c.get("title") or document_name(str(c.get("key")), tenant)
+            print(f"[{c.get('rank')}] {title} -- {citation(result, tenant)}", file=out)
     usage = payload.get("usage") or {}
     total = (payload.get("timings_ms") or {}).get("total")
     timing = f", {total:.0f} ms" if isinstance(total, int | float) else ""
@@ -36,27 +49,27 @@ def print_answer(payload: dict[str, Any], tenant: str, out: IO[str] | None = Non
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    tenant = cli._check_tenant(args.tenant)
-    body = cli.search_request(args)
+    tenant = check_tenant(args.tenant)
+    body = search_request(args)
     if args.max_answer_tokens is not None:
         body["max_answer_tokens"] = args.max_answer_tokens
-    runtime = cli.LocalRuntime()
+    runtime = LocalRuntime()
     response = runtime.call_api("POST", "/answer", body=body, tenant=tenant)
     if args.json:
         sys.stdout.write(response.body.decode("utf-8"))
         sys.stdout.write("\n")
         sys.stdout.flush()
     if response.status >= 400:
-        cli._fail_response(response)
+        fail_response(response)
     payload = response.json()
-    if payload.get("answer") is None and not cli._tenant_has_documents(runtime, tenant):
-        raise cli.CliError(cli._no_documents(tenant))
+    if payload.get("answer") is None and not tenant_has_documents(runtime, tenant):
+        raise CliError(no_documents(tenant))
     if not args.json:
         print_answer(payload, tenant)
     return 0
 
 
-def add_ask_parser(commands: Any, tenant_help: str) -> None:
+def add_ask_parser(commands: Any) -> None:
     ask = commands.add_parser(
         "ask",
         help="answer a question from the documents, with citations",
@@ -64,9 +77,9 @@ def add_ask_parser(commands: Any, tenant_help: str) -> None:
         "the passages it kept. Needs OLLAMA_HOST (a running Ollama server) on this machine.",
     )
     ask.add_argument("query", metavar="QUESTION")
-    ask.add_argument("--tenant", default=cli.DEFAULT_TENANT, help=tenant_help)
-    ask.add_argument("--top-k", type=cli._whole_number, default=None, help="most passages (API default 5)")
-    ask.add_argument("--candidates", type=cli._whole_number, default=None, help="candidates per retriever")
+    ask.add_argument("--tenant", default=DEFAULT_TENANT, help=TENANT_HELP)
+    ask.add_argument("--top-k", type=whole_number, default=None, help="most passages (API default 5)")
+    ask.add_argument("--candidates", type=whole_number, default=None, help="candidates per retriever")
     ask.add_argument(
         "--filter",
         action="append",
@@ -76,7 +89,7 @@ def add_ask_parser(commands: Any, tenant_help: str) -> None:
     )
     ask.add_argument("--mode", choices=("hybrid", "dense", "sparse"), default=None)
     ask.add_argument("--no-rerank", action="store_true", help="skip the re-ranker")
-    ask.add_argument("--threshold", type=cli._unit_float, default=None, help="relevance threshold in [0, 1]")
-    ask.add_argument("--max-answer-tokens", type=cli._whole_number, default=None, help="answer length cap")
+    ask.add_argument("--threshold", type=unit_float, default=None, help="relevance threshold in [0, 1]")
+    ask.add_argument("--max-answer-tokens", type=whole_number, default=None, help="answer length cap")
     ask.add_argument("--json", action="store_true", help="print the response body exactly as returned")
     ask.set_defaults(func=cmd_ask)

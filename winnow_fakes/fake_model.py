@@ -1,5 +1,6 @@
 """What the loopback fake Bedrock and Ollama servers share: a deterministic stand-in for a language
-model, faults to inject, a request log, and the HTTP server's lifecycle. Standard library only.
+model, faults to inject and a request log, on the loopback server (``winnow_fakes.loopback``). Standard
+library only.
 
 The "model" reads Winnow's prompt the way a naive model reads text: it finds ``<passage number="n">``
 elements and the ``<question>`` with regular expressions (the last question wins), answers with the
@@ -12,15 +13,15 @@ Tests may also script the next replies word for word (``fake.script("... [7]")``
 from __future__ import annotations
 
 import html
+import json
 import re
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Literal, Self
 
-from winnow.testing.fake_voyage import count_tokens, terms
+from winnow_fakes.loopback import LoopbackHandler, LoopbackServer
+from winnow_fakes.voyage_text import count_tokens, terms
 
 FaultKind = Literal["status", "delay", "disconnect", "malformed_json"]
 
@@ -124,53 +125,22 @@ class _State:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
-class FakeModelServer:
-    """The lifecycle and controls both fakes share. Subclasses answer ``handle(handler, path, body)``."""
+class FakeModelServer(LoopbackServer):
+    """The controls both fakes share. Subclasses answer ``handle(handler, path, body)``."""
 
     name = "fake-model"
 
     def __init__(self, host: str = "127.0.0.1") -> None:
-        self._host = host
-        self._lock = threading.Lock()
+        super().__init__(host)
         self._state = _State()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # lifecycle ----------------------------------------------------------------------------------------
-    def start(self) -> Self:
-        if self._server is None:
-            server = ThreadingHTTPServer((self._host, 0), _make_handler(self))
-            server.daemon_threads = True
-            self._server = server
-            self._thread = threading.Thread(target=server.serve_forever, name=self.name, daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is None:
-            return
-        with self._lock:
-            self._state.cancelled.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError(f"{type(self).__name__} is not running")
-        return f"http://{self._host}:{self._server.server_address[1]}"
+        return self.origin
+
+    def cancel_in_flight(self) -> None:
+        with self._lock:
+            self._state.cancelled.set()
 
     # control ------------------------------------------------------------------------------------------
     def inject(self, *faults: ModelFault) -> None:
@@ -225,18 +195,11 @@ class FakeModelServer:
         raise NotImplementedError
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(LoopbackHandler):
     fake: FakeModelServer
 
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
     def do_POST(self) -> None:
-        import json
-
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self.read_body()
         headers = {k.lower(): v for k, v in self.headers.items()}
         state, fault = self.fake._arrive()
         try:
@@ -260,26 +223,5 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.fake.handle(self, self.path, body, state)
 
-    def send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        import json
 
-        self.send_raw(
-            status,
-            json.dumps(payload).encode("utf-8"),
-            {"Content-Type": "application/json", **(headers or {})},
-        )
-
-    def send_raw(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-        try:
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
-            self.close_connection = True
-
-
-def _make_handler(fake: FakeModelServer) -> type[Handler]:
-    return type("BoundHandler", (Handler,), {"fake": fake})
+FakeModelServer.handler = Handler  # defined after the server, whose methods it calls

@@ -2,13 +2,13 @@
 github.com/ollama/ollama docs/api.md: the answer is ``{"model", "created_at", "message": {"role":
 "assistant", "content"}, "done": true, "done_reason", "prompt_eval_count", "eval_count", ...}``; errors
 are ``{"error": "..."}`` (404 for a model that is not pulled). The "model" is
-``winnow.testing.fake_model``'s reader."""
+``winnow_fakes.fake_model``'s reader."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from winnow.testing.fake_model import FakeModelServer, Handler, ModelFault, _State
+from winnow_fakes.fake_model import FakeModelServer, Handler, ModelFault, _State
 
 DEFAULT_MODEL = "llama3.2"
 

@@ -6,14 +6,14 @@ The wire (REST-JSON, docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime
 ``messages``, ``system``, ``inferenceConfig``; the answer is ``{"output": {"message": {"role":
 "assistant", "content": [{"text"}]}}, "stopReason", "usage": {"inputTokens", "outputTokens",
 "totalTokens"}, "metrics": {"latencyMs"}}``. Errors carry ``x-amzn-ErrorType`` and ``{"message"}``,
-which botocore turns into ``ClientError`` codes. The "model" is ``winnow.testing.fake_model``'s reader."""
+which botocore turns into ``ClientError`` codes. The "model" is ``winnow_fakes.fake_model``'s reader."""
 
 from __future__ import annotations
 
 from typing import Any
 from urllib.parse import unquote
 
-from winnow.testing.fake_model import FakeModelServer, Handler, ModelFault, _State
+from winnow_fakes.fake_model import FakeModelServer, Handler, ModelFault, _State
 
 DEFAULT_MODEL_ID = "amazon.nova-lite-v1:0"
 ERROR_TYPES = {

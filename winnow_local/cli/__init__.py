@@ -1,0 +1,1 @@
+"""The ``winnow`` command, split by subcommand; ``main`` is the console script's entry point."""

@@ -1,0 +1,168 @@
+"""What the ``winnow`` subcommands share: tenant and prefix checks, output helpers and the one way a failed
+API response becomes a one-line error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import textwrap
+from typing import IO, Any, NoReturn
+
+from winnow.rules import TENANT_RULE, is_tenant
+from winnow_local.errors import CliError
+from winnow_local.runtime import DEFAULT_TENANT, ApiResponse, LocalRuntime
+
+SIDECAR_SUFFIX = ".metadata.json"
+INGEST_FIELDS = ("key", "status", "chunks", "embedded", "reused", "error")
+FAILED_STATUSES = {"failed", "retry"}
+TENANT_HELP = f"tenant (default {DEFAULT_TENANT!r})"
+
+
+def print_json(value: Any, stream: IO[str] | None = None) -> None:
+    print(json.dumps(value, ensure_ascii=False), file=stream or sys.stdout, flush=True)
+
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal (stdlib only)."""
+
+    def __init__(self, total: int, stream: IO[str] | None = None) -> None:
+        self.total = total
+        self.done = 0
+        self.stream = stream or sys.stderr
+        self.enabled = total > 0 and self.stream.isatty()
+        self._drawn = False
+
+    def draw(self, label: str = "") -> None:
+        if not self.enabled:
+            return
+        width = shutil.get_terminal_size((80, 20)).columns
+        bar_width = 24
+        filled = int(bar_width * self.done / self.total)
+        head = f"[{'#' * filled}{'.' * (bar_width - filled)}] {self.done}/{self.total} "
+        room = max(0, width - len(head) - 1)
+        tail = label if len(label) <= room else "..." + label[-max(0, room - 3) :]
+        self.stream.write("\r" + head + tail[:room] + "\x1b[K")
+        self.stream.flush()
+        self._drawn = True
+
+    def clear(self) -> None:
+        if self.enabled and self._drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._drawn = False
+
+    def advance(self, label: str = "") -> None:
+        self.done += 1
+        self.draw(label)
+
+
+def document_name(key: str, tenant: str) -> str:
+    return key[len(tenant) + 1 :] if key.startswith(f"{tenant}/") else key
+
+
+def check_tenant(tenant: str) -> str:
+    if not is_tenant(tenant):
+        raise CliError(f"invalid tenant {tenant!r}: use {TENANT_RULE}")
+    return tenant
+
+
+def check_prefix(prefix: str) -> str:
+    if prefix.startswith("/") or ".." in prefix.split("/"):
+        raise CliError(f"invalid prefix {prefix!r}: give a relative path such as 'docs/'")
+    return prefix
+
+
+def state_folder() -> str:
+    """Where this command keeps its state, as an absolute path (WINNOW_HOME is relative to the current
+    folder, so the same command run elsewhere looks in another place)."""
+    from winnow.factory import get_container
+
+    return str(get_container().settings.storage.home.expanduser().resolve())
+
+
+def no_documents(tenant: str) -> str:
+    return (
+        f"no documents for tenant {tenant} in {state_folder()} (WINNOW_HOME); "
+        f"ingest some with `winnow ingest PATH --tenant {tenant}`, or run from the folder you ingested in"
+    )
+
+
+def tenant_has_documents(runtime: LocalRuntime, tenant: str) -> bool:
+    response = runtime.call_api("GET", "/documents", query={"limit": 1}, tenant=tenant)
+    if response.status != 200:
+        return True  # cannot tell; let the search answer stand
+    return bool(response.json().get("documents"))
+
+
+def wrap(text: str, indent: str = "    ", width: int = 100) -> str:
+    paragraphs = [" ".join(part.split()) for part in text.split("\n\n")]
+    return "\n".join(
+        textwrap.fill(p, width=width, initial_indent=indent, subsequent_indent=indent)
+        for p in paragraphs
+        if p
+    )
+
+
+# The API's request fields, as this command spells them.
+_FLAGS = {
+    "query": "QUERY",
+    "top_k": "--top-k",
+    "candidates": "--candidates",
+    "filters": "--filter",
+    "mode": "--mode",
+    "rerank": "--no-rerank",
+    "relevance_threshold": "--threshold",
+}
+
+
+def _validation_message(response: ApiResponse) -> str | None:
+    """A 422's field errors in the command's own terms: ``--top-k: Input should be ... 50``."""
+    try:
+        details = response.json()["error"]["details"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(details, list) or not details:
+        return None
+    parts = []
+    for detail in details[:5]:
+        field = str(detail.get("field") or "")
+        head = field.split(".", 1)[0]
+        name = _FLAGS.get(head, field)
+        if head == "filters" and "." in field:
+            name = f"--filter {field.split('.', 2)[1]}"
+        message = str(detail.get("message") or "invalid").removeprefix("Value error, ")
+        parts.append(f"{name}: {message}")
+    return "; ".join(parts)
+
+
+def fail_response(response: ApiResponse) -> NoReturn:
+    if response.status == 422:
+        message = _validation_message(response)
+        if message:
+            raise CliError(message)
+    hint = ""
+    if response.status == 401:
+        hint = " (the request carried no tenant)"
+    elif response.status == 500 and "internal" in response.error_message:
+        hint = " (run with --verbose to see the handler's log)"
+    raise CliError(f"{response.error_message}{hint}")
+
+
+def whole_number(text: str) -> int:
+    """A whole number; its range is the API's to check, so every out-of-range value reads the same."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def unit_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return value

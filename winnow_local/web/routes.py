@@ -1,0 +1,243 @@
+"""The routes of ``winnow serve``: the search page and its files, the API (HTTP request -> API Gateway event
+-> the search handler), and the two upload routes (``/upload``, and ``/local/uploads`` for signed forms)."""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from winnow_local.runtime import ApiResponse, Upload
+from winnow_local.web.forms import UploadError, bucket_key, parse_form, parse_multipart
+from winnow_local.web.plumbing import TENANT_HEADER, RequestPlumbing
+
+STATIC_DIR = Path(__file__).with_name("static")
+MAX_API_BODY_BYTES = 1024 * 1024
+INGEST_FIELDS = ("key", "status", "chunks", "embedded", "reused", "error")
+# Routes that answer without a tenant: the handler's public routes and the page.
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
+_CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".ico": "image/x-icon",
+}
+_PAGE_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+
+
+class WinnowRequestHandler(RequestPlumbing):
+    """Routing by method and path; every route runs inside ``_guarded`` (access checks first)."""
+
+    # --- routing --------------------------------------------------------------------------------------
+    def do_GET(self) -> None:
+        self._guarded(self._route_get)
+
+    def _route_get(self) -> None:
+        path = urlsplit(self.path).path
+        if path in ("/", "/index.html"):
+            self._static("index.html")
+        elif path.startswith("/static/"):
+            self._static(path[len("/static/") :])
+        elif path == "/local/config":
+            self._page_config()
+        else:
+            self._api()
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/upload":
+            self._guarded(self._upload)
+        elif path == "/local/uploads":
+            self._guarded(self._signed_upload)
+        else:
+            self._guarded(self._api)
+
+    def do_PUT(self) -> None:
+        self._guarded(self._api)
+
+    def do_DELETE(self) -> None:
+        self._guarded(self._api)
+
+    def do_PATCH(self) -> None:
+        self._guarded(self._api)
+
+    def do_OPTIONS(self) -> None:
+        """CORS preflight, answered only for origins the rules allow."""
+        self._guarded(self._preflight)
+
+    def _preflight(self) -> None:
+        if not self._origin_allowed:
+            self._send(HTTPStatus.NO_CONTENT, {"allow": "GET, HEAD, POST, DELETE, OPTIONS"}, b"")
+            return
+        self._send(
+            HTTPStatus.NO_CONTENT,
+            {
+                "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+                "access-control-allow-headers": f"content-type, {TENANT_HEADER}, x-correlation-id",
+                "access-control-max-age": "600",
+            },
+            b"",
+        )
+
+    # --- routes ---------------------------------------------------------------------------------------
+    def _static(self, name: str) -> None:
+        allowed = {p.name: p for p in STATIC_DIR.iterdir() if p.is_file()} if STATIC_DIR.is_dir() else {}
+        file = allowed.get(name)
+        if file is None:
+            self._send_error(404, "not_found", "no such file")
+            return
+        content_type = _CONTENT_TYPES.get(file.suffix, "application/octet-stream")
+        headers = {"content-type": content_type, "x-content-type-options": "nosniff"}
+        if file.suffix == ".html":
+            headers["content-security-policy"] = _PAGE_POLICY
+            headers["referrer-policy"] = "no-referrer"
+        self._send(200, headers, file.read_bytes())
+
+    def _page_config(self) -> None:
+        """What the page needs to know about this server: whether a re-ranker is configured."""
+        from winnow.factory import get_container
+
+        container = get_container()
+        reranker = container.settings.voyage.rerank_model if container.uses_voyage_reranker else None
+        self._send_json(200, {"reranker": reranker})
+
+    def _api(self) -> None:
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        if urlsplit(self.path).path not in PUBLIC_PATHS and self._tenant() is None:
+            return
+        body = self._read_body(MAX_API_BODY_BYTES)
+        if body is None:
+            return
+        content_type = headers.get("content-type", "").lower()
+        payload: str | bytes | None = None
+        if body:
+            is_text = content_type.startswith(("application/json", "text/")) or not content_type
+            try:
+                payload = body.decode("utf-8") if is_text else body
+            except UnicodeDecodeError:
+                payload = body
+        runtime = self.server.runtime
+        response: ApiResponse = self.server.lane.submit(
+            runtime.call_api, self.command, self.path, body=payload, headers=headers
+        ).result()
+        path = urlsplit(self.path).path
+        if self.command == "POST" and path == "/uploads" and response.status == 201:
+            response = self._form_for_this_host(response)
+        elif self.command == "DELETE" and path.startswith("/documents/") and response.status == 202:
+            # In AWS the bucket notification runs the removal through ingest; here the server does.
+            from winnow.adapters.objects_local import LocalObjectSource
+            from winnow.factory import get_container
+
+            if isinstance(get_container().objects, LocalObjectSource):
+                key = str(response.json()["key"])
+                self.server.lane.submit(runtime.delete_and_ingest, [key]).result()
+        self._send(response.status, response.headers, response.body)
+
+    def _form_for_this_host(self, response: ApiResponse) -> ApiResponse:
+        """The form's URL on the host the caller used (localhost or 127.0.0.1, a LAN name it allows), so
+        the page's same-origin policy lets it POST there. The signature covers the policy, not the URL."""
+        payload = response.json()
+        authority = self.headers.get("host", "")
+        if isinstance(payload, dict) and authority:
+            payload["url"] = f"http://{authority.strip()}/local/uploads"
+        return ApiResponse(response.status, response.headers, json.dumps(payload).encode("utf-8"))
+
+    def _signed_upload(self) -> None:
+        """A browser's POST of a form from ``/uploads``: verified as S3 verifies a presigned POST."""
+        from winnow.postpolicy import SIGNATURE_FIELD, decode_policy, policy_problem, verify
+
+        limit = self.server.max_upload_bytes()
+        body = self._read_body(limit + 64 * 1024, required=True)
+        if body is None:
+            return
+        try:
+            fields, data = parse_form(self.headers.get("content-type", ""), body)
+        except UploadError as exc:
+            self._send_error(exc.status, exc.code, str(exc))
+            return
+        policy = fields.get("policy", "")
+        if not policy or not verify(self.server.upload_secret, policy, fields.get(SIGNATURE_FIELD, "")):
+            self._send_error(403, "forbidden", "the upload form's signature does not match: ask /uploads")
+            return
+        if data is None:
+            self._send_error(400, "bad_request", "the form has no 'file' field (it must come last)")
+            return
+        try:
+            problem = policy_problem(decode_policy(policy), fields, len(data))
+        except ValueError:
+            problem = "the policy is not readable"
+        if problem is not None:
+            self._send_error(403, "forbidden", problem)
+            return
+        metadata = {
+            name.lower()[len("x-amz-meta-") :]: value
+            for name, value in fields.items()
+            if name.lower().startswith("x-amz-meta-")
+        }
+        content_type = next((v for k, v in fields.items() if k.lower() == "content-type"), None)
+        upload = Upload(fields["key"], data, metadata, content_type)
+        from winnow.errors import InvalidKey
+
+        try:
+            self.server.lane.submit(self.server.runtime.put_and_ingest, [upload]).result()
+        except InvalidKey as exc:
+            self._send_error(400, "bad_request", f"unusable key: {exc}")
+            return
+        self._send(HTTPStatus.NO_CONTENT, {}, b"")
+
+    def _upload(self) -> None:
+        tenant = self._tenant()
+        if tenant is None:
+            return
+        limit = self.server.max_upload_bytes()
+        body = self._read_body(limit + 64 * 1024, required=True)  # multipart framing on top of the file
+        if body is None:
+            return
+        try:
+            key, data = self._upload_parts(body)
+            if len(data) > limit:
+                raise UploadError(413, "payload_too_large", f"the file is over the {limit}-byte limit")
+            full_key = bucket_key(tenant, key)
+        except UploadError as exc:
+            self._send_error(exc.status, exc.code, str(exc))
+            return
+        from winnow.errors import InvalidKey
+
+        runtime = self.server.runtime
+        try:
+            results = self.server.lane.submit(runtime.put_and_ingest, [Upload(full_key, data)]).result()
+        except InvalidKey as exc:  # the bucket's own refusal, e.g. a key that runs through an object
+            self._send_error(400, "bad_request", f"unusable key: {exc}")
+            return
+        result = next((r for r in results if r.get("key") == full_key), None)
+        if result is None:
+            self._send_error(500, "internal_error", "the ingest handler returned no result")
+            return
+        record = {name: result.get(name) for name in INGEST_FIELDS}
+        status = {"failed": 422, "retry": 503}.get(str(result.get("status")), 200)
+        self._send_json(status, record, {"retry-after": "5"} if status == 503 else None)
+
+    def _upload_parts(self, body: bytes) -> tuple[str, bytes]:
+        content_type = self.headers.get("content-type", "")
+        query = parse_qs(urlsplit(self.path).query)
+        key: str | None = query["key"][0] if query.get("key") else None
+        if content_type.lower().startswith("multipart/form-data"):
+            form_key, data = parse_multipart(content_type, body)
+            if data is None:
+                raise UploadError(400, "bad_request", "the multipart body has no 'file' part")
+            key = key or form_key
+        else:
+            data = body
+        if not key:
+            raise UploadError(400, "bad_request", "say where to store the file: POST /upload?key=<path>")
+        if not data:
+            raise UploadError(400, "bad_request", "the file is empty")
+        return key, data
