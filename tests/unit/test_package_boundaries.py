@@ -136,12 +136,6 @@ def test_the_test_doubles_stand_alone() -> None:
     assert leaks == {}
 
 
-# Package edges that close a cycle today and that other work of issue 15 removes (the queue adapters build
-# notifications with reconcile's builder; reconcile/wiring.py builds adapters). Listed so the check holds
-# everywhere else now; the test below fails once an edge is gone, so the list cannot outlive its reason.
-KNOWN_CYCLE_EDGES = frozenset({("winnow.adapters", "winnow.reconcile")})
-
-
 def package_edges() -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {}
     for module, imported in import_graph().items():
@@ -154,15 +148,8 @@ def package_edges() -> dict[str, set[str]]:
 def test_no_two_packages_import_each_other() -> None:
     # Given the graph between packages (winnow_local.cli, winnow_local.web, winnow.search, functions, ...)
     edges = package_edges()
-    for source, target in KNOWN_CYCLE_EDGES:
-        edges[source].discard(target)
     # Then it has no cycle
     assert _cycle(edges) is None
-
-
-def test_every_known_cycle_edge_still_exists() -> None:
-    edges = package_edges()
-    assert [(a, b) for a, b in sorted(KNOWN_CYCLE_EDGES) if b not in edges.get(a, set())] == []
 
 
 def test_no_module_cycle_among_the_local_tools() -> None:

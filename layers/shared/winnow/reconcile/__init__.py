@@ -4,15 +4,24 @@ through ``Reconciler.run`` with continuation tokens."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from winnow.reconcile.stats import ReconcileStats
 
 if TYPE_CHECKING:
-    from winnow.factory import Container
+    from winnow.reconcile.service import Reconciler
 
 
-def run_reconcile(container: Container, tenant: str | None = None, dry_run: bool = False) -> ReconcileStats:
+class Wired(Protocol):
+    """What reconcile needs of the composition root (``winnow.factory.Container``), named here so that
+    reconcile does not import the root that builds it."""
+
+    def reconciler(self) -> Reconciler: ...
+
+    def forget_active(self) -> None: ...
+
+
+def run_reconcile(container: Wired, tenant: str | None = None, dry_run: bool = False) -> ReconcileStats:
     """Reconcile one tenant or the whole bucket to the end, in this process. Without a queue URL the
     events go straight to the ingest service, so the index matches the bucket when this returns."""
     result = container.reconciler().run(tenant, dry_run=dry_run)
