@@ -7,27 +7,27 @@ the *fitting* off-topic set (``benchmarks/data/offtopic.txt``) are split into th
 fold the model is fitted on the training folds' answerable queries and the threshold chosen by the rule
 on the training folds of both sets; the held-out folds of both are measured. This prints only those
 cross-validated figures: the held-out off-topic set (``offtopic_heldout.txt``) and the demo questions are
-measured by ``benchmarks.quality`` for the adopted variant alone, never compared across variants."""
+measured by ``benchmarks.quality`` for the adopted variant alone, never compared across variants.
+
+Two candidate features beyond what the product computes are tried here, offline: ``bm25_per_term`` (the
+BM25 score over the query's distinct keyword terms, a stand-in for "over the query's maximum possible
+score", which needs the terms' IDF that only Qdrant holds) and ``coverage`` (the share of the query's
+terms found in the passage). Neither is in the product: they did not refuse better (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cv import kfold, mean, train_ids
+from benchmarks.cv import fit_logistic, kfold, mean, train_ids
 from benchmarks.data import load_eval_set
 from benchmarks.embedcache import DEFAULT_CACHE
-from benchmarks.quality import (
-    OFFTOPIC_FILE,
-    THRESHOLD_GRID,
-    choose_l2,
-    choose_threshold,
-    fit_mode,
-    offline_ndcg,
-    read_lines,
-)
+from benchmarks.metrics import ndcg_at_k
+from benchmarks.quality import L2_GRID, OFFTOPIC_FILE, TOP_K, balanced_threshold, choose_threshold, read_lines
 from benchmarks.stack import EmbeddedStack
 from benchmarks.study import DEFAULT_HOME
 
@@ -45,16 +45,24 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {
         "coverage",
     ),
 }
+RULES: dict[str, Callable[[Sequence[float], Sequence[float]], float]] = {
+    "answerable <= 5 % (previous rule)": lambda answerable, _offtopic: choose_threshold(answerable),
+    "balanced accuracy, midpoint": balanced_threshold,
+}
+Row = dict[str, Any]  # doc, cos, bm25, dr, sr, qt (query terms), mt (terms the passage holds)
 
 
-def collect(stack: EmbeddedStack, texts: dict[str, str], top_k: int, key_to_id: dict[str, str]) -> Any:
+def collect(stack: EmbeddedStack, texts: dict[str, str], key_to_id: dict[str, str]) -> dict[str, list[Row]]:
+    """Each query's hybrid candidates at the API defaults (``top_k`` 10), with their evidence and term
+    counts."""
     from functions.search.app import service
     from winnow.search.schemas import SearchRequest
 
     svc = service()
+    encoder = stack.container.sparse
     out = {}
     for qid, text in texts.items():
-        request = SearchRequest(query=text, top_k=top_k, mode="hybrid")
+        terms = set(encoder.encode_query(text).indices)
         out[qid] = [
             {
                 "doc": key_to_id.get(h.key, h.key),
@@ -62,90 +70,121 @@ def collect(stack: EmbeddedStack, texts: dict[str, str], top_k: int, key_to_id: 
                 "bm25": e.bm25,
                 "dr": e.dense_rank,
                 "sr": e.sparse_rank,
-                "qt": e.query_terms,
-                "mt": e.matched_terms,
+                "qt": len(terms),
+                "mt": len(
+                    terms.intersection(encoder.encode_query(f"{h.title}\n{h.section}\n{h.text}").indices)
+                ),
             }
-            for h, e in svc.candidates(stack.tenant, request)
+            for h, e in svc.candidates(stack.tenant, SearchRequest(query=text, top_k=TOP_K, mode="hybrid"))
         ]
     return out
 
 
-def cached(path: Path, make: Callable[[], Any]) -> Any:
-    if not path.is_file():
-        path.write_text(json.dumps(make()))
-    return json.loads(path.read_text())
+def features(rows: list[Row]) -> list[dict[str, float]]:
+    """The product's features (``winnow.search.relevance.feature_rows``) plus the two tried here."""
+    from winnow.search.relevance import Evidence, feature_rows
+
+    base = feature_rows([Evidence(r["cos"], r["bm25"], r["dr"], r["sr"]) for r in rows])
+    for row, r in zip(base, rows, strict=True):
+        bm25 = r["bm25"] if r["bm25"] and r["bm25"] > 0 else 0.0
+        row["bm25_per_term"] = bm25 / r["qt"] if r["qt"] else 0.0
+        row["coverage"] = r["mt"] / r["qt"] if r["qt"] else 0.0
+    return base
+
+
+@dataclass(frozen=True)
+class Model:
+    names: tuple[str, ...]
+    weights: tuple[float, ...]
+    intercept: float
+
+    def probabilities(self, rows: list[dict[str, float]]) -> list[float]:
+        out = []
+        for row in rows:
+            z = self.intercept + sum(w * row[f] for f, w in zip(self.names, self.weights, strict=True))
+            out.append(1 / (1 + math.exp(-max(-40.0, min(40.0, z)))))
+        return out
+
+
+def fit(
+    rows: dict[str, list[dict[str, float]]],
+    labels: dict[str, list[int]],
+    qids: Sequence[str],
+    names: tuple[str, ...],
+    l2: float,
+) -> Model:
+    x = [[r[f] for f in names] for q in qids for r in rows[q]]
+    y = [label for q in qids for label in labels[q]]
+    weights, intercept = fit_logistic(x, y, l2)
+    return Model(names, tuple(weights), intercept)
+
+
+def ndcg(model: Model, rows: list[dict[str, float]], docs: list[str], judgements: dict[str, int]) -> float:
+    scores = model.probabilities(rows)
+    order = sorted(range(len(rows)), key=lambda i: -scores[i])[:TOP_K]
+    return ndcg_at_k(list(dict.fromkeys(docs[i] for i in order)), judgements)
 
 
 def main() -> int:
-    from winnow.search.relevance import Evidence
-
     ev = load_eval_set()
     queries = ev.judged_queries
     qrels = {k: ev.qrels[k] for k in queries}
     fit_off = {f"off{i}": t for i, t in enumerate(read_lines(OFFTOPIC_FILE))}
-    home = DEFAULT_HOME
     key_to_id = {f"bench/{d}.txt": d for d in ev.documents}
-
-    def gather() -> Any:
-        with EmbeddedStack(home / "stack", embed_cache=DEFAULT_CACHE) as stack:
-            return {
-                "answerable": collect(stack, queries, 10, key_to_id),
-                "offtopic": collect(stack, fit_off, 10, key_to_id),
+    path = DEFAULT_HOME / "refusal-candidates.json"
+    if not path.is_file():
+        with EmbeddedStack(DEFAULT_HOME / "stack", embed_cache=DEFAULT_CACHE) as stack:
+            found = {
+                "answerable": collect(stack, queries, key_to_id),
+                "offtopic": collect(stack, fit_off, key_to_id),
             }
+        path.write_text(json.dumps(found))
+    raw = json.loads(Path(path).read_text())
+    rows = {q: features(v) for q, v in raw["answerable"].items()}
+    docs = {q: [r["doc"] for r in v] for q, v in raw["answerable"].items()}
+    labels = {q: [1 if qrels[q].get(d, 0) > 0 else 0 for d in docs[q]] for q in rows}
+    off = {q: features(v) for q, v in raw["offtopic"].items()}
+    folds, off_folds = kfold(list(queries)), kfold(list(off))
 
-    raw = cached(home / "refusal-candidates.json", gather)
+    def top(model: Model, r: list[dict[str, float]]) -> float:
+        return max(model.probabilities(r), default=0.0)
 
-    def convert(rows: list[dict[str, Any]]) -> list[tuple[str, Any]]:
-        return [(r["doc"], Evidence(r["cos"], r["bm25"], r["dr"], r["sr"], r["qt"], r["mt"])) for r in rows]
+    def choose_l2(train: list[str], names: tuple[str, ...]) -> float:
+        inner = kfold(train, 4, seed=7)
+        scores = {
+            l2: mean(
+                [
+                    ndcg(fit(rows, labels, train_ids(inner, j), names, l2), rows[q], docs[q], qrels[q])
+                    for j, held in enumerate(inner)
+                    for q in held
+                ]
+            )
+            for l2 in L2_GRID
+        }
+        return max(L2_GRID, key=lambda l2: scores[l2])
 
-    cands = {q: convert(v) for q, v in raw["answerable"].items()}
-    off = {q: convert(v) for q, v in raw["offtopic"].items()}
-    folds = kfold(list(queries))
-    off_folds = kfold(list(off))
-
-    def top(model: Any, c: list[tuple[str, Any]]) -> float:
-        return max(model.probabilities([e for _, e in c]), default=0.0)
-
-    rules: dict[str, Callable[[Sequence[float], Sequence[float]], float]] = {
-        "answerable <= 5 % (shipped rule)": lambda ans, _off: choose_threshold(ans),
-        "balanced accuracy, midpoint": balanced_midpoint,
-    }
-    print(f"{len(cands)} answerable, {len(off)} fitting off-topic; 5-fold CV on both")
-    for name, features in FEATURE_SETS.items():
-        ndcg: list[float] = []
-        per_rule: dict[str, tuple[list[bool], list[bool], list[float]]] = {r: ([], [], []) for r in rules}
+    print(f"{len(rows)} answerable, {len(off)} fitting off-topic; 5-fold CV on both")
+    for name, names in FEATURE_SETS.items():
+        held_ndcg: list[float] = []
+        per_rule: dict[str, tuple[list[float], list[float], list[float]]] = {r: ([], [], []) for r in RULES}
         for i, fold in enumerate(folds):
             train = train_ids(folds, i)
-            model = fit_mode(cands, qrels, train, features, choose_l2(cands, qrels, train, features))
-            ndcg += [offline_ndcg(model, cands[q], qrels[q]) for q in fold]
-            train_ans = [top(model, cands[q]) for q in train]
+            model = fit(rows, labels, train, names, choose_l2(train, names))
+            held_ndcg += [ndcg(model, rows[q], docs[q], qrels[q]) for q in fold]
+            train_ans = [top(model, rows[q]) for q in train]
             train_off = [top(model, off[q]) for q in train_ids(off_folds, i)]
-            for rule_name, rule in rules.items():
+            for rule_name, rule in RULES.items():
                 t = rule(train_ans, train_off)
-                refused_ans, refused_off, ts = per_rule[rule_name]
-                refused_ans += [top(model, cands[q]) < t for q in fold]
-                refused_off += [top(model, off[q]) < t for q in off_folds[i]]
-                ts.append(t)
-        for rule_name, (ra, ro, ts) in per_rule.items():
+                refused_ans, refused_off, chosen = per_rule[rule_name]
+                refused_ans += [float(top(model, rows[q]) < t) for q in fold]
+                refused_off += [float(top(model, off[q]) < t) for q in off_folds[i]]
+                chosen.append(t)
+        for rule_name, (ra, ro, chosen) in per_rule.items():
             print(
-                f"{name:48} CV nDCG@10 {mean(ndcg):.4f} | {rule_name:34} thresholds {ts} "
-                f"answerable refused {mean([float(x) for x in ra]):.1%} "
-                f"off-topic (fitting set) refused {mean([float(x) for x in ro]):.1%}"
+                f"{name:48} CV nDCG@10 {mean(held_ndcg):.4f} | {rule_name:34} thresholds {chosen} "
+                f"answerable refused {mean(ra):.1%} off-topic (fitting set) refused {mean(ro):.1%}"
             )
     return 0
-
-
-def balanced_midpoint(answerable_tops: Sequence[float], offtopic_tops: Sequence[float]) -> float:
-    """The threshold maximising (answerable answered + off-topic refused) / 2 on the training queries;
-    the middle of the best plateau, so neither side sits on the edge."""
-    scores = []
-    for t in THRESHOLD_GRID:
-        answered = sum(s >= t for s in answerable_tops) / max(1, len(answerable_tops))
-        refused = sum(s < t for s in offtopic_tops) / max(1, len(offtopic_tops))
-        scores.append((answered + refused) / 2)
-    best = max(scores)
-    plateau = [t for t, s in zip(THRESHOLD_GRID, scores, strict=True) if s >= best - 1e-12]
-    return round(plateau[len(plateau) // 2], 2)
 
 
 if __name__ == "__main__":

@@ -75,19 +75,3 @@ def test_the_default_threshold_refuses_questions_the_corpus_does_not_cover(
     assert status == 200
     assert body["relevant"] is False and body["results"] == []
     assert body["message"] == "No relevant passages found"
-
-
-def test_evidence_counts_the_query_terms_each_passage_holds(stack: EmbeddedStack) -> None:
-    # Given two documents: one holds three of the query's five terms (two in its heading), one holds none
-    zebras = b"# Zebra crossings\n\nPainted stripes slow the traffic."
-    assert stack.upload("acme/zebras.md", zebras)["status"] == "indexed"
-    tides = b"# Tides\n\nThe moon pulls the oceans twice a day."
-    assert stack.upload("acme/tides.md", tides)["status"] == "indexed"
-    # When a hybrid search collects its candidates with their evidence
-    query = "Where are the zebra crossings and painted giraffes?"
-    found = {hit.key: e for hit, e in service().candidates("acme", SearchRequest(query=query, top_k=5))}
-    # Then every candidate knows the query has five keyword terms ("are", "the", "and" are stop-words)
-    assert {e.query_terms for e in found.values()} == {5}
-    # And how many of them each passage holds, title included, after stemming ("crossings" = "crossing")
-    assert found["acme/zebras.md"].matched_terms == 3
-    assert found["acme/tides.md"].matched_terms == 0

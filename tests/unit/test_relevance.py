@@ -52,22 +52,6 @@ def test_feature_rows_are_absolute_and_relative_to_the_best_candidate() -> None:
     assert feature_rows([]) == []
 
 
-def test_keyword_features_are_normalised_by_the_query_length() -> None:
-    # Given a four-term query: one passage has three of its terms and BM25 6.0, one has none
-    evidence = [
-        Evidence(cosine=0.5, bm25=6.0, sparse_rank=1, query_terms=4, matched_terms=3),
-        Evidence(cosine=0.4, dense_rank=1, query_terms=4, matched_terms=0),
-    ]
-    # When the model's inputs are computed
-    rows = feature_rows(evidence)
-    # Then the BM25 score is per query term and the coverage is the share of query terms present
-    assert rows[0]["bm25_per_term"] == pytest.approx(1.5) and rows[0]["coverage"] == 0.75
-    assert rows[1]["bm25_per_term"] == 0 and rows[1]["coverage"] == 0
-    # And a query with no keyword terms (only stop-words) gives zeros, not a division error
-    empty = feature_rows([Evidence(cosine=0.5, bm25=None, query_terms=0, matched_terms=0)])
-    assert empty[0]["bm25_per_term"] == 0 and empty[0]["coverage"] == 0
-
-
 def test_feature_rows_without_any_keyword_evidence() -> None:
     rows = feature_rows([Evidence(cosine=0.5, dense_rank=1), Evidence(cosine=0.2, dense_rank=2)])
     assert [r["bm25_rel"] for r in rows] == [0.0, 0.0]

@@ -25,8 +25,6 @@ FEATURES = (
     "bm25_rel",  # BM25 score over the best BM25 score among the candidates; 0 when absent
     "dense_rr",  # 1 / rank among the dense candidates; 0 when absent
     "sparse_rr",  # 1 / rank among the sparse candidates; 0 when absent
-    "bm25_per_term",  # BM25 score over the number of distinct query terms; 0 when absent
-    "coverage",  # share of the distinct query terms found in the passage
 )
 
 
@@ -38,8 +36,6 @@ class Evidence:
     bm25: float | None = None
     dense_rank: int | None = None
     sparse_rank: int | None = None
-    query_terms: int = 0  # distinct analysed query terms (the keyword side's query)
-    matched_terms: int = 0  # how many of them occur in the passage
 
 
 def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
@@ -59,8 +55,6 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
                 "bm25_rel": bm25 / best_bm25 if best_bm25 > 0 else 0.0,
                 "dense_rr": 1.0 / e.dense_rank if e.dense_rank else 0.0,
                 "sparse_rr": 1.0 / e.sparse_rank if e.sparse_rank else 0.0,
-                "bm25_per_term": bm25 / e.query_terms if e.query_terms else 0.0,
-                "coverage": e.matched_terms / e.query_terms if e.query_terms else 0.0,
             }
         )
     return rows

@@ -178,7 +178,7 @@ class SearchService:
         dense = self._embed_query(tenant, request.query)
         sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
         hits = self._retrieve(tenant, request, dense, sparse, candidates)
-        return list(zip(hits, self._evidence(request.query, dense, hits), strict=True))
+        return list(zip(hits, self._evidence(dense, hits), strict=True))
 
     def _retrieve(
         self,
@@ -231,14 +231,13 @@ class SearchService:
             by_index = {s.index: s.score for s in scores}
             return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)]
         assert dense is not None
-        evidence = self._evidence(request.query, dense, hits)
+        evidence = self._evidence(dense, hits)
         model = self._model(request.mode)
         if model is not None:
             return list(zip(model.probabilities(evidence), hits, strict=True))
         return [(min(1.0, max(0.0, e.cosine)), h) for e, h in zip(evidence, hits, strict=True)]
 
-    def _evidence(self, query: str, dense: list[float], hits: list[StoredChunk]) -> list[Evidence]:
-        query_terms = set(self.sparse.encode_query(query).indices)
+    def _evidence(self, dense: list[float], hits: list[StoredChunk]) -> list[Evidence]:
         missing = [h.point_id for h in hits if h.dense_score is None and h.dense is None]
         vectors = self.store.dense_vectors(missing) if missing else {}
         out = []
@@ -254,20 +253,9 @@ class SearchService:
                     bm25=h.sparse_score,
                     dense_rank=h.dense_rank,
                     sparse_rank=h.sparse_rank,
-                    query_terms=len(query_terms),
-                    matched_terms=_matched_terms(self.sparse, query_terms, h),
                 )
             )
         return out
-
-
-def _matched_terms(sparse: Bm25Encoder, query_terms: set[int], hit: StoredChunk) -> int:
-    """How many of the query's terms occur in the passage (its title, section and text: what the keyword
-    side indexed)."""
-    if not query_terms:
-        return 0
-    passage = sparse.encode_query(f"{hit.title}\n{hit.section}\n{hit.text}")
-    return len(query_terms.intersection(passage.indices))
 
 
 def _dedupe(hits: list[StoredChunk]) -> list[StoredChunk]:
