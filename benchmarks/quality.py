@@ -13,6 +13,11 @@ passages come from eight documents is scored on those eight. Modes: ``sparse``, 
 (the API default), and ``hybrid+rerank`` when a re-ranker is configured (``VOYAGE_API_KEY``).
 Baselines on the same whole documents: BM25 (``bm25s``) and brute-force dense cosine with the same
 local model.
+
+Refusals: off-topic questions go through the same handler at the deployed threshold. Two sets: the
+fitting set (``--offtopic``), which the threshold rule reads, and the held-out set
+(``--offtopic-heldout``), which is only measured. ``--sparse qdrant-bm25`` swaps our BM25 encoder for
+Qdrant's own model (see ``QdrantBm25Encoder``).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,9 @@ def main() -> int:
     fit_off = {f"off{i}": t for i, t in enumerate(read_lines(OFFTOPIC_FILE))}
     key_to_id = {f"bench/{d}.txt": d for d in ev.documents}
     path = DEFAULT_HOME / "refusal-candidates.json"
+    if not path.is_file() and not (DEFAULT_HOME / "ingested").is_file():
+        print("benchmarks.study_refusal: run python -m benchmarks.study first", file=sys.stderr)
+        return 2
     if not path.is_file():
         with EmbeddedStack(DEFAULT_HOME / "stack", embed_cache=DEFAULT_CACHE) as stack:
             found = {
