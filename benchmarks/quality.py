@@ -13,6 +13,11 @@ passages come from eight documents is scored on those eight. Modes: ``sparse``, 
 (the API default), and ``hybrid+rerank`` when a re-ranker is configured (``VOYAGE_API_KEY``).
 Baselines on the same whole documents: BM25 (``bm25s``) and brute-force dense cosine with the same
 local model.
+
+Refusals: off-topic questions go through the same handler at the deployed threshold. Two sets: the
+fitting set (``--offtopic``), which the threshold rule reads, and the held-out set
+(``--offtopic-heldout``), which is only measured. ``--sparse qdrant-bm25`` swaps our BM25 encoder for
+Qdrant's own model (see ``QdrantBm25Encoder``).
 """
 
 from __future__ import annotations
@@ -51,9 +56,8 @@ EVENT_RECORDS = 50
 GOAL_MARGIN = 0.02
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 THRESHOLD_GRID = tuple(round(0.01 * i, 2) for i in range(1, 100))
-MAX_REFUSED = (
-    0.05  # the threshold rule: the highest threshold refusing at most this share of training queries
-)
+MAX_REFUSED = 0.05  # the threshold rule without off-topic questions: refuse at most this share of queries
+THRESHOLD_RULE = "balanced"  # with off-topic questions (benchmarks.study_refusal): "balanced" or "answerable"
 L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 # The features each mode's relevance model reads (winnow.search.relevance.FEATURES); chosen in
 # benchmarks.study by cross-validation.
@@ -63,12 +67,41 @@ MODE_FEATURES: dict[str, tuple[str, ...]] = {
     "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
 }
 DATA_DIR = REPO_ROOT / "benchmarks" / "data"
-OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"
+OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"  # the fitting set: the threshold rule reads it
+OFFTOPIC_HELDOUT_FILE = DATA_DIR / "offtopic_heldout.txt"  # the reported set: nothing is chosen on it
 DEMO_QUESTIONS_FILE = DATA_DIR / "demo_questions.tsv"
 PARENTAL_LEAVE_QUESTION = "How many weeks of paid leave do new parents get?"
 TRAVEL_POLICY = "handbook/travel-and-expenses.docx"
 
 Candidate = tuple[str, Any]  # (document id, winnow.search.relevance.Evidence)
+
+
+SPARSE_ENCODERS = ("ours", "qdrant-bm25")
+QDRANT_BM25_AVG_LEN = 256.0  # the default of Qdrant's server-side ``qdrant/bm25`` model
+
+
+class QdrantBm25Encoder:
+    """Qdrant's own BM25 behind our encoder's two methods, for ``--sparse qdrant-bm25``: the Rust model
+    in qdrant-edge-py, which uses the same token ids and formula as server-side ``qdrant/bm25``
+    inference (https://qdrant.tech/documentation/edge/edge-bm25/) and needs no download. IDF stays in
+    Qdrant (``Modifier.IDF``), as with ours."""
+
+    def __init__(self, avg_len: float = QDRANT_BM25_AVG_LEN) -> None:
+        import qdrant_edge
+
+        self._model = qdrant_edge.Bm25(qdrant_edge.Bm25Config(language="english", avg_len=avg_len))
+
+    def encode_document(self, text: str) -> Any:
+        from winnow.models import SparseVector
+
+        v = self._model.embed_document(text)
+        return SparseVector(indices=list(v.indices), values=[float(x) for x in v.values])
+
+    def encode_query(self, text: str) -> Any:
+        from winnow.models import SparseVector
+
+        v = self._model.embed_query(text)
+        return SparseVector(indices=sorted(v.indices), values=[1.0] * len(v.indices))
 
 
 def read_lines(path: Path) -> list[str]:
@@ -157,15 +190,32 @@ def fit_models(
     return RelevanceModels(profile=profile, modes=modes, source=source)
 
 
-def choose_threshold(top_scores: Sequence[float]) -> float:
-    """The highest threshold of the grid that refuses at most ``MAX_REFUSED`` of these answerable
-    queries (a query is refused when its best passage scores below the threshold)."""
+def choose_threshold(top_scores: Sequence[float], offtopic_tops: Sequence[float] = ()) -> float:
+    """The threshold rule. With off-topic questions to fit on: the threshold that best separates the
+    answerable queries from the off-topic ones (``balanced_threshold``). Without: the highest threshold
+    of the grid that refuses at most ``MAX_REFUSED`` of the answerable queries. A query is refused when
+    its best passage scores below the threshold."""
+    if offtopic_tops and THRESHOLD_RULE == "balanced":
+        return balanced_threshold(top_scores, offtopic_tops)
     chosen = THRESHOLD_GRID[0]
     for t in THRESHOLD_GRID:
         refused = sum(1 for s in top_scores if s < t) / max(1, len(top_scores))
         if refused <= MAX_REFUSED:
             chosen = t
     return chosen
+
+
+def balanced_threshold(answerable_tops: Sequence[float], offtopic_tops: Sequence[float]) -> float:
+    """The threshold maximising (share of answerable queries answered + share of off-topic questions
+    refused) / 2 on the fitting data; the middle of the best plateau, so neither side sits on its edge."""
+    scores = []
+    for t in THRESHOLD_GRID:
+        answered = sum(s >= t for s in answerable_tops) / max(1, len(answerable_tops))
+        refused = sum(s < t for s in offtopic_tops) / max(1, len(offtopic_tops))
+        scores.append((answered + refused) / 2)
+    best = max(scores)
+    plateau = [t for t, s in zip(THRESHOLD_GRID, scores, strict=True) if s >= best - 1e-12]
+    return plateau[len(plateau) // 2]
 
 
 # --- the run ------------------------------------------------------------------------------------------
@@ -251,8 +301,10 @@ def run(
     folds: int = DEFAULT_FOLDS,
     embed_cache: Path | None = DEFAULT_CACHE,
     offtopic: Sequence[str] = (),
+    offtopic_heldout: Sequence[str] = (),
     demo: bool = False,
     write_model: Path | None = None,
+    sparse: str = "ours",
 ) -> dict[str, Any]:
     """Ingest, search every mode (whole set and cross-validated), run the baselines, measure the
     threshold; return the JSON-shaped result (timings under ``seconds``)."""
@@ -270,6 +322,8 @@ def run(
     cv: dict[str, Any] = {}
     per_query_ndcg: dict[str, dict[str, float]] = {}
     with EmbeddedStack(workdir / "home", env=env, embed_cache=embed_cache) as stack:
+        if sparse == "qdrant-bm25":  # before anything builds the ingest or search service
+            stack.container.__dict__["sparse"] = QdrantBm25Encoder()
         files = []
         for doc_id, path in zip(eval_set.documents, paths, strict=True):
             files.append((path.name, path.read_bytes()))
@@ -289,6 +343,11 @@ def run(
         # service, and the held-out queries go through the search handler.
         started = time.perf_counter()
         candidates = {m: collect_candidates(stack, queries, m, key_to_id) for m in MODES}
+        # The fitting off-topic set, split into as many folds as the queries: each fold's threshold reads
+        # the training folds of both, and the held-out folds of both are measured.
+        off_fit = {f"offtopic-{i}": text for i, text in enumerate(offtopic)}
+        off_candidates = collect_candidates(stack, off_fit, DEFAULT_MODE, key_to_id) if off_fit else {}
+        off_split = kfold(list(off_fit), len(split)) if len(split) > 1 and len(off_fit) >= len(split) else []
         all_models = None
         if write_model is not None:
             all_models = fit_models(
@@ -298,16 +357,10 @@ def run(
                 profile,
                 source=f"{len(qids)} queries, {len(eval_set.documents)} documents",
             )
+            hybrid = all_models.modes[DEFAULT_MODE]
             threshold = choose_threshold(
-                [
-                    max(
-                        all_models.modes[DEFAULT_MODE].probabilities(
-                            [e for _, e in candidates[DEFAULT_MODE][q]]
-                        ),
-                        default=0.0,
-                    )
-                    for q in qids
-                ]
+                [top_probability(hybrid, candidates[DEFAULT_MODE][q]) for q in qids],
+                [top_probability(hybrid, c) for c in off_candidates.values()],
             )
             data = all_models.to_json() | {"threshold": threshold}
             target = model_path(profile, write_model)
@@ -330,6 +383,7 @@ def run(
         started = time.perf_counter()
         held_out_hits: dict[str, dict[str, list[Hit]]] = {m: {} for m in modes}
         fold_thresholds: list[float] = []
+        off_refused_cv: list[bool] = []
         for i, fold in enumerate(split):
             train = train_ids(split, i) if len(split) > 1 else fold
             try:
@@ -344,16 +398,23 @@ def run(
                 held_out_hits[mode].update(winnow_hits(stack, fold_queries, mode))
             # The threshold rule runs on the training queries, scored by this fold's model.
             hybrid_model = models.for_mode(DEFAULT_MODE) if models is not None else None
+            off_train = {q: off_fit[q] for q in train_ids(off_split, i)} if off_split else {}
+            off_held = {q: off_fit[q] for q in off_split[i]} if off_split else {}
             if stack.has_reranker or hybrid_model is None:
                 default = RERANK_MODE if stack.has_reranker else DEFAULT_MODE
-                train_hits = winnow_hits(stack, train_queries, default)
-                train_tops = [max((h.score for h in hs), default=0.0) for hs in train_hits.values()]
+
+                def tops(texts: dict[str, str], mode: str = default) -> list[float]:
+                    hits = winnow_hits(stack, texts, mode)
+                    return [max((h.score for h in hs), default=0.0) for hs in hits.values()]
+
+                train_tops = tops(train_queries)
+                off_train_tops, off_held_tops = tops(off_train), tops(off_held)
             else:  # the best score is the highest probability among the candidates: no need to search again
-                train_tops = [
-                    max(hybrid_model.probabilities([e for _, e in candidates[DEFAULT_MODE][q]]), default=0.0)
-                    for q in train
-                ]
-            fold_thresholds.append(choose_threshold(train_tops))
+                train_tops = [top_probability(hybrid_model, candidates[DEFAULT_MODE][q]) for q in train]
+                off_train_tops = [top_probability(hybrid_model, off_candidates[q]) for q in off_train]
+                off_held_tops = [top_probability(hybrid_model, off_candidates[q]) for q in off_held]
+            fold_thresholds.append(choose_threshold(train_tops, off_train_tops))
+            off_refused_cv += [s < fold_thresholds[-1] for s in off_held_tops]
             note(
                 f"fold {i + 1}/{len(split)}: {len(fold)} held-out queries, "
                 f"threshold chosen on train {fold_thresholds[-1]}"
@@ -387,7 +448,11 @@ def run(
             diffs = [default_q[q] - bm25_q[q] for q in fold]
             margins.append({"margin": round(mean(diffs), 4), "se": round(bootstrap_se(diffs), 4)})
         threshold_cv = {
-            "rule": f"highest threshold refusing at most {MAX_REFUSED:.0%} of the training queries",
+            "rule": (
+                "best balanced accuracy between the training queries and the fitting off-topic set"
+                if off_split and THRESHOLD_RULE == "balanced"
+                else f"highest threshold refusing at most {MAX_REFUSED:.0%} of the training queries"
+            ),
             "per_fold": fold_thresholds,
             "passages": passage_table(held_out_hits[default_mode], qrels, key_to_id),
         }
@@ -398,31 +463,23 @@ def run(
             for q in fold
         ]
         threshold_cv["answerable_refused_cv"] = round(sum(refused) / max(1, len(refused)), 4)
+        threshold_cv["offtopic_fitting_refused_cv"] = (
+            round(sum(off_refused_cv) / len(off_refused_cv), 4) if off_refused_cv else None
+        )
 
         deployed = deployed_threshold(stack, shipped)
-        off: dict[str, Any] = {}
-        if offtopic:
-            install_models(shipped)
-            answers = {
-                str(i): stack.search(
-                    text,
-                    DEFAULT_MODE,
-                    top_k=TOP_K,
-                    candidates=CANDIDATES,
-                    rerank=stack.has_reranker,
-                    relevance_threshold=deployed,
-                )
-                for i, text in enumerate(offtopic)
-            }
-            off = {
-                "queries": len(offtopic),
-                "threshold": deployed,
-                "refused": round(sum(1 for a in answers.values() if not a) / len(offtopic), 4),
-                "answered": [offtopic[int(i)] for i, a in answers.items() if a][:20],
-            }
-            note(f"off-topic: {off['refused']:.1%} of {len(offtopic)} refused at threshold {deployed}")
+        install_models(shipped)
+        off = {
+            name: refusals(stack, texts, deployed, TOP_K)
+            for name, texts in (("heldout", offtopic_heldout), ("fitting", offtopic))
+            if texts
+        }
+        for name, figures in off.items():
+            note(f"off-topic {name}: {figures['refused']:.1%} of {figures['queries']} refused at {deployed}")
 
-    demo_result = run_demo(workdir / "demo", env, embed_cache, offtopic, all_models) if demo else None
+    demo_result = (
+        run_demo(workdir / "demo", env, embed_cache, offtopic, offtopic_heldout, all_models) if demo else None
+    )
 
     return {
         "modes": scored,
@@ -438,11 +495,39 @@ def run(
     }
 
 
+def top_probability(model: Any, cands: list[Candidate]) -> float:
+    """A query's best passage score under ``model``: what the threshold is compared with."""
+    return max(model.probabilities([e for _, e in cands]), default=0.0)
+
+
+def refusals(stack: EmbeddedStack, texts: Sequence[str], threshold: float, top_k: int) -> dict[str, Any]:
+    """Off-topic questions through the search handler at ``threshold``: the share answered "No relevant
+    passages found", and the first few that got an answer."""
+    answers = {
+        text: stack.search(
+            text,
+            DEFAULT_MODE,
+            top_k=top_k,
+            candidates=CANDIDATES,
+            rerank=stack.has_reranker,
+            relevance_threshold=threshold,
+        )
+        for text in texts
+    }
+    return {
+        "queries": len(texts),
+        "threshold": threshold,
+        "refused": round(sum(1 for a in answers.values() if not a) / max(1, len(texts)), 4),
+        "answered": [q for q, a in answers.items() if a][:20],
+    }
+
+
 def run_demo(
     workdir: Path,
     env: dict[str, str | None] | None,
     embed_cache: Path | None,
     offtopic: Sequence[str],
+    offtopic_heldout: Sequence[str] = (),
     models: Any = None,
 ) -> dict[str, Any]:
     """The demo samples through the real handlers: answerable questions (is the expected document the
@@ -483,7 +568,11 @@ def run_demo(
             for q, expected in questions
             if {h.key.removeprefix(prefix) for h in answered[q]} - {expected}
         }
-        off_answers = {q: ask(q) for q in offtopic}
+        off = {
+            name: refusals(stack, texts, threshold, 5)
+            for name, texts in (("heldout", offtopic_heldout), ("fitting", offtopic))
+            if texts
+        }
         parental = [
             h.key.removeprefix(prefix)
             for h in stack.search(
@@ -502,8 +591,7 @@ def run_demo(
         "answerable_refused": round(len(refused) / len(questions), 4),
         "refused_questions": refused,
         "other_documents_returned": wrong_docs,
-        "offtopic_refused": round(sum(1 for a in off_answers.values() if not a) / max(1, len(offtopic)), 4),
-        "offtopic_answered": [q for q, a in off_answers.items() if a][:20],
+        "offtopic": off,
         "parental_leave_documents": parental,
         "parental_leave_returns_travel_policy": TRAVEL_POLICY in parental,
     }
@@ -562,11 +650,16 @@ def render(result: dict[str, Any]) -> str:
         f"{threshold['answerable_refused_cv']:.1%}",
         table(["threshold", "relevant kept", "irrelevant dropped", "queries refused"], t_rows),
     ]
-    off = result.get("offtopic") or {}
-    if off:
+    if threshold.get("offtopic_fitting_refused_cv") is not None:
+        lines.append(
+            "fitting off-topic questions refused at those (held-out folds): "
+            f"{threshold['offtopic_fitting_refused_cv']:.1%}"
+        )
+    for name, off in (result.get("offtopic") or {}).items():
+        label = "held-out set, reported" if name == "heldout" else "fitting set, in-sample"
         lines += [
             "",
-            f"off-topic ({off['queries']} questions): {off['refused']:.1%} refused "
+            f"off-topic, {label} ({off['queries']} questions): {off['refused']:.1%} refused "
             f"at threshold {off['threshold']}",
         ]
         if off["answered"]:
@@ -577,8 +670,10 @@ def render(result: dict[str, Any]) -> str:
             "",
             f"demo corpus, threshold {demo['threshold']}: {demo['questions']} answerable questions, expected "
             f"document first {demo['top1_expected']:.1%}, refused {demo['answerable_refused']:.1%}; "
-            f"off-topic refused {demo['offtopic_refused']:.1%}; parental-leave question returns "
-            f"{demo['parental_leave_documents']}",
+            + "; ".join(
+                f"off-topic ({name}) refused {off['refused']:.1%}" for name, off in demo["offtopic"].items()
+            )
+            + f"; parental-leave question returns {demo['parental_leave_documents']}",
         ]
     return "\n".join(lines)
 
@@ -604,9 +699,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
     parser.add_argument("--folds", type=positive_int, default=DEFAULT_FOLDS, help="cross-validation folds")
     parser.add_argument(
-        "--offtopic", type=existing_file, default=OFFTOPIC_FILE, help="off-topic questions, one per line"
+        "--offtopic",
+        type=existing_file,
+        default=OFFTOPIC_FILE,
+        help="off-topic questions the threshold rule is fitted on, one per line",
+    )
+    parser.add_argument(
+        "--offtopic-heldout",
+        type=existing_file,
+        default=OFFTOPIC_HELDOUT_FILE,
+        help="off-topic questions only measured (nothing is chosen on them), one per line",
     )
     parser.add_argument("--demo", action="store_true", help="also measure the demo corpus")
+    parser.add_argument(
+        "--sparse",
+        choices=SPARSE_ENCODERS,
+        default="ours",
+        help="BM25 encoder for the keyword side: ours (winnow.text.sparse) or Qdrant's qdrant/bm25 model",
+    )
     parser.add_argument(
         "--no-embed-cache", action="store_true", help=f"embed everything again (cache: {DEFAULT_CACHE})"
     )
@@ -643,7 +753,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "folds": args.folds,
         "embed_cache": None if args.no_embed_cache else DEFAULT_CACHE,
         "offtopic": offtopic,
+        "offtopic_heldout": read_lines(args.offtopic_heldout),
         "demo": args.demo,
+        "sparse": args.sparse,
     }
     with stdout_reserved_for_result():
         if args.write_model:

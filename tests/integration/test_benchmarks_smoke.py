@@ -55,9 +55,13 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     for name in ("sparse", "dense", "hybrid", "baseline bm25", "baseline dense"):
         assert len(cv["ndcg@10"][name]["folds"]) == 3
     assert len(cv["margin_vs_bm25"]) == 3
-    # And the threshold table and the off-topic share are measured (the shipped question set)
+    # And the threshold table and the off-topic shares are measured: the held-out set that is reported and
+    # the fitting set the threshold rule reads (cross-validated over its folds too)
     assert [r["threshold"] for r in result["threshold"]["passages"]] == list(quality.THRESHOLDS)
-    assert result["offtopic"]["queries"] >= 100 and 0 <= result["offtopic"]["refused"] <= 1
+    assert set(result["offtopic"]) == {"heldout", "fitting"}
+    for figures in result["offtopic"].values():
+        assert figures["queries"] >= 100 and 0 <= figures["refused"] <= 1
+    assert 0 <= result["threshold"]["offtopic_fitting_refused_cv"] <= 1
 
 
 def test_speed_reports_ingest_against_naive_latency_per_mode_and_cold_init(

@@ -43,14 +43,15 @@ def test_with_a_voyage_key_the_benchmark_embeds_and_reranks_with_voyage(
         monkeypatch.setenv("VOYAGE_BASE_URL", fake.base_url)
         env = quality.provider_env()
         assert env == {"WINNOW_EMBEDDER": "voyage", "WINNOW_RERANKER": "voyage"}
-        # When the quality benchmark runs on a generated set, with off-topic questions
+        # When the quality benchmark runs on a generated set, with fitting and held-out off-topic questions
         result = quality.run(
             generated_eval_set(),
             tmp_path,
             env=env,
             folds=3,
             embed_cache=tmp_path / "cache.sqlite3",
-            offtopic=["Who won the 1998 football world cup?", "How do I knit a scarf?"],
+            offtopic=["Who won the 1998 football world cup?", "How do I knit a scarf?", "What is a sonnet?"],
+            offtopic_heldout=["How does a jet engine work?", "Who designed Helvetica?"],
         )
         # Then documents and queries went through the Voyage embedder and the re-ranker ran
         assert fake.requests_to("embeddings") and fake.requests_to("rerank")
@@ -60,7 +61,9 @@ def test_with_a_voyage_key_the_benchmark_embeds_and_reranks_with_voyage(
     assert {"hybrid+rerank", "baseline bm25"} <= set(cv) and len(cv["hybrid+rerank"]["folds"]) == 3
     assert all(0 <= v <= 1 for v in cv["hybrid+rerank"]["folds"])
     assert [row["threshold"] for row in result["threshold"]["passages"]] == list(quality.THRESHOLDS)
-    assert result["offtopic"]["queries"] == 2
+    # And both off-topic sets are measured through the re-ranker, the fitting one also cross-validated
+    assert result["offtopic"]["fitting"]["queries"] == 3 and result["offtopic"]["heldout"]["queries"] == 2
+    assert 0 <= result["threshold"]["offtopic_fitting_refused_cv"] <= 1
     # And the table renders, as one command prints it
     assert "hybrid+rerank" in quality.render(result)
     json.dumps({k: result[k] for k in ("modes", "cv", "threshold", "offtopic")})

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cv import bootstrap_se, fit_logistic, fold_summary, kfold, train_ids
-from benchmarks.quality import MAX_REFUSED, THRESHOLD_GRID, choose_threshold, read_demo_questions, read_lines
+from benchmarks.quality import (
+    MAX_REFUSED,
+    THRESHOLD_GRID,
+    balanced_threshold,
+    choose_threshold,
+    read_demo_questions,
+    read_lines,
+)
 from winnow.adapters.qdrant_store import fuse_rrf
 from winnow.models import StoredChunk
 from winnow.search.relevance import (
@@ -195,6 +202,33 @@ def test_threshold_rule_takes_the_highest_threshold_that_refuses_few_enough() ->
     assert not following or sum(t < following[0] for t in tops) / len(tops) > MAX_REFUSED
 
 
+def test_balanced_rule_separates_answerable_from_offtopic_in_the_middle_of_the_gap() -> None:
+    # Given answerable queries whose best scores are 0.30-0.79 and off-topic ones at 0.05-0.14
+    answerable = [0.30 + i / 100 for i in range(50)]
+    offtopic = [0.05 + i / 100 for i in range(10)]
+    # When the rule picks the threshold with the off-topic questions to fit on
+    chosen = balanced_threshold(answerable, offtopic)
+    # Then every answerable query is answered and every off-topic one refused, from the middle of the gap
+    assert all(s >= chosen for s in answerable) and all(s < chosen for s in offtopic)
+    assert chosen == pytest.approx(0.22, abs=0.011)
+    # And choose_threshold uses it when off-topic questions are given, the answerable-only rule when not
+    assert choose_threshold(answerable, offtopic) == chosen
+    assert choose_threshold(answerable) != chosen
+
+
+def test_balanced_rule_trades_both_errors_equally_when_the_sets_overlap() -> None:
+    # Given overlapping best scores: moving the threshold past any score costs one error on one side
+    answerable = [i / 100 for i in range(20, 100)]
+    offtopic = [i / 100 for i in range(1, 41)]
+    chosen = balanced_threshold(answerable, offtopic)
+    answered = sum(s >= chosen for s in answerable) / len(answerable)
+    refused = sum(s < chosen for s in offtopic) / len(offtopic)
+    # Then no grid threshold does better on the two shares together
+    for t in THRESHOLD_GRID:
+        other = (sum(s >= t for s in answerable) / len(answerable) + sum(s < t for s in offtopic) / 40) / 2
+        assert other <= (answered + refused) / 2 + 1e-12
+
+
 # --- fusion in the store ------------------------------------------------------------------------------
 def _chunk(pid: str, **evidence: float | int | None) -> StoredChunk:
     return StoredChunk(pid, "t/k", "", "", None, 0, "", pid, {}, **evidence)  # type: ignore[arg-type]
@@ -216,6 +250,10 @@ def test_shipped_offtopic_and_demo_question_sets_are_large_enough_and_well_forme
     root = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
     offtopic = read_lines(root / "offtopic.txt")
     assert len(offtopic) >= 100 and len(set(offtopic)) == len(offtopic)
+    # The held-out off-topic set (reported, never fitted on) shares no question with the fitting set
+    heldout = read_lines(root / "offtopic_heldout.txt")
+    assert len(heldout) >= 100 and len(set(heldout)) == len(heldout)
+    assert not {q.casefold() for q in heldout} & {q.casefold() for q in offtopic}
     demo = read_demo_questions(root / "demo_questions.tsv")
     assert len(demo) >= 24
     from winnow_local.cli.demo import GENERATED, SAMPLES_DIR
