@@ -56,6 +56,7 @@ import textwrap
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -116,6 +117,58 @@ def make_pdf(
         pdf.showPage()
     for entry_index, (entry_title, _, level) in enumerate(outline):
         pdf.addOutlineEntry(entry_title, f"outline-{entry_index}", level=level)
+    pdf.save()
+    return buffer.getvalue()
+
+
+def make_table_pdf(
+    rows: Sequence[Sequence[str]],
+    *,
+    caption: str = "",
+    before: str = "",
+    after: str = "",
+    ruled: bool = True,
+    valign: str = "BOTTOM",
+    column_widths: Sequence[float] | None = None,
+) -> bytes:
+    """A PDF laid out as a word processor writes one: a heading-free flow of ``before``, the caption, a
+    table (the first row is the header, repeated on every page the table spans; cells wrap as
+    paragraphs when too long for their column), then ``after``. ``ruled`` draws the grid lines;
+    ``valign`` is where a short cell sits in a row that a wrapped cell made taller."""
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, Table, TableStyle
+
+    styles = getSampleStyleSheet()
+    buffer = io.BytesIO()
+    story: list[Any] = [Paragraph(text, styles["Normal"]) for text in (before, caption) if text]
+    cells = [[Paragraph(cell, styles["Normal"]) if len(cell) > 30 else cell for cell in row] for row in rows]
+    table = Table(cells, repeatRows=1, colWidths=list(column_widths) if column_widths else None)
+    style = [("VALIGN", (0, 0), (-1, -1), valign)]
+    if ruled:
+        style.append(("GRID", (0, 0), (-1, -1), 0.5, colors.black))
+    table.setStyle(TableStyle(style))
+    story.append(table)
+    if after:
+        story.append(Paragraph(after, styles["Normal"]))
+    SimpleDocTemplate(buffer, pagesize=A4, invariant=True).build(story)
+    return buffer.getvalue()
+
+
+def make_two_column_pdf(text: str) -> bytes:
+    """A page set in two columns of prose, as a journal prints it: side by side, line after line."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    lines = textwrap.wrap(" ".join(text.split()), 45)
+    half = (len(lines) + 1) // 2
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
+    for column, x in enumerate((50, 310)):
+        for n, line in enumerate(lines[column * half : (column + 1) * half]):
+            pdf.drawString(x, _TOP - n * _LINE_HEIGHT, line)
+    pdf.showPage()
     pdf.save()
     return buffer.getvalue()
 

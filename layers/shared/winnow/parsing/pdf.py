@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from pypdf import PdfReader
     from pypdf._page import PageObject
 
+    from winnow.parsing.pdf_tables import Fragment, PdfTable
     from winnow.ports import Ocr
     from winnow.settings import OcrSettings
 
@@ -41,6 +43,8 @@ _HYPHENATED_END = re.compile(r"[^\W\d_]-$")
 _FILE_NAME_TITLE = re.compile(r"\.(docx?|pdf|tex|dvi|indd|pptx?|xlsx?|odt|rtf|txt)$", re.IGNORECASE)
 _JUNK_TITLES = frozenset({"untitled", "unknown", "title", "no title", "document", "microsoft word"})
 _MAX_OUTLINE_ENTRIES = 10_000
+_MARK = "\x00"
+_HEADING_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -88,17 +92,19 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     for entry in _outline_entries(reader):
         bookmarks_by_page.setdefault(entry.page_index, []).append(entry)
     texts: list[str] = []
+    tables: list[list[PdfTable]] = []
     failed_pages = 0
     for page_index in range(page_count):
         try:
-            text = reader.pages[page_index].extract_text() or ""
+            text, page_tables = _read_page(reader.pages[page_index])
         except RecursionError:
             raise
         except Exception:
             # One damaged page should not cost the reader the other hundred; all damaged is corrupt.
             failed_pages += 1
-            text = ""
+            text, page_tables = "", []
         texts.append(text)
+        tables.append(page_tables)
     if failed_pages == page_count:
         raise CorruptDocument("corrupt PDF: no page could be read")
     scanned = [
@@ -109,7 +115,15 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     path: tuple[str, ...] = ()
     for page_index, text in enumerate(texts):
         bookmarks = bookmarks_by_page.get(page_index, [])
-        path = _collect_page(collector, text, page_index + 1, path, bookmarks, ocr=page_index in ocr_read)
+        path = _collect_page(
+            collector,
+            text,
+            page_index + 1,
+            path,
+            bookmarks,
+            ocr=page_index in ocr_read,
+            tables=tables[page_index],
+        )
     empty_reason = "PDF has no text layer (scanned PDF?)"
     if ocr is None and scanned:
         empty_reason += " and OCR is off"
@@ -119,6 +133,39 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
         collector.blocks, title=_metadata_title(reader), key=key, source_type="pdf", empty_reason=empty_reason
     )
     return ParsedDocument(parsed.title, parsed.blocks, parsed.source_type, ocr_pages=len(ocr_read))
+
+
+def _read_page(page: PageObject) -> tuple[str, list[PdfTable]]:
+    """The page's text, and its tables: each table's text is taken out of the page text and a marker
+    line (``_table_marker``) left where it stood, so the table becomes one table block in reading order."""
+    from winnow.parsing.pdf_tables import find_tables, fragment_from_visitor
+
+    fragments: list[Fragment] = []
+
+    def visit(text: str, cm: Any, tm: Any, _font: Any, font_size: Any) -> None:
+        fragments.append(fragment_from_visitor(text, cm, tm, float(font_size or 0)))
+
+    text = page.extract_text(visitor_text=visit) or ""
+    found = find_tables(fragments)
+    if not found:
+        return text, []
+    # pypdf's page text is exactly its visited pieces in order (checked on real PDFs), so the text
+    # without the tables is rebuilt from the pieces; NUL never is content and marks the tables.
+    owner = {index: number for number, table in enumerate(found) for index in table.fragments}
+    parts: list[str] = []
+    placed: set[int] = set()
+    for index, fragment in enumerate(fragments):
+        number = owner.get(index)
+        if number is None:
+            parts.append(fragment.text.replace(_MARK, ""))
+        elif number not in placed:
+            placed.add(number)
+            parts.append(f"\n{_table_marker(number)}\n")
+    return "".join(parts), found
+
+
+def _table_marker(number: int) -> str:
+    return f"{_MARK}{number}{_MARK}"
 
 
 def _read_scanned_pages(
@@ -283,9 +330,13 @@ def _collect_page(
     bookmarks: list[_OutlineEntry],
     *,
     ocr: bool = False,
+    tables: Sequence[PdfTable] = (),
 ) -> tuple[str, ...]:
-    """Add the page's paragraphs; returns the section path in effect at the end of the page."""
+    """Add the page's paragraphs and tables; returns the section path in effect at the end of the page."""
     lines = [line.strip() for line in text.splitlines()]
+    markers = {_table_marker(number): table for number, table in enumerate(tables)}
+    from winnow.parsing.pdf_tables import is_caption
+
     switches = _heading_positions(lines, bookmarks)
     heading_lines = {index for index, _, is_heading in switches if is_heading}
     full_line = _typical_full_line(lines)
@@ -305,6 +356,13 @@ def _collect_page(
         if index in heading_lines or not line:
             flush()
             continue
+        if line in markers:
+            flush()
+            table = markers[line]
+            collector.add_table(table.rows, path, page, caption=_table_caption(lines, index, heading_lines))
+            continue
+        if markers and is_caption(line):
+            flush()  # a table's caption is its own paragraph, not the end of the one above
         paragraph.append(line)
         if len(line) < _SHORT_LINE_SHARE * full_line:
             flush()
@@ -314,6 +372,25 @@ def _collect_page(
         switch_at += 1
     flush()
     return path
+
+
+def _table_caption(lines: list[str], at: int, heading_lines: set[int]) -> str:
+    """A table's caption: a "Table N" line just above or below it, else the heading just above it (a
+    bookmarked heading, or a short line without closing punctuation); empty when there is neither, and
+    the section's name is used instead."""
+    from winnow.parsing.pdf_tables import is_caption
+
+    near = [index for index in (at - 1, at - 2, at + 1, at + 2) if 0 <= index < len(lines) and lines[index]]
+    for index in near:
+        if is_caption(lines[index]) and _MARK not in lines[index]:
+            return lines[index]
+    above = next((index for index in range(at - 1, -1, -1) if lines[index]), None)
+    if above is None or _MARK in lines[above]:
+        return ""
+    line = lines[above]
+    if above in heading_lines or (len(line) <= _HEADING_CHARS and not line.endswith((".", ",", ";", ":"))):
+        return line
+    return ""
 
 
 def _typical_full_line(lines: list[str]) -> float:
