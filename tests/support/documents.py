@@ -173,6 +173,23 @@ def make_two_column_pdf(text: str) -> bytes:
     return buffer.getvalue()
 
 
+def make_crowded_pdf(rows: int, columns: int, *, column_step: float, row_step: float) -> bytes:
+    """One page of ``rows`` x ``columns`` tiny text pieces on a grid: a hostile table (thousands of
+    columns, or more pieces than the table search looks at) that must still be read as text."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
+    pdf.setFont("Helvetica", 1)
+    for row in range(rows):
+        for column in range(columns):
+            pdf.drawString(2 + column * column_step, 830 - row * row_step, f"r{row}c{column}")
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
 def make_scanned_pdf(pages: int = 2) -> bytes:
     """What a scanner without OCR produces, as far as text goes: marks on the page, no text layer."""
     from reportlab.lib.pagesizes import A4
@@ -556,6 +573,18 @@ def bad_input_corpus(*, include_large: bool = False) -> list[BadInput]:
         ),
         BadInput("scanned pdf", "acme/scanned.pdf", make_scanned_pdf(), EmptyDocument),
         BadInput("pdf named txt", "acme/really-a-pdf.txt", ok_pdf, UnsupportedDocument),
+        BadInput(
+            "pdf table row of 3,000 cells",
+            "acme/wide-table.pdf",
+            make_crowded_pdf(4, 3_000, column_step=0.19, row_step=2),
+            None,
+        ),
+        BadInput(
+            "pdf page of over 20,000 text pieces",
+            "acme/crowded.pdf",
+            make_crowded_pdf(2_400, 3, column_step=180, row_step=0.3),
+            None,
+        ),
         BadInput("docx zip bomb", "acme/bomb.docx", make_docx_zip_bomb("declared"), OversizedDocument),
         BadInput("docx not a zip", "acme/not-a-zip.docx", make_not_a_zip_docx(), UnsupportedDocument),
         BadInput("binary named txt", "acme/binary.txt", make_binary(), UnsupportedDocument),

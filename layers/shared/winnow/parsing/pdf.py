@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,11 @@ if TYPE_CHECKING:
 # A line shorter than this share of the page's typical full line ends its paragraph.
 _SHORT_LINE_SHARE = 0.7
 _HYPHENATED_END = re.compile(r"[^\W\d_]-$")
+# A word with a hyphen inside a line: letters, then hyphen-letters groups; the lookarounds keep a
+# line-end hyphen ("non-" before a newline) out.
+_HYPHENATED_WORD = re.compile(r"(?<![\w-])[^\W\d_]{1,40}(?:-[^\W\d_]{1,40}){1,4}(?![\w-])")
+_WORD_EDGE = re.compile(r"^[^\w-]+|[^\w-]+$")
+_MAX_WORD_CHARS = 100
 _FILE_NAME_TITLE = re.compile(r"\.(docx?|pdf|tex|dvi|indd|pptx?|xlsx?|odt|rtf|txt)$", re.IGNORECASE)
 _JUNK_TITLES = frozenset({"untitled", "unknown", "title", "no title", "document", "microsoft word"})
 _MAX_OUTLINE_ENTRIES = 10_000
@@ -113,6 +118,7 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     ocr_read = _read_scanned_pages(reader, texts, scanned, ocr, ocr_settings) if ocr is not None else set()
     collector = BlockCollector()
     path: tuple[str, ...] = ()
+    hyphenated = hyphenated_words(texts)
     for page_index, text in enumerate(texts):
         bookmarks = bookmarks_by_page.get(page_index, [])
         path = _collect_page(
@@ -123,6 +129,7 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
             bookmarks,
             ocr=page_index in ocr_read,
             tables=tables[page_index],
+            hyphenated=hyphenated,
         )
     empty_reason = "PDF has no text layer (scanned PDF?)"
     if ocr is None and scanned:
@@ -331,6 +338,7 @@ def _collect_page(
     *,
     ocr: bool = False,
     tables: Sequence[PdfTable] = (),
+    hyphenated: frozenset[str] = frozenset(),
 ) -> tuple[str, ...]:
     """Add the page's paragraphs and tables; returns the section path in effect at the end of the page."""
     lines = [line.strip() for line in text.splitlines()]
@@ -344,7 +352,7 @@ def _collect_page(
 
     def flush() -> None:
         if paragraph:
-            collector.add(_join_lines(paragraph), path, page, ocr=ocr)
+            collector.add(_join_lines(paragraph, hyphenated), path, page, ocr=ocr)
             paragraph.clear()
 
     switch_at = 0
@@ -402,12 +410,27 @@ def _typical_full_line(lines: list[str]) -> float:
     return float(lengths[min(len(lengths) - 1, int(len(lengths) * 0.9))])
 
 
-def _join_lines(lines: list[str]) -> str:
-    """Lines of a paragraph joined by spaces, a word hyphenated across a line break joined again. Only
+def hyphenated_words(texts: Iterable[str]) -> frozenset[str]:
+    """The words a document writes with a hyphen inside a line ("non-exclusive"), lower-cased: a line
+    break after such a hyphen keeps it (see ``_join_lines``)."""
+    found: set[str] = set()
+    for text in texts:
+        found.update(word.casefold() for word in _HYPHENATED_WORD.findall(text))
+    return frozenset(found)
+
+
+def _join_lines(lines: list[str], hyphenated: frozenset[str] = frozenset()) -> str:
+    """Lines of a paragraph joined by spaces. A word broken across a line break after a hyphen is
+    joined again: without the hyphen ("exam-" / "ple" is "example"), unless the document writes that
+    word with its hyphen elsewhere ("non-" / "exclusive" is "non-exclusive": word processors and
+    typewriters break lines at a compound's own hyphen, and the search must find both halves). Only
     the previous line's end is looked at, so a paragraph of many lines is joined in linear time."""
     parts = [lines[0]]
     for line in lines[1:]:
         if _HYPHENATED_END.search(parts[-1][-2:]) and line[:1].islower():
+            if hyphenated and _broken_word(parts[-1], line).casefold() in hyphenated:
+                parts.append(line)
+                continue
             parts[-1] = parts[-1][:-1]
             parts.append(line)
         else:
@@ -416,8 +439,16 @@ def _join_lines(lines: list[str]) -> str:
     return "".join(parts)
 
 
+def _broken_word(before: str, after: str) -> str:
+    """The word a line break after a hyphen splits, hyphen kept: "... non-" and "exclusive, ..." give
+    "non-exclusive"."""
+    head = before[-_MAX_WORD_CHARS:].rsplit(maxsplit=1)[-1]
+    tail = after[:_MAX_WORD_CHARS].split(maxsplit=1)[0] if after.strip() else ""
+    return _WORD_EDGE.sub("", head) + _WORD_EDGE.sub("", tail)
+
+
 def collect_ocr_page(text: str, page: int) -> list[Block]:
     """Paragraph blocks of one page of OCR text, marked as OCR (used for image files)."""
     collector = BlockCollector()
-    _collect_page(collector, text, page, (), [], ocr=True)
+    _collect_page(collector, text, page, (), [], ocr=True, hyphenated=hyphenated_words([text]))
     return collector.blocks

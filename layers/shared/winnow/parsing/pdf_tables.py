@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 MIN_ROWS = 3
 MIN_COLUMNS = 2
+# A line of more cells than a table block keeps (``parsing.tables``) is not taken for a table's first.
+MAX_COLUMNS = 64
 # Pieces on a page beyond this are not searched for tables (the text is still read): bounds the work.
 MAX_FRAGMENTS = 20_000
 # Average glyph width as a share of the font size (Helvetica and Times set prose at 0.40-0.47).
@@ -90,9 +92,8 @@ def find_tables(fragments: Sequence[Fragment]) -> list[PdfTable]:
         table, end = _table_from(lines, start)
         if table is not None:
             tables.append(table)
-            start = end
-        else:
-            start += 1
+        # A run that is no table is not searched again from each of its lines: linear in the lines.
+        start = max(end, start + 1)
     return tables
 
 
@@ -142,7 +143,7 @@ def _add_piece(line: _Line, index: int, fragment: Fragment) -> None:
 def _table_from(lines: list[_Line], start: int) -> tuple[PdfTable | None, int]:
     """The table starting at ``lines[start]`` and the index after it, or (None, start)."""
     first = lines[start]
-    if first.broken or len(first.cells) < MIN_COLUMNS:
+    if first.broken or not MIN_COLUMNS <= len(first.cells) <= MAX_COLUMNS:
         return None, start
     columns = [cell.x for cell in first.cells]
     tolerance = 0.6 * first.size
@@ -157,14 +158,11 @@ def _table_from(lines: list[_Line], start: int) -> tuple[PdfTable | None, int]:
             break
         run.append((line, placed))
         end += 1
-    while run and run[-1][1][0] is None and len(run) > 1 and _continues(run, len(run) - 1) is None:
-        run.pop()
-        end -= 1
     rows = _rows(run, len(columns))
     if len(rows) < MIN_ROWS or not _has_short_column(rows):
-        return None, start
+        return None, end
     if all(_LIST_MARKER.match(row[0]) for row in rows if row[0]):
-        return None, start
+        return None, end
     return PdfTable(rows, {index for line, _ in run for index in line.fragments}), end
 
 
@@ -175,31 +173,37 @@ def _has_short_column(rows: list[list[str]]) -> bool:
     return any(statistics.median(len(cell) for cell in column) <= _MAX_SHORT_CELL_CHARS for column in columns)
 
 
-def _continues(run: list[tuple[_Line, list[_Cell | None]]], at: int) -> int | None:
-    """The row (index into ``run``) a line without a first cell belongs to. Such lines come in blocks
-    (the second and later lines of wrapped cells); a block goes to the nearer full line above or below
-    it: line spacing inside a cell is tighter than between rows, and the wrapped lines sit above their
-    row's other cells when those are aligned to the bottom, below when aligned to the top."""
-    first = last = at
-    while first > 0 and run[first - 1][1][0] is None:
-        first -= 1
-    while last + 1 < len(run) and run[last + 1][1][0] is None:
-        last += 1
-    above = first - 1 if first > 0 else None
-    below = last + 1 if last + 1 < len(run) else None
-    if below is None or above is None:
-        return above if below is None else below
-    gap_above = run[above][0].y - run[first][0].y
-    gap_below = run[last][0].y - run[below][0].y
-    return above if gap_above <= gap_below else below
+def _owners(run: list[tuple[_Line, list[_Cell | None]]]) -> list[int | None]:
+    """The row (index into ``run``) each line belongs to. A line without a first cell continues a row:
+    such lines come in blocks (the later lines of wrapped cells), and a block goes to the nearer full
+    line above or below it: line spacing inside a cell is tighter than between rows, and wrapped lines
+    sit above their row's other cells when those are aligned to the bottom, below when to the top."""
+    owners: list[int | None] = [at if placed[0] is not None else None for at, (_, placed) in enumerate(run)]
+    at = 0
+    while at < len(run):
+        if owners[at] is not None:
+            at += 1
+            continue
+        last = at
+        while last + 1 < len(run) and owners[last + 1] is None:
+            last += 1
+        above = at - 1 if at > 0 else None
+        below = last + 1 if last + 1 < len(run) else None
+        if above is None or below is None:
+            row = above if below is None else below
+        else:
+            gap_above = run[above][0].y - run[at][0].y
+            gap_below = run[last][0].y - run[below][0].y
+            row = above if gap_above <= gap_below else below
+        owners[at : last + 1] = [row] * (last + 1 - at)
+        at = last + 1
+    return owners
 
 
 def _rows(run: list[tuple[_Line, list[_Cell | None]]], width: int) -> list[list[str]]:
     """The run's lines as table rows, each wrapped line's text joined to its row's cells in page order."""
-    owner = {at: at if placed[0] is not None else _continues(run, at) for at, (_, placed) in enumerate(run)}
     rows: dict[int, list[list[str]]] = {}
-    for at, (_, placed) in enumerate(run):
-        row = owner[at]
+    for (_, placed), row in zip(run, _owners(run), strict=True):
         if row is None:
             continue
         cells = rows.setdefault(row, [[] for _ in range(width)])
