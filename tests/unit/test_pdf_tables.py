@@ -49,6 +49,10 @@ def test_a_pdf_table_becomes_one_table_block_between_its_paragraphs(ruled: bool)
     texts = [block.text for block in doc.blocks]
     assert texts.index(PROSE) < texts.index(table.text) < texts.index("Call ahead on holidays.")
     assert not any("Ingrid Bakker" in block.text for block in doc.blocks if block.table is None)
+    # And the caption line is the table's, not a passage of its own competing with the table
+    assert "Table 1: Depot managers" not in texts
+    # And reportlab's placeholder title "(anonymous)" is no title: the file name is used
+    assert doc.title == "depots"
 
 
 @pytest.mark.parametrize("valign", ["BOTTOM", "TOP", "MIDDLE"])

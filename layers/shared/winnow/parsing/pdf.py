@@ -46,7 +46,10 @@ _HYPHENATED_WORD = re.compile(r"(?<![\w-])[^\W\d_]{1,40}(?:-[^\W\d_]{1,40}){1,4}
 _WORD_EDGE = re.compile(r"^[^\w-]+|[^\w-]+$")
 _MAX_WORD_CHARS = 100
 _FILE_NAME_TITLE = re.compile(r"\.(docx?|pdf|tex|dvi|indd|pptx?|xlsx?|odt|rtf|txt)$", re.IGNORECASE)
-_JUNK_TITLES = frozenset({"untitled", "unknown", "title", "no title", "document", "microsoft word"})
+# "(anonymous)" is what reportlab writes when its caller sets no title.
+_JUNK_TITLES = frozenset(
+    {"untitled", "unknown", "title", "no title", "document", "microsoft word", "(anonymous)", "anonymous"}
+)
 _MAX_OUTLINE_ENTRIES = 10_000
 _MARK = "\x00"
 _HEADING_CHARS = 80
@@ -343,10 +346,17 @@ def _collect_page(
     """Add the page's paragraphs and tables; returns the section path in effect at the end of the page."""
     lines = [line.strip() for line in text.splitlines()]
     markers = {_table_marker(number): table for number, table in enumerate(tables)}
-    from winnow.parsing.pdf_tables import is_caption
-
     switches = _heading_positions(lines, bookmarks)
     heading_lines = {index for index, _, is_heading in switches if is_heading}
+    # Each table's caption, and the "Table N" lines it takes out of the text (the table carries them;
+    # left as a passage of their own they would outrank the table they name).
+    captions: dict[int, str] = {}
+    caption_lines: set[int] = set()
+    for index, line in enumerate(lines):
+        if line in markers:
+            captions[index], caption_line = _table_caption(lines, index, heading_lines)
+            if caption_line is not None:
+                caption_lines.add(caption_line)
     full_line = _typical_full_line(lines)
     paragraph: list[str] = []
 
@@ -366,11 +376,11 @@ def _collect_page(
             continue
         if line in markers:
             flush()
-            table = markers[line]
-            collector.add_table(table.rows, path, page, caption=_table_caption(lines, index, heading_lines))
+            collector.add_table(markers[line].rows, path, page, caption=captions[index])
             continue
-        if markers and is_caption(line):
-            flush()  # a table's caption is its own paragraph, not the end of the one above
+        if index in caption_lines:
+            flush()
+            continue
         paragraph.append(line)
         if len(line) < _SHORT_LINE_SHARE * full_line:
             flush()
@@ -382,23 +392,23 @@ def _collect_page(
     return path
 
 
-def _table_caption(lines: list[str], at: int, heading_lines: set[int]) -> str:
-    """A table's caption: a "Table N" line just above or below it, else the heading just above it (a
-    bookmarked heading, or a short line without closing punctuation); empty when there is neither, and
-    the section's name is used instead."""
+def _table_caption(lines: list[str], at: int, heading_lines: set[int]) -> tuple[str, int | None]:
+    """A table's caption and the index of its "Table N" line when it has one (just above or below
+    the table), else the heading just above it (a bookmarked heading, or a short line without closing
+    punctuation) and None; ("", None) when there is neither, and the section's name is used instead."""
     from winnow.parsing.pdf_tables import is_caption
 
     near = [index for index in (at - 1, at - 2, at + 1, at + 2) if 0 <= index < len(lines) and lines[index]]
     for index in near:
         if is_caption(lines[index]) and _MARK not in lines[index]:
-            return lines[index]
+            return lines[index], index
     above = next((index for index in range(at - 1, -1, -1) if lines[index]), None)
     if above is None or _MARK in lines[above]:
-        return ""
+        return "", None
     line = lines[above]
     if above in heading_lines or (len(line) <= _HEADING_CHARS and not line.endswith((".", ",", ";", ":"))):
-        return line
-    return ""
+        return line, None
+    return "", None
 
 
 def _typical_full_line(lines: list[str]) -> float:
