@@ -140,3 +140,15 @@ def test_table_search_is_bounded_on_a_page_with_a_huge_number_of_pieces() -> Non
     assert find_tables(pieces) == []
     # And just under the bound the same kind of grid is searched and found
     assert find_tables(pieces[:30])
+
+
+def test_a_pdf_table_comes_back_from_the_parse_budget_worker_as_a_table() -> None:
+    from winnow.parsing.budget import parse_within_budget
+
+    # Given a PDF with a table
+    data = make_table_pdf(DEPOTS, caption="Table 1: Depot managers", before=PROSE)
+    # When it is parsed under the parse budget (a worker process, as ingest does)
+    parsed = parse_within_budget("acme/depots.pdf", data)
+    # Then its table block arrives whole, exactly as an in-process parse
+    assert _tables(parsed.blocks)
+    assert parsed == parse_document("acme/depots.pdf", data)
