@@ -52,6 +52,7 @@ _JUNK_TITLES = frozenset(
 )
 _MAX_OUTLINE_ENTRIES = 10_000
 _MARK = "\x00"
+_SENTENCE_ENDS = (".", "!", "?", ":", ";", "\u201d", '"')
 _HEADING_CHARS = 80
 
 
@@ -371,8 +372,12 @@ def _collect_page(
             flush()
             path = switches[switch_at][1].path
             switch_at += 1
-        if index in heading_lines or not line:
+        if index in heading_lines or (
+            not line and not (ocr and _continues_after_blank(paragraph, lines, index))
+        ):
             flush()
+            continue
+        if not line:
             continue
         if line in markers:
             flush()
@@ -390,6 +395,17 @@ def _collect_page(
         switch_at += 1
     flush()
     return path
+
+
+def _continues_after_blank(paragraph: list[str], lines: list[str], at: int) -> bool:
+    """Whether the blank line at ``at`` falls inside a sentence: OCR engines put a blank line wherever
+    the line spacing looks a little wider, even mid-sentence ("... (and hence more unification)" /
+    "" / "of trigger processing."). It does when the paragraph so far does not end a sentence and the
+    next line goes on in lower case."""
+    if not paragraph or paragraph[-1].endswith(_SENTENCE_ENDS):
+        return False
+    following = next((line for line in lines[at + 1 : at + 4] if line), "")
+    return following[:1].islower()
 
 
 def _table_caption(lines: list[str], at: int, heading_lines: set[int]) -> tuple[str, int | None]:
