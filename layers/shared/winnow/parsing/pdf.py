@@ -2,8 +2,13 @@
 
 A PDF's text layer has no paragraphs, only positioned lines. pypdf gives them back line by line; a
 line that is clearly shorter than the page's full lines ends a paragraph (the last line of a
-paragraph, a heading, a list item), and so does a blank line. Words hyphenated across a line break
-("exam-" / "ple") are joined again so the search can find them.
+paragraph, a heading, a list item), and so does a blank line (in OCR text, not one inside a sentence).
+Words hyphenated across a line break ("exam-" / "ple") are joined again so the search can find them;
+a compound the document writes with its hyphen elsewhere keeps it ("non-" / "exclusive").
+
+Tables in the text layer are found from where pypdf says each piece of text is drawn
+(``parsing.pdf_tables``) and become table blocks in reading order, with a "Table N" line near them
+or the heading above them as caption.
 
 Sections come from the outline (bookmarks) when the PDF has one: the path of the bookmark in effect
 at that point. A bookmark usually points at a whole page, so the heading line itself is looked for
