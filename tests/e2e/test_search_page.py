@@ -314,3 +314,94 @@ def test_a_390_pixel_wide_screen_shows_everything_without_sideways_scrolling(
         assert overflowing == []
     finally:
         browser.set_window_size(size["width"], size["height"])
+
+
+DEPOTS = [
+    ["Site", "Manager", "Opening hours"],
+    ["Depot Amsterdam", "Ingrid Bakker", "06:00-22:00"],
+    ["Depot Rotterdam", "Pieter de Vries", "07:00-19:00"],
+    ["Depot Utrecht", "Fatima El Amrani", "05:30-23:00"],
+    ["Depot Eindhoven", "Joost Smit", "08:00-18:00"],
+]
+DOCK_MEMO = (
+    "Tidewell loading dock notice\n\nThe loading dock at the Leiden warehouse closes at noon on Saturdays "
+    "while the conveyor belts are serviced. Drivers arriving later unload at the north gate."
+)
+
+
+def _upload(server: WinnowHTTPServer, key: str, data: bytes) -> dict[str, Any]:
+    import json
+
+    host, port = str(server.server_address[0]), int(server.server_address[1])
+    connection = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        connection.request("POST", f"/upload?key={key}", body=data, headers={"X-Winnow-Tenant": TENANT})
+        response = connection.getresponse()
+        body = json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
+    assert response.status == 200, (key, response.status, body)
+    return dict(body)
+
+
+def _results_with(driver: Any, css: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    return [
+        result for result in _wait(driver, "#results li.result") if result.find_elements(By.CSS_SELECTOR, css)
+    ]
+
+
+def test_table_passages_show_as_tables_and_ocr_passages_are_marked(
+    page: Any, server: WinnowHTTPServer
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from benchmarks.scans import png_bytes, render_page
+    from tests.support.documents import make_table_pdf
+
+    # Given a PDF with a table of depots (text layer) and a scanned memo (a PNG image, read by OCR),
+    # uploaded to the real local server, which parses, OCRs and indexes them
+    table_pdf = make_table_pdf(
+        DEPOTS, caption="Table 2: Depot managers", before="Depots of the Tidewell network."
+    )
+    assert _upload(server, "ops/depots.pdf", table_pdf)["status"] == "indexed"
+    memo = png_bytes(render_page(DOCK_MEMO, seed=3)[0])
+    assert _upload(server, "ops/dock-memo.png", memo)["status"] == "indexed"
+    page.refresh()
+    # When a user asks a question one cell answers
+    _search(page, "Who is the manager of Depot Utrecht?")
+    # Then the table passage is drawn as a table: its caption, the column names as header cells, and
+    # each row's values under their columns
+    [first, *_] = _results_with(page, "table.passage-table")
+    table = first.find_element(By.CSS_SELECTOR, "table.passage-table")
+    assert "Depot managers" in _text(table, "caption")
+    assert [cell.text for cell in table.find_elements(By.CSS_SELECTOR, "thead th")] == DEPOTS[0]
+    rows = [
+        [cell.text for cell in row.find_elements(By.CSS_SELECTOR, "td")]
+        for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    ]
+    assert DEPOTS[3] in rows
+    assert all(len(row) == len(DEPOTS[0]) for row in rows)
+    # and it cites the PDF and its page, without an OCR mark (it came from the text layer)
+    assert _text(first, ".citation .doc") == "Document: ops/depots.pdf"
+    assert _text(first, ".citation .page") == "Page: 1"
+    assert not first.find_elements(By.CSS_SELECTOR, ".ocr-badge")
+    # When the user asks about what only the scanned memo says
+    _search(page, "When does the loading dock at the Leiden warehouse close on Saturdays?")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(page, 60).until(  # the previous answer stays on the page until the new one arrives
+        lambda d: (
+            "ops/dock-memo.png" in d.find_element(By.ID, "results").text
+            or "depots.pdf" not in d.find_element(By.ID, "results").text
+        )
+    )
+    results = _wait(page, "#results li.result")
+    # Then the memo's passage is shown as text read by OCR, marked so, and no other passage is marked
+    memo_results = [r for r in results if _text(r, ".citation .doc") == "Document: ops/dock-memo.png"]
+    assert memo_results, [r.text for r in results]
+    assert "closes at noon on Saturdays" in _text(memo_results[0], "p.passage")
+    badge = memo_results[0].find_element(By.CSS_SELECTOR, ".citation .ocr-badge")
+    assert badge.text == "OCR" and "OCR" in (badge.get_attribute("title") or "")
+    assert all(not r.find_elements(By.CSS_SELECTOR, ".ocr-badge") for r in results if r not in memo_results)

@@ -183,3 +183,4 @@ def test_documents_benchmark_prints_ocr_and_hit_rates(capsys: pytest.CaptureFixt
     assert result["ocr_pages_ingested"] == 3
     assert result["scan_questions"] >= 1 and result["table_questions"] == 40
     assert 0.0 <= result["hit3_scans"] <= 1.0 and result["hit3_tables"] > 0.5
+    assert result["table_questions_pdf"] >= 13 and result["hit3_tables_pdf"] > 0.5

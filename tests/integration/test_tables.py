@@ -50,3 +50,30 @@ def test_a_cell_question_finds_its_row_with_column_names_and_kind_filters(stack:
     # And the slide's table keeps its slide as the page and its title as the section
     slide_rows = [hit for hit in only_tables["results"] if hit["key"] == "acme/managers.pptx"]
     assert slide_rows and slide_rows[0]["page"] == 1 and slide_rows[0]["section"] == "Depot managers"
+
+
+def test_a_pdf_tables_cell_question_finds_its_row_through_the_real_handlers(stack: EmbeddedStack) -> None:
+    from tests.support.documents import make_table_pdf
+
+    # Given a PDF (text layer) with a captioned depot table between two paragraphs, and a prose guide
+    pdf = make_table_pdf(
+        [row[:3] for row in ROWS],
+        caption="Table 4: Depot managers and opening hours",
+        before="Every depot of the network is listed below with the manager who runs it.",
+        after="Holiday hours are announced a week ahead.",
+    )
+    assert stack.upload("acme/depots.pdf", pdf)["status"] == "indexed"
+    assert stack.upload("acme/guide.md", NOTES)["status"] == "indexed"
+    # When someone asks a question answered by one cell
+    status, body = stack.search(
+        "what are the opening hours of Depot Groningen", relevance_threshold=0, top_k=3
+    )
+    # Then the row comes back whole with its column names, as a table on the PDF's page 1, captioned
+    assert status == 200
+    [top, *_] = body["results"]
+    assert top["key"] == "acme/depots.pdf" and top["kind"] == "table" and top["page"] == 1
+    assert "Site: Depot Groningen | Manager: Anouk Visser | Opening hours: 07:30-20:30" in top["text"]
+    assert top["text"].startswith(
+        "Table 4: Depot managers and opening hours\nColumns: Site | Manager | Opening hours"
+    )
+    assert top["ocr"] is False

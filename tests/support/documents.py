@@ -56,6 +56,7 @@ import textwrap
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -116,6 +117,75 @@ def make_pdf(
         pdf.showPage()
     for entry_index, (entry_title, _, level) in enumerate(outline):
         pdf.addOutlineEntry(entry_title, f"outline-{entry_index}", level=level)
+    pdf.save()
+    return buffer.getvalue()
+
+
+def make_table_pdf(
+    rows: Sequence[Sequence[str]],
+    *,
+    caption: str = "",
+    before: str = "",
+    after: str = "",
+    ruled: bool = True,
+    valign: str = "BOTTOM",
+    column_widths: Sequence[float] | None = None,
+) -> bytes:
+    """A PDF laid out as a word processor writes one: a heading-free flow of ``before``, the caption, a
+    table (the first row is the header, repeated on every page the table spans; cells wrap as
+    paragraphs when too long for their column), then ``after``. ``ruled`` draws the grid lines;
+    ``valign`` is where a short cell sits in a row that a wrapped cell made taller."""
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, Table, TableStyle
+
+    styles = getSampleStyleSheet()
+    buffer = io.BytesIO()
+    story: list[Any] = [Paragraph(text, styles["Normal"]) for text in (before, caption) if text]
+    cells = [[Paragraph(cell, styles["Normal"]) if len(cell) > 30 else cell for cell in row] for row in rows]
+    table = Table(cells, repeatRows=1, colWidths=list(column_widths) if column_widths else None)
+    style = [("VALIGN", (0, 0), (-1, -1), valign)]
+    if ruled:
+        style.append(("GRID", (0, 0), (-1, -1), 0.5, colors.black))
+    table.setStyle(TableStyle(style))
+    story.append(table)
+    if after:
+        story.append(Paragraph(after, styles["Normal"]))
+    SimpleDocTemplate(buffer, pagesize=A4, invariant=True).build(story)
+    return buffer.getvalue()
+
+
+def make_two_column_pdf(text: str) -> bytes:
+    """A page set in two columns of prose, as a journal prints it: side by side, line after line."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    lines = textwrap.wrap(" ".join(text.split()), 45)
+    half = (len(lines) + 1) // 2
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
+    for column, x in enumerate((50, 310)):
+        for n, line in enumerate(lines[column * half : (column + 1) * half]):
+            pdf.drawString(x, _TOP - n * _LINE_HEIGHT, line)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def make_crowded_pdf(rows: int, columns: int, *, column_step: float, row_step: float) -> bytes:
+    """One page of ``rows`` x ``columns`` tiny text pieces on a grid: a hostile table (thousands of
+    columns, or more pieces than the table search looks at) that must still be read as text."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
+    pdf.setFont("Helvetica", 1)
+    for row in range(rows):
+        for column in range(columns):
+            pdf.drawString(2 + column * column_step, 830 - row * row_step, f"r{row}c{column}")
+    pdf.showPage()
     pdf.save()
     return buffer.getvalue()
 
@@ -503,6 +573,18 @@ def bad_input_corpus(*, include_large: bool = False) -> list[BadInput]:
         ),
         BadInput("scanned pdf", "acme/scanned.pdf", make_scanned_pdf(), EmptyDocument),
         BadInput("pdf named txt", "acme/really-a-pdf.txt", ok_pdf, UnsupportedDocument),
+        BadInput(
+            "pdf table row of 3,000 cells",
+            "acme/wide-table.pdf",
+            make_crowded_pdf(4, 3_000, column_step=0.19, row_step=2),
+            None,
+        ),
+        BadInput(
+            "pdf page of over 20,000 text pieces",
+            "acme/crowded.pdf",
+            make_crowded_pdf(2_400, 3, column_step=180, row_step=0.3),
+            None,
+        ),
         BadInput("docx zip bomb", "acme/bomb.docx", make_docx_zip_bomb("declared"), OversizedDocument),
         BadInput("docx not a zip", "acme/not-a-zip.docx", make_not_a_zip_docx(), UnsupportedDocument),
         BadInput("binary named txt", "acme/binary.txt", make_binary(), UnsupportedDocument),

@@ -166,6 +166,29 @@ def test_pdf_paragraphs_become_separate_blocks_and_wrapped_lines_are_joined() ->
     assert all(block.page == 1 for block in doc.blocks)
 
 
+def test_a_line_break_at_a_compound_words_own_hyphen_keeps_the_hyphen() -> None:
+    import io
+
+    import pypdf
+
+    # Given a paragraph whose lines break after the hyphen of "royalty-free" (as word processors and
+    # typewriters break lines) and after a syllable hyphen ("exam-" / "ple") the document never writes
+    clauses = " ".join(f"Clause {n} grants a worldwide royalty-free licence to the holder." for n in range(9))
+    compound = f"Under this agreement, signed at the Nnnnnn office, {clauses}"
+    data = make_pdf([compound])
+    raw = pypdf.PdfReader(io.BytesIO(data)).pages[0].extract_text()
+    assert any(line.endswith("royalty-") for line in raw.splitlines())
+    # When it is parsed
+    [block] = parse_document("acme/licence.pdf", data).blocks
+    # Then every "royalty-free" is whole with its hyphen, so a search for either half finds it
+    assert block.text == compound
+    assert "royaltyfree" not in block.text
+    # And a word hyphenated only to break the line is still joined without its hyphen
+    from winnow.parsing.pdf import _join_lines
+
+    assert _join_lines(["an exam-", "ple of it"], frozenset({"royalty-free"})) == "an example of it"
+
+
 def test_pdf_nested_outline_builds_section_paths_and_switches_at_the_heading_line() -> None:
     # Given chapter 2 starting half-way down page 2 and a sub-section under chapter 1
     pages = [

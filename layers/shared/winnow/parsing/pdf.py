@@ -2,8 +2,13 @@
 
 A PDF's text layer has no paragraphs, only positioned lines. pypdf gives them back line by line; a
 line that is clearly shorter than the page's full lines ends a paragraph (the last line of a
-paragraph, a heading, a list item), and so does a blank line. Words hyphenated across a line break
-("exam-" / "ple") are joined again so the search can find them.
+paragraph, a heading, a list item), and so does a blank line (in OCR text, not one inside a sentence).
+Words hyphenated across a line break ("exam-" / "ple") are joined again so the search can find them;
+a compound the document writes with its hyphen elsewhere keeps it ("non-" / "exclusive").
+
+Tables in the text layer are found from where pypdf says each piece of text is drawn
+(``parsing.pdf_tables``) and become table blocks in reading order, with a "Table N" line near them
+or the heading above them as caption.
 
 Sections come from the outline (bookmarks) when the PDF has one: the path of the bookmark in effect
 at that point. A bookmark usually points at a whole page, so the heading line itself is looked for
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
@@ -32,15 +38,27 @@ if TYPE_CHECKING:
     from pypdf import PdfReader
     from pypdf._page import PageObject
 
+    from winnow.parsing.pdf_tables import Fragment, PdfTable
     from winnow.ports import Ocr
     from winnow.settings import OcrSettings
 
 # A line shorter than this share of the page's typical full line ends its paragraph.
 _SHORT_LINE_SHARE = 0.7
 _HYPHENATED_END = re.compile(r"[^\W\d_]-$")
+# A word with a hyphen inside a line: letters, then hyphen-letters groups; the lookarounds keep a
+# line-end hyphen ("non-" before a newline) out.
+_HYPHENATED_WORD = re.compile(r"(?<![\w-])[^\W\d_]{1,40}(?:-[^\W\d_]{1,40}){1,4}(?![\w-])")
+_WORD_EDGE = re.compile(r"^[^\w-]+|[^\w-]+$")
+_MAX_WORD_CHARS = 100
 _FILE_NAME_TITLE = re.compile(r"\.(docx?|pdf|tex|dvi|indd|pptx?|xlsx?|odt|rtf|txt)$", re.IGNORECASE)
-_JUNK_TITLES = frozenset({"untitled", "unknown", "title", "no title", "document", "microsoft word"})
+# "(anonymous)" is what reportlab writes when its caller sets no title.
+_JUNK_TITLES = frozenset(
+    {"untitled", "unknown", "title", "no title", "document", "microsoft word", "(anonymous)", "anonymous"}
+)
 _MAX_OUTLINE_ENTRIES = 10_000
+_MARK = "\x00"
+_SENTENCE_ENDS = (".", "!", "?", ":", ";", "\u201d", '"')
+_HEADING_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -88,17 +106,19 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     for entry in _outline_entries(reader):
         bookmarks_by_page.setdefault(entry.page_index, []).append(entry)
     texts: list[str] = []
+    tables: list[list[PdfTable]] = []
     failed_pages = 0
     for page_index in range(page_count):
         try:
-            text = reader.pages[page_index].extract_text() or ""
+            text, page_tables = _read_page(reader.pages[page_index])
         except RecursionError:
             raise
         except Exception:
             # One damaged page should not cost the reader the other hundred; all damaged is corrupt.
             failed_pages += 1
-            text = ""
+            text, page_tables = "", []
         texts.append(text)
+        tables.append(page_tables)
     if failed_pages == page_count:
         raise CorruptDocument("corrupt PDF: no page could be read")
     scanned = [
@@ -107,9 +127,19 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     ocr_read = _read_scanned_pages(reader, texts, scanned, ocr, ocr_settings) if ocr is not None else set()
     collector = BlockCollector()
     path: tuple[str, ...] = ()
+    hyphenated = hyphenated_words(texts)
     for page_index, text in enumerate(texts):
         bookmarks = bookmarks_by_page.get(page_index, [])
-        path = _collect_page(collector, text, page_index + 1, path, bookmarks, ocr=page_index in ocr_read)
+        path = _collect_page(
+            collector,
+            text,
+            page_index + 1,
+            path,
+            bookmarks,
+            ocr=page_index in ocr_read,
+            tables=tables[page_index],
+            hyphenated=hyphenated,
+        )
     empty_reason = "PDF has no text layer (scanned PDF?)"
     if ocr is None and scanned:
         empty_reason += " and OCR is off"
@@ -119,6 +149,39 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
         collector.blocks, title=_metadata_title(reader), key=key, source_type="pdf", empty_reason=empty_reason
     )
     return ParsedDocument(parsed.title, parsed.blocks, parsed.source_type, ocr_pages=len(ocr_read))
+
+
+def _read_page(page: PageObject) -> tuple[str, list[PdfTable]]:
+    """The page's text, and its tables: each table's text is taken out of the page text and a marker
+    line (``_table_marker``) left where it stood, so the table becomes one table block in reading order."""
+    from winnow.parsing.pdf_tables import find_tables, fragment_from_visitor
+
+    fragments: list[Fragment] = []
+
+    def visit(text: str, cm: Any, tm: Any, _font: Any, font_size: Any) -> None:
+        fragments.append(fragment_from_visitor(text, cm, tm, float(font_size or 0)))
+
+    text = page.extract_text(visitor_text=visit) or ""
+    found = find_tables(fragments)
+    if not found:
+        return text, []
+    # pypdf's page text is exactly its visited pieces in order (checked on real PDFs), so the text
+    # without the tables is rebuilt from the pieces; NUL never is content and marks the tables.
+    owner = {index: number for number, table in enumerate(found) for index in table.fragments}
+    parts: list[str] = []
+    placed: set[int] = set()
+    for index, fragment in enumerate(fragments):
+        number = owner.get(index)
+        if number is None:
+            parts.append(fragment.text.replace(_MARK, ""))
+        elif number not in placed:
+            placed.add(number)
+            parts.append(f"\n{_table_marker(number)}\n")
+    return "".join(parts), found
+
+
+def _table_marker(number: int) -> str:
+    return f"{_MARK}{number}{_MARK}"
 
 
 def _read_scanned_pages(
@@ -283,17 +346,29 @@ def _collect_page(
     bookmarks: list[_OutlineEntry],
     *,
     ocr: bool = False,
+    tables: Sequence[PdfTable] = (),
+    hyphenated: frozenset[str] = frozenset(),
 ) -> tuple[str, ...]:
-    """Add the page's paragraphs; returns the section path in effect at the end of the page."""
+    """Add the page's paragraphs and tables; returns the section path in effect at the end of the page."""
     lines = [line.strip() for line in text.splitlines()]
+    markers = {_table_marker(number): table for number, table in enumerate(tables)}
     switches = _heading_positions(lines, bookmarks)
     heading_lines = {index for index, _, is_heading in switches if is_heading}
+    # Each table's caption, and the "Table N" lines it takes out of the text (the table carries them;
+    # left as a passage of their own they would outrank the table they name).
+    captions: dict[int, str] = {}
+    caption_lines: set[int] = set()
+    for index, line in enumerate(lines):
+        if line in markers:
+            captions[index], caption_line = _table_caption(lines, index, heading_lines)
+            if caption_line is not None:
+                caption_lines.add(caption_line)
     full_line = _typical_full_line(lines)
     paragraph: list[str] = []
 
     def flush() -> None:
         if paragraph:
-            collector.add(_join_lines(paragraph), path, page, ocr=ocr)
+            collector.add(_join_lines(paragraph, hyphenated), path, page, ocr=ocr)
             paragraph.clear()
 
     switch_at = 0
@@ -302,7 +377,18 @@ def _collect_page(
             flush()
             path = switches[switch_at][1].path
             switch_at += 1
-        if index in heading_lines or not line:
+        if index in heading_lines or (
+            not line and not (ocr and _continues_after_blank(paragraph, lines, index))
+        ):
+            flush()
+            continue
+        if not line:
+            continue
+        if line in markers:
+            flush()
+            collector.add_table(markers[line].rows, path, page, caption=captions[index])
+            continue
+        if index in caption_lines:
             flush()
             continue
         paragraph.append(line)
@@ -316,6 +402,36 @@ def _collect_page(
     return path
 
 
+def _continues_after_blank(paragraph: list[str], lines: list[str], at: int) -> bool:
+    """Whether the blank line at ``at`` falls inside a sentence: OCR engines put a blank line wherever
+    the line spacing looks a little wider, even mid-sentence ("... (and hence more unification)" /
+    "" / "of trigger processing."). It does when the paragraph so far does not end a sentence and the
+    next line goes on in lower case."""
+    if not paragraph or paragraph[-1].endswith(_SENTENCE_ENDS):
+        return False
+    following = next((line for line in lines[at + 1 : at + 4] if line), "")
+    return following[:1].islower()
+
+
+def _table_caption(lines: list[str], at: int, heading_lines: set[int]) -> tuple[str, int | None]:
+    """A table's caption and the index of its "Table N" line when it has one (just above or below
+    the table), else the heading just above it (a bookmarked heading, or a short line without closing
+    punctuation) and None; ("", None) when there is neither, and the section's name is used instead."""
+    from winnow.parsing.pdf_tables import is_caption
+
+    near = [index for index in (at - 1, at - 2, at + 1, at + 2) if 0 <= index < len(lines) and lines[index]]
+    for index in near:
+        if is_caption(lines[index]) and _MARK not in lines[index]:
+            return lines[index], index
+    above = next((index for index in range(at - 1, -1, -1) if lines[index]), None)
+    if above is None or _MARK in lines[above]:
+        return "", None
+    line = lines[above]
+    if above in heading_lines or (len(line) <= _HEADING_CHARS and not line.endswith((".", ",", ";", ":"))):
+        return line, None
+    return "", None
+
+
 def _typical_full_line(lines: list[str]) -> float:
     """The length of a full line on this page: the 90th percentile, so one stray long line (a URL, a
     table row) does not turn every normal line into a paragraph end."""
@@ -325,12 +441,27 @@ def _typical_full_line(lines: list[str]) -> float:
     return float(lengths[min(len(lengths) - 1, int(len(lengths) * 0.9))])
 
 
-def _join_lines(lines: list[str]) -> str:
-    """Lines of a paragraph joined by spaces, a word hyphenated across a line break joined again. Only
+def hyphenated_words(texts: Iterable[str]) -> frozenset[str]:
+    """The words a document writes with a hyphen inside a line ("non-exclusive"), lower-cased: a line
+    break after such a hyphen keeps it (see ``_join_lines``)."""
+    found: set[str] = set()
+    for text in texts:
+        found.update(word.casefold() for word in _HYPHENATED_WORD.findall(text))
+    return frozenset(found)
+
+
+def _join_lines(lines: list[str], hyphenated: frozenset[str] = frozenset()) -> str:
+    """Lines of a paragraph joined by spaces. A word broken across a line break after a hyphen is
+    joined again: without the hyphen ("exam-" / "ple" is "example"), unless the document writes that
+    word with its hyphen elsewhere ("non-" / "exclusive" is "non-exclusive": word processors and
+    typewriters break lines at a compound's own hyphen, and the search must find both halves). Only
     the previous line's end is looked at, so a paragraph of many lines is joined in linear time."""
     parts = [lines[0]]
     for line in lines[1:]:
         if _HYPHENATED_END.search(parts[-1][-2:]) and line[:1].islower():
+            if hyphenated and _broken_word(parts[-1], line).casefold() in hyphenated:
+                parts.append(line)
+                continue
             parts[-1] = parts[-1][:-1]
             parts.append(line)
         else:
@@ -339,8 +470,16 @@ def _join_lines(lines: list[str]) -> str:
     return "".join(parts)
 
 
+def _broken_word(before: str, after: str) -> str:
+    """The word a line break after a hyphen splits, hyphen kept: "... non-" and "exclusive, ..." give
+    "non-exclusive"."""
+    head = before[-_MAX_WORD_CHARS:].rsplit(maxsplit=1)[-1]
+    tail = after[:_MAX_WORD_CHARS].split(maxsplit=1)[0] if after.strip() else ""
+    return _WORD_EDGE.sub("", head) + _WORD_EDGE.sub("", tail)
+
+
 def collect_ocr_page(text: str, page: int) -> list[Block]:
     """Paragraph blocks of one page of OCR text, marked as OCR (used for image files)."""
     collector = BlockCollector()
-    _collect_page(collector, text, page, (), [], ocr=True)
+    _collect_page(collector, text, page, (), [], ocr=True, hyphenated=hyphenated_words([text]))
     return collector.blocks

@@ -1,0 +1,225 @@
+"""Tables in a PDF's text layer, found from where pypdf says each piece of text is drawn.
+
+A PDF has no tables, only text drawn at positions. A table shows as lines whose pieces start at the
+same few x positions, line after line, with clear gaps between them; prose does not (its pieces are
+one run per line, or runs that follow each other without a gap). So a table here is a run of at
+least ``MIN_ROWS`` nearby lines of two or more cells each, every cell starting at one of the run's
+column positions, the cells short (long cells side by side are a two-column page, not a table).
+A line whose first column is empty continues the row above (a cell wrapped onto a second line).
+
+pypdf reports no text widths, so a piece's end is estimated from its length; the estimate only
+decides whether two pieces on a line are one cell or two, and errs towards one (a missed table stays
+text, as before; a false table would garble prose). The positions come from the same
+``extract_text`` call that reads the page, so finding tables costs no second pass over the page.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+MIN_ROWS = 3
+MIN_COLUMNS = 2
+# A line of more cells than a table block keeps (``parsing.tables``) is not taken for a table's first.
+MAX_COLUMNS = 64
+# Pieces on a page beyond this are not searched for tables (the text is still read): bounds the work.
+MAX_FRAGMENTS = 20_000
+# Average glyph width as a share of the font size (Helvetica and Times set prose at 0.40-0.47).
+_GLYPH_WIDTH = 0.45
+# A table has a column of short cells; long runs side by side in every column are page columns.
+_MAX_SHORT_CELL_CHARS = 24
+# Between two lines of one table: at most this many font sizes.
+_MAX_LINE_GAP = 2.6
+# A column of bullets or enumerators ("•", "2.", "b)") makes a list, not a table.
+_LIST_MARKER = re.compile(r"^(?:[^\w\s]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])$")
+_CAPTION = re.compile(r"^(table|tab\.)\s*[\dIVXivx]+\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """One piece of text as pypdf's ``visitor_text`` reports it: where it starts and its font size."""
+
+    x: float
+    y: float
+    size: float
+    text: str
+
+
+@dataclass
+class PdfTable:
+    rows: list[list[str]]
+    fragments: set[int] = field(default_factory=set)
+
+
+@dataclass
+class _Cell:
+    x: float
+    end: float
+    text: str
+    fragments: list[int]
+    spaced: bool  # the last piece ended with a space: the next one is a new word
+
+
+@dataclass
+class _Line:
+    y: float
+    size: float
+    cells: list[_Cell]
+    fragments: list[int]
+    broken: bool = False  # holds a piece spanning several lines: never part of a table
+
+
+def fragment_from_visitor(text: str, cm: Sequence[float], tm: Sequence[float], font_size: float) -> Fragment:
+    """A :class:`Fragment` from ``visitor_text``'s matrices: the text matrix's origin in page space."""
+    x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
+    y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
+    scale = math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])
+    size = abs(font_size * scale) if scale else abs(font_size)
+    return Fragment(float(x), float(y), float(size) or 1.0, text)
+
+
+def find_tables(fragments: Sequence[Fragment]) -> list[PdfTable]:
+    """The tables among a page's text pieces, top to bottom; each knows which pieces it took."""
+    if len(fragments) > MAX_FRAGMENTS:
+        return []
+    lines = _lines(fragments)
+    tables: list[PdfTable] = []
+    start = 0
+    while start < len(lines):
+        table, end = _table_from(lines, start)
+        if table is not None:
+            tables.append(table)
+        # A run that is no table is not searched again from each of its lines: linear in the lines.
+        start = max(end, start + 1)
+    return tables
+
+
+def is_caption(line: str) -> bool:
+    """Whether a line names a table ("Table 3: Opening hours")."""
+    return bool(_CAPTION.match(line.strip()))
+
+
+def _lines(fragments: Sequence[Fragment]) -> list[_Line]:
+    """Pieces grouped into visual lines (same baseline), top of the page first, cells left to right."""
+    pieces = [
+        (index, fragment)
+        for index, fragment in enumerate(fragments)
+        if fragment.text.strip() and math.isfinite(fragment.x) and math.isfinite(fragment.y)
+    ]
+    pieces.sort(key=lambda item: (-item[1].y, item[1].x))
+    lines: list[_Line] = []
+    for index, fragment in pieces:
+        line = lines[-1] if lines else None
+        if line is None or abs(line.y - fragment.y) > 0.35 * max(line.size, fragment.size):
+            line = _Line(fragment.y, fragment.size, [], [])
+            lines.append(line)
+        line.fragments.append(index)
+        line.size = max(line.size, fragment.size)
+        if "\n" in fragment.text.strip():
+            line.broken = True
+        _add_piece(line, index, fragment)
+    return lines
+
+
+def _add_piece(line: _Line, index: int, fragment: Fragment) -> None:
+    """Extend the last cell when the piece starts before that cell's estimated end plus half an em;
+    otherwise the piece starts a new cell."""
+    text = " ".join(fragment.text.split())
+    width = _GLYPH_WIDTH * fragment.size * len(text)
+    last = line.cells[-1] if line.cells else None
+    if last is not None and fragment.x <= last.end + 0.5 * fragment.size:
+        joiner = " " if last.spaced or fragment.text[:1].isspace() else ""
+        last.text = f"{last.text}{joiner}{text}".strip()
+        last.spaced = fragment.text[-1:].isspace()
+        last.end = max(last.end, fragment.x + width)
+        last.fragments.append(index)
+        return
+    line.cells.append(_Cell(fragment.x, fragment.x + width, text, [index], fragment.text[-1:].isspace()))
+
+
+def _table_from(lines: list[_Line], start: int) -> tuple[PdfTable | None, int]:
+    """The table starting at ``lines[start]`` and the index after it, or (None, start)."""
+    first = lines[start]
+    if first.broken or not MIN_COLUMNS <= len(first.cells) <= MAX_COLUMNS:
+        return None, start
+    columns = [cell.x for cell in first.cells]
+    tolerance = 0.6 * first.size
+    run: list[tuple[_Line, list[_Cell | None]]] = [(first, list(first.cells))]
+    end = start + 1
+    while end < len(lines):
+        line, previous = lines[end], run[-1][0]
+        if line.broken or previous.y - line.y > _MAX_LINE_GAP * max(line.size, previous.size):
+            break
+        placed = _place(line.cells, columns, tolerance)
+        if placed is None or (placed[0] is not None and sum(c is not None for c in placed) < MIN_COLUMNS):
+            break
+        run.append((line, placed))
+        end += 1
+    rows = _rows(run, len(columns))
+    if len(rows) < MIN_ROWS or not _has_short_column(rows):
+        return None, end
+    if all(_LIST_MARKER.match(row[0]) for row in rows if row[0]):
+        return None, end
+    return PdfTable(rows, {index for line, _ in run for index in line.fragments}), end
+
+
+def _has_short_column(rows: list[list[str]]) -> bool:
+    """Whether some column holds short cells (names, numbers, codes), as every table has; lines of
+    prose side by side (a page set in columns) are long in every column."""
+    columns = zip(*rows[1:], strict=True)
+    return any(statistics.median(len(cell) for cell in column) <= _MAX_SHORT_CELL_CHARS for column in columns)
+
+
+def _owners(run: list[tuple[_Line, list[_Cell | None]]]) -> list[int | None]:
+    """The row (index into ``run``) each line belongs to. A line without a first cell continues a row:
+    such lines come in blocks (the later lines of wrapped cells), and a block goes to the nearer full
+    line above or below it: line spacing inside a cell is tighter than between rows, and wrapped lines
+    sit above their row's other cells when those are aligned to the bottom, below when to the top."""
+    owners: list[int | None] = [at if placed[0] is not None else None for at, (_, placed) in enumerate(run)]
+    at = 0
+    while at < len(run):
+        if owners[at] is not None:
+            at += 1
+            continue
+        last = at
+        while last + 1 < len(run) and owners[last + 1] is None:
+            last += 1
+        above = at - 1 if at > 0 else None
+        below = last + 1 if last + 1 < len(run) else None
+        if above is None or below is None:
+            row = above if below is None else below
+        else:
+            gap_above = run[above][0].y - run[at][0].y
+            gap_below = run[last][0].y - run[below][0].y
+            row = above if gap_above <= gap_below else below
+        owners[at : last + 1] = [row] * (last + 1 - at)
+        at = last + 1
+    return owners
+
+
+def _rows(run: list[tuple[_Line, list[_Cell | None]]], width: int) -> list[list[str]]:
+    """The run's lines as table rows, each wrapped line's text joined to its row's cells in page order."""
+    rows: dict[int, list[list[str]]] = {}
+    for (_, placed), row in zip(run, _owners(run), strict=True):
+        if row is None:
+            continue
+        cells = rows.setdefault(row, [[] for _ in range(width)])
+        for column, cell in enumerate(placed):
+            if cell is not None:
+                cells[column].append(cell.text)
+    return [[" ".join(parts) for parts in rows[row]] for row in sorted(rows)]
+
+
+def _place(cells: list[_Cell], columns: list[float], tolerance: float) -> list[_Cell | None] | None:
+    """The line's cells by column (None for an empty one), or None when a cell starts away from every
+    column or two cells fall into one column: then the line is not part of this table."""
+    placed: list[_Cell | None] = [None] * len(columns)
+    for cell in cells:
+        column = next((n for n, x in enumerate(columns) if abs(cell.x - x) <= tolerance), None)
+        if column is None or placed[column] is not None:
+            return None
+        placed[column] = cell
+    return placed

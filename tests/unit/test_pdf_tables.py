@@ -1,0 +1,154 @@
+"""Tables in text-layer PDFs become table blocks: whole rows with their column names, the header in
+every chunk, the caption or the heading above as context; prose, lists and two-column pages do not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.documents import make_pdf, make_table_pdf, make_two_column_pdf
+from winnow.models import Block
+from winnow.parsing import parse_document
+from winnow.parsing.pdf_tables import MAX_FRAGMENTS, Fragment, find_tables
+from winnow.settings import ChunkingSettings
+from winnow.text.chunking import chunk_document, max_chunk_chars
+
+DEPOTS = [
+    ["Site", "Manager", "Opening hours", "Phone"],
+    ["Depot Amsterdam", "Ingrid Bakker", "06:00-22:00", "+31 20 555 0000"],
+    ["Depot Rotterdam", "Pieter de Vries", "07:00-19:00", "+31 20 555 0001"],
+    ["Depot Utrecht", "Fatima El Amrani", "05:30-23:00", "+31 20 555 0002"],
+]
+PROSE = (
+    "Every depot accepts returns during its opening hours. Managers approve refunds above one hundred "
+    "euros, and a refund below that is approved by the desk clerk on duty without a second signature."
+)
+
+
+def _tables(blocks: list[Block]) -> list[Block]:
+    return [block for block in blocks if block.table is not None]
+
+
+@pytest.mark.parametrize("ruled", [True, False], ids=["ruled", "unruled"])
+def test_a_pdf_table_becomes_one_table_block_between_its_paragraphs(ruled: bool) -> None:
+    # Given a PDF with a paragraph, a captioned table (with or without grid lines) and a closing line
+    data = make_table_pdf(
+        DEPOTS, caption="Table 1: Depot managers", before=PROSE, after="Call ahead on holidays.", ruled=ruled
+    )
+    # When it is parsed
+    doc = parse_document("acme/depots.pdf", data)
+    # Then the table is one table block with the header, every row whole, and the caption
+    [table] = _tables(doc.blocks)
+    assert table.table is not None and table.page == 1
+    assert table.table.header == tuple(DEPOTS[0])
+    assert [list(row) for row in table.table.rows] == DEPOTS[1:]
+    assert table.table.caption == "Table 1: Depot managers"
+    assert "Site: Depot Utrecht | Manager: Fatima El Amrani | Opening hours: 05:30-23:00" in table.text
+    # And the prose around it stays text, in reading order, without the cells mixed in
+    texts = [block.text for block in doc.blocks]
+    assert texts.index(PROSE) < texts.index(table.text) < texts.index("Call ahead on holidays.")
+    assert not any("Ingrid Bakker" in block.text for block in doc.blocks if block.table is None)
+    # And the caption line is the table's, not a passage of its own competing with the table
+    assert "Table 1: Depot managers" not in texts
+    # And reportlab's placeholder title "(anonymous)" is no title: the file name is used
+    assert doc.title == "depots"
+
+
+@pytest.mark.parametrize("valign", ["BOTTOM", "TOP", "MIDDLE"])
+def test_a_cell_wrapped_onto_several_lines_stays_in_its_row(valign: str) -> None:
+    # Given a table whose note cells wrap onto two or three lines, the short cells aligned as given
+    note = "Ships from warehouse {n}; fragile items are wrapped twice before they leave the dock"
+    rows = [["Code", "Item", "Notes", "Price"]] + [
+        [f"SKU-{n:04d}", f"Widget model {n}", note.format(n=n) if n % 3 == 0 else f"note {n}", f"{n * 3}.50"]
+        for n in range(12)
+    ]
+    data = make_table_pdf(rows, valign=valign, column_widths=[70, 110, 160, 60])
+    # When it is parsed
+    [table] = _tables(parse_document("acme/prices.pdf", data).blocks)
+    # Then each wrapped note is whole in its own row, beside that row's other cells
+    assert table.table is not None
+    assert [list(row) for row in table.table.rows] == rows[1:]
+
+
+def test_a_table_over_several_pages_keeps_its_header_in_every_chunk() -> None:
+    # Given a 150-row table that runs over several pages (its header repeated on each, as word
+    # processors print it)
+    rows = [["Part", "Bin", "Stock"]] + [[f"P-{n:04d}", f"B{n % 37}", str(n * 3)] for n in range(150)]
+    doc = parse_document("acme/stock.pdf", make_table_pdf(rows, caption="Stock list"))
+    tables = _tables(doc.blocks)
+    # Then every page holds one table block, with the page it is on
+    assert len(tables) >= 3
+    assert [block.page for block in tables] == list(range(1, len(tables) + 1))
+    # When it is chunked
+    settings = ChunkingSettings(target_chars=600, overlap_chars=50, min_chars=50)
+    chunks = chunk_document(doc, settings)
+    table_chunks = [chunk for chunk in chunks if chunk.kind == "table"]
+    # Then every chunk starts with the column line and no row is split or lost
+    assert len(table_chunks) > 5
+    for chunk in table_chunks:
+        assert "Columns: Part | Bin | Stock\n" in chunk.text
+        assert len(chunk.text) <= max_chunk_chars(settings)
+    body = [line for chunk in table_chunks for line in chunk.text.split("\n") if line.startswith("Part: ")]
+    assert body == [f"Part: P-{n:04d} | Bin: B{n % 37} | Stock: {n * 3}" for n in range(150)]
+
+
+def test_a_table_without_a_caption_takes_the_heading_above_it() -> None:
+    # Given a table under a short heading line and no "Table N" caption
+    data = make_table_pdf(DEPOTS, before="Depot managers")
+    # When it is parsed
+    [table] = _tables(parse_document("acme/depots.pdf", data).blocks)
+    # Then the heading is the table's caption, so every chunk of it says what it is about
+    assert table.table is not None and table.table.caption == "Depot managers"
+
+
+LICENSES = Path("/usr/share/common-licenses")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["prose", "list", "two columns", "code"],
+)
+def test_prose_lists_two_column_pages_and_code_make_no_tables(name: str) -> None:
+    # Given PDFs without a table: licence prose, bulleted and numbered lists, a two-column page, and
+    # aligned code
+    gpl = " ".join((LICENSES / "GPL-3").read_text().split()) if LICENSES.is_dir() else PROSE * 20
+    documents = {
+        "prose": make_pdf([gpl[:2500], gpl[2500:5000]]),
+        "list": make_table_pdf(
+            [["•", "Returns are accepted for thirty days."], ["•", "Refunds go to the original card."]]
+            + [[f"{n}.", f"Step {n} of the returns procedure."] for n in range(1, 6)],
+            ruled=False,
+        ),
+        "two columns": make_two_column_pdf(gpl[:3000]),
+        "code": make_pdf(["x = 1    # one\n\ny = 22   # two\n\nz = 333  # three"]),
+    }
+    # When each is parsed
+    doc = parse_document(f"acme/{name}.pdf", documents[name])
+    # Then no block is a table and no text is lost to one
+    assert _tables(doc.blocks) == []
+    assert doc.blocks
+
+
+def test_table_search_is_bounded_on_a_page_with_a_huge_number_of_pieces() -> None:
+    # Given a page whose text comes in more pieces than the table search looks at
+    pieces = [
+        Fragment(float(50 + 100 * (n % 3)), float(800 - 12 * (n // 3)), 10.0, f"cell {n}")
+        for n in range(MAX_FRAGMENTS + 1)
+    ]
+    # Then no tables are looked for (the text is still read by the caller)
+    assert find_tables(pieces) == []
+    # And just under the bound the same kind of grid is searched and found
+    assert find_tables(pieces[:30])
+
+
+def test_a_pdf_table_comes_back_from_the_parse_budget_worker_as_a_table() -> None:
+    from winnow.parsing.budget import parse_within_budget
+
+    # Given a PDF with a table
+    data = make_table_pdf(DEPOTS, caption="Table 1: Depot managers", before=PROSE)
+    # When it is parsed under the parse budget (a worker process, as ingest does)
+    parsed = parse_within_budget("acme/depots.pdf", data)
+    # Then its table block arrives whole, exactly as an in-process parse
+    assert _tables(parsed.blocks)
+    assert parsed == parse_document("acme/depots.pdf", data)
