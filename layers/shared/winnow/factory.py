@@ -155,12 +155,13 @@ class Container:
     @cached_property
     def store(self) -> VectorStore:
         with self._lock:
-            from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
+            from winnow.adapters.qdrant_store import open_store
 
             q = self.settings.qdrant
             api_key = self._secret(q.api_key, q.api_key_secret_arn) if q.url else None
-            client = make_qdrant_client(q, api_key, self.settings.storage.qdrant_local_path)
-            store = QdrantVectorStore(client, self.embedder.profile, q, rrf_k=self.settings.search.rrf_k)
+            local_path = self.settings.storage.qdrant_local_path
+            rrf_k = self.settings.search.rrf_k
+            store = open_store(q, api_key, local_path, self.embedder.profile, rrf_k=rrf_k)
             store.ensure_collection()
             return store
 

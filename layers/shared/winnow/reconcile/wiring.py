@@ -38,15 +38,10 @@ def active_index_for(container: Container) -> ActiveIndex | None:
     state = _of(container)
     with _lock:
         if "index" not in state:
-            from winnow.adapters.qdrant_store import QdrantVectorStore
+            from winnow.adapters.qdrant_collection import CollectionStore
 
             store = container.store
-            if isinstance(store, QdrantVectorStore):
-                from winnow.adapters.qdrant_active import QdrantActiveIndex
-
-                state["index"] = QdrantActiveIndex.for_store(store, container.settings.qdrant)
-            else:
-                state["index"] = None
+            state["index"] = store.active_index() if isinstance(store, CollectionStore) else None
         return state["index"]
 
 
@@ -100,15 +95,12 @@ def embedder_for(container: Container, profile: EmbeddingProfile) -> Embedder:
 
 
 def _store_for(container: Container, profile: EmbeddingProfile) -> VectorStore:
-    from winnow.adapters.qdrant_store import QdrantVectorStore
+    from winnow.adapters.qdrant_collection import CollectionStore
 
     store = container.store
-    if not isinstance(store, QdrantVectorStore):
+    if not isinstance(store, CollectionStore):
         raise ConfigurationError("profile switching needs the Qdrant vector store")
-    client = getattr(store, "client", None) or store._client
-    return QdrantVectorStore(
-        client, profile, container.settings.qdrant, rrf_k=container.settings.search.rrf_k
-    )
+    return store.for_profile(profile)
 
 
 def search_components(container: Container) -> tuple[Embedder, VectorStore]:
