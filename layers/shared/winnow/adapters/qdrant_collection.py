@@ -156,6 +156,10 @@ class CollectionStore(VectorStore):
         """The pointer to the collection searches read, kept by the same engine."""
 
     @abstractmethod
+    def close(self) -> None:
+        """Release the engine (the client, or the Edge folder and its lock); other stores on it too."""
+
+    @abstractmethod
     def _exists(self) -> bool: ...
 
     @abstractmethod

@@ -258,6 +258,9 @@ class EdgeVectorStore(CollectionStore):
     def for_profile(self, profile: EmbeddingProfile) -> EdgeVectorStore:
         return EdgeVectorStore(self.folder, profile, self._settings, rrf_k=self._rrf_k, sleep=self._sleep)
 
+    def close(self) -> None:
+        self.folder.close()
+
     def active_index(self) -> EdgeActiveIndex:
         return EdgeActiveIndex(self.folder, self._settings)
 

@@ -101,14 +101,19 @@ def open_store(
 
 
 def store_on(
-    engine: QdrantClient | EdgeFolder, profile: EmbeddingProfile, settings: QdrantSettings, *, rrf_k: int = 60
+    engine: QdrantClient | EdgeFolder,
+    profile: EmbeddingProfile,
+    settings: QdrantSettings,
+    *,
+    rrf_k: int = 60,
+    collection_name: str | None = None,
 ) -> CollectionStore:
     """The store of ``profile``'s collection on an engine ``make_qdrant_client`` opened."""
     from winnow.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 
     if isinstance(engine, EdgeFolder):
-        return EdgeVectorStore(engine, profile, settings, rrf_k=rrf_k)
-    return QdrantVectorStore(engine, profile, settings, rrf_k=rrf_k)
+        return EdgeVectorStore(engine, profile, settings, rrf_k=rrf_k, collection_name=collection_name)
+    return QdrantVectorStore(engine, profile, settings, rrf_k=rrf_k, collection_name=collection_name)
 
 
 def local_engine_for(settings: QdrantSettings, folder: Path) -> str:
@@ -237,6 +242,9 @@ class QdrantVectorStore(CollectionStore):
 
     def for_profile(self, profile: EmbeddingProfile) -> QdrantVectorStore:
         return QdrantVectorStore(self._client, profile, self._settings, rrf_k=self._rrf_k, sleep=self._sleep)
+
+    def close(self) -> None:
+        self._client.close()
 
     def active_index(self) -> ActiveIndex:
         from winnow.adapters.qdrant_active import QdrantActiveIndex
