@@ -25,6 +25,7 @@ from qdrant_client.http import models as qm
 
 from winnow.adapters.qdrant_collection import CollectionStore
 from winnow.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
+from winnow.adapters.qdrant_errors import CollectionNotFound
 from winnow.adapters.qdrant_store import (
     QdrantVectorStore,
     make_qdrant_client,
@@ -335,6 +336,19 @@ def test_an_empty_qdrant_answers_reads_with_nothing(engine: Engine) -> None:
     assert store.delete_document("acme", "a.txt") == 0
     assert store.set_metadata("acme", "a.txt", {"x": "y"}) == 0
     assert engine.collections() == []  # reads never create the collection
+
+
+def test_a_collection_dropped_behind_the_stores_back_is_a_configuration_error(
+    filled: CollectionStore, engine: Engine
+) -> None:
+    # Given the collection deleted behind the store's back (by hand, or another process)
+    engine.drop(filled.collection_name)
+    # When the store searches, Then it is a configuration error naming the collection, not a bad request
+    with pytest.raises(CollectionNotFound, match=filled.collection_name):
+        filled.search(query("acme", "alpha"))
+    # And the store noticed: the next write creates the collection again and is found
+    filled.upsert([point("acme", "again.txt", "alpha beta")])
+    assert keys(filled.search(query("acme", "alpha"))) == ["again.txt"]
 
 
 # --- writes ------------------------------------------------------------------------------------------

@@ -35,10 +35,10 @@ from winnow.adapters.qdrant_collection import (
     alias_name,
     collection_metadata,
     collection_name_for,
-    payload_of,
     profile_from_metadata,
 )
 from winnow.adapters.qdrant_errors import CollectionNotFound, QdrantCaller
+from winnow.adapters.qdrant_points import payload_of
 from winnow.errors import ConfigurationError, ProviderRejected
 from winnow.ports import ActiveIndex
 

@@ -22,12 +22,11 @@ from winnow.adapters.qdrant_collection import (
     CollectionStore,
     QueryPlan,
     collection_metadata,
-    fuse_rrf,
-    payload_of,
     profile_from_metadata,
 )
 from winnow.adapters.qdrant_errors import CollectionNotFound, QdrantCaller
 from winnow.adapters.qdrant_filters import QdrantConditions
+from winnow.adapters.qdrant_points import fuse_rrf, payload_of
 from winnow.errors import ConfigurationError, ProviderRejected, WinnowError
 from winnow.observability import logger
 
