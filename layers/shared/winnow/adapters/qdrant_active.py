@@ -29,13 +29,11 @@ T = TypeVar("T")
 
 class QdrantActiveIndex(ActiveIndex):
     def __init__(self, client: QdrantClient, settings: QdrantSettings) -> None:
-        from winnow.adapters.qdrant_store import _LOCAL_LOCK, is_local_mode
+        from winnow.adapters.qdrant_store import local_guard
 
         self._client = client
         self._settings = settings
-        self._caller = QdrantCaller(
-            settings.max_attempts, time.sleep, _LOCAL_LOCK if is_local_mode(client) else None
-        )
+        self._caller = QdrantCaller(settings.max_attempts, time.sleep, local_guard(client))
         self.alias = alias_name(settings)
 
     @classmethod

@@ -193,6 +193,13 @@ class EdgeFolder:
                 return {}
             return {str(a): str(c) for a, c in json.loads(path.read_text()).items()}
 
+    def point_alias(self, alias: str, name: str) -> None:
+        """Point ``alias`` at the collection ``name`` in one step (``CollectionNotFound`` when missing)."""
+        with self._lock:
+            if self.config(name) is None:
+                raise CollectionNotFound(f"Qdrant Edge: collection {name} not found")
+            self.set_aliases({**self.aliases(), alias: name})
+
     def set_aliases(self, aliases: dict[str, str]) -> None:
         """Replace every alias at once: the file is replaced in one rename."""
         with self._lock:
@@ -396,10 +403,12 @@ class EdgeActiveIndex(ActiveIndex):
 
     def activate(self, profile: EmbeddingProfile) -> None:
         name = self.collection_for(profile)
-        with self._folder._lock:
-            if self._folder.config(name) is None:
-                raise ConfigurationError(f"cannot point searches at {name}: the collection does not exist")
-            self._folder.set_aliases({**self._folder.aliases(), self.alias: name})
+        try:
+            self._folder.point_alias(self.alias, name)
+        except CollectionNotFound:
+            raise ConfigurationError(
+                f"cannot point searches at {name}: the collection does not exist"
+            ) from None
 
     def available(self) -> list[EmbeddingProfile]:
         prefix = f"{self._settings.collection_prefix}_"

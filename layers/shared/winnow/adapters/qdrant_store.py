@@ -159,6 +159,11 @@ def is_local_mode(client: Any) -> bool:
     return isinstance(getattr(client, "_client", None), QdrantLocal)
 
 
+def local_guard(client: Any) -> AbstractContextManager[Any] | None:
+    """The process-wide lock every call on a local-mode client takes; None for a server."""
+    return _LOCAL_LOCK if is_local_mode(client) else None
+
+
 def collection_layout(settings: QdrantSettings, dimension: int) -> dict[str, Any]:
     """``create_collection`` arguments from the settings: named ``dense`` (cosine) and ``bm25`` (IDF)
     vectors, HNSW with per-tenant graphs, INT8 scalar quantization, on-disk storage and shard count
@@ -225,7 +230,7 @@ class QdrantVectorStore(CollectionStore):
         self._client = client
         self._local = is_local_mode(client)
         self._sleep = sleep
-        guard: AbstractContextManager[Any] | None = _LOCAL_LOCK if self._local else None
+        guard = local_guard(client)
         super().__init__(
             profile,
             settings,
