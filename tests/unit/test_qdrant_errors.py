@@ -51,6 +51,11 @@ def test_http_answers_of_a_qdrant_server(status: int, expected: type[Exception])
         assert "wrong filter" in str(error)
 
 
+def test_a_missing_collection_is_named() -> None:
+    error = translate(http_error(404, "Not found: Collection `x` doesn't exist!"), "count", collection="t_x")
+    assert isinstance(error, CollectionNotFound) and "collection t_x not found" in str(error)
+
+
 def test_a_throttled_call_keeps_the_servers_retry_after() -> None:
     error = translate(http_error(429, headers={"Retry-After": "3"}), "upsert")
     assert isinstance(error, ProviderRateLimited) and error.retry_after == 3.0

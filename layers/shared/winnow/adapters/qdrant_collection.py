@@ -213,7 +213,7 @@ class CollectionStore(VectorStore):
         retry: bool = True,
     ) -> T:
         try:
-            return self._caller(what, fn, rejected=rejected, retry=retry)
+            return self._caller(what, fn, rejected=rejected, retry=retry, collection=self._name)
         except CollectionNotFound:
             self._ready = False
             raise

@@ -32,9 +32,10 @@ class CollectionNotFound(ConfigurationError):
 
 
 def translate(
-    exc: Exception, what: str, rejected: type[WinnowError] = ProviderRejected
+    exc: Exception, what: str, rejected: type[WinnowError] = ProviderRejected, collection: str | None = None
 ) -> WinnowError | None:
-    """Our exception for a Qdrant or transport error, or None for a bug that should surface as is."""
+    """Our exception for a Qdrant or transport error, or None for a bug that should surface as is.
+    ``collection`` names the collection the call addressed, for the message of a 404."""
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
     if isinstance(exc, UnexpectedResponse):
@@ -48,7 +49,8 @@ def translate(
         if status in (401, 403):
             return ConfigurationError(f"Qdrant refused the credentials (HTTP {status}) on {what}")
         if status == 404:
-            return CollectionNotFound(f"Qdrant {what}: not found ({_detail(exc)})")
+            subject = f"collection {collection} not found" if collection else "not found"
+            return CollectionNotFound(f"Qdrant {what}: {subject} ({_detail(exc)})")
         return rejected(f"Qdrant rejected {what} (HTTP {status}): {_detail(exc)}")
     if isinstance(exc, ResponseHandlingException):
         source = getattr(exc, "source", None)
@@ -87,6 +89,7 @@ class QdrantCaller:
         *,
         rejected: type[WinnowError] = ProviderRejected,
         retry: bool = True,
+        collection: str | None = None,
     ) -> T:
         attempts = self._max_attempts if retry else 1
         attempt = 0
@@ -98,7 +101,7 @@ class QdrantCaller:
             except WinnowError:
                 raise
             except Exception as exc:
-                error = translate(exc, what, rejected)
+                error = translate(exc, what, rejected, collection)
                 if error is None:
                     raise
                 if isinstance(error, TransientError) and attempt < attempts:
