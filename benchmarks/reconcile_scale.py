@@ -213,7 +213,7 @@ def run(objects: int, home: Path, progress: Progress) -> dict[str, Any]:
                 QueueUrl=world["queue_url"], AttributeNames=["ApproximateNumberOfMessages"]
             )["Attributes"]["ApproximateNumberOfMessages"]
         )
-        world["store"].client.close()
+        world["store"].close()
     stats = result.totals
     found = {
         "unchanged": stats.unchanged,
