@@ -268,7 +268,7 @@ def run_schedule(
     usage = voyage.usage()["embeddings"]
     check = verify(container, docs, acknowledged)
     set_container(None)
-    container.store.client.close()  # type: ignore[attr-defined]
+    container.store.close()  # type: ignore[attr-defined]
     return {
         "concurrency": concurrency,
         "seconds": round(seconds, 2),

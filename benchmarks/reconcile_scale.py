@@ -95,7 +95,7 @@ def setup(url: str, cases: dict[str, list[str]], home: Path, progress: Progress)
     import boto3
 
     from winnow.adapters.ledger_dynamodb import table_definition
-    from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
+    from winnow.adapters.qdrant_store import make_qdrant_client, store_on
     from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector
     from winnow.settings import QdrantSettings
 
@@ -152,7 +152,7 @@ def setup(url: str, cases: dict[str, list[str]], home: Path, progress: Progress)
     assert sample is not None and sample.chunks == 1 and sample.profile == profile.slug, sample
 
     settings = QdrantSettings(path=str(home / "qdrant"), local_engine="edge")
-    store = QdrantVectorStore(make_qdrant_client(settings, None, home / "qdrant"), profile, settings)
+    store = store_on(make_qdrant_client(settings, None, home / "qdrant"), profile, settings)
     store.ensure_collection()
     with_points = cases["unchanged"] + cases["modified"] + cases["deleted"] + cases["orphans"]
     progress(f"upserting {len(with_points):,} points into Qdrant Edge")
@@ -213,7 +213,7 @@ def run(objects: int, home: Path, progress: Progress) -> dict[str, Any]:
                 QueueUrl=world["queue_url"], AttributeNames=["ApproximateNumberOfMessages"]
             )["Attributes"]["ApproximateNumberOfMessages"]
         )
-        world["store"].client.close()
+        world["store"].close()
     stats = result.totals
     found = {
         "unchanged": stats.unchanged,

@@ -190,14 +190,14 @@ def _text(index: int) -> str:
 
 # --- the run -------------------------------------------------------------------------------------------
 def open_store(home: Path, engine: str) -> Any:
-    from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
+    from winnow.adapters.qdrant_store import make_qdrant_client, store_on
     from winnow.models import EmbeddingProfile
     from winnow.settings import QdrantSettings
 
     settings = QdrantSettings(path=str(home / "qdrant"), local_engine=engine)
     client = make_qdrant_client(settings, None, home / "qdrant")
     profile = EmbeddingProfile("synthetic", "scale-benchmark", DIMENSION)
-    return QdrantVectorStore(client, profile, settings)
+    return store_on(client, profile, settings)
 
 
 def load(store: Any, corpus: Corpus, progress: Progress) -> float:
@@ -284,7 +284,7 @@ def run(
 ) -> dict[str, Any]:
     import numpy  # noqa: F401  (imported before the baseline, as the engine needs it anyway)
 
-    from winnow.adapters.qdrant_store import QdrantVectorStore  # noqa: F401
+    from winnow.adapters.qdrant_store import store_on  # noqa: F401
 
     baseline_rss = current_rss_mb()
     corpus = Corpus(chunks, tenants)
@@ -293,7 +293,7 @@ def run(
     load_seconds = load(store, corpus, progress)
     loaded_rss = current_rss_mb()
     search = time_queries(store, corpus, corpus.tenant_of(0), queries, max_seconds, progress)
-    store.client.close()
+    store.close()
     hybrid = search["hybrid"]
     return {
         "chunks": chunks,

@@ -63,7 +63,7 @@ COLD_INDEX_DOCUMENTS = 20
 def naive_ingest(files: Sequence[tuple[str, bytes]], home: Path) -> dict[str, float]:
     """The pipeline a first version would have: every document on its own, straight through."""
     from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
-    from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
+    from winnow.adapters.qdrant_store import make_qdrant_client, store_on
     from winnow.models import ChunkPoint
     from winnow.parsing import parse_document
     from winnow.settings import ChunkingSettings, IngestSettings, ProviderSettings, QdrantSettings
@@ -78,7 +78,7 @@ def naive_ingest(files: Sequence[tuple[str, bytes]], home: Path) -> dict[str, fl
     embedder.embed(["warm-up"], "document")
     qdrant_settings = QdrantSettings(path=str(home / "qdrant"))
     client = make_qdrant_client(qdrant_settings, None, home / "qdrant")
-    store = QdrantVectorStore(client, embedder.profile, qdrant_settings, collection_name="naive")
+    store = store_on(client, embedder.profile, qdrant_settings, collection_name="naive")
     store.ensure_collection()
     sparse = Bm25Encoder()
     chunking, ingest_settings = ChunkingSettings(), IngestSettings()

@@ -110,10 +110,9 @@ class EmbeddedStack:
         if container is not None:
             cached = container.__dict__
             store = cached.get("store")
-            client = getattr(store, "client", None)
-            if client is not None:
+            if store is not None and hasattr(store, "close"):
                 with contextlib.suppress(Exception):
-                    client.close()
+                    store.close()
             embedder = cached.get("embedder")
             if embedder is not None and hasattr(embedder, "close"):
                 with contextlib.suppress(Exception):

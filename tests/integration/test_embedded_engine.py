@@ -12,7 +12,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from tests.integration.test_qdrant_store import PROFILE, keys, point, qsettings, query
-from winnow.adapters.qdrant_edge_client import EdgeQdrantClient
+from winnow.adapters.qdrant_edge import EdgeFolder
 from winnow.adapters.qdrant_store import QdrantVectorStore, local_engine_for, make_qdrant_client
 from winnow.settings import QdrantSettings
 
@@ -41,7 +41,7 @@ def test_the_default_engine_is_edge_for_a_new_folder(tmp_path: Path) -> None:
     client = open_folder(tmp_path / "qdrant", settings)
     # Then it runs on Qdrant Edge
     try:
-        assert isinstance(client, EdgeQdrantClient)
+        assert isinstance(client, EdgeFolder)
         assert (tmp_path / "qdrant" / "edge").is_dir()
     finally:
         client.close()
@@ -57,7 +57,7 @@ def test_a_folder_indexed_by_local_mode_keeps_it_and_says_how_to_move(
     client = open_folder(folder, QdrantSettings())
     try:
         # Then the existing index stays in use, its documents still found
-        assert not isinstance(client, EdgeQdrantClient)
+        assert not isinstance(client, EdgeFolder)
         store = QdrantVectorStore(client, PROFILE, qsettings())
         assert keys(store.search(query("acme", "alpha"))) == ["old.txt"]
         # And a warning names the setting and the command that move it to Edge

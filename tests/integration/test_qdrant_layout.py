@@ -20,8 +20,8 @@ from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
 from tests.integration.test_qdrant_store import CORPUS, PROFILE, keys, point, qsettings, query
-from winnow.adapters.qdrant_edge_client import EdgeQdrantClient
-from winnow.adapters.qdrant_store import QdrantVectorStore, collection_layout
+from winnow.adapters.qdrant_edge import EdgeFolder
+from winnow.adapters.qdrant_store import QdrantVectorStore, collection_layout, store_on
 from winnow.settings import QdrantSettings
 
 
@@ -222,9 +222,9 @@ def test_embedded_engines_accept_every_layout_and_search_the_same(
     engine: str, layout: dict[str, Any]
 ) -> None:
     # Given a collection created with this layout on an embedded engine
-    client: Any = EdgeQdrantClient(":memory:") if engine == "edge" else QdrantClient(":memory:")
+    client: Any = EdgeFolder(":memory:") if engine == "edge" else QdrantClient(":memory:")
     try:
-        store = QdrantVectorStore(client, PROFILE, qsettings(**layout))
+        store = store_on(client, PROFILE, qsettings(**layout))
         store.ensure_collection()
         store.upsert([point(t, k, text, metadata=m) for t, k, text, m in CORPUS])
         # When each mode searches

@@ -1,9 +1,11 @@
-"""The Qdrant adapter against Qdrant local mode (the same client code path as Qdrant Cloud): collection
-layout and recorded profile, batched upserts, the three search modes, tenant isolation under any filter,
-metadata filters, metadata replacement, deletes, vector reuse, and error translation over real HTTP.
+"""The store contract: collection layout and recorded profile, batched upserts, the three search modes,
+tenant isolation under any filter, metadata filters, metadata replacement, deletes, vector reuse; and the
+Qdrant adapter's error translation over real HTTP.
 
-Every test that needs an embedded Qdrant runs on both local engines: qdrant-client's local mode and Qdrant
-Edge behind ``EdgeQdrantClient`` (``QDRANT_LOCAL_ENGINE=edge``); the store must behave the same on both."""
+Every contract test runs on both embedded adapters: ``QdrantVectorStore`` on qdrant-client's local mode
+(the same client code path as Qdrant Cloud) and ``EdgeVectorStore`` on Qdrant Edge
+(``QDRANT_LOCAL_ENGINE=edge``); they must behave the same. ``Engine`` builds stores on each and looks
+inside the engine the way its own API allows."""
 
 from __future__ import annotations
 
@@ -21,8 +23,15 @@ from hypothesis import strategies as st
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
-from winnow.adapters.qdrant_edge_client import EdgeQdrantClient
-from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client, profile_from_metadata
+from winnow.adapters.qdrant_collection import CollectionStore
+from winnow.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
+from winnow.adapters.qdrant_errors import CollectionNotFound
+from winnow.adapters.qdrant_store import (
+    QdrantVectorStore,
+    make_qdrant_client,
+    profile_from_metadata,
+    store_on,
+)
 from winnow.errors import BadRequest, ConfigurationError, ProfileMismatch, ProviderUnavailable
 from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector
 from winnow.ports import FilterValue, RangeFilter, SearchQuery
@@ -117,23 +126,108 @@ def qsettings(**overrides: Any) -> QdrantSettings:
     return QdrantSettings(**values)
 
 
+class Engine:
+    """One embedded engine in memory: builds stores of either adapter on it, and reads what the engine
+    holds through its own API (never through the store under test)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.raw: Any = EdgeFolder(":memory:") if name == "edge" else QdrantClient(":memory:")
+
+    def store(
+        self, profile: EmbeddingProfile = PROFILE, settings_: QdrantSettings | None = None, **kw: Any
+    ) -> Any:
+        adapter: Any = EdgeVectorStore if self.name == "edge" else QdrantVectorStore
+        return adapter(self.raw, profile, settings_ or qsettings(), **kw)
+
+    def layout(self, name: str) -> tuple[dict[str, Any] | None, int, str, str | None]:
+        """The collection's metadata, dense size and distance, and sparse modifier."""
+        if self.name == "edge":
+            config = self.raw.config(name)
+            return (
+                config["metadata"],
+                config["vectors"]["dense"]["size"],
+                config["vectors"]["dense"]["distance"],
+                config["sparse_vectors"]["bm25"]["modifier"],
+            )
+        info = self.raw.get_collection(name)
+        dense_params = info.config.params.vectors["dense"]
+        modifier = info.config.params.sparse_vectors["bm25"].modifier
+        return (
+            info.config.metadata,
+            dense_params.size,
+            dense_params.distance.value,
+            modifier and modifier.value,
+        )
+
+    def count(self, name: str) -> int:
+        if self.name == "edge":
+            import qdrant_edge as E
+
+            return int(self.raw.shard(name).count(E.CountRequest(exact=True)))
+        return int(self.raw.count(name).count)
+
+    def payload(self, name: str, point_id: str) -> dict[str, Any]:
+        if self.name == "edge":
+            (record,) = self.raw.shard(name).retrieve([point_id], True, False)
+        else:
+            (record,) = self.raw.retrieve(name, [point_id], with_payload=True)
+        return dict(record.payload)
+
+    def collections(self) -> list[str]:
+        if self.name == "edge":
+            return list(self.raw.names())
+        return [c.name for c in self.raw.get_collections().collections]
+
+    def create_foreign(self, name: str) -> None:
+        """A collection with a dense vector only and no recorded profile, as another tool would make."""
+        if self.name == "edge":
+            self.raw.create(name, {"dense": PROFILE.dimension}, [], None)
+        else:
+            self.raw.create_collection(
+                name, vectors_config={"dense": qm.VectorParams(size=8, distance=qm.Distance.COSINE)}
+            )
+
+    def drop(self, name: str) -> None:
+        if self.name == "edge":
+            self.raw.delete(name)
+        else:
+            self.raw.delete_collection(name)
+
+    def close(self) -> None:
+        self.raw.close()
+
+
 @pytest.fixture(params=["local", "edge"])
-def engine(request: pytest.FixtureRequest) -> str:
+def engine_name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
-def client(engine: str) -> Iterator[QdrantClient]:
-    c: Any = EdgeQdrantClient(":memory:") if engine == "edge" else QdrantClient(":memory:")
-    yield c
-    c.close()
+def engine(engine_name: str) -> Iterator[Engine]:
+    e = Engine(engine_name)
+    yield e
+    e.close()
 
 
 @pytest.fixture
-def store(client: QdrantClient) -> QdrantVectorStore:
-    s = QdrantVectorStore(client, PROFILE, qsettings())
+def store(engine: Engine) -> CollectionStore:
+    s = engine.store()
     s.ensure_collection()
     return s
+
+
+def spy(store: CollectionStore, method: str) -> list[tuple[Any, ...]]:
+    """Record the arguments of each call of one of the store's engine calls (it still runs)."""
+    calls: list[tuple[Any, ...]] = []
+    real = getattr(store, method)
+
+    def record(*args: Any) -> Any:
+        calls.append(args)
+        return real(*args)
+
+    setattr(store, method, record)
+    return calls
 
 
 CORPUS = [
@@ -147,7 +241,7 @@ CORPUS = [
 
 
 @pytest.fixture
-def filled(store: QdrantVectorStore) -> QdrantVectorStore:
+def filled(store: CollectionStore) -> CollectionStore:
     store.upsert([point(t, k, text, metadata=m) for t, k, text, m in CORPUS])
     return store
 
@@ -157,35 +251,54 @@ def keys(results: Sequence[Any]) -> list[str]:
 
 
 # --- collection --------------------------------------------------------------------------------------
-def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(client: QdrantClient) -> None:
+def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(engine: Engine) -> None:
     # Given a fresh Qdrant
-    recording = RecordingClient(client)
-    store = QdrantVectorStore(recording, PROFILE, qsettings())  # type: ignore[arg-type]
+    store = engine.store()
+    indexes = spy(store, "_create_index")
     # When the store ensures its collection
     store.ensure_collection()
     # Then one collection per profile exists: dense cosine of the profile's size, sparse bm25 with IDF
     assert store.collection_name == f"t_{PROFILE.slug}"
-    info = client.get_collection(store.collection_name)
-    assert info.config.params.vectors["dense"].size == PROFILE.dimension  # type: ignore[index]
-    assert info.config.params.vectors["dense"].distance == qm.Distance.COSINE  # type: ignore[index]
-    assert info.config.params.sparse_vectors["bm25"].modifier == qm.Modifier.IDF  # type: ignore[index]
-    assert profile_from_metadata(info.config.metadata) == PROFILE
+    metadata, size, distance, modifier = engine.layout(store.collection_name)
+    assert (size, distance, modifier) == (PROFILE.dimension, "Cosine", "idf")
+    assert profile_from_metadata(metadata) == PROFILE
     # And payload indexes were requested: tenant (is_tenant), key, kind, and each configured metadata field
+    assert dict(indexes) == {
+        "tenant": True,
+        "key": False,
+        "kind": False,
+        "meta.department": False,
+        "meta.year": False,
+    }
+    # When a second store (another container) ensures it again, Then nothing is created again
+    again = engine.store()
+    created = spy(again, "_create")
+    again.ensure_collection()
+    assert created == []
+
+
+def test_the_qdrant_client_gets_a_tenant_index_and_waits_for_every_write() -> None:
+    # Given the qdrant-client adapter (local mode, the same calls as Qdrant Cloud)
+    client = QdrantClient(":memory:")
+    recording = RecordingClient(client)
+    store = QdrantVectorStore(recording, PROFILE, qsettings())  # type: ignore[arg-type]
+    # When it creates its collection and writes 300 chunks
+    store.upsert([point("acme", "big.txt", f"alpha beta {i}", index=i) for i in range(300)])
+    # Then the tenant index is a keyword index with is_tenant, and each batch waited to be applied
     indexes = {c["field_name"]: c["field_schema"] for c in recording.named("create_payload_index")}
-    assert set(indexes) == {"tenant", "key", "kind", "meta.department", "meta.year"}
     assert indexes["tenant"].is_tenant is True
-    # When a second store (another container) ensures it again, Then nothing is recreated
-    again = RecordingClient(client)
-    QdrantVectorStore(again, PROFILE, qsettings()).ensure_collection()  # type: ignore[arg-type]
-    assert again.named("create_collection") == []
+    assert all(c["wait"] is True for c in recording.named("create_payload_index"))
+    assert [len(b["points"]) for b in recording.named("upsert")] == [256, 44]
+    assert all(b["wait"] is True for b in recording.named("upsert"))
+    client.close()
 
 
-def test_a_collection_of_another_profile_is_refused(client: QdrantClient) -> None:
+def test_a_collection_of_another_profile_is_refused(engine: Engine) -> None:
     # Given a collection made for the toy profile
-    QdrantVectorStore(client, PROFILE, qsettings()).ensure_collection()
+    engine.store().ensure_collection()
     other = EmbeddingProfile(provider="test", model="other-model", dimension=PROFILE.dimension)
     # When a store of another profile is pointed at it (e.g. a slug collision or a renamed collection)
-    intruder = QdrantVectorStore(client, other, qsettings(), collection_name=f"t_{PROFILE.slug}")
+    intruder = engine.store(other, collection_name=f"t_{PROFILE.slug}")
     # Then it refuses to write or search there
     with pytest.raises(ProfileMismatch):
         intruder.ensure_collection()
@@ -194,61 +307,70 @@ def test_a_collection_of_another_profile_is_refused(client: QdrantClient) -> Non
         intruder.upsert([bad])
     with pytest.raises(ProfileMismatch):
         intruder.search(query("acme", "alpha"))
-    assert client.count(f"t_{PROFILE.slug}").count == 0
+    assert engine.count(f"t_{PROFILE.slug}") == 0
 
 
 def test_a_query_embedder_without_a_collection_is_told_which_profile_was_indexed(
-    filled: QdrantVectorStore, client: QdrantClient
+    filled: CollectionStore, engine: Engine
 ) -> None:
     # Given documents indexed with the toy profile, When searching with a store of another profile
     other = EmbeddingProfile(provider="voyage", model="voyage-3.5", dimension=PROFILE.dimension)
-    store = QdrantVectorStore(client, other, qsettings())
+    store = engine.store(other)
     # Then it is a configuration error naming the indexed collection, not an empty answer
     with pytest.raises(ProfileMismatch, match=PROFILE.slug):
         store.search(query("acme", "alpha"))
 
 
-def test_a_collection_not_made_by_winnow_is_refused(client: QdrantClient) -> None:
-    client.create_collection(
-        f"t_{PROFILE.slug}", vectors_config={"dense": qm.VectorParams(size=8, distance=qm.Distance.COSINE)}
-    )
+def test_a_collection_not_made_by_winnow_is_refused(engine: Engine) -> None:
+    engine.create_foreign(f"t_{PROFILE.slug}")
     with pytest.raises(ProfileMismatch):
-        QdrantVectorStore(client, PROFILE, qsettings()).ensure_collection()
+        engine.store().ensure_collection()
 
 
-def test_an_empty_qdrant_answers_reads_with_nothing(client: QdrantClient) -> None:
-    store = QdrantVectorStore(client, PROFILE, qsettings())
+def test_an_empty_qdrant_answers_reads_with_nothing(engine: Engine) -> None:
+    store = engine.store()
     assert store.search(query("acme", "alpha")) == []
     assert store.existing_vectors("acme", "a.txt") == {}
     assert store.point_ids("acme", "a.txt") == set()
     assert store.count_by_document() == {}
     assert store.delete_document("acme", "a.txt") == 0
     assert store.set_metadata("acme", "a.txt", {"x": "y"}) == 0
-    assert not client.get_collections().collections  # reads never create the collection
+    assert engine.collections() == []  # reads never create the collection
+
+
+def test_a_collection_dropped_behind_the_stores_back_is_a_configuration_error(
+    filled: CollectionStore, engine: Engine
+) -> None:
+    # Given the collection deleted behind the store's back (by hand, or another process)
+    engine.drop(filled.collection_name)
+    # When the store searches, Then it is a configuration error naming the collection, not a bad request
+    with pytest.raises(CollectionNotFound, match=filled.collection_name):
+        filled.search(query("acme", "alpha"))
+    # And the store noticed: the next write creates the collection again and is found
+    filled.upsert([point("acme", "again.txt", "alpha beta")])
+    assert keys(filled.search(query("acme", "alpha"))) == ["again.txt"]
 
 
 # --- writes ------------------------------------------------------------------------------------------
-def test_upserts_go_in_batches_of_at_most_256_and_wait(client: QdrantClient) -> None:
-    recording = RecordingClient(client)
-    store = QdrantVectorStore(recording, PROFILE, qsettings())  # type: ignore[arg-type]
+def test_upserts_go_in_batches_of_at_most_256(engine: Engine) -> None:
+    store = engine.store()
+    batches = spy(store, "_write")
     # When 600 chunks of one document are upserted
     store.upsert([point("acme", "big.txt", f"alpha beta {i}", index=i) for i in range(600)])
-    # Then three batches (256, 256, 88) were sent, each waiting to be applied
-    batches = recording.named("upsert")
-    assert [len(b["points"]) for b in batches] == [256, 256, 88]
-    assert all(b["wait"] is True for b in batches)
-    assert client.count(store.collection_name).count == 600
+    # Then three batches (256, 256, 88) were written, and every point is there once they return
+    assert [len(b) for (b,) in batches] == [256, 256, 88]
+    assert engine.count(store.collection_name) == 600
 
 
-def test_a_smaller_configured_batch_size_is_honoured(client: QdrantClient) -> None:
-    recording = RecordingClient(client)
-    store = QdrantVectorStore(recording, PROFILE, qsettings(upsert_batch_size=100))  # type: ignore[arg-type]
+def test_a_smaller_configured_batch_size_is_honoured(engine: Engine) -> None:
+    store = engine.store(settings_=qsettings(upsert_batch_size=100))
+    batches = spy(store, "_write")
     store.upsert([point("acme", "big.txt", "alpha", index=i) for i in range(250)])
-    assert [len(b["points"]) for b in recording.named("upsert")] == [100, 100, 50]
+    assert [len(b) for (b,) in batches] == [100, 100, 50]
 
 
 def test_vectors_of_the_wrong_dimension_are_refused_before_anything_is_written(
-    store: QdrantVectorStore,
+    store: CollectionStore,
 ) -> None:
     good = point("acme", "a.txt", "alpha", index=0)
     wrong = ChunkPoint(**{**good.__dict__, "point_id": str(uuid.uuid4()), "dense": [0.1] * 1024})
@@ -257,19 +379,18 @@ def test_vectors_of_the_wrong_dimension_are_refused_before_anything_is_written(
     assert store.point_ids("acme", "a.txt") == set()
 
 
-def test_point_ids_must_be_canonical_uuids(store: QdrantVectorStore) -> None:
+def test_point_ids_must_be_canonical_uuids(store: CollectionStore) -> None:
     p = point("acme", "a.txt", "alpha")
     with pytest.raises(ValueError, match="UUID"):
         store.upsert([ChunkPoint(**{**p.__dict__, "point_id": "acme/a.txt#0"})])
 
 
 def test_the_payload_carries_citation_fields_and_user_metadata(
-    filled: QdrantVectorStore, client: QdrantClient
+    filled: CollectionStore, engine: Engine
 ) -> None:
     pid = str(uuid.uuid5(uuid.NAMESPACE_URL, "acme/alpha.txt#0"))
-    (record,) = client.retrieve(filled.collection_name, [pid], with_payload=True)
     expected = point("acme", "alpha.txt", "alpha alpha beta")
-    assert record.payload == {
+    assert engine.payload(filled.collection_name, pid) == {
         "tenant": "acme",
         "key": "alpha.txt",
         "title": "Doc",
@@ -287,7 +408,7 @@ def test_the_payload_carries_citation_fields_and_user_metadata(
     }
 
 
-def test_set_metadata_replaces_the_whole_metadata_of_one_document(filled: QdrantVectorStore) -> None:
+def test_set_metadata_replaces_the_whole_metadata_of_one_document(filled: CollectionStore) -> None:
     before = filled.existing_vectors("acme", "alpha.txt")
     # When acme's alpha.txt gets new metadata without "year" and "public"
     assert filled.set_metadata("acme", "alpha.txt", {"department": "legal"}) == 1
@@ -300,7 +421,7 @@ def test_set_metadata_replaces_the_whole_metadata_of_one_document(filled: Qdrant
     assert keys(globex) == ["alpha.txt"] and globex[0].metadata["public"] is True
 
 
-def test_delete_document_removes_only_that_tenants_document(filled: QdrantVectorStore) -> None:
+def test_delete_document_removes_only_that_tenants_document(filled: CollectionStore) -> None:
     filled.upsert([point("acme", "alpha.txt", "alpha gamma", index=1)])
     assert filled.delete_document("acme", "alpha.txt") == 2
     assert filled.point_ids("acme", "alpha.txt") == set()
@@ -308,7 +429,7 @@ def test_delete_document_removes_only_that_tenants_document(filled: QdrantVector
     assert filled.delete_document("acme", "alpha.txt") == 0
 
 
-def test_delete_points_removes_exactly_those(filled: QdrantVectorStore) -> None:
+def test_delete_points_removes_exactly_those(filled: CollectionStore) -> None:
     ids = filled.point_ids("acme", "beta.txt") | filled.point_ids("acme", "gamma.txt")
     filled.delete_points(sorted(filled.point_ids("acme", "beta.txt")))
     assert filled.point_ids("acme", "beta.txt") == set()
@@ -318,7 +439,7 @@ def test_delete_points_removes_exactly_those(filled: QdrantVectorStore) -> None:
     filled.delete_points([])  # no-op
 
 
-def test_existing_vectors_and_dense_vectors_return_what_was_stored(filled: QdrantVectorStore) -> None:
+def test_existing_vectors_and_dense_vectors_return_what_was_stored(filled: CollectionStore) -> None:
     filled.upsert([point("acme", "multi.txt", t, index=i) for i, t in enumerate(["alpha", "beta gamma"])])
     existing = filled.existing_vectors("acme", "multi.txt")
     expected = {
@@ -334,7 +455,7 @@ def test_existing_vectors_and_dense_vectors_return_what_was_stored(filled: Qdran
     assert filled.existing_vectors("globex", "multi.txt") == {}
 
 
-def test_count_by_document_for_all_or_one_tenant(filled: QdrantVectorStore) -> None:
+def test_count_by_document_for_all_or_one_tenant(filled: CollectionStore) -> None:
     filled.upsert([point("acme", "alpha.txt", "alpha gamma", index=n) for n in range(1, 4)])
     counts = filled.count_by_document()
     assert counts[("acme", "alpha.txt")] == 4
@@ -343,14 +464,14 @@ def test_count_by_document_for_all_or_one_tenant(filled: QdrantVectorStore) -> N
     assert filled.count_by_document("globex") == {("globex", "alpha.txt"): 1, ("globex", "secret.txt"): 1}
 
 
-def test_count_by_document_pages_through_large_collections(store: QdrantVectorStore) -> None:
+def test_count_by_document_pages_through_large_collections(store: CollectionStore) -> None:
     store.upsert([point("acme", f"d{n % 7}.txt", "alpha", index=n) for n in range(2300)])
     counts = store.count_by_document("acme")
     assert sum(counts.values()) == 2300 and len(counts) == 7
 
 
 # --- search ------------------------------------------------------------------------------------------
-def test_dense_search_ranks_by_cosine_and_honours_the_score_threshold(filled: QdrantVectorStore) -> None:
+def test_dense_search_ranks_by_cosine_and_honours_the_score_threshold(filled: CollectionStore) -> None:
     hits = filled.search(query("acme", "beta", mode="dense"))
     assert keys(hits)[:2] == ["beta.txt", "alpha.txt"]
     assert hits[0].score == pytest.approx(2 / math.sqrt(5), abs=1e-5)  # cos(beta, 2 beta + gamma)
@@ -368,17 +489,17 @@ def test_dense_search_ranks_by_cosine_and_honours_the_score_threshold(filled: Qd
     assert top.metadata["department"] == "eng"
 
 
-def test_sparse_search_only_finds_documents_sharing_terms(filled: QdrantVectorStore) -> None:
+def test_sparse_search_only_finds_documents_sharing_terms(filled: CollectionStore) -> None:
     hits = filled.search(query("acme", "epsilon", mode="sparse"))
     assert keys(hits) == ["epsilon.txt"]
     # A query with no known terms (stop words only) has nothing to match
     assert filled.search(query("acme", "unknown words", mode="sparse")) == []
 
 
-def test_hybrid_fuses_dense_and_sparse_with_configurable_rrf_k(client: QdrantClient) -> None:
+def test_hybrid_fuses_dense_and_sparse_with_configurable_rrf_k(engine: Engine) -> None:
     for k in (10, 60):
         name = f"rrf{k}"
-        store = QdrantVectorStore(client, PROFILE, qsettings(), rrf_k=k, collection_name=name)
+        store = engine.store(rrf_k=k, collection_name=name)
         store.upsert([point("acme", k2, text) for _, k2, text, _ in CORPUS[:4]])
         hits = store.search(query("acme", "gamma delta"))
         # gamma.txt ranks first in both prefetches: its fused score is 1/k + 1/k
@@ -386,13 +507,13 @@ def test_hybrid_fuses_dense_and_sparse_with_configurable_rrf_k(client: QdrantCli
         assert hits[0].score == pytest.approx(2 / k)
 
 
-def test_hybrid_without_sparse_terms_still_answers_from_dense(filled: QdrantVectorStore) -> None:
+def test_hybrid_without_sparse_terms_still_answers_from_dense(filled: CollectionStore) -> None:
     q = query("acme", "alpha")
     no_terms = SearchQuery(q.tenant, q.dense, SparseVector([], []), "hybrid", 5, {})
     assert keys(filled.search(no_terms))[0] == "alpha.txt"
 
 
-def test_hybrid_filters_apply_inside_the_prefetches(filled: QdrantVectorStore) -> None:
+def test_hybrid_filters_apply_inside_the_prefetches(filled: CollectionStore) -> None:
     # Given globex's "alpha alpha alpha beta" is the best match for "alpha" in both dense and sparse,
     # When acme searches hybrid with a limit far above what acme holds
     hits = filled.search(query("acme", "alpha", limit=50))
@@ -408,7 +529,7 @@ def test_hybrid_filters_apply_inside_the_prefetches(filled: QdrantVectorStore) -
     ]
 
 
-def test_the_tenant_cannot_be_overridden_by_a_filter(filled: QdrantVectorStore) -> None:
+def test_the_tenant_cannot_be_overridden_by_a_filter(filled: CollectionStore) -> None:
     # A filter named "tenant" addresses the user metadata field meta.tenant, never the real tenant
     for mode in ("hybrid", "dense", "sparse"):
         hits = filled.search(query("acme", "epsilon gamma delta", mode=mode, filters={"tenant": "globex"}))
@@ -443,7 +564,7 @@ def test_the_tenant_cannot_be_overridden_by_a_filter(filled: QdrantVectorStore) 
     ],
 )
 def test_metadata_filters(
-    filled: QdrantVectorStore, filters: dict[str, FilterValue], expected: set[str]
+    filled: CollectionStore, filters: dict[str, FilterValue], expected: set[str]
 ) -> None:
     for mode in ("dense", "hybrid"):
         hits = filled.search(query("acme", "alpha beta gamma delta epsilon zeta", mode=mode, filters=filters))
@@ -454,12 +575,12 @@ def test_metadata_filters(
     "filters",
     [{"a.b": "x"}, {"": "x"}, {"x" * 65: "y"}, {"dept": []}, {"year": RangeFilter()}, {"meta": {"a": 1}}],
 )
-def test_malformed_filters_are_bad_requests(filled: QdrantVectorStore, filters: dict[str, Any]) -> None:
+def test_malformed_filters_are_bad_requests(filled: CollectionStore, filters: dict[str, Any]) -> None:
     with pytest.raises(BadRequest):
         filled.search(query("acme", "alpha", filters=filters))
 
 
-def test_malformed_queries_are_refused(filled: QdrantVectorStore) -> None:
+def test_malformed_queries_are_refused(filled: CollectionStore) -> None:
     q = query("acme", "alpha")
     with pytest.raises(BadRequest):
         filled.search(SearchQuery("acme", None, q.sparse, "dense", 5, {}))
@@ -501,7 +622,7 @@ _filter_values = st.one_of(
     mode=st.sampled_from(["hybrid", "dense", "sparse"]),
 )
 def test_search_never_returns_another_tenants_chunk(
-    client: QdrantClient,
+    engine: Engine,
     docs: list[tuple[str, list[str], dict[str, Any]]],
     searcher: str,
     words: list[str],
@@ -509,7 +630,7 @@ def test_search_never_returns_another_tenants_chunk(
     mode: str,
 ) -> None:
     # Given random documents across tenants (whose metadata may even claim another tenant)
-    store = QdrantVectorStore(client, PROFILE, qsettings(), collection_name=f"iso-{uuid.uuid4().hex}")
+    store = engine.store(collection_name=f"iso-{uuid.uuid4().hex}")
     owner: dict[str, str] = {}
     points = []
     for n, (tenant, text_words, metadata) in enumerate(docs):
@@ -521,37 +642,39 @@ def test_search_never_returns_another_tenants_chunk(
     hits = store.search(query(searcher, " ".join(words), mode=mode, limit=50, filters=filters))
     # Then every hit is its own
     assert all(owner[h.point_id] == searcher for h in hits)
-    client.delete_collection(store.collection_name)
+    engine.drop(store.collection_name)
 
 
 # --- local mode, clients and errors --------------------------------------------------------------------
-def test_local_path_mode_persists_and_shares_one_client_per_folder(tmp_path: Path, engine: str) -> None:
-    settings_ = qsettings(path=str(tmp_path / "qdrant"), local_engine=engine)
+def test_local_path_mode_persists_and_shares_one_client_per_folder(tmp_path: Path, engine_name: str) -> None:
+    settings_ = qsettings(path=str(tmp_path / "qdrant"), local_engine=engine_name)
     client = make_qdrant_client(settings_, None, tmp_path / "unused")
     assert make_qdrant_client(settings_, None, tmp_path / "unused") is client
-    store = QdrantVectorStore(client, PROFILE, settings_)
+    store = store_on(client, PROFILE, settings_)
     store.upsert([point("acme", "a.txt", "alpha beta")])
     client.close()
     # When the folder is opened again (a new process), Then the points and the recorded profile remain
     reopened = make_qdrant_client(settings_, None, tmp_path / "unused")
     assert reopened is not client
-    again = QdrantVectorStore(reopened, PROFILE, settings_)
+    again = store_on(reopened, PROFILE, settings_)
     assert keys(again.search(query("acme", "alpha"))) == ["a.txt"]
     assert again.recorded_profile() == PROFILE
     reopened.close()
 
 
-def test_memory_and_default_local_paths(tmp_path: Path, engine: str) -> None:
-    memory = make_qdrant_client(qsettings(path=":memory:", local_engine=engine), None, tmp_path / "unused")
-    QdrantVectorStore(memory, PROFILE, qsettings()).upsert([point("acme", "a.txt", "alpha")])
+def test_memory_and_default_local_paths(tmp_path: Path, engine_name: str) -> None:
+    memory = make_qdrant_client(
+        qsettings(path=":memory:", local_engine=engine_name), None, tmp_path / "unused"
+    )
+    store_on(memory, PROFILE, qsettings()).upsert([point("acme", "a.txt", "alpha")])
     assert not (tmp_path / "unused").exists()
-    default = make_qdrant_client(qsettings(local_engine=engine), None, tmp_path / "home" / "qdrant")
-    QdrantVectorStore(default, PROFILE, qsettings()).upsert([point("acme", "a.txt", "alpha")])
+    default = make_qdrant_client(qsettings(local_engine=engine_name), None, tmp_path / "home" / "qdrant")
+    store_on(default, PROFILE, qsettings()).upsert([point("acme", "a.txt", "alpha")])
     assert (tmp_path / "home" / "qdrant").is_dir()
     default.close()
 
 
-def test_concurrent_writers_on_one_local_client(store: QdrantVectorStore) -> None:
+def test_concurrent_writers_on_one_local_client(store: CollectionStore) -> None:
     errors: list[BaseException] = []
 
     def work(n: int) -> None:
@@ -619,7 +742,7 @@ def fake_qdrant() -> Iterator[Any]:
 
 def remote_store(url: str, sleeps: list[float], **overrides: Any) -> QdrantVectorStore:
     settings_ = qsettings(url=url, max_attempts=3, timeout_seconds=2, **overrides)
-    client = make_qdrant_client(settings_, None, Path("/nonexistent"))
+    client: Any = make_qdrant_client(settings_, None, Path("/nonexistent"))
     return QdrantVectorStore(client, PROFILE, settings_, sleep=sleeps.append)
 
 

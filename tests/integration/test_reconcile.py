@@ -349,7 +349,7 @@ def test_dry_run_reports_and_changes_nothing(aws: AwsWorld) -> None:
 
 def _container_with_dimension(old: Container, fake: FakeVoyageServer, dimension: int) -> Container:
     """Another deployment of the same stack whose embedder makes ``dimension``-sized vectors."""
-    from winnow.adapters.qdrant_store import QdrantVectorStore
+    from winnow.adapters.qdrant_collection import CollectionStore
 
     settings = Settings(
         storage=old.settings.storage,
@@ -363,8 +363,8 @@ def _container_with_dimension(old: Container, fake: FakeVoyageServer, dimension:
     new = Container(settings)
     new.objects = old.objects
     new.ledger = old.ledger
-    client = old.store._client  # type: ignore[attr-defined]
-    store = QdrantVectorStore(client, new.embedder.profile, settings.qdrant)
+    assert isinstance(old.store, CollectionStore)
+    store = old.store.for_profile(new.embedder.profile)
     store.ensure_collection()
     new.store = store
     return new

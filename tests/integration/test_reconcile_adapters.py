@@ -125,27 +125,29 @@ def test_lambda_async_invoke_on_the_wire(faulty_aws: FaultyAws) -> None:
         invoker.invoke("reconcile", {"continuation": "t"})
 
 
-def test_qdrant_alias_points_searches_at_one_profile_at_a_time() -> None:
-    from qdrant_client import QdrantClient
+@pytest.mark.parametrize("engine", ["local", "edge"])
+def test_qdrant_alias_points_searches_at_one_profile_at_a_time(engine: str) -> None:
+    from pathlib import Path
 
-    from winnow.adapters.qdrant_active import QdrantActiveIndex
-    from winnow.adapters.qdrant_store import QdrantVectorStore
+    from winnow.adapters.qdrant_store import make_qdrant_client, store_on
 
-    client = QdrantClient(location=":memory:")
-    settings = QdrantSettings()
+    # (the pointer each embedded engine keeps: a Qdrant alias in local mode, Edge's own aliases file)
+    settings = QdrantSettings(path=":memory:", local_engine=engine)  # type: ignore[arg-type]
+    client = make_qdrant_client(settings, None, Path("/nonexistent"))
     old, new = EmbeddingProfile("voyage", "voyage-3.5", 256), EmbeddingProfile("voyage", "voyage-3.5", 512)
-    index = QdrantActiveIndex(client, settings)
+    index = store_on(client, old, settings).active_index()
     # Given no pointer yet, and a collection for the old profile only
     assert index.active() is None
-    QdrantVectorStore(client, old, settings).ensure_collection()
+    store_on(client, old, settings).ensure_collection()
     index.activate(old)
-    assert index.active() == old and index.active_collection() == "winnow_voyage-voyage-3-5-256"
+    assert index.active() == old and index.active_collection() == "winnow_voyage-voyage-3-5-256"  # type: ignore[attr-defined]
     # Then pointing at a profile without a collection is refused, and the pointer stays
     with pytest.raises(ConfigurationError):
         index.activate(new)
     assert index.active() == old
     # When the new profile's collection exists, the pointer moves in one step
-    QdrantVectorStore(client, new, settings).ensure_collection()
+    store_on(client, new, settings).ensure_collection()
     index.activate(new)
     assert index.active() == new
     assert sorted(p.dimension for p in index.available()) == [256, 512]
+    client.close()

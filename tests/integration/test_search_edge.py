@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from functions.search import app as search_app
+from tests.support.reliability import drop_collection
 from tests.support.stack import EmbeddedStack, voyage_settings
 from winnow.observability import logger
 from winnow_fakes.fake_voyage import FakeVoyageServer
@@ -305,7 +306,7 @@ def test_a_missing_collection_is_a_generic_500(loaded: EmbeddedStack, log_output
     assert loaded.search("turbine")[0] == 200
     store = loaded.container.store
     name = store.collection_name  # type: ignore[attr-defined]
-    store.client.delete_collection(name)  # type: ignore[attr-defined]
+    drop_collection(store)
     log_output.truncate(0)
     # When a search runs
     status, headers, body = loaded.api("POST", "/search", {"query": "turbine pallets"})
@@ -329,11 +330,8 @@ def test_qdrant_refusing_a_search_is_a_400_without_its_detail(
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise UnexpectedResponse(400, "Bad Request", detail, httpx.Headers())
 
-    # (searches go out as one batched query where the client has one; the Edge client has single queries)
-    client = store.client  # type: ignore[attr-defined]
-    for method in ("query_batch_points", "query_points"):
-        if hasattr(client, method):
-            monkeypatch.setattr(client, method, refuse)
+    # (the store's one engine call of a search, whichever embedded engine the stack runs on)
+    monkeypatch.setattr(store, "_query", refuse)
     # When a search runs
     status, headers, body = loaded.api("POST", "/search", {"query": "turbine", "filters": {"year": 2024}})
     # Then the caller gets a 400 that says what to check, and the detail only reaches the logs

@@ -420,8 +420,8 @@ def test_the_edge_engine_answers_like_local_mode_through_the_handlers(
     for engine in ("local", "edge"):
         stack = EmbeddedStack(tmp_path / engine, fake_voyage, qdrant_engine=engine)
         try:
-            assert type(stack.container.store.client).__name__ == (  # type: ignore[attr-defined]
-                "EdgeQdrantClient" if engine == "edge" else "QdrantClient"
+            assert type(stack.container.store).__name__ == (
+                "EdgeVectorStore" if engine == "edge" else "QdrantVectorStore"
             )
             # When the search handler answers the same requests
             answers[engine] = _answers(stack)

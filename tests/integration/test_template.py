@@ -1058,7 +1058,7 @@ def test_search_worst_case_provider_time_fits_its_timeout_and_api_gateway(
     template's attempts, sleeping no longer than its cap; the worst case (attempts x timeout + the sleeps)
     of the three calls fits inside every timeout the function may have, so an outage is the function's own
     503, and that timeout is inside API Gateway's."""
-    from winnow.adapters import qdrant_store
+    from winnow.adapters import qdrant_errors
     from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
     from winnow.adapters.voyage import VoyageEmbedder, VoyageReranker
     from winnow.errors import TransientError
@@ -1095,7 +1095,7 @@ def test_search_worst_case_provider_time_fits_its_timeout_and_api_gateway(
         voyage_calls.append(voyage.max_attempts * voyage.timeout_seconds + sum(slept))
 
     # Qdrant: the hybrid search, with the adapter's jitter at its ceiling.
-    with QdrantOutage() as outage, mock.patch.object(qdrant_store.random, "uniform", lambda low, high: high):
+    with QdrantOutage() as outage, mock.patch.object(qdrant_errors.random, "uniform", lambda low, high: high):
         settings = qdrant.model_copy(update={"url": outage.url})
         client = make_qdrant_client(settings, None, tmp_path)
         profile = EmbeddingProfile("voyage", voyage.embed_model, voyage.output_dimension or 1024)

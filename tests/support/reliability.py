@@ -27,34 +27,65 @@ PointView = tuple[str, tuple[float, ...], tuple[tuple[int, float], ...]]
 
 def point_snapshot(store: VectorStore, tenant: str | None = None) -> dict[str, PointView]:
     """Every point of the store's collection (optionally one tenant's): id → payload and vectors."""
-    client = store._client  # type: ignore[attr-defined]
-    name = store.collection_name  # type: ignore[attr-defined]
-    if not client.collection_exists(name):
-        return {}
     out: dict[str, PointView] = {}
+    for p in _every_point(store):
+        payload = p.payload or {}
+        if tenant is not None and payload.get("tenant") != tenant:
+            continue
+        vectors = p.vector or {}
+        dense = tuple(round(float(x), 5) for x in vectors.get("dense", []))
+        sparse_vector = vectors.get("bm25")
+        sparse = (
+            tuple(
+                sorted(
+                    (int(i), round(float(v), 5))
+                    for i, v in zip(sparse_vector.indices, sparse_vector.values, strict=True)
+                )
+            )
+            if sparse_vector is not None
+            else ()
+        )
+        out[str(p.id)] = (json.dumps(payload, sort_keys=True), dense, sparse)
+    return out
+
+
+def _every_point(store: VectorStore) -> Iterator[Any]:
+    """Every point with payload and vectors, read through the engine's own API (not the store's)."""
+    from winnow.adapters.qdrant_edge import EdgeVectorStore
+
+    name = store.collection_name  # type: ignore[attr-defined]
     offset: Any = None
+    if isinstance(store, EdgeVectorStore):
+        import qdrant_edge as E
+
+        if store.folder.config(name) is None:
+            return
+        shard = store.folder.shard(name)
+        while True:
+            request = E.ScrollRequest(offset=offset, limit=256, with_payload=True, with_vector=True)
+            points, offset = shard.scroll(request)
+            yield from points
+            if offset is None:
+                return
+    client = store.client  # type: ignore[attr-defined]
+    if not client.collection_exists(name):
+        return
     while True:
         points, offset = client.scroll(name, limit=256, offset=offset, with_payload=True, with_vectors=True)
-        for p in points:
-            payload = p.payload or {}
-            if tenant is not None and payload.get("tenant") != tenant:
-                continue
-            vectors = p.vector or {}
-            dense = tuple(round(float(x), 5) for x in vectors.get("dense", []))
-            sparse_vector = vectors.get("bm25")
-            sparse = (
-                tuple(
-                    sorted(
-                        (int(i), round(float(v), 5))
-                        for i, v in zip(sparse_vector.indices, sparse_vector.values, strict=True)
-                    )
-                )
-                if sparse_vector is not None
-                else ()
-            )
-            out[str(p.id)] = (json.dumps(payload, sort_keys=True), dense, sparse)
+        yield from points
         if offset is None:
-            return out
+            return
+
+
+def drop_collection(store: VectorStore) -> None:
+    """Delete the store's collection behind its back, through the engine's own API."""
+    from winnow.adapters.qdrant_edge import EdgeVectorStore
+
+    name = store.collection_name  # type: ignore[attr-defined]
+    if isinstance(store, EdgeVectorStore):
+        store.folder.delete(name)
+    else:
+        store.client.delete_collection(name)  # type: ignore[attr-defined]
 
 
 def keys_in_index(store: VectorStore, tenant: str | None = None) -> set[tuple[str, str]]:

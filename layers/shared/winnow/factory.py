@@ -197,12 +197,13 @@ class Container:
     @cached_property
     def store(self) -> VectorStore:
         with self._lock:
-            from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
+            from winnow.adapters.qdrant_store import open_store
 
             q = self.settings.qdrant
             api_key = self._secret(q.api_key, q.api_key_secret_arn) if q.url else None
-            client = make_qdrant_client(q, api_key, self.settings.storage.qdrant_local_path)
-            store = QdrantVectorStore(client, self.embedder.profile, q, rrf_k=self.settings.search.rrf_k)
+            local_path = self.settings.storage.qdrant_local_path
+            rrf_k = self.settings.search.rrf_k
+            store = open_store(q, api_key, local_path, self.embedder.profile, rrf_k=rrf_k)
             store.ensure_collection()
             return store
 
@@ -257,16 +258,12 @@ class Container:
     # --- the active index (which profile's collection searches read) ------------------------------------
     @cached_property
     def active_index(self) -> ActiveIndex | None:
-        """The pointer, on the store's own Qdrant client; None for a store that is not Qdrant."""
+        """The pointer, on the store's own engine; None for a store that is not Qdrant."""
         with self._lock:
-            from winnow.adapters.qdrant_store import QdrantVectorStore
+            from winnow.adapters.qdrant_collection import CollectionStore
 
             store = self.store
-            if not isinstance(store, QdrantVectorStore):
-                return None
-            from winnow.adapters.qdrant_active import QdrantActiveIndex
-
-            return QdrantActiveIndex.for_store(store, self.settings.qdrant)
+            return store.active_index() if isinstance(store, CollectionStore) else None
 
     @cached_property
     def _active_cache(self) -> ActiveProfileCache | None:
@@ -330,14 +327,12 @@ class Container:
         )
 
     def _store_for(self, profile: EmbeddingProfile) -> VectorStore:
-        from winnow.adapters.qdrant_store import QdrantVectorStore
+        from winnow.adapters.qdrant_collection import CollectionStore
 
         store = self.store
-        if not isinstance(store, QdrantVectorStore):
+        if not isinstance(store, CollectionStore):
             raise ConfigurationError("profile switching needs the Qdrant vector store")
-        return QdrantVectorStore(
-            store.client, profile, self.settings.qdrant, rrf_k=self.settings.search.rrf_k
-        )
+        return store.for_profile(profile)
 
     # --- services ----------------------------------------------------------------------------------------
     def search_service(self) -> SearchService:

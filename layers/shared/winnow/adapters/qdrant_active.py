@@ -1,43 +1,48 @@
 """The ``ActiveIndex`` as a Qdrant collection alias: ``<prefix>_active`` names the collection searches read.
 
 Why an alias: the pointer lives with the collections it names, Qdrant swaps it atomically (delete and
-create in one ``update_collection_aliases`` request), and it works the same in local mode. The profile
-of the named collection is read from the collection's own metadata (written by ``QdrantVectorStore``),
-so a search container can build the matching query embedder from it."""
+create in one ``update_collection_aliases`` request), and it works the same in local mode (Qdrant Edge
+keeps its aliases in its folder: ``EdgeActiveIndex``). The profile of the named collection is read from
+the collection's own metadata (written by the store), so a search container can build the matching query
+embedder from it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from winnow.adapters.qdrant_store import QdrantVectorStore, profile_from_metadata
-from winnow.errors import ConfigurationError, ProviderUnavailable, WinnowError
+from winnow.adapters.qdrant_collection import alias_name, collection_name_for, profile_from_metadata
+from winnow.adapters.qdrant_errors import QdrantCaller
+from winnow.errors import ConfigurationError
 from winnow.models import EmbeddingProfile
 from winnow.ports import ActiveIndex
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
+    from winnow.adapters.qdrant_store import QdrantVectorStore
     from winnow.settings import QdrantSettings
 
 T = TypeVar("T")
-ALIAS_SUFFIX = "active"
 
 
 class QdrantActiveIndex(ActiveIndex):
     def __init__(self, client: QdrantClient, settings: QdrantSettings) -> None:
+        from winnow.adapters.qdrant_store import local_guard
+
         self._client = client
         self._settings = settings
-        self.alias = f"{settings.collection_prefix}_{ALIAS_SUFFIX}"
+        self._caller = QdrantCaller(settings.max_attempts, time.sleep, local_guard(client))
+        self.alias = alias_name(settings)
 
     @classmethod
     def for_store(cls, store: QdrantVectorStore, settings: QdrantSettings) -> QdrantActiveIndex:
         """On the store's own client: a ``:memory:`` Qdrant exists only inside that client."""
-        client = getattr(store, "client", None) or store._client
-        return cls(client, settings)
+        return cls(store.client, settings)
 
     def collection_for(self, profile: EmbeddingProfile) -> str:
-        return QdrantVectorStore(self._client, profile, self._settings).collection_name
+        return collection_name_for(self._settings, profile)
 
     def active_collection(self) -> str | None:
         response = self._call("read aliases", self._client.get_aliases)
@@ -86,26 +91,6 @@ class QdrantActiveIndex(ActiveIndex):
         return profiles
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
-        try:
-            return fn()
-        except WinnowError:
-            raise
-        except Exception as exc:
-            raise _translate(exc, what) from exc
-
-
-def _translate(exc: Exception, what: str) -> WinnowError:
-    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
-
-    if isinstance(exc, UnexpectedResponse):
-        status = exc.status_code
-        if status is None or status >= 500 or status == 429:
-            return ProviderUnavailable(f"Qdrant {what} failed: HTTP {status}")
-        return ConfigurationError(f"Qdrant {what} failed: HTTP {status}")
-    if isinstance(exc, ResponseHandlingException | ConnectionError | TimeoutError):
-        return ProviderUnavailable(f"Qdrant {what} failed: {type(exc).__name__}")
-    import httpx
-
-    if isinstance(exc, httpx.TransportError):
-        return ProviderUnavailable(f"Qdrant {what} failed: {type(exc).__name__}")
-    return ConfigurationError(f"Qdrant {what} failed: {type(exc).__name__}: {str(exc)[:200]}")
+        """Every error the store would translate, translated the same way; a rejection here is a
+        configuration problem (the pointer's requests carry no user input)."""
+        return self._caller(what, fn, rejected=ConfigurationError)

@@ -1,0 +1,447 @@
+"""What every Qdrant engine's ``VectorStore`` shares: the collection rules, written once.
+
+One collection per embedding profile (``<prefix>_<profile slug>``) with a named dense vector ``dense``
+(cosine) and a sparse vector ``bm25`` whose IDF the engine computes (``Modifier.IDF``). The profile is
+recorded in the collection's metadata and checked before any vector is written or searched, so vectors of
+two models can never meet. Every read and write is scoped by tenant (``qdrant_filters``).
+
+``CollectionStore`` implements the ``VectorStore`` port in terms of a dozen engine calls; the engines
+(``QdrantVectorStore`` on qdrant-client, ``EdgeVectorStore`` on Qdrant Edge) implement only those, so
+both keep one contract (tests/integration/test_qdrant_store.py runs on each)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from abc import abstractmethod
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from winnow.adapters.qdrant_errors import CollectionNotFound, QdrantCaller
+from winnow.adapters.qdrant_filters import Conditions, document_filter, search_filter, tenant_filter
+from winnow.adapters.qdrant_points import DENSE_VECTOR, SPARSE_VECTOR, dense_of, fuse_rrf, stored_chunk
+from winnow.errors import (
+    BadRequest,
+    ConfigurationError,
+    ProfileMismatch,
+    ProviderRejected,
+    QueryRejected,
+    WinnowError,
+)
+from winnow.models import ChunkPoint, EmbeddingProfile, SparseVector, StoredChunk
+from winnow.observability import logger
+from winnow.ports import ActiveIndex, FilterValue, SearchQuery, VectorStore
+
+if TYPE_CHECKING:
+    from winnow.settings import QdrantSettings
+
+T = TypeVar("T")
+
+METADATA_KEY = "winnow"  # collection metadata: {"winnow": {"profile": {...}, "schema": 1}}
+SCHEMA_VERSION = 1
+SEARCH_PAYLOAD = [
+    "key",
+    "title",
+    "section",
+    "page",
+    "chunk_index",
+    "text",
+    "content_hash",
+    "meta",
+    "kind",
+    "ocr",
+]
+SCROLL_PAGE = 256
+DELETE_BATCH = 1000
+
+
+def collection_name_for(settings: QdrantSettings, profile: EmbeddingProfile) -> str:
+    return f"{settings.collection_prefix}_{profile.slug}"
+
+
+def alias_name(settings: QdrantSettings) -> str:
+    """The alias (pointer) naming the collection searches read."""
+    return f"{settings.collection_prefix}_active"
+
+
+def collection_metadata(profile: EmbeddingProfile) -> dict[str, Any]:
+    return {
+        METADATA_KEY: {
+            "profile": {"provider": profile.provider, "model": profile.model, "dimension": profile.dimension},
+            "slug": profile.slug,
+            "schema": SCHEMA_VERSION,
+        }
+    }
+
+
+def profile_from_metadata(metadata: dict[str, Any] | None) -> EmbeddingProfile | None:
+    """The embedding profile recorded on a collection, or None when it carries none."""
+    recorded = (metadata or {}).get(METADATA_KEY)
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("profile"), dict):
+        return None
+    p = recorded["profile"]
+    try:
+        return EmbeddingProfile(
+            provider=str(p["provider"]), model=str(p["model"]), dimension=int(p["dimension"])
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class CollectionFacts:
+    """What an engine reports about an existing collection."""
+
+    metadata: dict[str, Any] | None
+    dense_size: int | None  # of the ``dense`` vector, None when there is none
+    has_sparse: bool  # a ``bm25`` sparse vector exists
+    indexed: frozenset[str]  # payload fields with an index
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """One nearest-neighbour query of a search: dense or sparse, filtered by ``where``."""
+
+    vector: list[float] | SparseVector
+    using: str
+    where: Any
+    limit: int
+    score_threshold: float | None = None
+    with_dense: bool = False
+
+
+class CollectionStore(VectorStore):
+    """See the module docstring. ``rrf_k`` is the RRF ranking constant of hybrid fusion."""
+
+    conditions: Conditions  # the engine's filter vocabulary
+
+    def __init__(
+        self,
+        profile: EmbeddingProfile,
+        settings: QdrantSettings,
+        *,
+        rrf_k: int,
+        collection_name: str | None,
+        caller: QdrantCaller,
+    ) -> None:
+        if rrf_k < 1:
+            raise ConfigurationError("rrf_k must be at least 1")
+        self._profile = profile
+        self._settings = settings
+        self._rrf_k = rrf_k
+        self._name = collection_name or collection_name_for(settings, profile)
+        self._caller = caller
+        self._batch_size = min(settings.upsert_batch_size, 256)
+        self._ready = False  # collection seen and its profile verified
+        self._ready_lock = threading.Lock()
+
+    @property
+    def collection_name(self) -> str:
+        return self._name
+
+    @property
+    def profile(self) -> EmbeddingProfile:
+        return self._profile
+
+    # --- the engine ---------------------------------------------------------------------------------
+    @abstractmethod
+    def for_profile(self, profile: EmbeddingProfile) -> CollectionStore:
+        """The store of another profile's collection on the same engine (a rebuild's old collection)."""
+
+    @abstractmethod
+    def active_index(self) -> ActiveIndex:
+        """The pointer to the collection searches read, kept by the same engine."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the engine (the client, or the Edge folder and its lock); other stores on it too."""
+
+    @abstractmethod
+    def _exists(self) -> bool: ...
+
+    @abstractmethod
+    def _create(self) -> None:
+        """Create the collection with the ``dense``/``bm25`` layout and ``collection_metadata``."""
+
+    @abstractmethod
+    def _facts(self) -> CollectionFacts: ...
+
+    @abstractmethod
+    def _create_index(self, field: str, is_tenant: bool) -> None:
+        """A keyword payload index (``is_tenant``: the tenant index Qdrant co-locates points by)."""
+
+    @abstractmethod
+    def _collection_names(self) -> list[str]: ...
+
+    @abstractmethod
+    def _write(self, points: Sequence[ChunkPoint]) -> None:
+        """Upsert one batch and wait until it is applied."""
+
+    @abstractmethod
+    def _delete_ids(self, ids: list[str]) -> None: ...
+
+    @abstractmethod
+    def _delete_where(self, where: Any) -> None: ...
+
+    @abstractmethod
+    def _set_meta_where(self, where: Any, metadata: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def _count_where(self, where: Any) -> int: ...
+
+    @abstractmethod
+    def _scroll_page(
+        self, where: Any, with_payload: bool | list[str], with_dense: bool, limit: int, offset: Any
+    ) -> tuple[list[Any], Any]:
+        """One page of points (objects with ``id``, ``payload``, ``vector``) and the next offset."""
+
+    @abstractmethod
+    def _retrieve_dense(self, ids: list[str]) -> list[Any]: ...
+
+    @abstractmethod
+    def _query(self, plans: list[QueryPlan]) -> list[list[Any]]:
+        """Each plan's hits (objects with ``id``, ``score``, ``payload``, ``vector``), best first."""
+
+    def _call(
+        self,
+        what: str,
+        fn: Callable[[], T],
+        *,
+        rejected: type[WinnowError] = ProviderRejected,
+        retry: bool = True,
+    ) -> T:
+        try:
+            return self._caller(what, fn, rejected=rejected, retry=retry, collection=self._name)
+        except CollectionNotFound:
+            self._ready = False
+            raise
+
+    # --- collection ---------------------------------------------------------------------------------
+    def ensure_collection(self) -> None:
+        with self._ready_lock:
+            if not self._call("check collection", self._exists):
+                try:
+                    self._call("create collection", self._create, retry=False)
+                    logger.info("created Qdrant collection", extra={"collection": self._name})
+                except (ProviderRejected, ConfigurationError):
+                    # A concurrent worker may have created it first; anything else fails the check below.
+                    if not self._call("check collection", self._exists):
+                        raise
+            facts = self._call("read collection", self._facts)
+            self._verify(facts)
+            wanted = [("tenant", True), ("key", False), ("kind", False)]
+            wanted += [(f"meta.{field}", False) for field in self._settings.metadata_indexes]
+            for field, is_tenant in wanted:
+                if field not in facts.indexed:
+                    self._call(
+                        "create payload index",
+                        lambda f=field, t=is_tenant: self._create_index(f, t),  # type: ignore[misc]
+                    )
+            self._ready = True
+
+    def recorded_profile(self) -> EmbeddingProfile | None:
+        """The profile recorded on the collection, or None when the collection does not exist."""
+        if not self._call("check collection", self._exists):
+            return None
+        return profile_from_metadata(self._call("read collection", self._facts).metadata)
+
+    def _verify(self, facts: CollectionFacts) -> None:
+        recorded = profile_from_metadata(facts.metadata)
+        if recorded is None:
+            raise ProfileMismatch(
+                f"collection {self._name} records no embedding profile; it was not made by Winnow"
+            )
+        if recorded != self._profile:
+            raise ProfileMismatch(
+                f"collection {self._name} holds vectors of {recorded.provider}/{recorded.model} "
+                f"({recorded.dimension} dims), not {self._profile.provider}/{self._profile.model} "
+                f"({self._profile.dimension} dims)"
+            )
+        if facts.dense_size != self._profile.dimension or not facts.has_sparse:
+            raise ProfileMismatch(f"collection {self._name} lacks a {DENSE_VECTOR}/{SPARSE_VECTOR} layout")
+
+    def _require(self, create: bool) -> bool:
+        """Whether the collection exists (creating it when ``create``), verifying its profile once."""
+        if self._ready:
+            return True
+        if create:
+            self.ensure_collection()
+            return True
+        with self._ready_lock:
+            if not self._call("check collection", self._exists):
+                return False
+            self._verify(self._call("read collection", self._facts))
+            self._ready = True
+            return True
+
+    def _require_for_search(self) -> bool:
+        """Like ``_require`` but a missing collection is only fine when no other profile's collection
+        exists: otherwise the query embedder differs from the one the documents were indexed with."""
+        if self._require(create=False):
+            return True
+        prefix = f"{self._settings.collection_prefix}_"
+        names = self._call("list collections", self._collection_names)
+        others = sorted(n for n in names if n.startswith(prefix))
+        if others:
+            raise ProfileMismatch(
+                f"the query embedder ({self._profile.slug}) has no collection; documents are indexed in "
+                f"{', '.join(others)}: configure the embedder they were indexed with, or re-index"
+            )
+        return False
+
+    # --- writes -------------------------------------------------------------------------------------
+    def upsert(self, points: Sequence[ChunkPoint]) -> None:
+        if not points:
+            return
+        for p in points:
+            self._check_point(p)
+        self._require(create=True)
+        for start in range(0, len(points), self._batch_size):
+            batch = points[start : start + self._batch_size]
+            self._call("upsert", lambda b=batch: self._write(b))  # type: ignore[misc]
+
+    def _check_point(self, p: ChunkPoint) -> None:
+        if len(p.dense) != self._profile.dimension:
+            raise ProfileMismatch(
+                f"a vector of {len(p.dense)} dims cannot go into {self._name} "
+                f"({self._profile.dimension} dims, {self._profile.slug})"
+            )
+        if not p.tenant or not p.key:
+            raise ValueError("a point needs a tenant and a key")
+        if len(p.sparse.indices) != len(p.sparse.values):
+            raise ValueError("sparse vector indices and values differ in length")
+        if str(uuid.UUID(p.point_id)) != p.point_id:
+            raise ValueError(f"point id {p.point_id!r} is not a canonical UUID string")
+
+    def delete_points(self, point_ids: Sequence[str]) -> None:
+        ids = list(point_ids)
+        if not ids or not self._require(create=False):
+            return
+        for start in range(0, len(ids), DELETE_BATCH):
+            chunk = ids[start : start + DELETE_BATCH]
+            self._call("delete points", lambda c=chunk: self._delete_ids(c))  # type: ignore[misc]
+
+    def delete_document(self, tenant: str, key: str) -> int:
+        if not self._require(create=False):
+            return 0
+        document = document_filter(self.conditions, tenant, key)
+        count = self._call("count", lambda: self._count_where(document))
+        if count:
+            self._call("delete document", lambda: self._delete_where(document))
+        return count
+
+    def set_metadata(self, tenant: str, key: str, metadata: dict[str, Any]) -> int:
+        """Replace ``meta`` wholesale: a top-level payload key set replaces its value (it is not deep
+        merged), so fields dropped from the metadata disappear from the points too."""
+        if not self._require(create=False):
+            return 0
+        document = document_filter(self.conditions, tenant, key)
+        count = self._call("count", lambda: self._count_where(document))
+        if count:
+            self._call("set metadata", lambda: self._set_meta_where(document, dict(metadata)))
+        return count
+
+    # --- reads --------------------------------------------------------------------------------------
+    def existing_vectors(self, tenant: str, key: str) -> dict[str, list[float]]:
+        if not self._require(create=False):
+            return {}
+        vectors: dict[str, list[float]] = {}
+        for point in self._scroll(
+            document_filter(self.conditions, tenant, key), ["content_hash"], with_dense=True
+        ):
+            dense = dense_of(point)
+            content_hash = (point.payload or {}).get("content_hash")
+            if dense is not None and content_hash:
+                vectors[str(content_hash)] = dense
+        return vectors
+
+    def point_ids(self, tenant: str, key: str) -> set[str]:
+        if not self._require(create=False):
+            return set()
+        return {str(p.id) for p in self._scroll(document_filter(self.conditions, tenant, key), False)}
+
+    def dense_vectors(self, point_ids: Sequence[str]) -> dict[str, list[float]]:
+        ids = list(dict.fromkeys(point_ids))
+        if not ids or not self._require(create=False):
+            return {}
+        found: dict[str, list[float]] = {}
+        for record in self._call("retrieve vectors", lambda: self._retrieve_dense(ids)):
+            dense = dense_of(record)
+            if dense is not None:
+                found[str(record.id)] = dense
+        return found
+
+    def count_by_document(self, tenant: str | None = None) -> dict[tuple[str, str], int]:
+        return dict(Counter(self.document_keys(tenant)))
+
+    def document_keys(self, tenant: str | None = None) -> Iterator[tuple[str, str]]:
+        if not self._require(create=False):
+            return
+        for point in self._scroll(tenant_filter(self.conditions, tenant), ["tenant", "key"], page=1000):
+            payload = point.payload or {}
+            yield str(payload.get("tenant")), str(payload.get("key"))
+
+    def _scroll(
+        self, where: Any, with_payload: bool | list[str], *, with_dense: bool = False, page: int = SCROLL_PAGE
+    ) -> Iterator[Any]:
+        offset: Any = None
+        while True:
+            points, offset = self._call(
+                "scroll",
+                lambda o=offset: self._scroll_page(where, with_payload, with_dense, page, o),  # type: ignore[misc]
+            )
+            yield from points
+            if offset is None:
+                return
+
+    def _search_filter(self, tenant: str, filters: dict[str, FilterValue]) -> Any:
+        return search_filter(self.conditions, tenant, filters)
+
+    def search(self, query: SearchQuery) -> list[StoredChunk]:
+        if query.limit < 1:
+            raise BadRequest("limit must be at least 1")
+        if not query.tenant:
+            raise BadRequest("a search needs a tenant")
+        if query.mode in ("dense", "hybrid"):
+            if query.dense is None:
+                raise BadRequest(f"{query.mode} search needs a dense query vector")
+            if len(query.dense) != self._profile.dimension:
+                raise ProfileMismatch(
+                    f"query vector has {len(query.dense)} dims, collection {self._name} has "
+                    f"{self._profile.dimension}"
+                )
+        has_sparse = query.sparse is not None and len(query.sparse.indices) > 0
+        if query.mode == "sparse" and not has_sparse:
+            return []  # nothing to match on (e.g. a query of stop words only)
+        where = self._search_filter(query.tenant, query.filters)
+        if not self._require_for_search():
+            return []
+        dense = QueryPlan(list(query.dense or []), DENSE_VECTOR, where, query.limit, query.score_threshold)
+
+        def sparse(with_dense: bool) -> QueryPlan:
+            assert query.sparse is not None
+            return QueryPlan(query.sparse, SPARSE_VECTOR, where, query.limit, with_dense=with_dense)
+
+        if query.mode == "dense":
+            plans = [dense]
+        elif query.mode == "sparse":
+            plans = [sparse(with_dense=query.with_dense)]
+        else:
+            # Both retrievers in one round trip, each with its own raw scores (a fused query would only
+            # return the fused score); the sparse side brings dense vectors so every candidate gets a
+            # cosine without a second call. The filter sits on each request.
+            plans = [dense] + ([sparse(with_dense=True)] if has_sparse else [])
+        lists = self._call("search", lambda: self._query(plans), rejected=QueryRejected)
+        if query.mode == "sparse":
+            return [stored_chunk(p, sparse_rank=r) for r, p in enumerate(lists[0], start=1)]
+        dense_hits = [stored_chunk(p, dense_rank=r) for r, p in enumerate(lists[0], start=1)]
+        if query.mode == "dense":
+            return dense_hits
+        sparse_hits = (
+            [stored_chunk(p, sparse_rank=r) for r, p in enumerate(lists[1], start=1)]
+            if len(lists) > 1
+            else []
+        )
+        return fuse_rrf(dense_hits, sparse_hits, self._rrf_k)[: query.limit]

@@ -1,0 +1,443 @@
+"""The ``VectorStore`` and ``ActiveIndex`` on Qdrant Edge (``qdrant-edge-py``), an in-process Rust engine:
+the embedded default's engine (``QDRANT_LOCAL_ENGINE=edge``), written against Edge's own API.
+
+Why: qdrant-client's local mode evaluates filters and sparse dot products per point in Python; Edge runs
+the same queries in Rust (docs/benchmarks.md). Never used with a Qdrant URL and never imported by the
+search Lambda (``qdrant_edge`` is imported lazily and is not in the Lambda layer).
+
+An Edge shard is one collection's points without a name, metadata or aliases, so ``EdgeFolder`` keeps
+those beside the shards: ``<root>/edge/<collection>/shard`` (one ``EdgeShard`` per collection),
+``<root>/edge/<collection>/collection.json`` (vector layout and metadata), ``<root>/edge/aliases.json``,
+and ``<root>/edge/.lock`` held by the one process that owns the folder. Edge raises a bare ``Exception``
+for every failure; the store checks its input first, so what reaches ``qdrant_errors`` is the engine's."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from winnow.adapters.qdrant_collection import (
+    DENSE_VECTOR,
+    SEARCH_PAYLOAD,
+    SPARSE_VECTOR,
+    CollectionFacts,
+    CollectionStore,
+    QueryPlan,
+    alias_name,
+    collection_metadata,
+    collection_name_for,
+    profile_from_metadata,
+)
+from winnow.adapters.qdrant_errors import CollectionNotFound, QdrantCaller
+from winnow.adapters.qdrant_points import payload_of
+from winnow.errors import ConfigurationError, ProviderRejected
+from winnow.ports import ActiveIndex
+
+if TYPE_CHECKING:
+    import qdrant_edge as E
+
+    from winnow.models import ChunkPoint, EmbeddingProfile
+    from winnow.settings import QdrantSettings
+
+_SUBDIR = "edge"
+_COLLECTION_FILE = "collection.json"
+_ALIASES_FILE = "aliases.json"
+_SHARD_DIR = "shard"
+_FORMAT = 1
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+
+
+class EdgeFolder:
+    """The collections, their layouts and the aliases of one folder, or of ``:memory:`` (a throw-away temp
+    folder). Thread-safe: Edge shards take their own locks; this object guards its registry of shards."""
+
+    def __init__(self, location: str) -> None:
+        import portalocker
+
+        self._temporary = location == ":memory:"
+        base = Path(tempfile.mkdtemp(prefix="winnow-edge-")) if self._temporary else Path(location)
+        self.root = base / _SUBDIR
+        if self._temporary:  # a ":memory:" folder nobody closes still leaves nothing behind
+            weakref.finalize(self, shutil.rmtree, str(base), True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._shards: dict[str, E.EdgeShard] = {}
+        self._configs: dict[str, dict[str, Any]] = {}
+        self.closed = False
+        self._flock = (self.root / ".lock").open("w")
+        try:
+            portalocker.lock(
+                self._flock, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
+            )
+        except portalocker.exceptions.LockException as exc:
+            self._flock.close()
+            # What qdrant-client's local mode raises too, so the opener handles both engines alike.
+            raise RuntimeError(
+                f"Qdrant Edge storage {self.root} is already accessed by another process"
+            ) from exc
+
+    def close(self) -> None:
+        import portalocker
+
+        with self._lock:
+            if self.closed:
+                return
+            for shard in self._shards.values():
+                shard.close()
+            self._shards.clear()
+            self.closed = True
+            portalocker.unlock(self._flock)
+            self._flock.close()
+            if self._temporary:
+                shutil.rmtree(self.root.parent, ignore_errors=True)
+
+    # --- collections --------------------------------------------------------------------------------
+    def names(self) -> list[str]:
+        self._check_open()
+        return sorted(p.parent.name for p in self.root.glob(f"*/{_COLLECTION_FILE}"))
+
+    def config(self, name: str) -> dict[str, Any] | None:
+        """The collection's layout and metadata (``collection.json``), or None when it does not exist."""
+        with self._lock:
+            self._check_open()
+            cached = self._configs.get(name)
+            if cached is not None:
+                return cached
+            path = self.root / name / _COLLECTION_FILE
+            if not _NAME.match(name) or not path.exists():
+                return None
+            config: dict[str, Any] = json.loads(path.read_text())
+            self._configs[name] = config
+            return config
+
+    def create(
+        self, name: str, dense: dict[str, int], sparse: Sequence[str], metadata: dict[str, Any] | None
+    ) -> None:
+        """A collection with cosine ``dense`` vectors of the given sizes and IDF-weighted ``sparse`` ones."""
+        import qdrant_edge as E
+
+        if not _NAME.match(name):
+            raise ProviderRejected(f"Qdrant Edge: collection name {name!r} is not allowed")
+        config = {
+            "format": _FORMAT,
+            "vectors": {n: {"size": size, "distance": "Cosine"} for n, size in dense.items()},
+            "sparse_vectors": {n: {"modifier": "idf"} for n in sparse},
+            "metadata": metadata,
+        }
+        edge_config = E.EdgeConfig(
+            vectors={
+                n: E.EdgeVectorParams(size=size, distance=E.Distance.Cosine) for n, size in dense.items()
+            },
+            sparse_vectors={n: E.EdgeSparseVectorParams(modifier=E.Modifier.Idf) for n in sparse},
+        )
+        with self._lock:
+            self._check_open()
+            folder = self.root / name
+            if (folder / _COLLECTION_FILE).exists():
+                raise ProviderRejected(f"Qdrant Edge: collection {name} already exists")
+            shutil.rmtree(folder, ignore_errors=True)  # a half-made collection from a crash
+            folder.mkdir(parents=True)
+            try:
+                shard = E.EdgeShard.create(str(folder / _SHARD_DIR), edge_config)
+            except Exception:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            self._shards[name] = shard
+            # Written last: the collection exists for readers only once its layout is on disk.
+            _write_json(folder / _COLLECTION_FILE, config)
+            self._configs[name] = config
+
+    def delete(self, name: str) -> bool:
+        with self._lock:
+            if self.config(name) is None:
+                return False
+            shard = self._shards.pop(name, None)
+            if shard is not None:
+                shard.close()
+            self._configs.pop(name, None)
+            folder = self.root / name
+            (folder / _COLLECTION_FILE).unlink()
+            shutil.rmtree(folder, ignore_errors=True)
+            self.set_aliases({a: c for a, c in self.aliases().items() if c != name})
+        return True
+
+    def shard(self, name: str) -> E.EdgeShard:
+        shard = self._shards.get(name)
+        if shard is not None and not self.closed:
+            return shard
+        import qdrant_edge as E
+
+        with self._lock:
+            if self.config(name) is None:
+                raise CollectionNotFound(f"Qdrant Edge: collection {name} not found")
+            shard = self._shards.get(name)
+            if shard is None:
+                shard = self._shards[name] = E.EdgeShard.load(str(self.root / name / _SHARD_DIR))
+            return shard
+
+    # --- aliases ------------------------------------------------------------------------------------
+    def aliases(self) -> dict[str, str]:
+        with self._lock:
+            self._check_open()
+            path = self.root / _ALIASES_FILE
+            if not path.exists():
+                return {}
+            return {str(a): str(c) for a, c in json.loads(path.read_text()).items()}
+
+    def point_alias(self, alias: str, name: str) -> None:
+        """Point ``alias`` at the collection ``name`` in one step (``CollectionNotFound`` when missing)."""
+        with self._lock:
+            if self.config(name) is None:
+                raise CollectionNotFound(f"Qdrant Edge: collection {name} not found")
+            self.set_aliases({**self.aliases(), alias: name})
+
+    def set_aliases(self, aliases: dict[str, str]) -> None:
+        """Replace every alias at once: the file is replaced in one rename."""
+        with self._lock:
+            self._check_open()
+            _write_json(self.root / _ALIASES_FILE, aliases)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("the Qdrant Edge folder is closed")
+
+
+class EdgeConditions:
+    """Qdrant Edge's filter vocabulary (``qdrant_filters``)."""
+
+    def match(self, path: str, value: str | int | bool) -> Any:
+        import qdrant_edge as E
+
+        if isinstance(value, bool):
+            # qdrant-edge-py 0.9.0 turns a Python bool into the integer 1/0, which never matches a stored
+            # boolean; numpy's bool is not an int subclass and arrives as a boolean.
+            import numpy as np
+
+            return E.FieldCondition(key=path, match=E.MatchValue(value=np.bool_(value)))  # type: ignore[arg-type]
+        return E.FieldCondition(key=path, match=E.MatchValue(value=value))
+
+    def match_any(self, path: str, values: list[str] | list[int]) -> Any:
+        import qdrant_edge as E
+
+        return E.FieldCondition(key=path, match=E.MatchAny(any=values))
+
+    def range(self, path: str, gte: float | None, lte: float | None) -> Any:
+        import qdrant_edge as E
+
+        bounds = E.RangeFloat(gte=_float(gte), lte=_float(lte))
+        return E.FieldCondition(key=path, range=bounds)
+
+    def filter(self, must: list[Any] | None = None, should: list[Any] | None = None) -> Any:
+        import qdrant_edge as E
+
+        return E.Filter(must=must, should=should)
+
+
+class EdgeVectorStore(CollectionStore):
+    """``CollectionStore`` on an ``EdgeFolder``."""
+
+    conditions = EdgeConditions()
+
+    def __init__(
+        self,
+        folder: EdgeFolder,
+        profile: EmbeddingProfile,
+        settings: QdrantSettings,
+        *,
+        rrf_k: int = 60,
+        collection_name: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.folder = folder
+        self._sleep = sleep
+        caller = QdrantCaller(settings.max_attempts, sleep)
+        super().__init__(profile, settings, rrf_k=rrf_k, collection_name=collection_name, caller=caller)
+
+    def for_profile(self, profile: EmbeddingProfile) -> EdgeVectorStore:
+        return EdgeVectorStore(self.folder, profile, self._settings, rrf_k=self._rrf_k, sleep=self._sleep)
+
+    def close(self) -> None:
+        self.folder.close()
+
+    def active_index(self) -> EdgeActiveIndex:
+        return EdgeActiveIndex(self.folder, self._settings)
+
+    # --- the engine calls ---------------------------------------------------------------------------
+    def _exists(self) -> bool:
+        return self.folder.config(self._name) is not None
+
+    def _create(self) -> None:
+        self.folder.create(
+            self._name,
+            {DENSE_VECTOR: self._profile.dimension},
+            [SPARSE_VECTOR],
+            collection_metadata(self._profile),
+        )
+
+    def _facts(self) -> CollectionFacts:
+        config = self.folder.config(self._name)
+        if config is None:
+            raise CollectionNotFound(f"Qdrant Edge: collection {self._name} not found")
+        dense = config["vectors"].get(DENSE_VECTOR)
+        return CollectionFacts(
+            metadata=config.get("metadata"),
+            dense_size=int(dense["size"]) if dense else None,
+            has_sparse=SPARSE_VECTOR in config["sparse_vectors"],
+            indexed=frozenset(self.folder.shard(self._name).info().payload_schema),
+        )
+
+    def _create_index(self, field: str, is_tenant: bool) -> None:
+        import qdrant_edge as E
+
+        schema = E.KeywordIndexParams(is_tenant=True) if is_tenant else E.PayloadSchemaType.Keyword
+        self._update(E.UpdateOperation.create_field_index(field, schema))
+
+    def _collection_names(self) -> list[str]:
+        return self.folder.names()
+
+    def _write(self, points: Sequence[ChunkPoint]) -> None:
+        import qdrant_edge as E
+
+        batch = [
+            E.Point(
+                p.point_id,
+                {
+                    DENSE_VECTOR: [float(x) for x in p.dense],
+                    SPARSE_VECTOR: E.SparseVector(
+                        list(p.sparse.indices), [float(v) for v in p.sparse.values]
+                    ),
+                },
+                payload_of(p),
+            )
+            for p in points
+        ]
+        self._update(E.UpdateOperation.upsert_points(batch))
+
+    def _delete_ids(self, ids: list[str]) -> None:
+        import qdrant_edge as E
+
+        self._update(E.UpdateOperation.delete_points(list(ids)))
+
+    def _delete_where(self, where: Any) -> None:
+        import qdrant_edge as E
+
+        self._update(E.UpdateOperation.delete_points_by_filter(where))
+
+    def _set_meta_where(self, where: Any, metadata: dict[str, Any]) -> None:
+        import qdrant_edge as E
+
+        self._update(E.UpdateOperation.set_payload_by_filter(where, {"meta": metadata}, None))
+
+    def _count_where(self, where: Any) -> int:
+        import qdrant_edge as E
+
+        return int(self.folder.shard(self._name).count(E.CountRequest(exact=True, filter=where)))
+
+    def _scroll_page(
+        self, where: Any, with_payload: bool | list[str], with_dense: bool, limit: int, offset: Any
+    ) -> tuple[list[Any], Any]:
+        import qdrant_edge as E
+
+        request = E.ScrollRequest(
+            offset=offset,
+            limit=limit,
+            filter=where,
+            with_payload=with_payload,
+            with_vector=[DENSE_VECTOR] if with_dense else False,
+        )
+        records, next_offset = self.folder.shard(self._name).scroll(request)
+        return list(records), next_offset
+
+    def _retrieve_dense(self, ids: list[str]) -> list[Any]:
+        return list(self.folder.shard(self._name).retrieve(list[Any](ids), False, [DENSE_VECTOR]))
+
+    def _query(self, plans: list[QueryPlan]) -> list[list[Any]]:
+        import qdrant_edge as E
+
+        requests = [
+            E.QueryRequest(
+                limit=p.limit,
+                query=E.Query.Nearest(_edge_vector(p.vector), using=p.using),
+                filter=p.where,
+                score_threshold=p.score_threshold,
+                with_payload=SEARCH_PAYLOAD,
+                with_vector=[DENSE_VECTOR] if p.with_dense else False,
+            )
+            for p in plans
+        ]
+        return [
+            list(hits) for hits in self.folder.shard(self._name).query_batch(E.QueryBatchRequest(requests))
+        ]
+
+    def _update(self, operation: E.UpdateOperation) -> None:
+        self.folder.shard(self._name).update(operation)
+
+
+class EdgeActiveIndex(ActiveIndex):
+    """The ``<prefix>_active`` alias of an ``EdgeFolder``: as ``QdrantActiveIndex`` on a Qdrant server."""
+
+    def __init__(self, folder: EdgeFolder, settings: QdrantSettings) -> None:
+        self._folder = folder
+        self._settings = settings
+        self.alias = alias_name(settings)
+
+    def collection_for(self, profile: EmbeddingProfile) -> str:
+        return collection_name_for(self._settings, profile)
+
+    def active_collection(self) -> str | None:
+        return self._folder.aliases().get(self.alias)
+
+    def active(self) -> EmbeddingProfile | None:
+        name = self.active_collection()
+        config = self._folder.config(name) if name is not None else None
+        return profile_from_metadata(config.get("metadata")) if config is not None else None
+
+    def activate(self, profile: EmbeddingProfile) -> None:
+        name = self.collection_for(profile)
+        try:
+            self._folder.point_alias(self.alias, name)
+        except CollectionNotFound:
+            raise ConfigurationError(
+                f"cannot point searches at {name}: the collection does not exist"
+            ) from None
+
+    def available(self) -> list[EmbeddingProfile]:
+        prefix = f"{self._settings.collection_prefix}_"
+        profiles = []
+        for name in self._folder.names():
+            config = self._folder.config(name) if name.startswith(prefix) else None
+            profile = profile_from_metadata(config.get("metadata")) if config is not None else None
+            if profile is not None:
+                profiles.append(profile)
+        return profiles
+
+
+def _edge_vector(vector: list[float] | Any) -> Any:
+    import qdrant_edge as E
+
+    if isinstance(vector, list):
+        return [float(x) for x in vector]
+    return E.SparseVector(list(vector.indices), [float(v) for v in vector.values])
+
+
+def _float(value: float | None) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _write_json(path: Path, value: Any) -> None:
+    """Write to a temp file and rename it over the target, so a crash never leaves half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(value, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,138 @@
+"""Qdrant errors in Winnow's terms, and the bounded retry around every Qdrant call.
+
+One translator serves the store and the active-collection pointer on every engine: Qdrant Cloud over
+REST, qdrant-client's local mode and Qdrant Edge. Connection problems, timeouts, 429 and 5xx are
+transient (retried a bounded number of times, then ``ProviderUnavailable``); refused credentials and a
+missing collection are configuration errors; any other 4xx is a rejection of the request. The in-process
+engines report bad input as ``ValueError`` (local mode) and storage failures as a bare ``Exception``
+(Edge, which has no error types of its own)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, TypeVar
+
+from winnow.errors import (
+    ConfigurationError,
+    ProviderRateLimited,
+    ProviderRejected,
+    ProviderUnavailable,
+    TransientError,
+    WinnowError,
+)
+from winnow.observability import logger
+
+T = TypeVar("T")
+
+
+class CollectionNotFound(ConfigurationError):
+    """The collection a call addressed does not exist (dropped by hand, or not created yet)."""
+
+
+def translate(
+    exc: Exception, what: str, rejected: type[WinnowError] = ProviderRejected, collection: str | None = None
+) -> WinnowError | None:
+    """Our exception for a Qdrant or transport error, or None for a bug that should surface as is.
+    ``collection`` names the collection the call addressed, for the message of a 404."""
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    if isinstance(exc, UnexpectedResponse):
+        status = exc.status_code
+        if status is None or status >= 500:
+            return ProviderUnavailable(f"Qdrant {what} failed: HTTP {status}")
+        if status == 429:
+            return ProviderRateLimited(
+                f"Qdrant {what} throttled (HTTP 429)", retry_after=_retry_after(exc.headers)
+            )
+        if status in (401, 403):
+            return ConfigurationError(f"Qdrant refused the credentials (HTTP {status}) on {what}")
+        if status == 404:
+            subject = f"collection {collection} not found" if collection else "not found"
+            return CollectionNotFound(f"Qdrant {what}: {subject} ({_detail(exc)})")
+        return rejected(f"Qdrant rejected {what} (HTTP {status}): {_detail(exc)}")
+    if isinstance(exc, ResponseHandlingException):
+        source = getattr(exc, "source", None)
+        return ProviderUnavailable(f"Qdrant {what} failed: {type(source or exc).__name__}")
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return ProviderUnavailable(f"Qdrant {what} failed: {type(exc).__name__}")
+    import httpx
+
+    if isinstance(exc, httpx.TransportError):
+        return ProviderUnavailable(f"Qdrant {what} failed: {type(exc).__name__}")
+    if isinstance(exc, ValueError):  # local mode: the request (or the collection it names) is wrong
+        return rejected(f"Qdrant rejected {what}: {str(exc)[:200]}")
+    if type(exc) is Exception:  # Qdrant Edge: the engine failed (storage, WAL), not the caller's input
+        return ProviderUnavailable(f"Qdrant Edge {what} failed: {str(exc)[:200]}")
+    return None
+
+
+class QdrantCaller:
+    """Runs one Qdrant call: under ``guard`` (local mode has no locks of its own), translated, and retried
+    with jittered backoff while the error is transient and attempts remain."""
+
+    def __init__(
+        self,
+        max_attempts: int,
+        sleep: Callable[[float], None],
+        guard: AbstractContextManager[Any] | None = None,
+    ) -> None:
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+        self._guard = guard or nullcontext()
+
+    def __call__(
+        self,
+        what: str,
+        fn: Callable[[], T],
+        *,
+        rejected: type[WinnowError] = ProviderRejected,
+        retry: bool = True,
+        collection: str | None = None,
+    ) -> T:
+        attempts = self._max_attempts if retry else 1
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                with self._guard:
+                    return fn()
+            except WinnowError:
+                raise
+            except Exception as exc:
+                error = translate(exc, what, rejected, collection)
+                if error is None:
+                    raise
+                if isinstance(error, TransientError) and attempt < attempts:
+                    logger.warning(
+                        "Qdrant call failed, retrying",
+                        extra={"operation": what, "attempt": attempt, "error_type": type(exc).__name__},
+                    )
+                    self._sleep(backoff(attempt, error.retry_after))
+                    continue
+                raise error from exc
+
+
+def backoff(attempt: int, retry_after: float | None) -> float:
+    """The pause before the next attempt: the server's ``Retry-After`` (capped), else full jitter."""
+    if retry_after is not None:
+        return min(retry_after, 10.0)
+    return random.uniform(0, min(2.0, 0.2 * 2 ** (attempt - 1)))
+
+
+def _retry_after(headers: Any) -> float | None:
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _detail(exc: Any) -> str:
+    try:
+        structured = exc.structured()
+        message = structured.get("status", {}).get("error") if isinstance(structured, dict) else None
+    except Exception:
+        message = None
+    return str(message or exc.reason_phrase or "no detail")[:200]
