@@ -217,6 +217,15 @@ class CollectionStore(VectorStore):
         except CollectionNotFound:
             self._ready = False
             raise
+        except WinnowError as error:
+            if not self._collection_gone(error):
+                raise
+            self._ready = False
+            raise CollectionNotFound(f"Qdrant {what}: collection {self._name} not found") from error.__cause__
+
+    def _collection_gone(self, error: WinnowError) -> bool:
+        """Whether ``error`` means the collection is gone, for an engine whose error does not say so."""
+        return False
 
     # --- collection ---------------------------------------------------------------------------------
     def ensure_collection(self) -> None:
