@@ -24,7 +24,6 @@ from winnow.adapters.qdrant_collection import (
     collection_metadata,
     profile_from_metadata,
 )
-from winnow.adapters.qdrant_errors import QdrantCaller
 from winnow.adapters.qdrant_filters import QdrantConditions
 from winnow.adapters.qdrant_points import fuse_rrf, payload_of
 from winnow.errors import ConfigurationError, WinnowError
@@ -229,14 +228,13 @@ class QdrantVectorStore(CollectionStore):
     ) -> None:
         self._client = client
         self._local = is_local_mode(client)
-        self._sleep = sleep
-        guard = local_guard(client)
         super().__init__(
             profile,
             settings,
             rrf_k=rrf_k,
             collection_name=collection_name,
-            caller=QdrantCaller(settings.max_attempts, sleep, guard),
+            sleep=sleep,
+            guard=local_guard(client),
         )
 
     @property
