@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from tests.support.stack import EmbeddedStack
-from winnow.adapters.qdrant_store import QdrantVectorStore
 from winnow.errors import FeatureDisabled
 from winnow.models import StoredChunk
 from winnow.ports import SearchQuery
@@ -32,12 +31,9 @@ def test_the_container_builds_each_service_once_and_rebuilds_it_on_a_new_store(s
     # Then the warm ones come back (one client of each kind, one query cache)
     assert container.search_service() is search and container.ingest_service() is ingest
     assert search.store is container.store and ingest.store is container.store
-    # When a test (or a profile switch) puts another store in place
-    other = QdrantVectorStore(
-        container.store.client,  # type: ignore[attr-defined]
-        container.embedder.profile,
-        container.settings.qdrant.model_copy(update={"collection_prefix": "other"}),
-    )
+    # When a test (or a profile switch) puts another store in place (whichever engine the stack runs)
+    other = container.store.for_profile(container.embedder.profile)
+    assert other is not container.store
     other.ensure_collection()
     container.store = other  # type: ignore[misc]
     # Then the services are rebuilt on it
