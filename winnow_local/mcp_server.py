@@ -111,6 +111,17 @@ def citation(result: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _source(result: Mapping[str, Any]) -> dict[str, Any]:
+    """Where a passage comes from, as both tools show it: a search result's or an answer's citation."""
+    return {
+        "rank": result.get("rank"),
+        "citation": citation(result),
+        "key": result.get("key"),
+        "page": result.get("page"),
+        "section": result.get("section"),
+    }
+
+
 def _search_body(query: str, top_k: int, filters: dict[str, Any] | None, mode: str) -> dict[str, Any]:
     """The request body ``/search`` and ``/answer`` share."""
     body: dict[str, Any] = {"query": query, "top_k": top_k, "mode": mode}
@@ -145,15 +156,11 @@ class WinnowTools:
     ) -> dict[str, Any]:
         payload = self._call("POST", "/search", body=_search_body(query, top_k, filters, mode))
         passages = [
-            {
-                "rank": r.get("rank"),
+            _source(r)
+            | {
                 "score": r.get("score"),
                 "text": r.get("text"),
-                "citation": citation(r),
-                "key": r.get("key"),
                 "title": r.get("title"),
-                "page": r.get("page"),
-                "section": r.get("section"),
                 "metadata": r.get("metadata") or {},
             }
             for r in payload.get("results") or []
@@ -176,16 +183,7 @@ class WinnowTools:
             "relevant": bool(payload.get("relevant")),
             "answer": payload.get("answer"),
             "message": payload.get("message"),
-            "citations": [
-                {
-                    "rank": c.get("rank"),
-                    "citation": citation(c),
-                    "key": c.get("key"),
-                    "page": c.get("page"),
-                    "section": c.get("section"),
-                }
-                for c in payload.get("citations") or []
-            ],
+            "citations": [_source(c) for c in payload.get("citations") or []],
             "model": payload.get("model"),
         }
 

@@ -264,6 +264,17 @@ def test_delete_removes_the_document_from_search(winnow: Winnow, tmp_path: Path)
     assert "no object 'deltest/tides.md'" in again.stderr
 
 
+def test_delete_refuses_a_key_whose_first_segment_is_no_tenant(winnow: Winnow) -> None:
+    # Given keys whose first segment breaks the tenant rule (no --tenant to fill it in)
+    for key in ("no tenant/x.md", "/x.md", "x.md"):
+        # When one is deleted
+        run = winnow("delete", key)
+        # Then the CLI says it is not a full key, and never suggests listing a tenant that cannot exist
+        assert run.code == 1
+        [line] = run.stderr.strip().splitlines()
+        assert "is not a full key" in line, line
+
+
 def test_invalid_request_exits_non_zero_with_the_api_message(winnow: Winnow, ingested: list[Any]) -> None:
     # Given a top_k the API refuses (the CLI passes it through)
     for top_k in ("51", "0"):

@@ -5,6 +5,7 @@ the event and the read."""
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -80,6 +81,16 @@ def test_head_reports_size_etag_metadata_and_type(bucket: Bucket) -> None:
     assert info.metadata == {"department": "HR", "year": "2024"}
     assert info.content_type == "application/pdf"
     assert info.last_modified
+
+
+def test_object_times_are_written_as_every_other_timestamp(bucket: Bucket) -> None:
+    # Given an object, When HEAD and the listing report its time
+    bucket.put("acme/handbook.pdf", b"%PDF-1.4 handbook", {})
+    times = [bucket.source.head("acme/handbook.pdf").last_modified]
+    times += [info.last_modified for info in bucket.source.list("acme/")]
+    # Then both follow winnow.rules' timestamp format, as the ledger's own times do
+    for stamp in times:
+        assert stamp is not None and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp), stamp
 
 
 def test_missing_objects_are_gone(bucket: Bucket) -> None:

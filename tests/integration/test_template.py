@@ -1391,14 +1391,20 @@ def test_host_build_compiles_byte_code_with_the_interpreter_it_is_given(host_bui
         assert_byte_code(bundle, sys.implementation.cache_tag)
 
 
+def modules(package: Path) -> set[str]:
+    """The Python modules under ``package``, as paths relative to it (byte code caches left out)."""
+    return {p.relative_to(package).as_posix() for p in package.rglob("*.py") if "__pycache__" not in p.parts}
+
+
 @pytest.mark.slow
 def test_built_layer_is_lean_and_built_for_arm64(sam_build: Path) -> None:
     """No boto3/botocore (the runtime has them), no tests or local-only code (byte code has its own test),
     and every native extension is an aarch64 ELF: the cross-platform pip really targeted Lambda's machine."""
     site = sam_build / "SharedLayer" / "python"
-    assert (site / "winnow" / "__init__.py").is_file()
-    assert not (site / "winnow" / "testing").exists()
-    assert not (site / "winnow" / "local").exists()
+    # The shipped package is exactly the source's modules: nothing dropped, nothing local-only added.
+    source = ROOT / "layers" / "shared" / "winnow"
+    assert modules(site / "winnow") == modules(source)
+    assert not [p for p in site.iterdir() if p.name.startswith(("winnow_local", "winnow_fakes"))]
     dists = distributions(site)
     for name in RUNTIME_PROVIDED:
         assert not (site / name).exists(), name

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from winnow.rules import FIELD_NAME_RULE
 from winnow_local.cli.filters import ACCEPTED_FORMS, FilterSyntaxError, parse_filters, parse_value
 
 
@@ -92,3 +93,13 @@ def test_accepted_forms_text_is_what_errors_show() -> None:
     with pytest.raises(FilterSyntaxError) as raised:
         parse_filters(["nope"])
     assert ACCEPTED_FORMS in str(raised.value)
+
+
+@pytest.mark.parametrize("field", ["dept.team", "_private", "a" * 65])
+def test_a_name_the_api_refuses_is_refused_here_with_the_rule(field: str) -> None:
+    # Given a field name the search API would refuse (a dot reads as a path into nested metadata)
+    # When it is given to --filter
+    with pytest.raises(FilterSyntaxError) as raised:
+        parse_filters([f"{field}=x"])
+    # Then the CLI says so itself, with the field-name rule the API states, before any request is sent
+    assert FIELD_NAME_RULE in str(raised.value)

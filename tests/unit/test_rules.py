@@ -9,6 +9,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,10 @@ from winnow.rules import (
     is_field_name,
     is_sequencer,
     is_tenant,
+    iso_timestamp,
     now_iso,
     object_key,
+    path_in_tenant,
     s3_notification,
     s3_record,
     sequencer_is_newer,
@@ -41,6 +44,7 @@ from winnow.rules import (
 )
 from winnow.search.schemas import SearchRequest
 from winnow_local.cli.common import check_tenant as _check_tenant
+from winnow_local.cli.filters import FilterSyntaxError, parse_filters
 from winnow_local.errors import CliError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,6 +129,7 @@ def test_every_layer_agrees_on_what_a_tenant_is(name: str) -> None:
 
 @settings(deadline=None)
 @given(name=name_text)
+@example(name="dept.team")
 def test_every_layer_agrees_on_what_a_field_name_is(name: str) -> None:
     sidecar = json.dumps({"metadataAttributes": {name: "x"}}).encode("ascii")
     verdicts = {
@@ -133,8 +138,19 @@ def test_every_layer_agrees_on_what_a_field_name_is(name: str) -> None:
         "s3 user metadata": bool(from_user_metadata({name: "x"})),
         "request schema": _accepts(lambda: SearchRequest(query="q", filters={name: "x"}), ValidationError),
         "store filter": _accepts(lambda: STORE._search_filter("acme", {name: "x"}), BadRequest),
+        "cli --filter": _cli_filter_field(name) == name,
     }
     assert len(set(verdicts.values())) == 1, verdicts
+
+
+def _cli_filter_field(name: str) -> str | None:
+    """The field ``winnow search --filter NAME=x`` filters on (whitespace and operators are the CLI's
+    syntax, so a name holding them parses as another field), or None when the CLI refuses it."""
+    try:
+        fields = list(parse_filters([f"{name}=x"]))
+    except FilterSyntaxError:
+        return None
+    return fields[0] if fields else None
 
 
 def _key_tenant(key: str) -> str | None:
@@ -152,7 +168,8 @@ STORE = QdrantVectorStore.__new__(QdrantVectorStore)  # the filter builder needs
 _DEFINITIONS = {
     "tenant alphabet": r"\{0,127\}",
     "field-name alphabet": r"\{0,63\}|_-\]\{1,64\}",
-    "tenant and key functions": r"def (is_tenant|split_key|object_key|path_problem)\b",
+    "tenant and key functions": r"def (is_tenant|split_key|object_key|path_in_tenant|path_problem)\b",
+    "a key built or taken apart by hand": r"f\"\{tenant\}/|\[len\(tenant\) \+ 1 ?:",
     "sequencer pattern": r"0-9A-Fa-f\]\{|0-9A-Fa-f\]\+",
     "sequencer order": r"\.ljust\(|def sequencer_(is_newer|sort_key)\b",
     "timestamp format": r"timespec=\"milliseconds\"|replace\(\"\+00:00\", \"Z\"\)|def now_iso\b",
@@ -206,6 +223,16 @@ def test_a_key_names_its_tenant_and_splits_back(tenant: str, path: str) -> None:
     key = object_key(tenant, path)
     # Then splitting the key gives them back
     assert split_key(key) == (tenant, path)
+
+
+@pytest.mark.parametrize(
+    ("key", "path"),
+    [("acme/hr/leave.pdf", "hr/leave.pdf"), ("hr/leave.pdf", "hr/leave.pdf"), ("acmeco/x.md", "acmeco/x.md")],
+)
+def test_a_keys_path_within_its_tenant(key: str, path: str) -> None:
+    # Given a key of tenant acme, a bare path, and a key of a tenant whose name starts with acme
+    # Then only the tenant's own prefix is taken off (the search routes and the CLI both show this)
+    assert path_in_tenant("acme", key) == path
 
 
 @pytest.mark.parametrize("key", ["acme", "acme/", "/doc.md", "-acme/doc.md", "acme\n/doc.md", ""])
@@ -285,6 +312,15 @@ def test_sequencers_of_growing_length_keep_event_order() -> None:
 def test_timestamps_are_utc_iso_with_milliseconds_as_s3_writes_them() -> None:
     stamp = now_iso()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp), stamp
+
+
+def test_any_moment_is_written_in_utc_with_milliseconds() -> None:
+    # Given the same instant as an aware time elsewhere, as UTC, and as a naive (UTC) time
+    elsewhere = datetime(2024, 5, 1, 14, 30, 15, 123456, tzinfo=timezone(timedelta(hours=2)))
+    in_utc = datetime(2024, 5, 1, 12, 30, 15, 123456, tzinfo=UTC)
+    naive = datetime(2024, 5, 1, 12, 30, 15, 123456)
+    # Then each is written the one way
+    assert {iso_timestamp(t) for t in (elsewhere, in_utc, naive)} == {"2024-05-01T12:30:15.123Z"}
 
 
 # --- S3 notifications -------------------------------------------------------------------------------

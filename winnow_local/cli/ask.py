@@ -11,15 +11,11 @@ from winnow_local.cli.common import (
     TENANT_HELP,
     check_tenant,
     document_name,
-    fail_response,
-    no_documents,
-    tenant_has_documents,
     unit_float,
     whole_number,
     wrap,
 )
-from winnow_local.cli.search import citation, search_request
-from winnow_local.errors import CliError
+from winnow_local.cli.search import citation, post_query, search_request
 from winnow_local.runtime import DEFAULT_TENANT, LocalRuntime
 
 
@@ -53,17 +49,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     body = search_request(args)
     if args.max_answer_tokens is not None:
         body["max_answer_tokens"] = args.max_answer_tokens
-    runtime = LocalRuntime()
-    response = runtime.call_api("POST", "/answer", body=body, tenant=tenant)
-    if args.json:
-        sys.stdout.write(response.body.decode("utf-8"))
-        sys.stdout.write("\n")
-        sys.stdout.flush()
-    if response.status >= 400:
-        fail_response(response)
-    payload = response.json()
-    if payload.get("answer") is None and not tenant_has_documents(runtime, tenant):
-        raise CliError(no_documents(tenant))
+    payload = post_query(
+        LocalRuntime(), "/answer", body, tenant, echo=args.json, found=lambda p: p.get("answer") is not None
+    )
     if not args.json:
         print_answer(payload, tenant)
     return 0

@@ -10,13 +10,14 @@ import sys
 import textwrap
 from typing import IO, Any, NoReturn
 
-from winnow.rules import TENANT_RULE, is_tenant
+from winnow.ingest.results import IngestOutcome
+from winnow.rules import TENANT_RULE, is_tenant, path_in_tenant
 from winnow_local.errors import CliError
 from winnow_local.runtime import DEFAULT_TENANT, ApiResponse, LocalRuntime
 
 SIDECAR_SUFFIX = ".metadata.json"
 INGEST_FIELDS = ("key", "status", "chunks", "embedded", "reused", "error")
-FAILED_STATUSES = {"failed", "retry"}
+FAILED_STATUSES = frozenset({IngestOutcome.FAILED, IngestOutcome.RETRY})
 TENANT_HELP = f"tenant (default {DEFAULT_TENANT!r})"
 
 
@@ -59,7 +60,7 @@ class Progress:
 
 
 def document_name(key: str, tenant: str) -> str:
-    return key[len(tenant) + 1 :] if key.startswith(f"{tenant}/") else key
+    return path_in_tenant(tenant, key)
 
 
 def check_tenant(tenant: str) -> str:

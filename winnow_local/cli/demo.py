@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from winnow_local.cli.common import FAILED_STATUSES
 from winnow_local.cli.ingest import collect_files, ingest_files, summary
 from winnow_local.cli.search import print_search_results
 from winnow_local.docgen import render
@@ -88,7 +89,7 @@ def run_demo(tenant: str = "demo", out: IO[str] | None = None) -> int:
     )
     results = ingest_files(runtime, files, as_json=False, out=out)
     print(f"   {summary(results)}", file=out)
-    if any(r.get("status") in ("failed", "retry") for r in results):
+    if any(r.get("status") in FAILED_STATUSES for r in results):
         print("winnow: some samples failed to index (see above)", file=sys.stderr)
         return 1
 

@@ -14,9 +14,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from winnow.rules import FIELD_NAME_RULE, is_field_name
+
 ACCEPTED_FORMS = "use FIELD=VALUE (repeat for any-of), FIELD>=NUMBER or FIELD<=NUMBER"
 
-_FILTER = re.compile(r"^\s*(?P<field>[A-Za-z0-9][A-Za-z0-9_.\-]*)\s*(?P<op>>=|<=|=)\s*(?P<value>.*?)\s*$")
+# The field is whatever comes before the operator; winnow.rules says whether it may name a field.
+_FILTER = re.compile(r"^\s*(?P<field>[^<>=\s]+)\s*(?P<op>>=|<=|=)\s*(?P<value>.*?)\s*$")
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _DECIMAL = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 
@@ -53,6 +56,11 @@ def parse_filters(specs: Iterable[str]) -> dict[str, Any]:
         if not found or not found.group("value"):
             raise FilterSyntaxError(f"bad filter {spec!r}: {ACCEPTED_FORMS}")
         field, op, raw = found.group("field"), found.group("op"), found.group("value")
+        if not is_field_name(field):
+            raise FilterSyntaxError(
+                f"bad filter {spec!r}: {field[:40]!r} is not a field name ({FIELD_NAME_RULE}); "
+                f"{ACCEPTED_FORMS}"
+            )
         current = filters.get(field)
         if op == "=":
             if raw[0] in "<>":  # ``year=>5`` is a typo of ``year>=5`` far more often than a value

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from winnow.errors import InvalidKey
+from winnow.ingest.results import IngestOutcome
+from winnow.rules import object_key, path_in_tenant, split_key
 from winnow_local.cli.common import (
     FAILED_STATUSES,
     INGEST_FIELDS,
@@ -27,9 +30,9 @@ from winnow_local.runtime import DEFAULT_TENANT, LocalRuntime, Upload
 def format_ingest(result: dict[str, Any]) -> str:
     status = str(result.get("status"))
     key = str(result.get("key"))
-    if status in FAILED_STATUSES or (result.get("error") and status != "skipped"):
+    if status in FAILED_STATUSES or (result.get("error") and status != IngestOutcome.SKIPPED):
         return f"{status:<9}  {key}  {result.get('error') or ''}".rstrip()
-    if status in ("indexed", "unchanged"):
+    if status in (IngestOutcome.INDEXED, IngestOutcome.UNCHANGED):
         embedded, reused = result.get("embedded", 0), result.get("reused", 0)
         chunks = result.get("chunks", 0)
         detail = f"{chunks} chunk{'' if chunks == 1 else 's'} ({embedded} embedded, {reused} reused)"
@@ -63,7 +66,7 @@ def collect_files(paths: Sequence[str], tenant: str, prefix: str) -> list[LocalF
     seen: dict[str, Path] = {}
 
     def add(path: Path, relative: str, sidecar: Path | None) -> None:
-        key = f"{tenant}/{prefix}{relative}"
+        key = object_key(tenant, prefix + relative)
         if key in seen and seen[key] != path:
             raise CliError(f"{seen[key]} and {path} would both become {key}; use --prefix to tell them apart")
         if key not in seen:
@@ -116,7 +119,7 @@ def ingest_files(
         outcome = runtime.put_and_ingest(uploads)
         document = next((r for r in outcome if r.get("key") == file.key), None) or {
             "key": file.key,
-            "status": "failed",
+            "status": IngestOutcome.FAILED.value,
             "error": "the ingest handler returned no result for this document",
         }
         # A sidecar's own result matters only when it is broken (its metadata was then ignored).
@@ -159,17 +162,18 @@ def cmd_delete(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant) if args.tenant else None
     results: list[dict[str, Any]] = []
     for raw in args.keys:
-        key = raw if tenant is None or raw.startswith(f"{tenant}/") else f"{tenant}/{raw}"
-        if "/" not in key:
+        key = raw if tenant is None else object_key(tenant, path_in_tenant(tenant, raw))
+        try:
+            key_tenant, _ = split_key(key)
+        except InvalidKey:
             raise CliError(
                 f"{raw!r} is not a full key: give <tenant>/<path> as `winnow documents` shows it, "
                 "or add --tenant"
-            )
+            ) from None
         keys = [key] + ([key + SIDECAR_SUFFIX] if runtime.object_exists(key + SIDECAR_SUFFIX) else [])
         if not runtime.object_exists(key):
             raise CliError(
-                f"no object {key!r} in the local bucket; "
-                f"`winnow documents --tenant {key.split('/', 1)[0]}` lists them"
+                f"no object {key!r} in the local bucket; `winnow documents --tenant {key_tenant}` lists them"
             )
         outcome = runtime.delete_and_ingest(keys)
         for result in outcome:

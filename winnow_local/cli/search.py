@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import IO, Any
 
+from winnow.models import DocumentStatus
 from winnow_local.cli.common import (
     TENANT_HELP,
     check_tenant,
@@ -74,20 +76,38 @@ def print_search_results(payload: dict[str, Any], tenant: str, out: IO[str] | No
     out.flush()
 
 
-def cmd_search(args: argparse.Namespace) -> int:
-    tenant = check_tenant(args.tenant)
-    body = search_request(args)
-    runtime = LocalRuntime()
-    response = runtime.call_api("POST", "/search", body=body, tenant=tenant)
-    if args.json:
+def post_query(
+    runtime: LocalRuntime,
+    route: str,
+    body: dict[str, Any],
+    tenant: str,
+    *,
+    echo: bool,
+    found: Callable[[dict[str, Any]], bool],
+) -> dict[str, Any]:
+    """POST a search or answer request and return its payload (``echo``: the raw JSON goes to stdout
+    first). A failed request is the API's one-line error; nothing ``found`` for a tenant without
+    documents says to ingest some, as that, not relevance, is why."""
+    response = runtime.call_api("POST", route, body=body, tenant=tenant)
+    if echo:
         sys.stdout.write(response.body.decode("utf-8"))
         sys.stdout.write("\n")
         sys.stdout.flush()
     if response.status >= 400:
         fail_response(response)
-    payload = response.json()
-    if not payload.get("results") and not tenant_has_documents(runtime, tenant):
+    payload: dict[str, Any] = response.json()
+    if not found(payload) and not tenant_has_documents(runtime, tenant):
         raise CliError(no_documents(tenant))
+    return payload
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    tenant = check_tenant(args.tenant)
+    body = search_request(args)
+    runtime = LocalRuntime()
+    payload = post_query(
+        runtime, "/search", body, tenant, echo=args.json, found=lambda p: bool(p.get("results"))
+    )
     if not args.json:
         if not payload.get("results") and body.get("filters") and not _filter_matches(runtime, body, tenant):
             conditions = " ".join(f"--filter {spec}" for spec in args.filter)
@@ -154,7 +174,7 @@ def _documents_summary(documents: list[dict[str, Any]], tenant: str) -> str:
     for document in documents:
         status = str(document.get("status"))
         counts[status] = counts.get(status, 0) + 1
-    deleted = counts.pop("deleted", 0)
+    deleted = counts.pop(DocumentStatus.DELETED, 0)
     live = sum(counts.values())
     parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     line = f"{live} document{'s' if live != 1 else ''} for tenant {tenant}" + (f": {parts}" if parts else "")

@@ -22,13 +22,13 @@ def bucket_key(tenant: str, key: str) -> str:
     it (a key can pass one and not the other: the folder bucket's file names are at most 250 bytes)."""
     from winnow.adapters.objects_local import check_key
     from winnow.errors import InvalidKey
-    from winnow.rules import path_problem
+    from winnow.rules import object_key, path_problem
 
     key = key.strip()
     problem = path_problem(tenant, key)
     if problem is not None:
         raise UploadError(400, "bad_request", f"unusable key: {problem}")
-    full_key = f"{tenant}/{key}"
+    full_key = object_key(tenant, key)
     try:
         check_key(full_key)
     except InvalidKey as exc:

@@ -210,6 +210,7 @@ class WinnowRequestHandler(RequestPlumbing):
             self._send_error(exc.status, exc.code, str(exc))
             return
         from winnow.errors import InvalidKey
+        from winnow.ingest.results import IngestOutcome
 
         runtime = self.server.runtime
         try:
@@ -222,7 +223,8 @@ class WinnowRequestHandler(RequestPlumbing):
             self._send_error(500, "internal_error", "the ingest handler returned no result")
             return
         record = {name: result.get(name) for name in INGEST_FIELDS}
-        status = {"failed": 422, "retry": 503}.get(str(result.get("status")), 200)
+        answers: dict[str, int] = {IngestOutcome.FAILED: 422, IngestOutcome.RETRY: 503}
+        status = answers.get(str(result.get("status")), 200)
         self._send_json(status, record, {"retry-after": "5"} if status == 503 else None)
 
     def _upload_parts(self, body: bytes) -> tuple[str, bytes]:

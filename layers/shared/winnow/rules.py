@@ -70,6 +70,13 @@ def object_key(tenant: str, path: str) -> str:
     return f"{tenant}/{path}"
 
 
+def path_in_tenant(tenant: str, key: str) -> str:
+    """``acme/handbook.pdf`` within ``acme`` is ``handbook.pdf``; a key that is not the tenant's (or is
+    already a bare path) comes back as it was."""
+    prefix = object_key(tenant, "")
+    return key[len(prefix) :] if key.startswith(prefix) else key
+
+
 def split_key(key: str) -> tuple[str, str]:
     """``acme/handbook.pdf`` → (``acme``, ``handbook.pdf``). A key without a tenant segment is invalid."""
     tenant, sep, rest = key.partition("/")
@@ -114,9 +121,17 @@ def sequencer_is_newer(candidate: str | None, stored: str | None) -> bool:
 
 
 # --- timestamps -------------------------------------------------------------------------------------
+def iso_timestamp(moment: datetime) -> str:
+    """``moment`` in UTC as S3 writes ``eventTime``: ISO 8601, milliseconds, ``Z`` (ledger, API and object
+    timestamps). A naive ``moment`` is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def now_iso() -> str:
-    """Now in UTC as S3 writes ``eventTime``: ISO 8601, milliseconds, ``Z`` (ledger and API timestamps)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Now, as ``iso_timestamp`` writes it."""
+    return iso_timestamp(datetime.now(UTC))
 
 
 # --- S3 event notifications -------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import Any
 from winnow.errors import InvalidKey, InvalidMetadata, ObjectGone
 from winnow.models import ObjectInfo
 from winnow.ports import ObjectSource, UploadForm, UploadPolicy
+from winnow.rules import iso_timestamp
 
 META_DIR = ".winnow-meta"
 _TMP_MARK = ".winnow-tmp-"
@@ -314,4 +315,4 @@ def _guess_type(key: str) -> str:
 
 
 def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+    return iso_timestamp(datetime.fromtimestamp(timestamp, UTC))

@@ -12,6 +12,7 @@ from winnow.adapters import _aws
 from winnow.errors import ObjectGone
 from winnow.models import ObjectInfo
 from winnow.ports import ObjectSource, UploadForm, UploadPolicy
+from winnow.rules import iso_timestamp
 
 T = TypeVar("T")
 
@@ -145,5 +146,5 @@ def _version(value: Any) -> str | None:
 
 def _iso(value: Any) -> str | None:
     if isinstance(value, datetime):
-        return value.isoformat()
+        return iso_timestamp(value)
     return str(value) if value is not None else None

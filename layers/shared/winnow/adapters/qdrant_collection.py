@@ -16,6 +16,7 @@ import uuid
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -124,7 +125,8 @@ class CollectionStore(VectorStore):
         *,
         rrf_k: int,
         collection_name: str | None,
-        caller: QdrantCaller,
+        sleep: Callable[[float], None],
+        guard: AbstractContextManager[Any] | None = None,
     ) -> None:
         if rrf_k < 1:
             raise ConfigurationError("rrf_k must be at least 1")
@@ -132,7 +134,8 @@ class CollectionStore(VectorStore):
         self._settings = settings
         self._rrf_k = rrf_k
         self._name = collection_name or collection_name_for(settings, profile)
-        self._caller = caller
+        self._sleep = sleep
+        self._caller = QdrantCaller(settings.max_attempts, sleep, guard)
         self._batch_size = min(settings.upsert_batch_size, 256)
         self._ready = False  # collection seen and its profile verified
         self._ready_lock = threading.Lock()
@@ -217,6 +220,15 @@ class CollectionStore(VectorStore):
         except CollectionNotFound:
             self._ready = False
             raise
+        except WinnowError as error:
+            if not self._collection_gone(error):
+                raise
+            self._ready = False
+            raise CollectionNotFound(f"Qdrant {what}: collection {self._name} not found") from error.__cause__
+
+    def _collection_gone(self, error: WinnowError) -> bool:
+        """Whether ``error`` means the collection is gone, for an engine whose error does not say so."""
+        return False
 
     # --- collection ---------------------------------------------------------------------------------
     def ensure_collection(self) -> None:

@@ -37,7 +37,7 @@ from winnow.adapters.qdrant_collection import (
     collection_name_for,
     profile_from_metadata,
 )
-from winnow.adapters.qdrant_errors import CollectionNotFound, QdrantCaller
+from winnow.adapters.qdrant_errors import CollectionNotFound
 from winnow.adapters.qdrant_points import payload_of
 from winnow.errors import ConfigurationError, ProviderRejected
 from winnow.ports import ActiveIndex
@@ -258,9 +258,7 @@ class EdgeVectorStore(CollectionStore):
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.folder = folder
-        self._sleep = sleep
-        caller = QdrantCaller(settings.max_attempts, sleep)
-        super().__init__(profile, settings, rrf_k=rrf_k, collection_name=collection_name, caller=caller)
+        super().__init__(profile, settings, rrf_k=rrf_k, collection_name=collection_name, sleep=sleep)
 
     def for_profile(self, profile: EmbeddingProfile) -> EdgeVectorStore:
         return EdgeVectorStore(self.folder, profile, self._settings, rrf_k=self._rrf_k, sleep=self._sleep)

@@ -24,10 +24,9 @@ from winnow.adapters.qdrant_collection import (
     collection_metadata,
     profile_from_metadata,
 )
-from winnow.adapters.qdrant_errors import CollectionNotFound, QdrantCaller
 from winnow.adapters.qdrant_filters import QdrantConditions
 from winnow.adapters.qdrant_points import fuse_rrf, payload_of
-from winnow.errors import ConfigurationError, ProviderRejected, WinnowError
+from winnow.errors import ConfigurationError, WinnowError
 from winnow.observability import logger
 
 if TYPE_CHECKING:
@@ -229,14 +228,13 @@ class QdrantVectorStore(CollectionStore):
     ) -> None:
         self._client = client
         self._local = is_local_mode(client)
-        self._sleep = sleep
-        guard = local_guard(client)
         super().__init__(
             profile,
             settings,
             rrf_k=rrf_k,
             collection_name=collection_name,
-            caller=QdrantCaller(settings.max_attempts, sleep, guard),
+            sleep=sleep,
+            guard=local_guard(client),
         )
 
     @property
@@ -255,24 +253,9 @@ class QdrantVectorStore(CollectionStore):
 
         return QdrantActiveIndex(self._client, self._settings)
 
-    def _call(
-        self,
-        what: str,
-        fn: Callable[[], T],
-        *,
-        rejected: type[WinnowError] = ProviderRejected,
-        retry: bool = True,
-    ) -> T:
-        try:
-            return super()._call(what, fn, rejected=rejected, retry=retry)
-        except WinnowError as error:
-            # Local mode reports a missing collection as any bad request (a ValueError): ask it which.
-            if self._local and isinstance(error.__cause__, ValueError) and not self._still_exists():
-                self._ready = False
-                raise CollectionNotFound(
-                    f"Qdrant {what}: collection {self._name} not found"
-                ) from error.__cause__
-            raise
+    def _collection_gone(self, error: WinnowError) -> bool:
+        # Local mode reports a missing collection as any bad request (a ValueError): ask it which.
+        return self._local and isinstance(error.__cause__, ValueError) and not self._still_exists()
 
     def _still_exists(self) -> bool:
         with _LOCAL_LOCK:

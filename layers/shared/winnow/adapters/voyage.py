@@ -210,8 +210,8 @@ def _decode_vector(raw: Any) -> list[float]:
     raise ProviderResponseError("Voyage embedding is neither a float list nor base64")
 
 
-class VoyageEmbedder(Embedder):
-    """``Embedder`` on Voyage's embeddings endpoint, batching by count and estimated tokens."""
+class _VoyageEndpoint:
+    """What the embedder and the re-ranker share: the settings and one retrying client, closed with them."""
 
     def __init__(
         self,
@@ -224,11 +224,26 @@ class VoyageEmbedder(Embedder):
     ) -> None:
         self._http = _VoyageClient(settings, api_key, client, sleep, rng)
         self._settings = settings
-        self._dimension: int | None = settings.output_dimension
-        self._lock = threading.Lock()
 
     def close(self) -> None:
         self._http.close()
+
+
+class VoyageEmbedder(_VoyageEndpoint, Embedder):
+    """``Embedder`` on Voyage's embeddings endpoint, batching by count and estimated tokens."""
+
+    def __init__(
+        self,
+        settings: VoyageSettings,
+        api_key: str,
+        client: httpx.Client | None = None,
+        *,
+        sleep: Sleep = time.sleep,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        super().__init__(settings, api_key, client, sleep=sleep, rng=rng)
+        self._dimension: int | None = settings.output_dimension
+        self._lock = threading.Lock()
 
     @property
     def profile(self) -> EmbeddingProfile:
@@ -296,23 +311,8 @@ class VoyageEmbedder(Embedder):
         return vectors
 
 
-class VoyageReranker(Reranker):
+class VoyageReranker(_VoyageEndpoint, Reranker):
     """``Reranker`` on Voyage's rerank endpoint; splits over-budget calls and merges the scores."""
-
-    def __init__(
-        self,
-        settings: VoyageSettings,
-        api_key: str,
-        client: httpx.Client | None = None,
-        *,
-        sleep: Sleep = time.sleep,
-        rng: Callable[[], float] = random.random,
-    ) -> None:
-        self._http = _VoyageClient(settings, api_key, client, sleep, rng)
-        self._settings = settings
-
-    def close(self) -> None:
-        self._http.close()
 
     @property
     def model(self) -> str:

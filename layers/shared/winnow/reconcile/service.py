@@ -20,7 +20,6 @@ from itertools import groupby
 from winnow.errors import BadRequest, EnqueueFailed, InvalidKey, ObjectGone, TransientError
 from winnow.ingest.events import ObjectEvent
 from winnow.ingest.metadata import document_key_of, is_sidecar
-from winnow.ingest.service import split_key
 from winnow.models import DocumentStatus, EmbeddingProfile, LedgerRecord, ObjectInfo
 from winnow.observability import logger
 from winnow.ports import ActiveIndex, EventQueue, Ledger, ObjectSource, VectorStore
@@ -29,7 +28,7 @@ from winnow.reconcile.merge import OutOfOrderListing, merge_by_key
 from winnow.reconcile.spill import DEFAULT_RUN_SIZE, sorted_counts
 from winnow.reconcile.stats import ReconcileStats
 from winnow.reconcile.tokens import Position, decode_token, encode_token
-from winnow.rules import is_tenant
+from winnow.rules import is_tenant, object_key, split_key
 
 SQS_BATCH = 10
 LEDGER_PAGE = 1000
@@ -199,11 +198,11 @@ class Reconciler:
             if pos.tenant is not None and tenant < pos.tenant:
                 continue
             resuming = tenant == pos.tenant
-            if not resuming and next(iter(self.objects.list(f"{tenant}/")), None) is not None:
+            if not resuming and next(iter(self.objects.list(object_key(tenant, ""))), None) is not None:
                 continue
             after = pos.after if resuming else None
             page = pos.ledger_page if resuming else None
-            listing = self.objects.list_after(f"{tenant}/", after)
+            listing = self.objects.list_after(object_key(tenant, ""), after)
             if not self._tenant(run, tenant, listing, after, page):
                 return False
         return True

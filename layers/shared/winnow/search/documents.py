@@ -13,7 +13,7 @@ from winnow.errors import BadRequest, InvalidKey, NotFound, ObjectGone
 from winnow.ingest.metadata import is_sidecar
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger, ObjectSource, UploadForm, UploadPolicy
-from winnow.rules import object_key, path_problem
+from winnow.rules import object_key, path_in_tenant, path_problem
 
 MAX_METADATA_BYTES = 2048  # S3's limit on user metadata, names and values together
 _CONTENT_TYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$&^_.+-")
@@ -85,7 +85,7 @@ def full_key(tenant: str, key: str) -> str:
     """A key as the routes take it: ``<tenant>/<path>`` or just ``<path>`` within the caller's tenant.
     A path that could not be one of the tenant's keys (``../other/x``) names no document of theirs:
     NotFound, as for any other key the tenant does not have."""
-    path = key[len(tenant) + 1 :] if key.startswith(f"{tenant}/") else key
+    path = path_in_tenant(tenant, key)
     if path_problem(tenant, path) is not None:
         raise NotFound(f"no document {key[:200]!r} for this tenant")
     return object_key(tenant, path)
