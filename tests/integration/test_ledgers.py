@@ -332,6 +332,21 @@ def test_writing_the_record_keeps_the_lease(ledger: Ledger) -> None:
     assert stored is not None and stored.status == DocumentStatus.INDEXED
 
 
+def test_taking_the_lease_reads_the_record_under_it(ledger: Ledger) -> None:
+    # Given a document with a record, and a key with none
+    assert ledger.put(record())
+    # When worker-a takes the document's lease and reads in one step
+    acquired, current = ledger.acquire_and_get("acme", "handbook.pdf", "worker-a", ttl_seconds=60)
+    # Then it holds the lease and has the record as stored
+    assert acquired and current == ledger.get("acme", "handbook.pdf")
+    # And worker-b gets neither the lease nor the record
+    assert ledger.acquire_and_get("acme", "handbook.pdf", "worker-b", ttl_seconds=60) == (False, None)
+    # And a key without a record is leased with nothing to read, and is no document afterwards
+    assert ledger.acquire_and_get("acme", "new.pdf", "worker-b", ttl_seconds=60) == (True, None)
+    ledger.release("acme", "new.pdf", "worker-b")
+    assert [r.key for r in ledger.scan()] == ["handbook.pdf"]
+
+
 def _race_for_lease(ledger: Ledger, key: str, workers: int) -> list[str]:
     barrier = threading.Barrier(workers)
     winners: list[str] = []

@@ -174,19 +174,20 @@ class IngestService:
         return result
 
     @contextmanager
-    def _lease(self, tenant: str, key: str) -> Iterator[None]:
-        """Hold the document's lease: one worker at a time writes a document's points and record."""
+    def _lease(self, tenant: str, key: str) -> Iterator[LedgerRecord | None]:
+        """Hold the document's lease: one worker at a time writes a document's points and record. Yields
+        the document's record as read under the lease."""
         owner = uuid.uuid4().hex
-        if not self.ledger.acquire(tenant, key, owner, self.settings.lease_seconds):
+        acquired, current = self.ledger.acquire_and_get(tenant, key, owner, self.settings.lease_seconds)
+        if not acquired:
             raise DocumentBusy(f"another worker is indexing {key}", retry_after=5)
         try:
-            yield
+            yield current
         finally:
             self.ledger.release(tenant, key, owner)
 
     def _with_lease(self, tenant: str, event: ObjectEvent) -> IngestResult:
-        with self._lease(tenant, event.key):
-            current = self.ledger.get(tenant, event.key)
+        with self._lease(tenant, event.key) as current:
             if current is not None and not sequencer_is_newer(event.sequencer, current.sequencer):
                 return IngestResult(event.key, "skipped", error="stale or duplicate event")
             if event.action == "removed":
@@ -217,13 +218,18 @@ class IngestService:
 
     # --- indexing --------------------------------------------------------------------------------------
     def _index(self, tenant: str, event: ObjectEvent, current: LedgerRecord | None) -> IngestResult:
+        data: bytes | None = None
         try:
-            info = self.objects.head(event.key)
+            if current is None or current.status != DocumentStatus.INDEXED:
+                # Nothing indexed to compare with: the bytes are needed anyway, so one read gives both.
+                info, data = self.objects.read(event.key, self.settings.max_object_bytes)
+            else:
+                info = self.objects.head(event.key)
         except ObjectGone:
             # Created, then deleted before we got here: index nothing, and clear anything left over.
             return self._remove(tenant, event, current)
         try:
-            return self._index_object(tenant, event, current, info)
+            return self._index_object(tenant, event, current, info, data)
         except ObjectGone:
             # Deleted or replaced between HEAD and GET: the announced bytes are no longer the object.
             # Apply what the bucket holds now: a deleted key is removed here; a replaced one is left to
@@ -236,7 +242,12 @@ class IngestService:
             return IngestResult(event.key, "failed", error=reason)
 
     def _index_object(
-        self, tenant: str, event: ObjectEvent, current: LedgerRecord | None, info: ObjectInfo
+        self,
+        tenant: str,
+        event: ObjectEvent,
+        current: LedgerRecord | None,
+        info: ObjectInfo,
+        data: bytes | None = None,
     ) -> IngestResult:
         limit = self.settings.max_object_bytes
         if info.size > limit:
@@ -255,7 +266,8 @@ class IngestService:
         if indexed and current is not None and current.etag == info.etag:
             return self._unchanged(tenant, event, current, info, metadata)
 
-        data = self.objects.get(event.key, info)
+        if data is None:
+            data = self.objects.get(event.key, info)
         sha = hashlib.sha256(data).hexdigest()
         if indexed and current is not None and current.content_sha256 == sha:
             return self._unchanged(tenant, event, current, info, metadata, sha=sha)
