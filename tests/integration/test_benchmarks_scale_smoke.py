@@ -85,6 +85,9 @@ def test_ingest_scale_compares_the_concurrent_schedule_with_todays_and_loses_not
         assert run["chunks"] >= 13 and run["invocations"] == 2  # batches of 10: 10 + 3
         # one embedding request per document (Voyage takes a document's chunks in one request)
         assert run["voyage_requests"] == 13 and run["requests_per_doc"] == 1.0
+        # the handler's S3 and DynamoDB requests are counted: one GET per new document, among others
+        assert run["aws_requests"]["s3:GetObject"] == 13
+        assert run["aws_requests_per_doc"] == pytest.approx(sum(run["aws_requests"].values()) / 13, abs=0.01)
     # And the promised figures are there
     assert result["runs"]["baseline"]["concurrency"] == 1 and result["concurrency"] == 4
     assert result["docs_per_s"] > 0 and result["baseline_docs_per_s"] > 0

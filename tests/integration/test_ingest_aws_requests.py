@@ -42,7 +42,7 @@ class RequestCounter:
             self._active = False
 
 
-def test_a_new_document_costs_five_aws_requests_and_a_changed_one_six(
+def test_a_new_document_costs_four_aws_requests_and_a_changed_one_five(
     tmp_path: Path, s3_bucket: str, ledger_table: str, fake_voyage: FakeVoyageServer
 ) -> None:
     from tests.support.stack import EmbeddedStack
@@ -64,11 +64,11 @@ def test_a_new_document_costs_five_aws_requests_and_a_changed_one_six(
         event = s3_event([stack.created_record("acme/leave.md")], s3_bucket)
         with counter.counting() as calls:
             out = stack.invoke_ingest(event)
-        # Then it is indexed with five requests: the lease that returns the record, one GET for the
-        # object's headers and bytes, the sidecar's HEAD, the record, the release
+        # Then it is indexed with four requests: the lease that returns the record, one GET for the
+        # object's headers and bytes, the sidecar's HEAD, the record written with the lease's release
         assert out["results"][0]["status"] == "indexed"
         assert calls == {
-            "dynamodb:UpdateItem": 3,
+            "dynamodb:UpdateItem": 2,
             "s3:GetObject": 1,
             "s3:HeadObject": 1,
         }, calls
@@ -79,6 +79,6 @@ def test_a_new_document_costs_five_aws_requests_and_a_changed_one_six(
             out = stack.invoke_ingest(event)
         # Then its HEAD comes first (an unchanged ETag would need no GET): one request more
         assert out["results"][0]["status"] == "indexed"
-        assert calls == {"dynamodb:UpdateItem": 3, "s3:GetObject": 1, "s3:HeadObject": 2}, calls
+        assert calls == {"dynamodb:UpdateItem": 2, "s3:GetObject": 1, "s3:HeadObject": 2}, calls
     finally:
         stack.close()

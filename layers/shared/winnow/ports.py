@@ -180,6 +180,14 @@ class Ledger(ABC):
     @abstractmethod
     def release(self, tenant: str, key: str, owner: str) -> None: ...
 
+    def put_and_release(self, record: LedgerRecord, owner: str, *, same_event_ok: bool = False) -> bool:
+        """``put`` then ``release`` of ``owner``'s lease on the record's key: the last write under a
+        lease. An adapter overrides it when its store does both in one request."""
+        try:
+            return self.put(record, same_event_ok=same_event_ok)
+        finally:
+            self.release(record.tenant, record.key, owner)
+
     def acquire_and_get(
         self, tenant: str, key: str, owner: str, ttl_seconds: int
     ) -> tuple[bool, LedgerRecord | None]:

@@ -61,6 +61,24 @@ class DynamoDbLedger(Ledger):
         return _record(item) if item and "status" in item else None
 
     def put(self, record: LedgerRecord, *, same_event_ok: bool = False) -> bool:
+        return self._put(record, same_event_ok, None)
+
+    def put_and_release(self, record: LedgerRecord, owner: str, *, same_event_ok: bool = False) -> bool:
+        """One ``UpdateItem`` that writes the record and drops ``owner``'s lease, on condition that the
+        sequencer is newer and the lease still ``owner``'s. When that fails, the two steps again, one by
+        one, so the outcome is exactly ``put`` then ``release`` (a stale record, a lease lost to expiry)."""
+        try:
+            if self._put(record, same_event_ok, owner):
+                return True
+        except Exception:
+            self.release(record.tenant, record.key, owner)  # as put, then release, would have
+            raise
+        try:
+            return self.put(record, same_event_ok=same_event_ok)
+        finally:
+            self.release(record.tenant, record.key, owner)
+
+    def _put(self, record: LedgerRecord, same_event_ok: bool, release_owner: str | None) -> bool:
         check_identity(record)
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
@@ -107,6 +125,10 @@ class DynamoDbLedger(Ledger):
             # Mirrors _ledger_common.accepts: no stored sequencer, or an older one (equal when allowed).
             older = f"{name('seq_sort')} <= :seq_sort" if same_event_ok else f"{name('seq_sort')} < :seq_sort"
             condition = f"attribute_not_exists({name('seq_sort')}) OR {older}"
+        if release_owner is not None:
+            removes += ["lease_owner", "lease_until"]
+            values[":owner"] = {"S": release_owner}
+            condition = f"({condition}) AND lease_owner = :owner" if condition else "lease_owner = :owner"
 
         expression = "SET " + ", ".join(sets)
         if removes:
