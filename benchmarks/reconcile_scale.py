@@ -263,7 +263,7 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(objects: int, home: Path, progress: Progress) -> dict[str, Any]:
+def run(objects: int, home: Path, progress: Progress, count_run_size: int | None = None) -> dict[str, Any]:
     from winnow.adapters.ledger_dynamodb import DynamoDbLedger
     from winnow.adapters.objects_s3 import S3ObjectSource
     from winnow.adapters.queue_sqs import SqsEventQueue
@@ -289,6 +289,7 @@ def run(objects: int, home: Path, progress: Progress) -> dict[str, Any]:
             SqsEventQueue(moto.queue_url, client("sqs")),
             world["store"].profile,
             bucket=world["bucket"],
+            **({"count_run_size": count_run_size} if count_run_size else {}),
         )
         progress(f"reconciling {objects:,} documents")
         before = _rss("VmRSS")
@@ -318,6 +319,7 @@ def run(objects: int, home: Path, progress: Progress) -> dict[str, Any]:
         "objects": objects,
         "seconds": round(seconds, 1),
         "objects_per_s": round(objects / seconds, 1),
+        "count_run_size": reconciler.count_run_size,
         "cpu_seconds": round(cpu, 1),
         "cpu_ms_per_1000_objects": round(cpu * 1000 / objects * 1000, 1),
         "rss_before_mb": round(before, 1),
@@ -354,6 +356,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m benchmarks.reconcile_scale", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--objects", type=positive_int, default=100_000, help="documents compared")
+    parser.add_argument(
+        "--count-run-size",
+        type=positive_int,
+        default=None,
+        help="point counts held in memory before a sorted run spills to disk (default: the reconciler's)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
     return parser.parse_args(argv)
@@ -365,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("--objects must be at least 100 (each planted case needs a document)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="winnow-reconcile-") as tmp:
-        result = run(args.objects, Path(tmp), Progress(args.quiet))
+        result = run(args.objects, Path(tmp), Progress(args.quiet), args.count_run_size)
     print(json.dumps(result) if args.json else render(result))
     return 0 if result["correct"] else 1
 
