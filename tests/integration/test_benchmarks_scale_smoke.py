@@ -43,10 +43,12 @@ def test_scale_refuses_more_tenants_than_chunks(capsys: pytest.CaptureFixture[st
 def test_reconcile_scale_finds_every_planted_case_and_reports_memory(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # When the reconcile benchmark runs on 100 documents with planted drift, through moto over HTTP
+    # When the reconcile benchmark runs on 100 documents with planted drift, through moto over HTTP (in a
+    # child process, with a consumer draining the ingest queue)
     assert reconcile_scale.main(["--json", "--quiet", "--objects", "100"]) == 0
     result = json.loads(capsys.readouterr().out)
-    # Then it found exactly what was planted and queued one event per document to (re)index or remove
+    # Then it found exactly what was planted, and one event per document to (re)index or remove came
+    # through the queue
     assert result["correct"] is True
     assert (
         result["found"]
@@ -59,8 +61,8 @@ def test_reconcile_scale_finds_every_planted_case_and_reports_memory(
             "orphans": 1,
         }
     )
-    assert result["queued"] == 9
-    assert result["objects_per_s"] > 0
+    assert result["queued"] == 9 and result["events_as_planted"] is True
+    assert result["objects_per_s"] > 0 and result["cpu_seconds"] >= 0
     assert result["run_peak_rss_mb"] is None or result["run_peak_rss_mb"] >= result["rss_before_mb"] > 0
 
 
@@ -85,6 +87,9 @@ def test_ingest_scale_compares_the_concurrent_schedule_with_todays_and_loses_not
         assert run["chunks"] >= 13 and run["invocations"] == 2  # batches of 10: 10 + 3
         # one embedding request per document (Voyage takes a document's chunks in one request)
         assert run["voyage_requests"] == 13 and run["requests_per_doc"] == 1.0
+        # the handler's S3 and DynamoDB requests are counted: one GET per new document, among others
+        assert run["aws_requests"]["s3:GetObject"] == 13
+        assert run["aws_requests_per_doc"] == pytest.approx(sum(run["aws_requests"].values()) / 13, abs=0.01)
     # And the promised figures are there
     assert result["runs"]["baseline"]["concurrency"] == 1 and result["concurrency"] == 4
     assert result["docs_per_s"] > 0 and result["baseline_docs_per_s"] > 0

@@ -333,6 +333,44 @@ def test_writing_the_record_keeps_the_lease(ledger: Ledger) -> None:
     assert stored is not None and stored.status == DocumentStatus.INDEXED
 
 
+def test_taking_the_lease_reads_the_record_under_it(ledger: Ledger) -> None:
+    # Given a document with a record, and a key with none
+    assert ledger.put(record())
+    # When worker-a takes the document's lease and reads in one step
+    acquired, current = ledger.acquire_and_get("acme", "handbook.pdf", "worker-a", ttl_seconds=60)
+    # Then it holds the lease and has the record as stored
+    assert acquired and current == ledger.get("acme", "handbook.pdf")
+    # And worker-b gets neither the lease nor the record
+    assert ledger.acquire_and_get("acme", "handbook.pdf", "worker-b", ttl_seconds=60) == (False, None)
+    # And a key without a record is leased with nothing to read, and is no document afterwards
+    assert ledger.acquire_and_get("acme", "new.pdf", "worker-b", ttl_seconds=60) == (True, None)
+    ledger.release("acme", "new.pdf", "worker-b")
+    assert [r.key for r in ledger.scan()] == ["handbook.pdf"]
+
+
+def test_the_last_write_under_a_lease_releases_it_with_the_same_conditions(ledger: Ledger) -> None:
+    # Given worker-a holds the lease of a new document
+    assert ledger.acquire("acme", "handbook.pdf", "worker-a", ttl_seconds=60)
+    # When it writes the record and releases in one step
+    assert ledger.put_and_release(record(sequencer="02"), "worker-a")
+    # Then the record is stored and the lease is free
+    stored = ledger.get("acme", "handbook.pdf")
+    assert stored is not None and stored.sequencer == "02"
+    assert ledger.acquire("acme", "handbook.pdf", "worker-b", ttl_seconds=60)
+    # When worker-b writes an older event's record the same way
+    assert ledger.put_and_release(record(sequencer="01", chunks=1), "worker-b") is False
+    # Then the newer record stays, and the lease is released all the same
+    stored = ledger.get("acme", "handbook.pdf")
+    assert stored is not None and (stored.sequencer, stored.chunks) == ("02", 12)
+    assert ledger.acquire("acme", "handbook.pdf", "worker-c", ttl_seconds=60)
+    # When worker-a, whose lease is long gone, writes a newer record
+    assert ledger.put_and_release(record(sequencer="03"), "worker-a")
+    # Then the record is written (as put alone would) and worker-c's lease is left alone
+    stored = ledger.get("acme", "handbook.pdf")
+    assert stored is not None and stored.sequencer == "03"
+    assert ledger.acquire("acme", "handbook.pdf", "worker-d", ttl_seconds=60) is False
+
+
 def _race_for_lease(ledger: Ledger, key: str, workers: int) -> list[str]:
     barrier = threading.Barrier(workers)
     winners: list[str] = []

@@ -100,6 +100,23 @@ def test_missing_objects_are_gone(bucket: Bucket) -> None:
         bucket.source.get("acme/missing.pdf")
 
 
+def test_read_gives_what_head_and_get_give_and_leaves_oversized_objects_unread(bucket: Bucket) -> None:
+    # Given an object with user metadata
+    data = b"%PDF-1.4 handbook"
+    bucket.put("acme/handbook.pdf", data, {"Department": "HR"})
+    # When it is read in one step with room for it
+    info, body = bucket.source.read("acme/handbook.pdf", max_bytes=len(data))
+    # Then the info is HEAD's and the bytes are the object's
+    assert info == bucket.source.head("acme/handbook.pdf")
+    assert body == data
+    # And with a limit below its size, the info comes without the bytes
+    info, body = bucket.source.read("acme/handbook.pdf", max_bytes=len(data) - 1)
+    assert (info.size, body) == (len(data), None)
+    # And a missing object is gone
+    with pytest.raises(ObjectGone):
+        bucket.source.read("acme/missing.pdf", max_bytes=100)
+
+
 def test_get_pinned_to_head_returns_those_bytes(bucket: Bucket) -> None:
     bucket.put("acme/a b+c é.txt", "héllo".encode())
     info = bucket.source.head("acme/a b+c é.txt")

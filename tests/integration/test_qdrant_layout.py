@@ -284,6 +284,10 @@ def test_stack_parameters_set_the_layout_where_collections_are_created_with_the_
         # And each parameter's default is the code's default, so a stack and the embedded default agree
         default = params[reference]["Default"]
         assert str(default).lower() == str(defaults[field].default).lower().removesuffix(".0"), variable
+    # And reconcile, whose container creates a missing collection too, creates the same layout
+    reconcile = function_env(template, "ReconcileFunction")
+    for variable in LAYOUT_VARIABLES:
+        assert reconcile.get(variable) == ingest[variable], variable
     # And search rescores exactly as ingest quantized
     for variable in ("QDRANT_QUANTIZATION", "QDRANT_QUANTIZATION_OVERSAMPLING"):
         assert search[variable] == ingest[variable]

@@ -467,6 +467,8 @@ def test_ingest_is_granted_exactly_the_calls_it_makes(
         assert stack.upload("acme/leave.md", text + b"\nAnd five more.\n")["status"] == "indexed"
         assert stack.upload("acme/other.md", text)["status"] == "indexed"  # no sidecar: a HEAD 404
         assert stack.upload("acme/broken.pdf", b"%PDF-1.7 not really")["status"] == "failed"
+        # a sidecar whose document has no record: the lease item it leaves is deleted on release
+        assert stack.upload("acme/none.md.metadata.json", sidecar)["status"] == "skipped"
         assert stack.remove("acme/leave.md.metadata.json")["status"] in ("deleted", "skipped")
         assert stack.remove("acme/leave.md")["status"] == "deleted"
     finally:

@@ -179,6 +179,24 @@ class Ledger(ABC):
     @abstractmethod
     def release(self, tenant: str, key: str, owner: str) -> None: ...
 
+    def put_and_release(self, record: LedgerRecord, owner: str, *, same_event_ok: bool = False) -> bool:
+        """``put`` then ``release`` of ``owner``'s lease on the record's key: the last write under a
+        lease. An adapter overrides it when its store does both in one request."""
+        try:
+            return self.put(record, same_event_ok=same_event_ok)
+        finally:
+            self.release(record.tenant, record.key, owner)
+
+    def acquire_and_get(
+        self, tenant: str, key: str, owner: str, ttl_seconds: int
+    ) -> tuple[bool, LedgerRecord | None]:
+        """Take the lease and read the record under it: ``(False, None)`` when another owner holds the
+        lease. An adapter overrides it when its store does both in one request (a bulk ingest pays
+        every request per document)."""
+        if not self.acquire(tenant, key, owner, ttl_seconds):
+            return False, None
+        return True, self.get(tenant, key)
+
 
 @dataclass(frozen=True)
 class UploadPolicy:
@@ -212,6 +230,15 @@ class ObjectSource(ABC):
     def get(self, key: str, info: ObjectInfo | None = None) -> bytes:
         """The object's bytes; when ``info`` is given, the bytes of that version (ETag / version id),
         raising ``ObjectGone`` if it changed or vanished meanwhile."""
+
+    def read(self, key: str, max_bytes: int) -> tuple[ObjectInfo, bytes | None]:
+        """``head`` and ``get`` of that version in one step: the bytes are None when the object is
+        empty or larger than ``max_bytes`` (nothing read). An adapter overrides it when one request
+        answers both (S3's GetObject carries HEAD's headers)."""
+        info = self.head(key)
+        if info.size == 0 or info.size > max_bytes:
+            return info, None
+        return info, self.get(key, info)
 
     @abstractmethod
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:

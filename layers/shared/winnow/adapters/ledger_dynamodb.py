@@ -60,6 +60,24 @@ class DynamoDbLedger(Ledger):
         return _record(item) if item and "status" in item else None
 
     def put(self, record: LedgerRecord, *, same_event_ok: bool = False) -> bool:
+        return self._put(record, same_event_ok, None)
+
+    def put_and_release(self, record: LedgerRecord, owner: str, *, same_event_ok: bool = False) -> bool:
+        """One ``UpdateItem`` that writes the record and drops ``owner``'s lease, on condition that the
+        sequencer is newer and the lease still ``owner``'s. When that fails, the two steps again, one by
+        one, so the outcome is exactly ``put`` then ``release`` (a stale record, a lease lost to expiry)."""
+        try:
+            if self._put(record, same_event_ok, owner):
+                return True
+        except Exception:
+            self.release(record.tenant, record.key, owner)  # as put, then release, would have
+            raise
+        try:
+            return self.put(record, same_event_ok=same_event_ok)
+        finally:
+            self.release(record.tenant, record.key, owner)
+
+    def _put(self, record: LedgerRecord, same_event_ok: bool, release_owner: str | None) -> bool:
         check_identity(record)
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
@@ -106,6 +124,10 @@ class DynamoDbLedger(Ledger):
             # Mirrors _ledger_common.accepts: no stored sequencer, or an older one (equal when allowed).
             older = f"{name('seq_sort')} <= :seq_sort" if same_event_ok else f"{name('seq_sort')} < :seq_sort"
             condition = f"attribute_not_exists({name('seq_sort')}) OR {older}"
+        if release_owner is not None:
+            removes += ["lease_owner", "lease_until"]
+            values[":owner"] = {"S": release_owner}
+            condition = f"({condition}) AND lease_owner = :owner" if condition else "lease_owner = :owner"
 
         expression = "SET " + ", ".join(sets)
         if removes:
@@ -185,37 +207,57 @@ class DynamoDbLedger(Ledger):
 
     # --- leases ------------------------------------------------------------------------------------
     def acquire(self, tenant: str, key: str, owner: str, ttl_seconds: int) -> bool:
+        return self._acquire(tenant, key, owner, ttl_seconds, read=False) is not None
+
+    def acquire_and_get(
+        self, tenant: str, key: str, owner: str, ttl_seconds: int
+    ) -> tuple[bool, LedgerRecord | None]:
+        """One ``UpdateItem`` that takes the lease and returns the item as it now is (a strongly
+        consistent read, like ``get``'s), instead of ``UpdateItem`` then ``GetItem``."""
+        item = self._acquire(tenant, key, owner, ttl_seconds, read=True)
+        if item is None:
+            return False, None
+        return True, _record(item) if "status" in item else None
+
+    def _acquire(
+        self, tenant: str, key: str, owner: str, ttl_seconds: int, *, read: bool
+    ) -> dict[str, Any] | None:
+        """The item after taking the lease (empty unless ``read``), or None when another owner holds it."""
         now = self._clock()
-        return self._conditional(
+        response = self._conditional_update(
             "ledger acquire",
-            lambda: self.client.update_item(
-                TableName=self._table,
-                Key=_key(tenant, key),
-                UpdateExpression="SET lease_owner = :owner, lease_until = :until",
-                ConditionExpression=(
+            {
+                "TableName": self._table,
+                "Key": _key(tenant, key),
+                "UpdateExpression": "SET lease_owner = :owner, lease_until = :until",
+                "ConditionExpression": (
                     "attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :owner"
                 ),
-                ExpressionAttributeValues={
+                "ExpressionAttributeValues": {
                     ":owner": {"S": owner},
                     ":until": _attr(now + ttl_seconds),
                     ":now": _attr(now),
                 },
-            ),
+                **({"ReturnValues": "ALL_NEW"} if read else {}),
+            },
         )
+        return None if response is None else dict(response.get("Attributes") or {})
 
     def release(self, tenant: str, key: str, owner: str) -> None:
-        released = self._conditional(
+        response = self._conditional_update(
             "ledger release",
-            lambda: self.client.update_item(
-                TableName=self._table,
-                Key=_key(tenant, key),
-                UpdateExpression="REMOVE lease_owner, lease_until",
-                ConditionExpression="lease_owner = :owner",
-                ExpressionAttributeValues={":owner": {"S": owner}},
-                ReturnValues="ALL_NEW",
-            ),
+            {
+                "TableName": self._table,
+                "Key": _key(tenant, key),
+                "UpdateExpression": "REMOVE lease_owner, lease_until",
+                "ConditionExpression": "lease_owner = :owner",
+                "ExpressionAttributeValues": {":owner": {"S": owner}},
+                "ReturnValues": "ALL_NEW",
+            },
         )
-        if released:
+        # The item as the release left it: one that holds a record needs no clean-up (the usual case, so
+        # no DeleteItem whose condition is bound to fail).
+        if response is not None and "status" not in (response.get("Attributes") or {}):
             # A lease taken on a key that never got a record leaves an empty item behind: drop it, but
             # only if nobody wrote a record or took the lease since.
             self._conditional(
@@ -233,6 +275,18 @@ class DynamoDbLedger(Ledger):
         try:
             return fn()
         except Exception as exc:
+            error = _aws.translate(exc, what)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _conditional_update(self, what: str, request: dict[str, Any]) -> dict[str, Any] | None:
+        """``UpdateItem``'s response, or None when its condition failed."""
+        try:
+            return dict(self.client.update_item(**request))
+        except Exception as exc:
+            if _aws.error_code(exc) == "ConditionalCheckFailedException":
+                return None
             error = _aws.translate(exc, what)
             if error is None:
                 raise

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from winnow.adapters import _aws
-from winnow.errors import ObjectGone
+from winnow.errors import ObjectGone, ProviderUnavailable
 from winnow.models import ObjectInfo
 from winnow.ports import ObjectSource, UploadForm, UploadPolicy
 from winnow.rules import iso_timestamp
@@ -46,15 +46,28 @@ class S3ObjectSource(ObjectSource):
 
     def head(self, key: str) -> ObjectInfo:
         response = self._call(f"head {key}", lambda: self.client.head_object(Bucket=self._bucket, Key=key))
-        return ObjectInfo(
-            key=key,
-            size=int(response.get("ContentLength", 0)),
-            etag=str(response.get("ETag", "")),
-            version_id=_version(response.get("VersionId")),
-            metadata={str(k).lower(): str(v) for k, v in (response.get("Metadata") or {}).items()},
-            content_type=response.get("ContentType"),
-            last_modified=_iso(response.get("LastModified")),
-        )
+        return _info(key, response)
+
+    def read(self, key: str, max_bytes: int) -> tuple[ObjectInfo, bytes | None]:
+        """One GetObject: its headers are HEAD's, and its body is that very version, so nothing can
+        change between the two. An object over ``max_bytes`` (or empty) is closed unread."""
+        response = self._call(f"get {key}", lambda: self.client.get_object(Bucket=self._bucket, Key=key))
+        info = _info(key, response)
+        body = response["Body"]
+        try:
+            if info.size == 0 or info.size > max_bytes:
+                return info, None
+            data = bytes(body.read(max_bytes + 1))
+        except Exception as exc:  # the connection dropped mid-body
+            error = _aws.translate(exc, f"get {key}")
+            if error is None:
+                raise
+            raise error from exc
+        finally:
+            body.close()
+        if len(data) != info.size:  # read no more than announced; a body that differs is retried
+            raise ProviderUnavailable(f"s3 get {key}: body of {len(data)} bytes, not {info.size}")
+        return info, data
 
     def get(self, key: str, info: ObjectInfo | None = None) -> bytes:
         request: dict[str, Any] = {"Bucket": self._bucket, "Key": key}
@@ -137,6 +150,19 @@ class S3ObjectSource(ObjectSource):
             if error is None:
                 raise
             raise error from exc
+
+
+def _info(key: str, response: dict[str, Any]) -> ObjectInfo:
+    """What HEAD (and GET, whose headers are the same) says of an object."""
+    return ObjectInfo(
+        key=key,
+        size=int(response.get("ContentLength", 0)),
+        etag=str(response.get("ETag", "")),
+        version_id=_version(response.get("VersionId")),
+        metadata={str(k).lower(): str(v) for k, v in (response.get("Metadata") or {}).items()},
+        content_type=response.get("ContentType"),
+        last_modified=_iso(response.get("LastModified")),
+    )
 
 
 def _version(value: Any) -> str | None:

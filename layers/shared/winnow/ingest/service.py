@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from winnow.errors import (
@@ -93,6 +93,7 @@ class IngestService:
         # One parse at a time however many documents a batch runs at once: parsing is CPU-bound, and the
         # parse budget's memory cap (WINNOW_INGEST_PARSE_MEMORY_MB) assumes one worker beside this process.
         self._parsing = threading.Lock()
+        self._held = threading.local()  # the lease this thread holds (``_lease``), for ``_put``
 
     # --- entry point -----------------------------------------------------------------------------------
     def handle(self, event: ObjectEvent) -> IngestResult:
@@ -140,19 +141,29 @@ class IngestService:
         return result
 
     @contextmanager
-    def _lease(self, tenant: str, key: str) -> Iterator[None]:
-        """Hold the document's lease: one worker at a time writes a document's points and record."""
+    def _lease(self, tenant: str, key: str) -> Iterator[LedgerRecord | None]:
+        """Hold the document's lease: one worker at a time writes a document's points and record. Yields
+        the document's record as read under the lease. The last record written under the lease goes out
+        with its release (``_put``), one ledger request instead of two."""
         owner = uuid.uuid4().hex
-        if not self.ledger.acquire(tenant, key, owner, self.settings.lease_seconds):
+        acquired, current = self.ledger.acquire_and_get(tenant, key, owner, self.settings.lease_seconds)
+        if not acquired:
             raise DocumentBusy(f"another worker is indexing {key}", retry_after=5)
+        held = _HeldLease(tenant, key)
+        self._held.lease = held
         try:
-            yield
+            yield current
         finally:
-            self.ledger.release(tenant, key, owner)
+            self._held.lease = None
+            if held.last_write is None:
+                self.ledger.release(tenant, key, owner)
+            else:
+                record, same_event_ok = held.last_write
+                applied = self.ledger.put_and_release(record, owner, same_event_ok=same_event_ok)
+                _log_kept(record, applied)
 
     def _with_lease(self, tenant: str, event: ObjectEvent) -> IngestResult:
-        with self._lease(tenant, event.key):
-            current = self.ledger.get(tenant, event.key)
+        with self._lease(tenant, event.key) as current:
             if current is not None and not sequencer_is_newer(event.sequencer, current.sequencer):
                 return IngestResult(event.key, IngestOutcome.SKIPPED, error="stale or duplicate event")
             if event.action == "removed":
@@ -185,13 +196,18 @@ class IngestService:
 
     # --- indexing --------------------------------------------------------------------------------------
     def _index(self, tenant: str, event: ObjectEvent, current: LedgerRecord | None) -> IngestResult:
+        data: bytes | None = None
         try:
-            info = self.objects.head(event.key)
+            if current is None or current.status != DocumentStatus.INDEXED:
+                # Nothing indexed to compare with: the bytes are needed anyway, so one read gives both.
+                info, data = self.objects.read(event.key, self.settings.max_object_bytes)
+            else:
+                info = self.objects.head(event.key)
         except ObjectGone:
             # Created, then deleted before we got here: index nothing, and clear anything left over.
             return self._remove(tenant, event, current)
         try:
-            return self._index_object(tenant, event, current, info)
+            return self._index_object(tenant, event, current, info, data)
         except ObjectGone:
             # Deleted or replaced between HEAD and GET: the announced bytes are no longer the object.
             # Apply what the bucket holds now: a deleted key is removed here; a replaced one is left to
@@ -204,7 +220,12 @@ class IngestService:
             return IngestResult(event.key, IngestOutcome.FAILED, error=reason)
 
     def _index_object(
-        self, tenant: str, event: ObjectEvent, current: LedgerRecord | None, info: ObjectInfo
+        self,
+        tenant: str,
+        event: ObjectEvent,
+        current: LedgerRecord | None,
+        info: ObjectInfo,
+        data: bytes | None = None,
     ) -> IngestResult:
         """Plan (what the record says is already indexed), then points (parse, chunk, embed what is new),
         then write (points, leftovers, record)."""
@@ -213,7 +234,8 @@ class IngestService:
         indexed = self._indexed_as_is(tenant, event, current)
         if indexed and current is not None and current.etag == info.etag:
             return self._unchanged(tenant, event, current, info, metadata)
-        data = self.objects.get(event.key, info)
+        if data is None:
+            data = self.objects.get(event.key, info)
         sha = hashlib.sha256(data).hexdigest()
         if indexed and current is not None and current.content_sha256 == sha:
             return self._unchanged(tenant, event, current, info, metadata, sha=sha)
@@ -448,8 +470,16 @@ class IngestService:
         return chunk_to_fit(parsed, self.chunking, self.embedder.count_tokens, window)
 
     def _put(self, record: LedgerRecord, same_event_ok: bool = False) -> None:
-        if not self.ledger.put(record, same_event_ok=same_event_ok):
-            logger.info("ledger kept newer state", extra={"tenant": record.tenant, "key": record.key})
+        held: _HeldLease | None = getattr(self._held, "lease", None)
+        if held is not None and (held.tenant, held.key) == (record.tenant, record.key):
+            # Under the document's lease, nothing follows a record write but the next write or the
+            # release: the record waits for either (the lease's exit writes it, whatever happens).
+            if held.last_write is not None:
+                earlier, earlier_ok = held.last_write
+                _log_kept(earlier, self.ledger.put(earlier, same_event_ok=earlier_ok))
+            held.last_write = (record, same_event_ok)
+            return
+        _log_kept(record, self.ledger.put(record, same_event_ok=same_event_ok))
 
     def _record_failure(
         self,
@@ -479,6 +509,18 @@ def _check_size(info: ObjectInfo, limit: int) -> None:
         raise OversizedDocument(f"object is {info.size} bytes, over the {limit}-byte limit")
     if info.size == 0:
         raise EmptyDocument("file is empty (0 bytes)")
+
+
+@dataclass
+class _HeldLease:
+    tenant: str
+    key: str
+    last_write: tuple[LedgerRecord, bool] | None = None  # the record and its ``same_event_ok``
+
+
+def _log_kept(record: LedgerRecord, applied: bool) -> None:
+    if not applied:
+        logger.info("ledger kept newer state", extra={"tenant": record.tenant, "key": record.key})
 
 
 def _ms(started: float) -> float:
