@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from winnow.testing.fake_voyage import FakeVoyageServer
+from winnow_fakes.fake_voyage import FakeVoyageServer
 
 
 class RequestCounter:

@@ -16,15 +16,14 @@ import hashlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from contextlib import AbstractContextManager, suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from winnow.errors import (
     ConfigurationError,
     CorruptDocument,
-    DocumentBusy,
     DocumentError,
     EmptyDocument,
     InvalidKey,
@@ -35,6 +34,7 @@ from winnow.errors import (
 )
 from winnow.ingest import metadata as meta
 from winnow.ingest.events import ObjectEvent
+from winnow.ingest.lease import LeasedWrites
 from winnow.ingest.results import IngestOutcome, IngestResult
 from winnow.models import (
     Chunk,
@@ -93,7 +93,7 @@ class IngestService:
         # One parse at a time however many documents a batch runs at once: parsing is CPU-bound, and the
         # parse budget's memory cap (WINNOW_INGEST_PARSE_MEMORY_MB) assumes one worker beside this process.
         self._parsing = threading.Lock()
-        self._held = threading.local()  # the lease this thread holds (``_lease``), for ``_put``
+        self._leases = LeasedWrites(ledger)
 
     # --- entry point -----------------------------------------------------------------------------------
     def handle(self, event: ObjectEvent) -> IngestResult:
@@ -140,27 +140,8 @@ class IngestService:
         )
         return result
 
-    @contextmanager
-    def _lease(self, tenant: str, key: str) -> Iterator[LedgerRecord | None]:
-        """Hold the document's lease: one worker at a time writes a document's points and record. Yields
-        the document's record as read under the lease. The last record written under the lease goes out
-        with its release (``_put``), one ledger request instead of two."""
-        owner = uuid.uuid4().hex
-        acquired, current = self.ledger.acquire_and_get(tenant, key, owner, self.settings.lease_seconds)
-        if not acquired:
-            raise DocumentBusy(f"another worker is indexing {key}", retry_after=5)
-        held = _HeldLease(tenant, key)
-        self._held.lease = held
-        try:
-            yield current
-        finally:
-            self._held.lease = None
-            if held.last_write is None:
-                self.ledger.release(tenant, key, owner)
-            else:
-                record, same_event_ok = held.last_write
-                applied = self.ledger.put_and_release(record, owner, same_event_ok=same_event_ok)
-                _log_kept(record, applied)
+    def _lease(self, tenant: str, key: str) -> AbstractContextManager[LedgerRecord | None]:
+        return self._leases.hold(tenant, key, self.settings.lease_seconds)
 
     def _with_lease(self, tenant: str, event: ObjectEvent) -> IngestResult:
         with self._lease(tenant, event.key) as current:
@@ -470,16 +451,7 @@ class IngestService:
         return chunk_to_fit(parsed, self.chunking, self.embedder.count_tokens, window)
 
     def _put(self, record: LedgerRecord, same_event_ok: bool = False) -> None:
-        held: _HeldLease | None = getattr(self._held, "lease", None)
-        if held is not None and (held.tenant, held.key) == (record.tenant, record.key):
-            # Under the document's lease, nothing follows a record write but the next write or the
-            # release: the record waits for either (the lease's exit writes it, whatever happens).
-            if held.last_write is not None:
-                earlier, earlier_ok = held.last_write
-                _log_kept(earlier, self.ledger.put(earlier, same_event_ok=earlier_ok))
-            held.last_write = (record, same_event_ok)
-            return
-        _log_kept(record, self.ledger.put(record, same_event_ok=same_event_ok))
+        self._leases.put(record, same_event_ok=same_event_ok)
 
     def _record_failure(
         self,
@@ -509,18 +481,6 @@ def _check_size(info: ObjectInfo, limit: int) -> None:
         raise OversizedDocument(f"object is {info.size} bytes, over the {limit}-byte limit")
     if info.size == 0:
         raise EmptyDocument("file is empty (0 bytes)")
-
-
-@dataclass
-class _HeldLease:
-    tenant: str
-    key: str
-    last_write: tuple[LedgerRecord, bool] | None = None  # the record and its ``same_event_ok``
-
-
-def _log_kept(record: LedgerRecord, applied: bool) -> None:
-    if not applied:
-        logger.info("ledger kept newer state", extra={"tenant": record.tenant, "key": record.key})
 
 
 def _ms(started: float) -> float:
