@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import http.client
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from winnow.factory import reset_container
+from tests.support.serve import serving
 from winnow_local.cli.demo import stage_samples
-from winnow_local.web.server import WinnowHTTPServer, make_server
+from winnow_local.web.server import WinnowHTTPServer
 
 pytestmark = pytest.mark.slow
 
@@ -37,31 +36,20 @@ def _find(*names: str) -> str:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinnowHTTPServer]:
     """``winnow serve`` on a free port with the demo samples uploaded for one tenant."""
     home = tmp_path_factory.mktemp("page") / "home"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WINNOW_HOME", str(home))
-        reset_container()
-        httpd = make_server("127.0.0.1", 0, quiet=True)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            staged = stage_samples(home / "samples")
-            host, port = str(httpd.server_address[0]), int(httpd.server_address[1])
-            for file in sorted(p for p in staged.rglob("*") if p.is_file()):
-                key = file.relative_to(staged).as_posix()
-                connection = http.client.HTTPConnection(host, port, timeout=120)
-                connection.request(
-                    "POST", f"/upload?key={key}", body=file.read_bytes(), headers={"X-Winnow-Tenant": TENANT}
-                )
-                response = connection.getresponse()
-                response.read()
-                connection.close()
-                assert response.status == 200, (key, response.status)
-            yield httpd
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join(timeout=10)
-            reset_container()
+    with serving(home) as httpd:
+        staged = stage_samples(home / "samples")
+        host, port = str(httpd.server_address[0]), int(httpd.server_address[1])
+        for file in sorted(p for p in staged.rglob("*") if p.is_file()):
+            key = file.relative_to(staged).as_posix()
+            connection = http.client.HTTPConnection(host, port, timeout=120)
+            connection.request(
+                "POST", f"/upload?key={key}", body=file.read_bytes(), headers={"X-Winnow-Tenant": TENANT}
+            )
+            response = connection.getresponse()
+            response.read()
+            connection.close()
+            assert response.status == 200, (key, response.status)
+        yield httpd
 
 
 @pytest.fixture(scope="module")

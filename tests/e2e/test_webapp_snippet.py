@@ -5,7 +5,6 @@ POST → poll status → search), then the page's own upload and delete buttons 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_search_page import _wait, browser  # noqa: F401 - the shared Chromium fixture
-from winnow.factory import reset_container
-from winnow_local.web.server import WinnowHTTPServer, make_server
+from tests.support.serve import serving
+from winnow_local.web.server import WinnowHTTPServer
 
 pytestmark = pytest.mark.slow
 
@@ -37,19 +36,8 @@ def snippet() -> str:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinnowHTTPServer]:
     home = tmp_path_factory.mktemp("webapp") / "home"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WINNOW_HOME", str(home))
-        reset_container()
-        httpd = make_server("127.0.0.1", 0, quiet=True)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield httpd
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join(timeout=10)
-            reset_container()
+    with serving(home) as httpd:
+        yield httpd
 
 
 def test_the_documented_snippet_uploads_polls_and_searches(browser: Any, server: WinnowHTTPServer) -> None:  # noqa: F811

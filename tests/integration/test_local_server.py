@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.serve import serving
 from tests.support.sockets import nagle_disabled_on_served_connection
-from winnow.factory import reset_container
-from winnow_local.web.server import WinnowHTTPServer, make_server
+from winnow_local.web.server import WinnowHTTPServer
 
 pytestmark = pytest.mark.slow
 
@@ -62,21 +61,10 @@ class Client:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinnowHTTPServer]:
     home = tmp_path_factory.mktemp("serve") / "home"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WINNOW_HOME", str(home))
-        patch.setenv("WINNOW_INGEST_MAX_OBJECT_BYTES", "200000")
-        patch.setenv("WINNOW_SEARCH_ALLOW_TENANT_HEADER", "false")  # make_server must turn it on
-        reset_container()
-        httpd = make_server("127.0.0.1", 0, quiet=True)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield httpd
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join(timeout=10)
-            reset_container()
+    # WINNOW_SEARCH_ALLOW_TENANT_HEADER off: make_server must turn it on
+    env = {"WINNOW_INGEST_MAX_OBJECT_BYTES": "200000", "WINNOW_SEARCH_ALLOW_TENANT_HEADER": "false"}
+    with serving(home, env) as httpd:
+        yield httpd
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from winnow.factory import reset_container
-from winnow_local.web.server import ServeSettings, WinnowHTTPServer, make_server
+from tests.support.serve import serving
+from winnow_local.web.server import ServeSettings, WinnowHTTPServer
 
 pytestmark = pytest.mark.slow
 
@@ -24,20 +24,8 @@ LIMITS = ServeSettings(max_connections=8, idle_timeout_seconds=1.0, request_time
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinnowHTTPServer]:
     home = tmp_path_factory.mktemp("hardening") / "home"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WINNOW_HOME", str(home))
-        patch.setenv("WINNOW_INGEST_MAX_OBJECT_BYTES", "200000")
-        reset_container()
-        httpd = make_server("127.0.0.1", 0, quiet=True, settings=LIMITS)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield httpd
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join(timeout=10)
-            reset_container()
+    with serving(home, {"WINNOW_INGEST_MAX_OBJECT_BYTES": "200000"}, settings=LIMITS) as httpd:
+        yield httpd
 
 
 def _port(server: WinnowHTTPServer) -> int:

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
-from winnow.factory import reset_container
+from tests.support.serve import serving
 from winnow.postpolicy import SIGNATURE_FIELD, encode_policy, sign
-from winnow_local.web.server import WinnowHTTPServer, make_server
+from winnow_local.web.server import WinnowHTTPServer
 
 pytestmark = pytest.mark.slow
 
@@ -28,20 +27,8 @@ TEXT = (
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinnowHTTPServer]:
     home = tmp_path_factory.mktemp("serve-uploads") / "home"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WINNOW_HOME", str(home))
-        patch.setenv("WINNOW_INGEST_MAX_OBJECT_BYTES", str(LIMIT))
-        reset_container()
-        httpd = make_server("127.0.0.1", 0, quiet=True)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield httpd
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join(timeout=10)
-            reset_container()
+    with serving(home, {"WINNOW_INGEST_MAX_OBJECT_BYTES": str(LIMIT)}) as httpd:
+        yield httpd
 
 
 def api(
