@@ -4,18 +4,16 @@ the page's JavaScript all run. The answer's citations are links that bring the c
 
 from __future__ import annotations
 
-import http.client
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.e2e.test_search_page import _find, _search, _text, _wait
-from winnow.factory import reset_container
+from tests.support.serve import serving, upload
 from winnow_fakes.fake_model import ModelFault
 from winnow_fakes.fake_ollama import FakeOllamaServer
-from winnow_local.web.server import WinnowHTTPServer, make_server
+from winnow_local.web.server import WinnowHTTPServer
 
 pytestmark = pytest.mark.slow
 
@@ -34,32 +32,15 @@ def server(
     tmp_path_factory: pytest.TempPathFactory, fake_ollama_server: FakeOllamaServer
 ) -> Iterator[WinnowHTTPServer]:
     home = tmp_path_factory.mktemp("answer-page") / "home"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WINNOW_HOME", str(home))
-        patch.setenv("OLLAMA_HOST", fake_ollama_server.url)
-        patch.setenv("WINNOW_ANSWER_MAX_ATTEMPTS", "2")
-        patch.setenv("WINNOW_ANSWER_BACKOFF_MAX_SECONDS", "0")
-        reset_container()
-        httpd = make_server("127.0.0.1", 0, quiet=True)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            host, port = str(httpd.server_address[0]), int(httpd.server_address[1])
-            for key, data in DOCS.items():
-                connection = http.client.HTTPConnection(host, port, timeout=120)
-                connection.request(
-                    "POST", f"/upload?key={key}", body=data, headers={"X-Winnow-Tenant": TENANT}
-                )
-                response = connection.getresponse()
-                response.read()
-                connection.close()
-                assert response.status == 200, (key, response.status)
-            yield httpd
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join(timeout=10)
-            reset_container()
+    env = {
+        "OLLAMA_HOST": fake_ollama_server.url,
+        "WINNOW_ANSWER_MAX_ATTEMPTS": "2",
+        "WINNOW_ANSWER_BACKOFF_MAX_SECONDS": "0",
+    }
+    with serving(home, env) as httpd:
+        for key, data in DOCS.items():
+            upload(httpd, TENANT, key, data)
+        yield httpd
 
 
 @pytest.fixture(scope="module")

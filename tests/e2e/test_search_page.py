@@ -4,7 +4,6 @@ which runs the real handlers on the demo samples with the local ONNX model."""
 
 from __future__ import annotations
 
-import http.client
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.serve import serving
+from tests.support.serve import serving, upload
 from winnow_local.cli.demo import stage_samples
 from winnow_local.web.server import WinnowHTTPServer
 
@@ -38,17 +37,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinnowHTTPServe
     home = tmp_path_factory.mktemp("page") / "home"
     with serving(home) as httpd:
         staged = stage_samples(home / "samples")
-        host, port = str(httpd.server_address[0]), int(httpd.server_address[1])
         for file in sorted(p for p in staged.rglob("*") if p.is_file()):
-            key = file.relative_to(staged).as_posix()
-            connection = http.client.HTTPConnection(host, port, timeout=120)
-            connection.request(
-                "POST", f"/upload?key={key}", body=file.read_bytes(), headers={"X-Winnow-Tenant": TENANT}
-            )
-            response = connection.getresponse()
-            response.read()
-            connection.close()
-            assert response.status == 200, (key, response.status)
+            upload(httpd, TENANT, file.relative_to(staged).as_posix(), file.read_bytes())
         yield httpd
 
 
@@ -317,21 +307,6 @@ DOCK_MEMO = (
 )
 
 
-def _upload(server: WinnowHTTPServer, key: str, data: bytes) -> dict[str, Any]:
-    import json
-
-    host, port = str(server.server_address[0]), int(server.server_address[1])
-    connection = http.client.HTTPConnection(host, port, timeout=120)
-    try:
-        connection.request("POST", f"/upload?key={key}", body=data, headers={"X-Winnow-Tenant": TENANT})
-        response = connection.getresponse()
-        body = json.loads(response.read() or b"{}")
-    finally:
-        connection.close()
-    assert response.status == 200, (key, response.status, body)
-    return dict(body)
-
-
 def _results_with(driver: Any, css: str) -> list[Any]:
     from selenium.webdriver.common.by import By
 
@@ -353,9 +328,9 @@ def test_table_passages_show_as_tables_and_ocr_passages_are_marked(
     table_pdf = make_table_pdf(
         DEPOTS, caption="Table 2: Depot managers", before="Depots of the Tidewell network."
     )
-    assert _upload(server, "ops/depots.pdf", table_pdf)["status"] == "indexed"
+    assert upload(server, TENANT, "ops/depots.pdf", table_pdf)["status"] == "indexed"
     memo = png_bytes(render_page(DOCK_MEMO, seed=3)[0])
-    assert _upload(server, "ops/dock-memo.png", memo)["status"] == "indexed"
+    assert upload(server, TENANT, "ops/dock-memo.png", memo)["status"] == "indexed"
     page.refresh()
     # When a user asks a question one cell answers
     _search(page, "Who is the manager of Depot Utrecht?")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,3 +37,17 @@ def serving(
             httpd.server_close()
             thread.join(timeout=10)
             reset_container()
+
+
+def upload(httpd: WinnowHTTPServer, tenant: str, key: str, data: bytes) -> dict[str, Any]:
+    """One document through the server's own upload route, as the search page sends it; its answer."""
+    host, port = str(httpd.server_address[0]), int(httpd.server_address[1])
+    connection = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        connection.request("POST", f"/upload?key={key}", body=data, headers={"X-Winnow-Tenant": tenant})
+        response = connection.getresponse()
+        body = json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
+    assert response.status == 200, (key, response.status, body)
+    return dict(body)
