@@ -53,18 +53,10 @@ class S3ObjectSource(ObjectSource):
         change between the two. An object over ``max_bytes`` (or empty) is closed unread."""
         response = self._call(f"get {key}", lambda: self.client.get_object(Bucket=self._bucket, Key=key))
         info = _info(key, response)
-        body = response["Body"]
-        try:
-            if info.size == 0 or info.size > max_bytes:
-                return info, None
-            data = bytes(body.read(max_bytes + 1))
-        except Exception as exc:  # the connection dropped mid-body
-            error = _aws.translate(exc, f"get {key}")
-            if error is None:
-                raise
-            raise error from exc
-        finally:
-            body.close()
+        if info.size == 0 or info.size > max_bytes:
+            response["Body"].close()
+            return info, None
+        data = _read_body(key, response["Body"], max_bytes + 1)
         if len(data) != info.size:  # read no more than announced; a body that differs is retried
             raise ProviderUnavailable(f"s3 get {key}: body of {len(data)} bytes, not {info.size}")
         return info, data
@@ -77,16 +69,7 @@ class S3ObjectSource(ObjectSource):
             if info.etag:
                 request["IfMatch"] = info.etag
         response = self._call(f"get {key}", lambda: self.client.get_object(**request))
-        body = response["Body"]
-        try:
-            return bytes(body.read())
-        except Exception as exc:  # the connection dropped mid-body
-            error = _aws.translate(exc, f"get {key}")
-            if error is None:
-                raise
-            raise error from exc
-        finally:
-            body.close()
+        return _read_body(key, response["Body"])
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         return self.list_after(prefix, None)
@@ -174,3 +157,17 @@ def _iso(value: Any) -> str | None:
     if isinstance(value, datetime):
         return iso_timestamp(value)
     return str(value) if value is not None else None
+
+
+def _read_body(key: str, body: Any, limit: int | None = None) -> bytes:
+    """A GetObject body, read to the end (or ``limit`` bytes) and closed; a connection that drops
+    mid-body becomes our error."""
+    try:
+        return bytes(body.read() if limit is None else body.read(limit))
+    except Exception as exc:
+        error = _aws.translate(exc, f"get {key}")
+        if error is None:
+            raise
+        raise error from exc
+    finally:
+        body.close()
