@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from benchmarks.common import (
 from benchmarks.cv import DEFAULT_FOLDS, bootstrap_se, fit_logistic, fold_summary, kfold, mean, train_ids
 from benchmarks.data import REPO_ROOT, EvalSet, load_eval_set
 from benchmarks.embedcache import DEFAULT_CACHE
+from benchmarks.known_item import DEFAULT_PER_STYLE, STYLES, known_item_queries
 from benchmarks.metrics import METRIC_NAMES, evaluate, ndcg_at_k, per_query
 from benchmarks.stack import EmbeddedStack, Hit, documents_by_best_chunk, write_documents
 
@@ -66,6 +68,11 @@ MODE_FEATURES: dict[str, tuple[str, ...]] = {
     "dense": ("cosine", "cosine_gap"),
     "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
 }
+# The default mode's ordering model (``RankedRelevance.order``), fitted on the judged queries and the
+# generated known-item queries (benchmarks.known_item); ``MODE_FEATURES["hybrid"]`` is its answer model,
+# fitted on the judged queries only. Chosen by cross-validation (docs/benchmarks.md).
+ORDER_FEATURES = ("cosine", "cosine_gap", "bm25_log", "bm25_rel")
+CALIBRATION_L2 = 1.0
 DATA_DIR = REPO_ROOT / "benchmarks" / "data"
 OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"  # the fitting set: the threshold rule reads it
 OFFTOPIC_HELDOUT_FILE = DATA_DIR / "offtopic_heldout.txt"  # the reported set: nothing is chosen on it
@@ -172,22 +179,68 @@ def choose_l2(
     return best
 
 
+@dataclass(frozen=True)
+class KnownItems:
+    """Generated known-item queries (benchmarks.known_item) with their default-mode candidates; ``ids``
+    are the ones a fit may read."""
+
+    candidates: dict[str, list[Candidate]]
+    qrels: dict[str, dict[str, int]]
+    ids: Sequence[str]
+
+
 def fit_models(
     candidates: dict[str, dict[str, list[Candidate]]],
     qrels: dict[str, dict[str, int]],
     qids: Sequence[str],
     profile: str,
     source: str = "",
+    known: KnownItems | None = None,
 ) -> Any:
-    """One model per mode, every choice (L2) made on ``qids`` only."""
+    """One model per mode, every choice (L2) made on ``qids`` (and ``known.ids``) only. With known-item
+    queries the default mode gets a ``RankedRelevance``."""
     from winnow.search.relevance import RelevanceModels
 
-    modes = {}
+    modes: dict[str, Any] = {}
     for mode, per_query_cands in candidates.items():
         features = MODE_FEATURES[mode]
         l2 = choose_l2(per_query_cands, qrels, qids, features)
         modes[mode] = fit_mode(per_query_cands, qrels, qids, features, l2)
+        if mode == DEFAULT_MODE and known is not None and known.ids:
+            modes[mode] = fit_ranked(per_query_cands, qrels, qids, modes[mode], known)
     return RelevanceModels(profile=profile, modes=modes, source=source)
+
+
+def fit_ranked(
+    candidates: dict[str, list[Candidate]],
+    qrels: dict[str, dict[str, int]],
+    qids: Sequence[str],
+    answer: Any,
+    known: KnownItems,
+) -> Any:
+    """The order model on the judged and the known-item queries, then the logistic step that combines
+    it with ``answer`` (fitted on the judged queries) on the judged queries' candidates."""
+    from winnow.search.relevance import RankedRelevance, feature_rows
+
+    merged = {**candidates, **known.candidates}
+    merged_qrels = {**qrels, **known.qrels}
+    order_ids = [*qids, *known.ids]
+    l2 = choose_l2(merged, merged_qrels, order_ids, ORDER_FEATURES)
+    order = fit_mode(merged, merged_qrels, order_ids, ORDER_FEATURES, l2)
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    for qid in qids:
+        cands = candidates[qid]
+        if not cands:
+            continue
+        feats = feature_rows([e for _, e in cands])
+        logits = [order.logit(r) for r in feats]
+        best_answer = max(answer.logit(r) for r in feats)
+        for (doc, _), logit in zip(cands, logits, strict=True):
+            rows.append([logit - max(logits), best_answer])
+            labels.append(1 if qrels[qid].get(doc, 0) > 0 else 0)
+    (gap_weight, answer_weight), intercept = fit_logistic(rows, labels, CALIBRATION_L2)
+    return RankedRelevance(order, answer, gap_weight, answer_weight, intercept)
 
 
 def choose_threshold(top_scores: Sequence[float], offtopic_tops: Sequence[float] = ()) -> float:
@@ -305,6 +358,8 @@ def run(
     demo: bool = False,
     write_model: Path | None = None,
     sparse: str = "ours",
+    known_items: int = DEFAULT_PER_STYLE,
+    fit_known_items: bool = True,
 ) -> dict[str, Any]:
     """Ingest, search every mode (whole set and cross-validated), run the baselines, measure the
     threshold; return the JSON-shaped result (timings under ``seconds``)."""
@@ -315,6 +370,10 @@ def run(
     qids = list(queries)
     qrels = {qid: eval_set.qrels[qid] for qid in queries}
     split = kfold(qids, min(folds, len(qids))) if len(qids) >= 2 else [qids]
+    known_queries, known_qrels = known_item_queries(eval_set.documents, known_items)
+    known_split = (
+        kfold(list(known_queries), len(split)) if len(split) > 1 and len(known_queries) >= len(split) else []
+    )
     folder = workdir / "documents"
     paths = write_documents(folder, eval_set.documents)
     key_to_id: dict[str, str] = {}
@@ -348,6 +407,7 @@ def run(
         off_fit = {f"offtopic-{i}": text for i, text in enumerate(offtopic)}
         off_candidates = collect_candidates(stack, off_fit, DEFAULT_MODE, key_to_id) if off_fit else {}
         off_split = kfold(list(off_fit), len(split)) if len(split) > 1 and len(off_fit) >= len(split) else []
+        known_candidates = collect_candidates(stack, known_queries, DEFAULT_MODE, key_to_id)
         all_models = None
         if write_model is not None:
             all_models = fit_models(
@@ -355,7 +415,13 @@ def run(
                 qrels,
                 qids,
                 profile,
-                source=f"{len(qids)} queries, {len(eval_set.documents)} documents",
+                source=(
+                    f"{len(qids)} queries and {len(known_queries)} known-item queries, "
+                    f"{len(eval_set.documents)} documents"
+                ),
+                known=KnownItems(
+                    known_candidates, known_qrels, list(known_queries) if fit_known_items else []
+                ),
             )
             hybrid = all_models.modes[DEFAULT_MODE]
             threshold = choose_threshold(
@@ -382,12 +448,20 @@ def run(
 
         started = time.perf_counter()
         held_out_hits: dict[str, dict[str, list[Hit]]] = {m: {} for m in modes}
+        known_hits: dict[str, list[Hit]] = {}
         fold_thresholds: list[float] = []
         off_refused_cv: list[bool] = []
         for i, fold in enumerate(split):
             train = train_ids(split, i) if len(split) > 1 else fold
+            known_train = train_ids(known_split, i) if known_split and fit_known_items else []
             try:
-                models = fit_models(candidates, qrels, train, profile)
+                models = fit_models(
+                    candidates,
+                    qrels,
+                    train,
+                    profile,
+                    known=KnownItems(known_candidates, known_qrels, known_train),
+                )
             except ValueError as exc:
                 note(f"fold {i + 1}: no relevance model ({exc}); cosine scores")
                 models = None
@@ -396,6 +470,11 @@ def run(
             train_queries = {q: queries[q] for q in train}
             for mode in modes:
                 held_out_hits[mode].update(winnow_hits(stack, fold_queries, mode))
+            if known_split:
+                held_known = {q: known_queries[q] for q in known_split[i]}
+                known_hits.update(
+                    winnow_hits(stack, held_known, RERANK_MODE if stack.has_reranker else DEFAULT_MODE)
+                )
             # The threshold rule runs on the training queries, scored by this fold's model.
             hybrid_model = models.for_mode(DEFAULT_MODE) if models is not None else None
             off_train = {q: off_fit[q] for q in train_ids(off_split, i)} if off_split else {}
@@ -425,6 +504,12 @@ def run(
             rankings = {q: documents_by_best_chunk(h, key_to_id) for q, h in held_out_hits[mode].items()}
             per_query_ndcg[mode] = {q: m["ndcg@10"] for q, m in per_query(rankings, qrels).items()}
 
+        known_figures = known_item_figures(
+            known_queries,
+            known_qrels,
+            {q: documents_by_best_chunk(h, key_to_id) for q, h in known_hits.items()},
+            bm25_rankings(eval_set.documents, known_queries) if known_hits else {},
+        )
         started = time.perf_counter()
         bm25_run = bm25_rankings(eval_set.documents, queries)
         bm25 = evaluate(bm25_run, qrels)
@@ -447,7 +532,7 @@ def run(
         for fold in split:
             diffs = [default_q[q] - bm25_q[q] for q in fold]
             margins.append({"margin": round(mean(diffs), 4), "se": round(bootstrap_se(diffs), 4)})
-        threshold_cv = {
+        threshold_cv: dict[str, Any] = {
             "rule": (
                 "best balanced accuracy between the training queries and the fitting off-topic set"
                 if off_split and THRESHOLD_RULE == "balanced"
@@ -491,8 +576,32 @@ def run(
         "threshold": threshold_cv,
         "offtopic": off,
         "demo": demo_result,
+        "known_item": known_figures,
         "seconds": {k: round(v, 2) for k, v in seconds.items()},
     }
+
+
+def known_item_figures(
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    held_out: dict[str, list[str]],
+    bm25: dict[str, list[str]],
+) -> dict[str, Any]:
+    """Per query style: nDCG@10 and hit@3 of the default mode on held-out known-item queries (each fold's
+    model fitted without them) against BM25 on the same queries."""
+    out: dict[str, Any] = {"per_style": len(queries) // max(1, len(STYLES)), "styles": {}}
+    for style in STYLES:
+        ids = [q for q in queries if q.startswith(f"{style}-") and q in held_out]
+        if not ids:
+            continue
+
+        def figures(run: dict[str, list[str]], ids: list[str] = ids) -> dict[str, float]:
+            ndcg = mean([ndcg_at_k(run.get(q, []), qrels[q]) for q in ids])
+            hit3 = mean([1.0 if set(run.get(q, [])[:3]) & set(qrels[q]) else 0.0 for q in ids])
+            return {"ndcg@10": round(ndcg, 4), "hit@3": round(hit3, 4)}
+
+        out["styles"][style] = {"queries": len(ids), "default_cv": figures(held_out), "bm25": figures(bm25)}
+    return out
 
 
 def top_probability(model: Any, cands: list[Candidate]) -> float:
@@ -675,6 +784,15 @@ def render(result: dict[str, Any]) -> str:
             )
             + f"; parental-leave question returns {demo['parental_leave_documents']}",
         ]
+    known = (result.get("known_item") or {}).get("styles") or {}
+    if known:
+        lines += ["", "generated known-item queries (held-out folds), default mode against BM25:"]
+        for style, figures in known.items():
+            d, b = figures["default_cv"], figures["bm25"]
+            lines.append(
+                f"  {style} ({figures['queries']}): nDCG@10 {d['ndcg@10']:.4f} vs {b['ndcg@10']:.4f}, "
+                f"hit@3 {d['hit@3']:.1%} vs {b['hit@3']:.1%}"
+            )
     return "\n".join(lines)
 
 
@@ -718,6 +836,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="BM25 encoder for the keyword side: ours (winnow.text.sparse) or Qdrant's qdrant/bm25 model",
     )
     parser.add_argument(
+        "--known-items",
+        type=int,
+        default=DEFAULT_PER_STYLE,
+        help="generated known-item queries per style the ordering model is also fitted on (0: none)",
+    )
+    parser.add_argument(
+        "--no-fit-known-items",
+        action="store_true",
+        help="measure the known-item queries but fit nothing on them (the model before issue 19's fix)",
+    )
+    parser.add_argument(
         "--no-embed-cache", action="store_true", help=f"embed everything again (cache: {DEFAULT_CACHE})"
     )
     parser.add_argument(
@@ -756,6 +885,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "offtopic_heldout": read_lines(args.offtopic_heldout),
         "demo": args.demo,
         "sparse": args.sparse,
+        "known_items": args.known_items,
+        "fit_known_items": not args.no_fit_known_items,
     }
     with stdout_reserved_for_result():
         if args.write_model:
@@ -769,7 +900,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="winnow-quality-") as tmp:
                 result = run(eval_set, Path(tmp), progress, **options)
     if args.json:
-        keys = ("modes", "baselines", "queries", "documents", "cv", "threshold", "offtopic", "demo")
+        keys = (
+            "modes",
+            "baselines",
+            "queries",
+            "documents",
+            "cv",
+            "threshold",
+            "offtopic",
+            "demo",
+            "known_item",
+        )
         print(json.dumps({k: result[k] for k in keys}))
     else:
         print(render(result))

@@ -12,10 +12,13 @@ import pytest
 
 from benchmarks.cv import bootstrap_se, fit_logistic, fold_summary, kfold, train_ids
 from benchmarks.quality import (
+    DEFAULT_MODE,
     MAX_REFUSED,
     THRESHOLD_GRID,
+    KnownItems,
     balanced_threshold,
     choose_threshold,
+    fit_models,
     read_demo_questions,
     read_lines,
 )
@@ -26,6 +29,7 @@ from winnow.search.relevance import (
     MODELS_DIR,
     Evidence,
     LogisticModel,
+    RankedRelevance,
     RelevanceModels,
     feature_rows,
     load_models,
@@ -120,6 +124,106 @@ def test_every_shipped_model_file_loads_for_its_profile() -> None:
         assert models is not None and models.profile == path.stem
         assert {"hybrid", "dense", "sparse"} <= set(models.modes)
         assert 0 < data["threshold"] < 1
+
+
+# --- the ranked model: order within a query, answerability across queries ----------------------------
+def _ranked(order_weights: tuple[float, float] = (0.0, 3.0)) -> RankedRelevance:
+    return RankedRelevance(
+        order=LogisticModel(("cosine", "bm25_rel"), order_weights, 0.0),
+        answer=LogisticModel(("cosine",), (8.0,), -4.0),
+        gap_weight=1.5,
+        answer_weight=0.9,
+        intercept=-0.2,
+    )
+
+
+def test_ranked_model_orders_by_the_order_model_and_scores_the_best_by_the_answer_model() -> None:
+    # Given candidates where BM25 points at one passage and cosine at another
+    evidence = [
+        Evidence(cosine=0.55, bm25=2.0, dense_rank=1, sparse_rank=3),
+        Evidence(cosine=0.35, bm25=12.0, dense_rank=4, sparse_rank=1),
+        Evidence(cosine=0.20, bm25=None, dense_rank=9, sparse_rank=None),
+    ]
+    # When an order model that reads BM25 share scores them
+    scores = _ranked().probabilities(evidence)
+    # Then the order is the order model's (the keyword match first), every score is a probability
+    assert max(range(3), key=lambda i: scores[i]) == 1
+    assert scores[1] > scores[0] > scores[2] and all(0 < s < 1 for s in scores)
+    # And the best passage's score comes from the answer model's best logit alone (cosine 0.55 here)
+    expected = 1 / (1 + math.exp(-(0.9 * (8.0 * 0.55 - 4.0) - 0.2)))
+    assert scores[1] == pytest.approx(expected)
+    # And another order model moves the order but not the best score
+    other = _ranked((5.0, 0.0)).probabilities(evidence)
+    assert max(range(3), key=lambda i: other[i]) == 0 and max(other) == pytest.approx(expected)
+    assert _ranked().probabilities([]) == []
+
+
+def test_ranked_models_round_trip_through_json_beside_plain_ones(tmp_path: Path) -> None:
+    # Given a profile whose hybrid mode is ranked and whose dense mode is a plain logistic model
+    models = RelevanceModels(
+        profile="local-r-8",
+        modes={"hybrid": _ranked(), "dense": LogisticModel(("cosine",), (2.0,), -1.0)},
+        threshold=0.25,
+    )
+    (tmp_path / "local-r-8.json").write_text(json.dumps(models.to_json()))
+    # When loaded
+    loaded = load_models("local-r-8", tmp_path)
+    # Then each mode comes back as the shape it was written in
+    assert loaded == models
+    assert isinstance(loaded.for_mode("hybrid"), RankedRelevance)
+    assert isinstance(loaded.for_mode("dense"), LogisticModel)
+
+
+def _generated_candidates(
+    rng: random.Random, n: int, relevant_by: str
+) -> tuple[list[tuple[str, Evidence]], dict[str, int]]:
+    """One query's 10 candidates; the relevant one is the best by ``relevant_by`` (cosine or BM25)."""
+    cands = []
+    for i in range(10):
+        cands.append((f"d{n}-{i}", Evidence(cosine=rng.uniform(0.2, 0.6), bm25=rng.uniform(0.5, 6.0))))
+    key = (lambda c: c[1].cosine) if relevant_by == "cosine" else (lambda c: c[1].bm25 or 0.0)
+    best = max(cands, key=key)[0]
+    ranked = sorted(cands, key=lambda c: -c[1].cosine)
+    out = []
+    for rank, (doc, e) in enumerate(ranked, start=1):
+        by_bm25 = sorted(cands, key=lambda c: -(c[1].bm25 or 0.0))
+        sparse_rank = [d for d, _ in by_bm25].index(doc) + 1
+        out.append((doc, Evidence(e.cosine, e.bm25, dense_rank=rank, sparse_rank=sparse_rank)))
+    return out, {best: 1}
+
+
+def test_known_item_queries_teach_the_order_model_what_the_judged_ones_cannot() -> None:
+    # Given judged queries whose answer is the best cosine, and known-item queries whose answer is the
+    # best BM25 match (the keyword and phrase styles the judged set lacks)
+    rng = random.Random(19)
+    judged: dict[str, list[tuple[str, Evidence]]] = {}
+    known: dict[str, list[tuple[str, Evidence]]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    known_qrels: dict[str, dict[str, int]] = {}
+    for n in range(60):
+        judged[f"q{n}"], qrels[f"q{n}"] = _generated_candidates(rng, n, "cosine")
+        known[f"k{n}"], known_qrels[f"k{n}"] = _generated_candidates(rng, 100 + n, "bm25")
+    candidates = {DEFAULT_MODE: judged}
+    # When fitted without and with the known-item queries
+    plain = fit_models(candidates, qrels, list(judged), "local-t-8").for_mode(DEFAULT_MODE)
+    ranked = fit_models(
+        candidates, qrels, list(judged), "local-t-8", known=KnownItems(known, known_qrels, list(known))
+    ).for_mode(DEFAULT_MODE)
+    # Then the default mode becomes a ranked model whose order model weighs the keyword evidence
+    assert isinstance(plain, LogisticModel) and isinstance(ranked, RankedRelevance)
+    assert ranked.order.weights[ranked.order.features.index("bm25_rel")] > 0
+    assert ranked.gap_weight > 0
+
+    def hits(model: LogisticModel | RankedRelevance, queries: dict[str, list[tuple[str, Evidence]]]) -> int:
+        found = 0
+        for q, cands in queries.items():
+            scores = model.probabilities([e for _, e in cands])
+            top = cands[max(range(len(cands)), key=lambda i: scores[i])][0]
+            found += top in (qrels | known_qrels)[q]
+        return found
+
+    # And it puts the known item first far more often than the judged-only model does
+    assert hits(ranked, known) > hits(plain, known) + 10
 
 
 # --- fitting --------------------------------------------------------------------------------------------

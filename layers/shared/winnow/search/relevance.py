@@ -1,11 +1,18 @@
 """The relevance model: a calibrated probability that a passage is relevant, from the evidence the
 retrievers already returned (cosine, BM25 score, each retriever's rank), when no re-ranker runs.
 
-A logistic model per embedding profile and search mode, fitted offline on the evaluation data
+Per embedding profile and search mode, fitted offline on the evaluation data
 (``python -m benchmarks.quality --write-model``) and shipped as a small JSON file beside this module
 (``models/<profile slug>.json``). Evaluated in plain Python: the search Lambda imports no numpy.
 Results are ordered by this probability, so it is also the fusion: a weighted blend of the signals
-whose weights were chosen by cross-validation, not by hand (docs/benchmarks.md)."""
+whose weights were chosen by cross-validation, not by hand (docs/benchmarks.md).
+
+Two shapes: a ``LogisticModel`` (one linear score does both jobs), or a ``RankedRelevance``, which
+splits them. Ordering passages *within* a query and telling whether a query has an answer *at all* want
+different evidence: a keyword or quoted phrase that BM25 finds is strong evidence for the ordering,
+but every off-topic question also has a best BM25 match. So the order comes from one model, fitted on
+several query styles, and how high the best passage scores comes from another, fitted on answerable
+questions only; a last logistic step combines them, so results ordered by ``score`` keep the order."""
 
 from __future__ import annotations
 
@@ -60,6 +67,13 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
     return rows
 
 
+def sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    ez = math.exp(z)  # no overflow for very negative z
+    return ez / (1.0 + ez)
+
+
 @dataclass(frozen=True)
 class LogisticModel:
     """``p = 1 / (1 + exp(-(intercept + sum(weight * feature))))``."""
@@ -75,12 +89,11 @@ class LogisticModel:
         if unknown:
             raise ValueError(f"unknown relevance features: {', '.join(sorted(unknown))}")
 
+    def logit(self, row: Mapping[str, float]) -> float:
+        return self.intercept + sum(w * row[f] for f, w in zip(self.features, self.weights, strict=True))
+
     def probability(self, row: Mapping[str, float]) -> float:
-        z = self.intercept + sum(w * row[f] for f, w in zip(self.features, self.weights, strict=True))
-        if z >= 0:
-            return 1.0 / (1.0 + math.exp(-z))
-        ez = math.exp(z)  # no overflow for very negative z
-        return ez / (1.0 + ez)
+        return sigmoid(self.logit(row))
 
     def probabilities(self, evidence: Sequence[Evidence]) -> list[float]:
         return [self.probability(row) for row in feature_rows(evidence)]
@@ -98,15 +111,66 @@ class LogisticModel:
 
 
 @dataclass(frozen=True)
+class RankedRelevance:
+    """``p_i = sigmoid(gap_weight * (order_i - max order) + answer_weight * max answer + intercept)``.
+
+    ``order`` ranks the candidates of one query; ``answer`` says how well the query is answered by its
+    best candidate. Within a query only the order term varies, so ordering by ``p`` is ordering by
+    ``order``; across queries the best passage's ``p`` moves with ``answer`` alone, which is what the
+    threshold reads."""
+
+    order: LogisticModel
+    answer: LogisticModel
+    gap_weight: float
+    answer_weight: float
+    intercept: float
+
+    def probabilities(self, evidence: Sequence[Evidence]) -> list[float]:
+        rows = feature_rows(evidence)
+        if not rows:
+            return []
+        order = [self.order.logit(r) for r in rows]
+        best_order = max(order)
+        answered = self.answer_weight * max(self.answer.logit(r) for r in rows) + self.intercept
+        return [sigmoid(self.gap_weight * (o - best_order) + answered) for o in order]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "order": self.order.to_json(),
+            "answer": self.answer.to_json(),
+            "gap_weight": self.gap_weight,
+            "answer_weight": self.answer_weight,
+            "intercept": self.intercept,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RankedRelevance:
+        return cls(
+            order=LogisticModel.from_json(data["order"]),
+            answer=LogisticModel.from_json(data["answer"]),
+            gap_weight=float(data["gap_weight"]),
+            answer_weight=float(data["answer_weight"]),
+            intercept=float(data["intercept"]),
+        )
+
+
+RelevanceModel = LogisticModel | RankedRelevance
+
+
+def model_from_json(data: Mapping[str, Any]) -> RelevanceModel:
+    return RankedRelevance.from_json(data) if "order" in data else LogisticModel.from_json(data)
+
+
+@dataclass(frozen=True)
 class RelevanceModels:
     """One model per search mode for one embedding profile, and where they came from."""
 
     profile: str
-    modes: Mapping[str, LogisticModel]
+    modes: Mapping[str, RelevanceModel]
     source: str = ""
     threshold: float | None = None  # the default threshold chosen with the model (docs/benchmarks.md)
 
-    def for_mode(self, mode: str) -> LogisticModel | None:
+    def for_mode(self, mode: str) -> RelevanceModel | None:
         return self.modes.get(mode)
 
     def to_json(self) -> dict[str, Any]:
@@ -123,7 +187,7 @@ class RelevanceModels:
             profile=str(data["profile"]),
             source=str(data.get("source") or ""),
             threshold=float(data["threshold"]) if data.get("threshold") is not None else None,
-            modes={str(m): LogisticModel.from_json(v) for m, v in dict(data["modes"]).items()},
+            modes={str(m): model_from_json(v) for m, v in dict(data["modes"]).items()},
         )
 
 

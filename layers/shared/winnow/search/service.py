@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from winnow.models import SparseVector, StoredChunk
 from winnow.ports import Embedder, FilterValue, RangeFilter, Reranker, SearchQuery, VectorStore
-from winnow.search.relevance import Evidence, LogisticModel, RelevanceModels, load_models
+from winnow.search.relevance import Evidence, RelevanceModel, RelevanceModels, load_models
 from winnow.search.schemas import RangeCondition, SearchRequest, SearchResponse, SearchResult, Timings
 from winnow.settings import SearchSettings
 
@@ -217,7 +217,7 @@ class SearchService:
             )
         return _dedupe(hits)
 
-    def _model(self, mode: str) -> LogisticModel | None:
+    def _model(self, mode: str) -> RelevanceModel | None:
         return self.models.for_mode(mode) if self.models is not None else None
 
     def _relevance(
