@@ -27,7 +27,12 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
 ) -> None:
     # Given 12 SciFact documents and 3 of their queries
     # When the quality benchmark runs with --json
-    assert quality.main([*EVAL, "--json", "--quiet", "--limit-docs", "12", "--limit-queries", "3"]) == 0
+    assert (
+        quality.main(
+            [*EVAL, "--json", "--quiet", "--limit-docs", "12", "--limit-queries", "3", "--known-items", "6"]
+        )
+        == 0
+    )
     # Then stdout holds exactly one JSON object of the documented shape
     result = json.loads(capsys.readouterr().out)
     assert set(result) == {
@@ -39,6 +44,7 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
         "threshold",
         "offtopic",
         "demo",
+        "known_item",
     }
     assert result["documents"] == 12
     assert result["queries"] == 3
@@ -62,6 +68,13 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     for figures in result["offtopic"].values():
         assert figures["queries"] >= 100 and 0 <= figures["refused"] <= 1
     assert 0 <= result["threshold"]["offtopic_fitting_refused_cv"] <= 1
+    # And the generated known-item queries (keywords, phrases) are measured held out, beside BM25
+    known = result["known_item"]
+    assert known["per_style"] == 6 and set(known["styles"]) == {"keywords", "phrase"}
+    for figures in known["styles"].values():
+        assert figures["queries"] == 6
+        for run in (figures["default_cv"], figures["bm25"]):
+            assert 0 <= run["ndcg@10"] <= 1 and 0 <= run["hit@3"] <= 1
 
 
 def test_speed_reports_ingest_against_naive_latency_per_mode_and_cold_init(
