@@ -381,9 +381,10 @@ def test_docx_custom_heading_styles_content_controls_and_merged_cells() -> None:
         ("Under the custom heading.", ("Top", "Section by custom style")),
         ("Inside a content control.", ("Top", "Section by custom style")),
         (
-            # a cell merged across two columns names both, so each value stays under its header
-            "Section by custom style\nColumns: Merged header | Merged header | Other\n"
-            "Merged header: x | Merged header: y | Other: z",
+            # a cell merged across two columns names both (the second numbered), so each value stays
+            # under its own header
+            "Section by custom style\nColumns: Merged header | Merged header (2) | Other\n"
+            "Merged header: x | Merged header (2): y | Other: z",
             ("Top", "Section by custom style"),
         ),
     ]

@@ -2,7 +2,8 @@
 
 Cells are cleaned to single-line text; empty rows and columns are dropped; sizes are bounded (a sheet
 with a million columns is cut, never rendered whole). The first row is the header unless the caller
-knows the table has none; a header cell left empty is named by its position, so every value keeps a name.
+knows the table has none; a header cell left empty is named by its position, so every value keeps a name,
+and a name used twice (a header cell merged across columns) is numbered, so every value keeps its own.
 """
 
 from __future__ import annotations
@@ -40,13 +41,28 @@ def make_table_block(
     header: tuple[str, ...] = ()
     body = padded
     if has_header and len(padded) > 1:
-        header = tuple(name or f"column {index + 1}" for index, name in enumerate(padded[0]))
+        header = _unique_names([name or f"column {index + 1}" for index, name in enumerate(padded[0])])
         body = padded[1:]
     if len(keep) == 1 and not header:
         # One column is a list, not a table: keep it as text.
         return Block(text="\n".join(row[0] for row in body), section_path=section_path, page=page)
     table = Table(header=header, rows=tuple(tuple(row) for row in body), caption=caption)
     return Block(text=render_table(table), section_path=section_path, page=page, table=table)
+
+
+def _unique_names(names: list[str]) -> tuple[str, ...]:
+    """Column names, a repeated one numbered from its second use ("Contact", "Contact (2)")."""
+    seen: set[str] = set()
+    uses: dict[str, int] = {}
+    unique: list[str] = []
+    for name in names:
+        candidate = name
+        while candidate in seen:
+            uses[name] = uses.get(name, 1) + 1
+            candidate = f"{name} ({uses[name]})"
+        seen.add(candidate)
+        unique.append(candidate)
+    return tuple(unique)
 
 
 def html_table(table: Any) -> tuple[str, list[list[str]], bool]:
