@@ -8,7 +8,9 @@ a compound the document writes with its hyphen elsewhere keeps it ("non-" / "exc
 
 Tables in the text layer are found from where pypdf says each piece of text is drawn
 (``parsing.pdf_tables``) and become table blocks in reading order, with a "Table N" line near them
-or the heading above them as caption.
+or the heading above them as caption. A table at the top of a page that goes on with the one that ended
+the page before (same columns, no header of its own: ``pdf_tables.continuation``) takes that table's
+header and caption, so its first row stays a row.
 
 Sections come from the outline (bookmarks) when the PDF has one: the path of the bookmark in effect
 at that point. A bookmark usually points at a whole page, so the heading line itself is looked for
@@ -59,6 +61,23 @@ _MAX_OUTLINE_ENTRIES = 10_000
 _MARK = "\x00"
 _SENTENCE_ENDS = (".", "!", "?", ":", ";", "\u201d", '"')
 _HEADING_CHARS = 80
+
+
+@dataclass
+class _OpenTable:
+    """The table that ended the page before (only short lines after it: a footer, a page number),
+    which a table at the top of the next page may go on with."""
+
+    table: PdfTable
+    header: list[str]
+    caption: str
+
+
+@dataclass
+class _TableCarry:
+    """What one page hands the next about tables: the open table, if any."""
+
+    open: _OpenTable | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +147,7 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     collector = BlockCollector()
     path: tuple[str, ...] = ()
     hyphenated = hyphenated_words(texts)
+    carry = _TableCarry()
     for page_index, text in enumerate(texts):
         bookmarks = bookmarks_by_page.get(page_index, [])
         path = _collect_page(
@@ -139,6 +159,7 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
             ocr=page_index in ocr_read,
             tables=tables[page_index],
             hyphenated=hyphenated,
+            carry=carry,
         )
     empty_reason = "PDF has no text layer (scanned PDF?)"
     if ocr is None and scanned:
@@ -348,8 +369,13 @@ def _collect_page(
     ocr: bool = False,
     tables: Sequence[PdfTable] = (),
     hyphenated: frozenset[str] = frozenset(),
+    carry: _TableCarry | None = None,
 ) -> tuple[str, ...]:
-    """Add the page's paragraphs and tables; returns the section path in effect at the end of the page."""
+    """Add the page's paragraphs and tables; returns the section path in effect at the end of the page.
+    ``carry`` holds the table that ended the page before, if any, and is left holding the one that ends
+    this page."""
+    from winnow.parsing.pdf_tables import continuation
+
     lines = [line.strip() for line in text.splitlines()]
     markers = {_table_marker(number): table for number, table in enumerate(tables)}
     switches = _heading_positions(lines, bookmarks)
@@ -365,6 +391,9 @@ def _collect_page(
                 caption_lines.add(caption_line)
     full_line = _typical_full_line(lines)
     paragraph: list[str] = []
+    carry = carry if carry is not None else _TableCarry()
+    carried, carry.open = carry.open, None
+    lines_before_table: list[str] = []  # text since the top of the page or the last table
 
     def flush() -> None:
         if paragraph:
@@ -377,6 +406,8 @@ def _collect_page(
             flush()
             path = switches[switch_at][1].path
             switch_at += 1
+        if index in heading_lines:
+            carried = None  # a heading starts a new part: a table under it is a table of its own
         if index in heading_lines or (
             not line and not (ocr and _continues_after_blank(paragraph, lines, index))
         ):
@@ -386,11 +417,23 @@ def _collect_page(
             continue
         if line in markers:
             flush()
-            collector.add_table(markers[line].rows, path, page, caption=captions[index])
+            table, rows, caption = markers[line], markers[line].rows, captions[index]
+            header = rows[0] if rows else []
+            drop = None
+            if carried is not None and _only_short_lines(lines_before_table):
+                drop = continuation(carried.table, carried.header, table)
+            if carried is not None and drop is not None:
+                header, caption = carried.header, carried.caption
+                rows = [header, *rows[drop:]]
+            collector.add_table(rows, path, page, caption=caption)
+            carried = None
+            carry.open = _OpenTable(table, header, caption or (path[-1] if path else ""))
+            lines_before_table = []
             continue
         if index in caption_lines:
             flush()
             continue
+        lines_before_table.append(line)
         paragraph.append(line)
         if len(line) < _SHORT_LINE_SHARE * full_line:
             flush()
@@ -399,7 +442,15 @@ def _collect_page(
         path = switches[switch_at][1].path
         switch_at += 1
     flush()
+    if not _only_short_lines(lines_before_table):
+        carry.open = None  # text follows the page's last table: a table on the next page is new
     return path
+
+
+def _only_short_lines(lines: list[str]) -> bool:
+    """Whether the text between a page edge and a table is at most a running head, a footer or a
+    page number, not content that would separate two tables."""
+    return len(lines) <= 2 and all(len(line) <= _HEADING_CHARS for line in lines)
 
 
 def _continues_after_blank(paragraph: list[str], lines: list[str], at: int) -> bool:

@@ -6,6 +6,8 @@ one run per line, or runs that follow each other without a gap). So a table here
 least ``MIN_ROWS`` nearby lines of two or more cells each, every cell starting at one of the run's
 column positions, the cells short (long cells side by side are a two-column page, not a table).
 A line whose first column is empty continues the row above (a cell wrapped onto a second line).
+A table at the top of a page with the column layout of the table that ended the page before, and no
+row that looks like a header, continues that table (``continuation``): its first row is a row.
 
 pypdf reports no text widths, so a piece's end is estimated from its length; the estimate only
 decides whether two pieces on a line are one cell or two, and errs towards one (a missed table stays
@@ -35,6 +37,8 @@ _MAX_SHORT_CELL_CHARS = 24
 _MAX_LINE_GAP = 2.6
 # A column of bullets or enumerators ("•", "2.", "b)") makes a list, not a table.
 _LIST_MARKER = re.compile(r"^(?:[^\w\s]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])$")
+# A number as tables print one, spaces taken out: "1,250", "-3.5", "12%", "$40", "06:00".
+_NUMBER = re.compile(r"^[-+\u2212(]?[$€£¥]?\d[\d.,:']*\)?%?$")
 _CAPTION = re.compile(r"^(table|tab\.)\s*[\dIVXivx]+\b", re.IGNORECASE)
 
 
@@ -52,6 +56,8 @@ class Fragment:
 class PdfTable:
     rows: list[list[str]]
     fragments: set[int] = field(default_factory=set)
+    columns: list[float] = field(default_factory=list)  # where each column starts (x, page space)
+    tolerance: float = 0.0  # how far a cell may start from its column's x
 
 
 @dataclass
@@ -163,7 +169,38 @@ def _table_from(lines: list[_Line], start: int) -> tuple[PdfTable | None, int]:
         return None, end
     if all(_LIST_MARKER.match(row[0]) for row in rows if row[0]):
         return None, end
-    return PdfTable(rows, {index for line, _ in run for index in line.fragments}), end
+    fragments = {index for line, _ in run for index in line.fragments}
+    return PdfTable(rows, fragments, columns, tolerance), end
+
+
+def continuation(previous: PdfTable, header: Sequence[str], table: PdfTable) -> int | None:
+    """Whether ``table`` (at the top of a page) goes on with ``previous`` (which ended the page before,
+    under ``header``): None when it does not, else how many of its first rows to drop (1 when it
+    repeats the header, 0 when it starts with a row). It does when its columns are as many and start
+    at the same x positions, and its first row is not a header of its own (a header names with a word
+    a column whose other cells are all numbers)."""
+    if len(table.columns) != len(previous.columns) or len(table.rows) < 1:
+        return None
+    tolerance = max(previous.tolerance, table.tolerance)
+    if any(abs(a - b) > tolerance for a, b in zip(previous.columns, table.columns, strict=True)):
+        return None
+    first = table.rows[0]
+    if [_folded(cell) for cell in first] == [_folded(cell) for cell in header]:
+        return 1
+    body = table.rows[1:]
+    for column, cell in enumerate(first):
+        values = [row[column] for row in body if row[column]]
+        if cell and not _is_number(cell) and values and all(_is_number(value) for value in values):
+            return None
+    return 0
+
+
+def _is_number(cell: str) -> bool:
+    return bool(_NUMBER.match(cell.replace(" ", "")))
+
+
+def _folded(cell: str) -> str:
+    return " ".join(cell.split()).casefold()
 
 
 def _has_short_column(rows: list[list[str]]) -> bool:
