@@ -61,10 +61,59 @@ def test_a_long_table_repeats_its_header_in_every_chunk_and_never_splits_a_row()
     assert body == [f"Part: P-{n:04d} | Bin: B{n % 37} | Stock: {n * 3}" for n in range(400)]
 
 
+def test_a_sheet_of_100_columns_keeps_every_column() -> None:
+    # Given a sheet of 100 columns (an export from a measuring device)
+    header = [f"Measurement {n}" for n in range(100)]
+    rows = [header] + [[f"r{r}c{n}" for n in range(100)] for r in range(3)]
+    # When it is parsed and chunked
+    doc = parse_document("acme/wide.xlsx", make_xlsx({"Readings": rows}))
+    text = "\n".join(tables_of(doc))
+    # Then every column keeps its name and every value is in a chunk, beside its column's name
+    [table] = [block.table for block in doc.blocks if block.table is not None]
+    assert table.header == tuple(header)
+    assert all(f"Measurement {n}: r{r}c{n}" in text for r in range(3) for n in range(100))
+
+
+def test_a_csv_cell_holding_a_long_paragraph_is_kept_whole_over_several_chunks() -> None:
+    # Given a CSV whose cell holds a paragraph of 3,000 characters
+    paragraph = " ".join(f"clause{n}" for n in range(380))
+    data = f'Article,Text\n12,"{paragraph}"\n13,Short\n'.encode()
+    # When it is parsed and chunked
+    chunks = tables_of(parse_document("acme/terms.csv", data))
+    # Then every word of the paragraph is in the table chunks, in order, each line naming its row
+    lines = [line for chunk in chunks for line in chunk.split("\n") if line.startswith("Article: 12 | ")]
+    assert " ".join(line.removeprefix("Article: 12 | Text: ") for line in lines) == paragraph
+
+
+def test_a_table_of_column_names_only_is_a_table_of_its_names() -> None:
+    # Given a CSV that holds its header row and nothing else
+    doc = parse_document("acme/empty-list.csv", b"Name,Email,Phone\n")
+    # Then it is one table chunk naming its columns, which the page draws as a table
+    assert tables_of(doc) == ["empty list\nColumns: Name | Email | Phone"]
+
+
 def test_a_huge_sheet_is_refused_with_a_reason() -> None:
     rows = [["n"]] + [[str(n)] for n in range(100_001)]
     with pytest.raises(OversizedDocument, match="rows"):
         parse_document("acme/huge.xlsx", make_xlsx({"Data": rows}))
+
+
+def test_sheet_cells_are_counted_to_the_last_value_of_each_row_and_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from winnow.parsing import office
+
+    monkeypatch.setattr(office, "MAX_SHEET_CELLS", 1_000)
+    # Given a sheet with one row of 200 cells above 700 rows of one cell (openpyxl pads every row to
+    # the widest), within a budget of 1,000 cells
+    narrow = [[f"c{n}" for n in range(200)]] + [[f"r{n}"] for n in range(700)]
+    # Then it is read: the padding is not counted
+    assert parse_document("acme/narrow.xlsx", make_xlsx({"Data": narrow})).blocks
+    # Given a sheet of 40 rows of 30 cells, over the budget
+    wide = [[f"r{r}c{n}" for n in range(30)] for r in range(40)]
+    # Then it is refused with the reason
+    with pytest.raises(OversizedDocument, match="1000 cells"):
+        parse_document("acme/wide.xlsx", make_xlsx({"Data": wide}))
 
 
 def test_a_corrupt_xlsx_is_a_one_line_reason() -> None:

@@ -390,6 +390,33 @@ def test_docx_custom_heading_styles_content_controls_and_merged_cells() -> None:
     ]
 
 
+def test_docx_cell_merged_down_rows_names_each_row_and_a_long_merged_cell_is_said_once() -> None:
+    import docx
+
+    # Given a table whose "Region" cell is merged down two rows, and a note merged across two columns
+    document = docx.Document()
+    table = document.add_table(rows=4, cols=3)
+    for r, row in enumerate(
+        [["Region", "City", "Depot"], ["North", "Groningen", "GR-1"], ["", "Assen", "AS-2"]]
+    ):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(1, 0).merge(table.cell(2, 0))
+    note = "Depots close on public holidays; " * 10
+    table.cell(3, 0).text = "Note"
+    table.cell(3, 1).merge(table.cell(3, 2)).text = note
+    buffer = io.BytesIO()
+    document.save(buffer)
+    # When it is parsed
+    [block] = parse_document("acme/depots.docx", buffer.getvalue()).blocks
+    # Then the merged region names both rows it covers, so each row is whole on its own
+    assert block.table is not None
+    assert block.table.rows[:2] == (("North", "Groningen", "GR-1"), ("North", "Assen", "AS-2"))
+    # And the long note merged across two columns is said once, not twice
+    assert block.table.rows[2] == ("Note", " ".join(note.split()), "")
+    assert block.text.count("public holidays") == 10
+
+
 def test_docx_zip_bomb_with_a_huge_declared_size_is_refused_before_inflating() -> None:
     with pytest.raises(OversizedDocument, match="zip bomb") as caught:
         parse_document("acme/bomb.docx", make_docx_zip_bomb("declared", declared_bytes=3_000_000_000))

@@ -54,19 +54,33 @@ def test_a_column_name_used_twice_is_numbered_so_each_value_keeps_its_own_column
     assert _read_back(render_table(block.table))[1] == [{"Contact (2)": "ops@example.org", "Site": "Delft"}]
 
 
-def test_a_cell_longer_than_a_chunk_goes_on_over_lines_that_name_its_column() -> None:
+def test_a_cell_longer_than_a_chunk_goes_on_over_lines_that_name_its_row_and_column() -> None:
     # Given a table whose cell holds a whole paragraph, longer than a table chunk
     paragraph = " ".join(f"word{n}" for n in range(200))
     table = Table(header=("Clause", "Text"), rows=(("7.2", paragraph), ("7.3", "Short.")), caption="Terms")
     # When it is cut into chunks of 400 characters
     pieces = table_pieces(table, 400)
     # Then no chunk is longer, each starts with the caption and column line, and every word of the
-    # paragraph is kept, in order, on lines that name the column
+    # paragraph is kept, in order, on lines that say their row and their column
     assert all(len(piece) <= 400 for piece in pieces)
     assert all(piece.startswith("Terms\nColumns: Clause | Text\n") for piece in pieces)
-    text_lines = [line for piece in pieces for line in piece.split("\n")[2:] if line.startswith("Text: ")]
-    assert " ".join(line.removeprefix("Text: ") for line in text_lines) == paragraph
-    assert any("Clause: 7.3 | Text: Short." in piece for piece in pieces)
+    lines = [line for piece in pieces for line in piece.split("\n")[2:]]
+    continued = [line for line in lines if line.startswith("Clause: 7.2 | Text: ")]
+    assert len(continued) > 1
+    assert " ".join(line.removeprefix("Clause: 7.2 | Text: ") for line in continued) == paragraph
+    assert lines[-1] == "Clause: 7.3 | Text: Short."
+
+
+def test_a_row_wider_than_a_chunk_repeats_its_first_cell_on_every_line() -> None:
+    # Given a table of 100 columns whose rows are longer than a chunk
+    header = tuple(f"Measurement {n}" for n in range(100))
+    table = Table(header=("Sample", *header), rows=(("S-1", *(str(n) for n in range(100))),))
+    # When it is cut into chunks
+    lines = [line for piece in table_pieces(table, 400) for line in piece.split("\n")[1:]]
+    # Then every line of the row starts with the row's first cell, so each chunk says whose values
+    # it holds
+    assert len(lines) > 1
+    assert all(line.startswith("Sample: S-1 | ") for line in lines)
 
 
 def test_a_column_line_too_long_for_a_chunk_is_cut_after_a_whole_name() -> None:

@@ -30,6 +30,7 @@ from winnow.settings import IngestSettings
 MAX_SLIDES = 2_000
 MAX_SHEETS = 200
 MAX_SHEET_ROWS = 100_000  # over all sheets of a workbook
+MAX_SHEET_CELLS = 6_400_000  # likewise, up to the last non-empty cell of each row
 MAX_CHAPTERS = 2_000
 MAX_MEMBER_BYTES = 50 * 1024 * 1024
 
@@ -212,14 +213,20 @@ def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
             if len(sheets) > MAX_SHEETS:
                 raise OversizedDocument(f"XLSX has {len(sheets)} sheets (limit {MAX_SHEETS})")
             collector = BlockCollector()
-            total_rows = 0
+            total_rows = total_cells = 0
             for sheet in sheets:
                 rows: list[list[str]] = []
                 for values in sheet.iter_rows(max_col=MAX_COLUMNS, values_only=True):
                     total_rows += 1
                     if total_rows > MAX_SHEET_ROWS:
                         raise OversizedDocument(f"XLSX has more than {MAX_SHEET_ROWS} rows (limit)")
-                    rows.append([_cell_text(value) for value in values])
+                    row = [_cell_text(value) for value in values]
+                    while row and not row[-1]:  # rows come padded to the widest: keep what they hold
+                        row.pop()
+                    total_cells += len(row)
+                    if total_cells > MAX_SHEET_CELLS:
+                        raise OversizedDocument(f"XLSX has more than {MAX_SHEET_CELLS} cells (limit)")
+                    rows.append(row)
                 title = clean_inline(str(sheet.title)) or "Sheet"
                 collector.add_table(rows, (title,), caption=title)
             doc_title = clean_inline(str(workbook.properties.title or "")) if workbook.properties else ""

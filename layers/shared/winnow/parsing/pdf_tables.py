@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 MIN_ROWS = 3
 MIN_COLUMNS = 2
-# A line of more cells than a table block keeps (``parsing.tables``) is not taken for a table's first.
+# A line of more cells than this is not taken for a table's first: pages do not print wider tables.
 MAX_COLUMNS = 64
 # Pieces on a page beyond this are not searched for tables (the text is still read): bounds the work.
 MAX_FRAGMENTS = 20_000

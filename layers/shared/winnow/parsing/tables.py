@@ -16,8 +16,10 @@ from winnow.models import Block, Table
 from winnow.parsing.blocks import clean_inline
 from winnow.text.tables import render_table
 
-MAX_COLUMNS = 64
-MAX_CELL_CHARS = 1_000
+# Wide enough for the sheets people keep (a 100-column export); columns beyond are cut.
+MAX_COLUMNS = 256
+# As long as a CSV field may be: a cell holding whole paragraphs is kept whole (chunks split it).
+MAX_CELL_CHARS = 100_000
 MAX_CAPTION_CHARS = 300
 
 
@@ -40,7 +42,7 @@ def make_table_block(
     caption = clean_inline(caption)[:MAX_CAPTION_CHARS] or (section_path[-1] if section_path else "")
     header: tuple[str, ...] = ()
     body = padded
-    if has_header and len(padded) > 1:
+    if has_header and (len(padded) > 1 or len(keep) > 1):  # one row of several cells: column names only
         header = _unique_names([name or f"column {index + 1}" for index, name in enumerate(padded[0])])
         body = padded[1:]
     if len(keep) == 1 and not header:

@@ -82,15 +82,15 @@ def render_row(table: Table, row: Sequence[str]) -> str:
 
 def render_table(table: Table) -> str:
     body = "\n".join(line for line in (render_row(table, row) for row in table.rows) if line)
-    preamble = table_preamble(table)
-    return f"{preamble}\n{body}" if preamble else body
+    return "\n".join(part for part in (table_preamble(table), body) if part)
 
 
 def table_pieces(table: Table, target_chars: int) -> list[str]:
     """The table as chunk texts of at most ``target_chars`` (when the preamble leaves room): whole rows
     packed in order, the preamble repeated at the top of each. A row longer than the room left is split
-    between its pairs, and a single cell longer than that (a paragraph in a cell) goes on over several
-    lines between words, each line naming its column: nothing of a row is lost."""
+    between its pairs, each line after the first starting with the row's first cell again, and a single
+    cell longer than that (a paragraph in a cell) goes on over several lines between words, each line
+    naming its column: nothing of a row is lost."""
     preamble = table_preamble(table, limit=target_chars // 2)
     room = max(1, target_chars - len(preamble) - 1) if preamble else target_chars
     lines: list[str] = []
@@ -107,6 +107,8 @@ def table_pieces(table: Table, target_chars: int) -> list[str]:
         current.append(line)
     if current:
         pieces.append(_with_preamble(preamble, current))
+    if not pieces and preamble and table.header:
+        pieces.append(preamble)  # a table of column names only: the names are its content
     return pieces
 
 
@@ -116,25 +118,34 @@ def _with_preamble(preamble: str, lines: list[str]) -> str:
 
 
 def _fit_row(cells: list[tuple[str, str]], room: int) -> list[str]:
-    out: list[str] = []
+    """A row as one line, or, when longer than ``room``, as several: each starting with the row's
+    first cell (when short), so every line says which row it belongs to."""
+    pairs = [name + value for name, value in cells]
+    whole = PAIR_SEPARATOR.join(pairs)
+    if len(whole) <= room:
+        return [whole] if whole else []
+    key = pairs[0] if len(pairs[0]) <= room // 4 else ""
+    prefix = key + PAIR_SEPARATOR if key else ""
+    width = room - len(prefix)
+    lines: list[str] = []
     current = ""
-    for name, value in cells:
+    for name, value in cells[1:] if key else cells:
         pair = name + value
-        if len(pair) > room:
+        if len(pair) > width:
             if current:
-                out.append(current)
+                lines.append(current)
                 current = ""
-            out.extend(_split_cell(name, value, room))
+            lines.extend(_split_cell(name, value, width))
             continue
         candidate = f"{current}{PAIR_SEPARATOR}{pair}" if current else pair
-        if len(candidate) > room and current:
-            out.append(current)
+        if len(candidate) > width and current:
+            lines.append(current)
             current = pair
         else:
             current = candidate
     if current:
-        out.append(current)
-    return out
+        lines.append(current)
+    return [prefix + line for line in lines]
 
 
 def _split_cell(name: str, value: str, room: int) -> list[str]:
