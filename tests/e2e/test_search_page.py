@@ -402,3 +402,29 @@ def test_a_table_passage_keeps_each_cell_under_its_own_column(page: Any, server:
         for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")
     ]
     assert drawn == rows
+
+
+def test_a_table_passage_without_column_names_shows_its_pipes_as_written(
+    page: Any, server: WinnowHTTPServer
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # Given an HTML page whose table has no header row (a tool list, as ninja's manual has) and a cell
+    # holding a shell pipe
+    html = (
+        "<html><body><h1>Zephyrine tools</h1><table>"
+        "<tr><td>graph</td><td>zephyrine -t graph all | dot -Tpng -o graph.png</td></tr>"
+        "<tr><td>query</td><td>zephyrine -t query target</td></tr></table></body></html>"
+    )
+    assert upload(server, TENANT, "ops/zephyrine-tools.html", html.encode())["status"] == "indexed"
+    page.refresh()
+    # When a user asks what the table answers
+    _search(page, "How do I draw the zephyrine graph with dot?")
+    WebDriverWait(page, 60).until(lambda d: "zephyrine-tools.html" in d.find_element(By.ID, "results").text)
+    [result, *_] = [
+        r for r in _wait(page, "#results li.result") if "zephyrine-tools.html" in _text(r, ".citation .doc")
+    ]
+    # Then the passage shows the cell as written, without the escape the rendering adds
+    passage = _text(result, ".passage")
+    assert "graph all | dot -Tpng" in passage and "\\|" not in passage

@@ -237,6 +237,27 @@ def test_rst_sections_inline_markup_directives_and_grid_tables() -> None:
     assert "Tier: Monthly | Kept: 12 months" in table.text
 
 
+def test_rst_simple_table_span_underlines_are_not_rows_and_wrapped_lines_join_their_row() -> None:
+    # Given a simple table as pyparsing's docs write one: the header underlined with dashes, and a
+    # cell whose text wraps onto a line with an empty first column
+    source = (
+        "Charsets\n========\n\n"
+        "=========  ==========  ===========\n"
+        "Set        Alias       Description\n"
+        "---------  ----------  -----------\n"
+        "Arabic     arab        Right to left\n"
+        "                       script\n"
+        "Greek      grek\n"
+        "=========  ==========  ===========\n"
+    )
+    # When it is parsed
+    [block] = [b for b in parse_document("acme/sets.rst", source.encode()).blocks if b.table]
+    # Then the dashes are no row, and the wrapped line belongs to the row above
+    assert block.table is not None
+    assert block.table.header == ("Set", "Alias", "Description")
+    assert block.table.rows == (("Arabic", "arab", "Right to left script"), ("Greek", "grek", ""))
+
+
 # --- EPUB ---------------------------------------------------------------------------------------------
 def test_epub_chapters_in_spine_order_with_their_headings() -> None:
     data = make_epub(

@@ -638,6 +638,19 @@ def test_html_title_falls_back_to_first_h1_and_article_header_is_kept() -> None:
     ]
 
 
+def test_html_header_row_of_th_cells_between_empty_td_spacers_is_a_header() -> None:
+    # Given a table as Texinfo writes its index: header cells <th>, spacer cells empty <td>
+    html = b"""<html><body><h1>Index</h1><table>
+    <tr><td></td><th>Index Entry</th><td>&nbsp;</td><th>Section</th></tr>
+    <tr><td></td><td>ABI</td><td>&nbsp;</td><td>Introduction</td></tr>
+    <tr><td></td><td>closures</td><td>&nbsp;</td><td>The Closure API</td></tr></table></body></html>"""
+    # When it is parsed
+    [table] = [block.table for block in parse_document("acme/index.html", html).blocks if block.table]
+    # Then its first row names the columns
+    assert table.header == ("Index Entry", "Section")
+    assert table.rows == (("ABI", "Introduction"), ("closures", "The Closure API"))
+
+
 def test_html_meta_charset_is_honoured_for_legacy_encodings() -> None:
     data = make_html("Caf\u00e9", [(1, "Men\u00fc", [CP1252_SAMPLE])], noise=False, encoding="windows-1252")
     doc = parse_document("acme/legacy.html", data)

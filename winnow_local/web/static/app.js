@@ -124,7 +124,7 @@
   function tablePassage(text) {
     const lines = text.split("\n");
     const at = lines.findIndex((line) => line.startsWith("Columns: "));
-    if (at < 0) return element("p", "passage", text);
+    if (at < 0) return element("p", "passage", text.replaceAll("\\|", "|")); // a table without column names
     const columns = tableCells(lines[at].slice("Columns: ".length));
     const rows = [];
     for (const line of lines.slice(at + 1)) {

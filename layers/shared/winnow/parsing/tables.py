@@ -69,16 +69,19 @@ def _unique_names(names: list[str]) -> tuple[str, ...]:
 
 def html_table(table: Any) -> tuple[str, list[list[str]], bool]:
     """An lxml ``<table>``: its caption, rows of cell texts, and whether the first row is a header
-    (``<th>`` cells or a ``<thead>``). Rows of nested tables stay inside their cell's text."""
+    (a ``<thead>``, or ``<th>`` for every cell that holds text: Texinfo's index leaves its spacer
+    cells ``<td>``). Rows of nested tables stay inside their cell's text."""
     caption_element = table.find("caption")
     caption = clean_inline(caption_element.text_content()) if caption_element is not None else ""
     rows: list[list[str]] = []
     has_header = table.find("thead") is not None
     for index, row in enumerate(table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")):
         cells = row.xpath("./td | ./th")
-        if index == 0 and cells and all(cell.tag == "th" for cell in cells):
+        texts = [clean_inline(cell.text_content()) for cell in cells]
+        named = [cell.tag for cell, text in zip(cells, texts, strict=True) if text]
+        if index == 0 and named and all(tag == "th" for tag in named):
             has_header = True
-        rows.append([clean_inline(cell.text_content()) for cell in cells])
+        rows.append(texts)
     return caption, rows, has_header
 
 
