@@ -651,6 +651,25 @@ def test_html_header_row_of_th_cells_between_empty_td_spacers_is_a_header() -> N
     assert table.rows == (("ABI", "Introduction"), ("closures", "The Closure API"))
 
 
+def test_html_one_cell_table_is_read_as_the_content_it_frames() -> None:
+    # Given a page as DocBook writes one: a code listing framed by a one-cell table, and a table of
+    # values inside another one-cell frame
+    html = b"""<html><body><h1>Properties</h1>
+    <table border="0"><tr><td><pre>  Property   Type
+  family     String
+  size       Double</pre></td></tr></table>
+    <table><tr><td><table><tr><th>Name</th><th>Value</th></tr><tr><td>MATCH</td><td>1</td></tr></table>
+    </td></tr></table></body></html>"""
+    # When it is parsed
+    doc = parse_document("acme/props.html", html)
+    # Then the listing keeps its lines, and the framed table is a table of its own
+    assert [block.text for block in doc.blocks if block.table is None] == [
+        "Property Type\nfamily String\nsize Double"
+    ]
+    [table] = [block.table for block in doc.blocks if block.table is not None]
+    assert table.header == ("Name", "Value") and table.rows == (("MATCH", "1"),)
+
+
 def test_html_meta_charset_is_honoured_for_legacy_encodings() -> None:
     data = make_html("Caf\u00e9", [(1, "Men\u00fc", [CP1252_SAMPLE])], noise=False, encoding="windows-1252")
     doc = parse_document("acme/legacy.html", data)
