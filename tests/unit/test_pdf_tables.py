@@ -130,6 +130,31 @@ def test_prose_lists_two_column_pages_and_code_make_no_tables(name: str) -> None
     assert doc.blocks
 
 
+@pytest.mark.parametrize("name", ["contents", "bulleted"])
+def test_a_table_of_contents_and_a_bulleted_list_beside_text_make_no_tables(name: str) -> None:
+    # Given, laid out in aligned columns as Texinfo and DocBook print them, a table of contents with
+    # dot leaders and a list whose bullets start its first column (as nettle's and bzip2's manuals)
+    rows = {
+        "contents": [[f"7.1.{n}", f"SHA{n}" + " ." * 30, str(n + 8)] for n in range(6)],
+        "bulleted": [[f"\u2022 tool{n}", f", alias{n}", f"- does thing {n}"] for n in range(4)],
+    }
+    # When it is parsed
+    doc = parse_document(f"acme/{name}.pdf", make_table_pdf(rows[name], ruled=False))
+    # Then no block is a table, and the text is kept
+    assert _tables(doc.blocks) == []
+    assert any("SHA3" in block.text or "tool3" in block.text for block in doc.blocks)
+
+
+def test_a_list_of_definitions_tagged_alike_is_a_table_without_a_header() -> None:
+    # Given definitions each tagged "[Constant]" on the right, as Texinfo prints a reference manual
+    rows = [[f"AES{bits}_KEY_SIZE", "[Constant]"] for bits in (128, 192, 256, 512)]
+    # When it is parsed
+    [table] = _tables(parse_document("acme/aes.pdf", make_table_pdf(rows, ruled=False)).blocks)
+    # Then its first row is a row like the others, not the names of the columns
+    assert table.table is not None and table.table.header == ()
+    assert [list(row) for row in table.table.rows] == rows
+
+
 def test_table_search_is_bounded_on_a_page_with_a_huge_number_of_pieces() -> None:
     # Given a page whose text comes in more pieces than the table search looks at
     pieces = [

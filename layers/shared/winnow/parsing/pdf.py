@@ -418,14 +418,14 @@ def _collect_page(
         if line in markers:
             flush()
             table, rows, caption = markers[line], markers[line].rows, captions[index]
-            header = rows[0] if rows else []
+            header = rows[0] if rows and table.has_header else []
             drop = None
-            if carried is not None and _only_short_lines(lines_before_table):
+            if carried is not None and carried.header and _only_short_lines(lines_before_table):
                 drop = continuation(carried.table, carried.header, table)
             if carried is not None and drop is not None:
                 header, caption = carried.header, carried.caption
                 rows = [header, *rows[drop:]]
-            collector.add_table(rows, path, page, caption=caption)
+            collector.add_table(rows, path, page, caption=caption, has_header=bool(header))
             carried = None
             carry.open = _OpenTable(table, header, caption or (path[-1] if path else ""))
             lines_before_table = []

@@ -37,6 +37,11 @@ _MAX_SHORT_CELL_CHARS = 24
 _MAX_LINE_GAP = 2.6
 # A column of bullets or enumerators ("•", "2.", "b)") makes a list, not a table.
 _LIST_MARKER = re.compile(r"^(?:[^\w\s]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])$")
+# A cell that starts with a bullet (any symbol: fonts draw bullets as "•", "\x7f" or a private-use
+# glyph) and a space: the first column of a list whose items run on beside it.
+_BULLETED = re.compile(r"^[^\w\s$\u20ac\u00a3\u00a5(\[]\s")
+# Dot leaders, as tables of contents and indexes draw them.
+_LEADER = re.compile(r"(?:\. ?){4}")
 # A number as tables print one, spaces taken out: "1,250", "-3.5", "12%", "$40", "06:00".
 _NUMBER = re.compile(r"^[-+\u2212(]?[$€£¥]?\d[\d.,:']*\)?%?$")
 _CAPTION = re.compile(r"^(table|tab\.)\s*[\dIVXivx]+\b", re.IGNORECASE)
@@ -58,6 +63,7 @@ class PdfTable:
     fragments: set[int] = field(default_factory=set)
     columns: list[float] = field(default_factory=list)  # where each column starts (x, page space)
     tolerance: float = 0.0  # how far a cell may start from its column's x
+    has_header: bool = True  # the first row names the columns
 
 
 @dataclass
@@ -167,10 +173,29 @@ def _table_from(lines: list[_Line], start: int) -> tuple[PdfTable | None, int]:
     rows = _rows(run, len(columns))
     if len(rows) < MIN_ROWS or not _has_short_column(rows):
         return None, end
-    if all(_LIST_MARKER.match(row[0]) for row in rows if row[0]):
+    if all(_LIST_MARKER.match(row[0]) or _BULLETED.match(row[0]) for row in rows if row[0]):
         return None, end
+    if any(_is_leader_column([row[column] for row in rows]) for column in range(len(columns))):
+        return None, end  # a table of contents or an index: entries, dot leaders, page numbers
     fragments = {index for line, _ in run for index in line.fragments}
-    return PdfTable(rows, fragments, columns, tolerance), end
+    return PdfTable(rows, fragments, columns, tolerance, has_header=_first_row_names_columns(rows)), end
+
+
+def _is_leader_column(cells: list[str]) -> bool:
+    """Whether most of a column's cells hold dot leaders ("Salsa20 . . . . . . 33")."""
+    filled = [cell for cell in cells if cell]
+    return sum(bool(_LEADER.search(cell)) for cell in filled) * 2 > len(filled)
+
+
+def _first_row_names_columns(rows: list[list[str]]) -> bool:
+    """Whether the first row is a header: not when it holds, in some column, the value most of the
+    rows below hold too (a list of definitions tagged "[Constant]" on every line has no header)."""
+    first, body = rows[0], rows[1:]
+    for column, cell in enumerate(first):
+        same = sum(row[column] == cell for row in body)
+        if cell and len(body) >= 2 and same * 2 >= len(body):
+            return False
+    return True
 
 
 def continuation(previous: PdfTable, header: Sequence[str], table: PdfTable) -> int | None:
