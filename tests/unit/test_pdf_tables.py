@@ -201,6 +201,33 @@ def test_a_table_that_goes_on_over_pages_without_repeating_its_header_keeps_it()
     assert body == [f"Part: P-{n:04d} | Bin: B{n % 37} | Stock: {n * 3}" for n in range(150)]
 
 
+@pytest.mark.parametrize("rows_on_next_page", [1, 2])
+def test_the_last_rows_of_a_table_alone_at_the_top_of_the_next_page_stay_in_the_table(
+    rows_on_next_page: int,
+) -> None:
+    # Given a table whose last one or two rows go on to the next page, without its header
+    count = 36 + rows_on_next_page
+    rows = [["Part", "Bin", "Stock"]] + [[f"P-{n:04d}", f"B{n % 37}", str(n * 3)] for n in range(count)]
+    doc = parse_document("acme/stock.pdf", make_table_pdf(rows, caption="Stock list", repeat_header=False))
+    # Then those rows are a table on page 2 under the table's header and caption, not loose text
+    tables = [block for block in _tables(doc.blocks) if block.table]
+    assert [block.page for block in tables] == [1, 2]
+    assert tables[1].table is not None and tables[1].table.header == ("Part", "Bin", "Stock")
+    assert tables[1].table.caption == "Stock list"
+    assert [list(row) for block in tables if block.table for row in block.table.rows] == rows[1:]
+    assert not any("P-00" in block.text for block in doc.blocks if block.table is None)
+
+
+def test_lines_in_a_tables_columns_after_text_that_ended_its_page_stay_text() -> None:
+    # Given a table followed by a paragraph, and on the next page two lines in the same columns
+    first = [["Part", "Bin", "Stock"]] + [[f"P-{n:04d}", f"B{n}", str(n)] for n in range(5)]
+    second = [["T-0001", "S1", "2"], ["T-0002", "S2", "4"]]
+    doc = parse_document("acme/two.pdf", make_pdf_pages_of_tables([first, second], after_first=PROSE))
+    # Then the two lines are no rows of the first table: they are text, nothing lost
+    assert [block.page for block in _tables(doc.blocks)] == [1]
+    assert [block.text for block in doc.blocks if block.page == 2] == ["T-0001 S1 2", "T-0002 S2 4"]
+
+
 def test_a_table_at_the_top_of_a_page_with_a_header_of_its_own_is_a_new_table() -> None:
     # Given two tables of the same column layout, the second at the top of the next page under a header
     # of its own (a word above a column of numbers)

@@ -129,7 +129,8 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     failed_pages = 0
     for page_index in range(page_count):
         try:
-            text, page_tables = _read_page(reader.pages[page_index])
+            follow = tables[-1][-1] if tables and tables[-1] else None
+            text, page_tables = _read_page(reader.pages[page_index], follow)
         except RecursionError:
             raise
         except Exception:
@@ -172,9 +173,10 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     return ParsedDocument(parsed.title, parsed.blocks, parsed.source_type, ocr_pages=len(ocr_read))
 
 
-def _read_page(page: PageObject) -> tuple[str, list[PdfTable]]:
+def _read_page(page: PageObject, follow: PdfTable | None = None) -> tuple[str, list[PdfTable]]:
     """The page's text, and its tables: each table's text is taken out of the page text and a marker
-    line (``_table_marker``) left where it stood, so the table becomes one table block in reading order."""
+    line (``_table_marker``) left where it stood, so the table becomes one table block in reading order.
+    ``follow`` is the previous page's last table, whose last rows may start this page."""
     from winnow.parsing.pdf_tables import find_tables, fragment_from_visitor
 
     fragments: list[Fragment] = []
@@ -183,7 +185,7 @@ def _read_page(page: PageObject) -> tuple[str, list[PdfTable]]:
         fragments.append(fragment_from_visitor(text, cm, tm, float(font_size or 0)))
 
     text = page.extract_text(visitor_text=visit) or ""
-    found = find_tables(fragments)
+    found = find_tables(fragments, follow)
     if not found:
         return text, []
     # pypdf's page text is exactly its visited pieces in order (checked on real PDFs), so the text
@@ -425,6 +427,13 @@ def _collect_page(
             if carried is not None and drop is not None:
                 header, caption = carried.header, carried.caption
                 rows = [header, *rows[drop:]]
+            elif table.remainder:
+                # not the rest of the table above after all: the lines are text, as they stood
+                for row in rows:
+                    collector.add(" ".join(cell for cell in row if cell), path, page, ocr=ocr)
+                carried = None
+                lines_before_table = []
+                continue
             collector.add_table(rows, path, page, caption=caption, has_header=bool(header))
             carried = None
             carry.open = _OpenTable(table, header, caption or (path[-1] if path else ""))

@@ -35,6 +35,8 @@ _GLYPH_WIDTH = 0.45
 _MAX_SHORT_CELL_CHARS = 24
 # Between two lines of one table: at most this many font sizes.
 _MAX_LINE_GAP = 2.6
+# Lines above a table's remainder at the top of a page: a running head, a page number.
+_MAX_LINES_ABOVE = 2
 # A column of bullets or enumerators ("•", "2.", "b)") makes a list, not a table.
 _LIST_MARKER = re.compile(r"^(?:[^\w\s]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])$")
 # A cell that starts with a bullet (any symbol: fonts draw bullets as "•", "\x7f" or a private-use
@@ -64,6 +66,7 @@ class PdfTable:
     columns: list[float] = field(default_factory=list)  # where each column starts (x, page space)
     tolerance: float = 0.0  # how far a cell may start from its column's x
     has_header: bool = True  # the first row names the columns
+    remainder: bool = False  # too short to be a table alone: only the rest of the table above
 
 
 @dataclass
@@ -93,13 +96,25 @@ def fragment_from_visitor(text: str, cm: Sequence[float], tm: Sequence[float], f
     return Fragment(float(x), float(y), float(size) or 1.0, text)
 
 
-def find_tables(fragments: Sequence[Fragment]) -> list[PdfTable]:
-    """The tables among a page's text pieces, top to bottom; each knows which pieces it took."""
+def find_tables(fragments: Sequence[Fragment], follow: PdfTable | None = None) -> list[PdfTable]:
+    """The tables among a page's text pieces, top to bottom; each knows which pieces it took.
+    ``follow`` is the last table of the page before: at the top of this page, fewer than ``MIN_ROWS``
+    lines in its columns are taken too, as a ``remainder`` (the last rows of a table that goes on)."""
     if len(fragments) > MAX_FRAGMENTS:
         return []
     lines = _lines(fragments)
     tables: list[PdfTable] = []
     start = 0
+    if follow is not None:
+        # The first line in the table's columns, below at most a running head: a remainder, or not.
+        for at in range(min(_MAX_LINES_ABOVE + 1, len(lines))):
+            if _place(lines[at].cells, follow.columns, follow.tolerance) is None:
+                continue
+            remainder, end = _remainder_from(lines, at, follow)
+            if remainder is not None:
+                tables.append(remainder)
+                start = end
+            break
     while start < len(lines):
         table, end = _table_from(lines, start)
         if table is not None:
@@ -179,6 +194,27 @@ def _table_from(lines: list[_Line], start: int) -> tuple[PdfTable | None, int]:
         return None, end  # a table of contents or an index: entries, dot leaders, page numbers
     fragments = {index for line, _ in run for index in line.fragments}
     return PdfTable(rows, fragments, columns, tolerance, has_header=_first_row_names_columns(rows)), end
+
+
+def _remainder_from(lines: list[_Line], start: int, follow: PdfTable) -> tuple[PdfTable | None, int]:
+    """Fewer than ``MIN_ROWS`` lines from ``lines[start]`` whose cells start at ``follow``'s columns
+    (the first one filled), as a remainder table, or (None, start). Longer runs are found as tables."""
+    run: list[tuple[_Line, list[_Cell | None]]] = []
+    end = start
+    while end < len(lines) and len(run) <= MIN_ROWS:
+        line = lines[end]
+        if line.broken or (run and run[-1][0].y - line.y > _MAX_LINE_GAP * max(line.size, run[-1][0].size)):
+            break
+        placed = _place(line.cells, follow.columns, follow.tolerance)
+        if placed is None or (not run and (placed[0] is None or sum(c is not None for c in placed) < 2)):
+            break
+        run.append((line, placed))
+        end += 1
+    rows = _rows(run, len(follow.columns)) if run else []
+    if not rows or len(rows) >= MIN_ROWS:
+        return None, start
+    fragments = {index for line, _ in run for index in line.fragments}
+    return PdfTable(rows, fragments, follow.columns, follow.tolerance, remainder=True), end
 
 
 def _is_leader_column(cells: list[str]) -> bool:
