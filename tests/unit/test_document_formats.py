@@ -164,6 +164,33 @@ def test_a_slide_is_a_page_its_title_the_section_and_its_notes_are_kept() -> Non
     assert "Region: North | Revenue: 4.2M" in table.text
 
 
+def test_a_slide_table_cell_merged_across_columns_or_down_rows_names_each_it_covers() -> None:
+    import io
+
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    # Given a slide whose table has a header cell merged across two columns and a cell merged down two rows
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Sales"
+    grid = [["Region", "Units", ""], ["North", "10", "12"], ["", "7", "9"]]
+    table = slide.shapes.add_table(3, 3, Inches(1), Inches(2), Inches(8), Inches(2)).table
+    for r, row in enumerate(grid):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(0, 1).merge(table.cell(0, 2))
+    table.cell(1, 0).merge(table.cell(2, 0))
+    buffer = io.BytesIO()
+    presentation.save(buffer)
+    # When it is parsed
+    [block] = [b for b in parse_document("acme/sales.pptx", buffer.getvalue()).blocks if b.table]
+    # Then both columns under the merged header are named by it, and both rows by the merged region
+    assert block.table is not None
+    assert block.table.header == ("Region", "Units", "Units (2)")
+    assert block.table.rows == (("North", "10", "12"), ("North", "7", "9"))
+
+
 def test_a_corrupt_pptx_is_a_one_line_reason() -> None:
     data = make_pptx([Slide("A", ["b"])])
     import zipfile

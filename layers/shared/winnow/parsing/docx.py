@@ -39,8 +39,6 @@ _CONTENT_TYPE = re.compile(r"content type is '([^']{1,120})'")
 _MAX_STYLE_DEPTH = 20
 _XML_READ_BYTES = 1024 * 1024
 _TITLE_LEVEL = 0
-# A merged cell longer than this is not repeated into each column or row it covers.
-_MAX_REPEATED_CELL_CHARS = 200
 
 
 def parse_docx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
@@ -181,7 +179,7 @@ def _table_rows(table: Any) -> list[list[str]]:
     and text boxes inside a cell are read too."""
     from docx.oxml.ns import qn
 
-    from winnow.parsing.tables import MAX_COLUMNS
+    from winnow.parsing.tables import MAX_COLUMNS, MAX_REPEATED_CELL_CHARS
 
     paragraph_tag = qn("w:p")
     span_path = f"{qn('w:tcPr')}/{qn('w:gridSpan')}"
@@ -197,13 +195,13 @@ def _table_rows(table: Any) -> list[list[str]]:
             if merge is not None and merge.get(value_attribute, "continue") == "continue":
                 text = above.get(len(cells), "")
             elif merge is not None:
-                above[len(cells)] = text if len(text) <= _MAX_REPEATED_CELL_CHARS else ""
+                above[len(cells)] = text if len(text) <= MAX_REPEATED_CELL_CHARS else ""
             span = cell.find(span_path)
             value = span.get(value_attribute) if span is not None else None
             repeat = max(1, min(int(value) if value and value.isdigit() else 1, MAX_COLUMNS))
             # A short cell (a header) names every column it covers; a long one is said once.
             cells.extend(
-                [text] * repeat if len(text) <= _MAX_REPEATED_CELL_CHARS else [text] + [""] * (repeat - 1)
+                [text] * repeat if len(text) <= MAX_REPEATED_CELL_CHARS else [text] + [""] * (repeat - 1)
             )
         if any(cells):
             rows.append(cells)

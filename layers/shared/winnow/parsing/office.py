@@ -147,11 +147,7 @@ def _collect_slide(package: _Package, part: str, page: int, collector: BlockColl
     path = (title,) if title else (f"Slide {page}",)
     for kind, element in body:
         if kind == "table":
-            rows = [
-                [clean_inline(" ".join(_paragraphs(cell))) for cell in row.iterfind("a:tc", _NS)]
-                for row in element.iterfind("a:tr", _NS)
-            ]
-            collector.add_table(rows, path, page)
+            collector.add_table(_slide_table_rows(element), path, page)
         else:
             for paragraph in _paragraphs(element):
                 collector.add(paragraph, path, page)
@@ -165,6 +161,29 @@ def _collect_slide(package: _Package, part: str, page: int, collector: BlockColl
         if text:
             collector.add(f"Speaker notes: {text}", path, page)
     return title
+
+
+def _slide_table_rows(table: Any) -> list[list[str]]:
+    """Rows of cell texts. A cell merged across columns or down rows names each column and row it
+    covers (``hMerge`` / ``vMerge`` cells repeat it), as in DOCX, unless it is long."""
+    from winnow.parsing.tables import MAX_REPEATED_CELL_CHARS
+
+    rows: list[list[str]] = []
+    for row in table.iterfind("a:tr", _NS):
+        cells: list[str] = []
+        for cell in row.iterfind("a:tc", _NS):
+            text = clean_inline(" ".join(_paragraphs(cell)))
+            if cell.get("hMerge") in ("1", "true") and cells:
+                merged = cells[-1]
+            elif cell.get("vMerge") in ("1", "true") and rows and len(cells) < len(rows[-1]):
+                merged = rows[-1][len(cells)]
+            else:
+                merged = None
+            if merged is not None and not text:
+                text = merged if len(merged) <= MAX_REPEATED_CELL_CHARS else ""
+            cells.append(text)
+        rows.append(cells)
+    return rows
 
 
 def _paragraphs(element: Any) -> Iterator[str]:

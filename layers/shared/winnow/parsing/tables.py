@@ -21,6 +21,8 @@ MAX_COLUMNS = 256
 # As long as a CSV field may be: a cell holding whole paragraphs is kept whole (chunks split it).
 MAX_CELL_CHARS = 100_000
 MAX_CAPTION_CHARS = 300
+# A merged cell (DOCX, PPTX) longer than this is not repeated into each column or row it covers.
+MAX_REPEATED_CELL_CHARS = 200
 
 
 def make_table_block(
