@@ -368,3 +368,63 @@ def test_table_passages_show_as_tables_and_ocr_passages_are_marked(
     badge = memo_results[0].find_element(By.CSS_SELECTOR, ".citation .ocr-badge")
     assert badge.text == "OCR" and "OCR" in (badge.get_attribute("title") or "")
     assert all(not r.find_elements(By.CSS_SELECTOR, ".ocr-badge") for r in results if r not in memo_results)
+
+
+def test_a_table_passage_keeps_each_cell_under_its_own_column(page: Any, server: WinnowHTTPServer) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # Given a CSV whose column names are prefixes of each other ("Port", "Port/protocol"), one holding
+    # ": ", two of the same name, and cells holding " | " and ": ", uploaded to the real local server
+    header = ["Port", "Port/protocol", "Note: legacy", "Owner", "Owner"]
+    rows = [
+        ["5432", "5432 | tcp", "", "Quillfeather database team", "dba: Ottoline"],
+        ["", "6432 | tcp", "pooler: replaced in 2024", "Quillfeather database team", ""],
+    ]
+    csv_text = "\n".join(",".join(f'"{cell}"' for cell in row) for row in [header, *rows]) + "\n"
+    assert upload(server, TENANT, "ops/quillfeather-ports.csv", csv_text.encode())["status"] == "indexed"
+    page.refresh()
+    # When a user asks what the table answers
+    _search(page, "Which port does the Quillfeather database team own?")
+    WebDriverWait(page, 60).until(lambda d: "quillfeather-ports.csv" in d.find_element(By.ID, "results").text)
+    [result, *_] = [
+        r
+        for r in _results_with(page, "table.passage-table")
+        if _text(r, ".citation .doc") == "Document: ops/quillfeather-ports.csv"
+    ]
+    table = result.find_element(By.CSS_SELECTOR, "table.passage-table")
+    # Then every column is a header cell of its own (the second "Owner" numbered), and every value
+    # stands under its own column, whole, the cells left empty staying empty
+    names = [cell.text for cell in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert names == ["Port", "Port/protocol", "Note: legacy", "Owner", "Owner (2)"]
+    drawn = [
+        [cell.text for cell in row.find_elements(By.CSS_SELECTOR, "td")]
+        for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    ]
+    assert drawn == rows
+
+
+def test_a_table_passage_without_column_names_shows_its_pipes_as_written(
+    page: Any, server: WinnowHTTPServer
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # Given an HTML page whose table has no header row (a tool list, as ninja's manual has) and a cell
+    # holding a shell pipe
+    html = (
+        "<html><body><h1>Zephyrine tools</h1><table>"
+        "<tr><td>graph</td><td>zephyrine -t graph all | dot -Tpng -o graph.png</td></tr>"
+        "<tr><td>query</td><td>zephyrine -t query target</td></tr></table></body></html>"
+    )
+    assert upload(server, TENANT, "ops/zephyrine-tools.html", html.encode())["status"] == "indexed"
+    page.refresh()
+    # When a user asks what the table answers
+    _search(page, "How do I draw the zephyrine graph with dot?")
+    WebDriverWait(page, 60).until(lambda d: "zephyrine-tools.html" in d.find_element(By.ID, "results").text)
+    [result, *_] = [
+        r for r in _wait(page, "#results li.result") if "zephyrine-tools.html" in _text(r, ".citation .doc")
+    ]
+    # Then the passage shows the cell as written, without the escape the rendering adds
+    passage = _text(result, ".passage")
+    assert "graph all | dot -Tpng" in passage and "\\|" not in passage

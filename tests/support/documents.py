@@ -130,11 +130,13 @@ def make_table_pdf(
     ruled: bool = True,
     valign: str = "BOTTOM",
     column_widths: Sequence[float] | None = None,
+    repeat_header: bool = True,
 ) -> bytes:
     """A PDF laid out as a word processor writes one: a heading-free flow of ``before``, the caption, a
-    table (the first row is the header, repeated on every page the table spans; cells wrap as
-    paragraphs when too long for their column), then ``after``. ``ruled`` draws the grid lines;
-    ``valign`` is where a short cell sits in a row that a wrapped cell made taller."""
+    table (the first row is the header, repeated on every page the table spans unless
+    ``repeat_header`` is false; cells wrap as paragraphs when too long for their column), then
+    ``after``. ``ruled`` draws the grid lines; ``valign`` is where a short cell sits in a row that a
+    wrapped cell made taller."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import getSampleStyleSheet
@@ -144,7 +146,9 @@ def make_table_pdf(
     buffer = io.BytesIO()
     story: list[Any] = [Paragraph(text, styles["Normal"]) for text in (before, caption) if text]
     cells = [[Paragraph(cell, styles["Normal"]) if len(cell) > 30 else cell for cell in row] for row in rows]
-    table = Table(cells, repeatRows=1, colWidths=list(column_widths) if column_widths else None)
+    table = Table(
+        cells, repeatRows=1 if repeat_header else 0, colWidths=list(column_widths) if column_widths else None
+    )
     style = [("VALIGN", (0, 0), (-1, -1), valign)]
     if ruled:
         style.append(("GRID", (0, 0), (-1, -1), 0.5, colors.black))
@@ -152,6 +156,25 @@ def make_table_pdf(
     story.append(table)
     if after:
         story.append(Paragraph(after, styles["Normal"]))
+    SimpleDocTemplate(buffer, pagesize=A4, invariant=True).build(story)
+    return buffer.getvalue()
+
+
+def make_pdf_pages_of_tables(tables: Sequence[Sequence[Sequence[str]]], *, after_first: str = "") -> bytes:
+    """One table a page, every table in the same columns (as a report's pages of one layout), with
+    ``after_first`` as a paragraph below the first table."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Table
+
+    story: list[Any] = []
+    for number, rows in enumerate(tables):
+        if number:
+            story.append(PageBreak())
+        story.append(Table([list(row) for row in rows], colWidths=[120] * len(rows[0])))
+        if number == 0 and after_first:
+            story.append(Paragraph(after_first, getSampleStyleSheet()["Normal"]))
+    buffer = io.BytesIO()
     SimpleDocTemplate(buffer, pagesize=A4, invariant=True).build(story)
     return buffer.getvalue()
 

@@ -61,10 +61,59 @@ def test_a_long_table_repeats_its_header_in_every_chunk_and_never_splits_a_row()
     assert body == [f"Part: P-{n:04d} | Bin: B{n % 37} | Stock: {n * 3}" for n in range(400)]
 
 
+def test_a_sheet_of_100_columns_keeps_every_column() -> None:
+    # Given a sheet of 100 columns (an export from a measuring device)
+    header = [f"Measurement {n}" for n in range(100)]
+    rows = [header] + [[f"r{r}c{n}" for n in range(100)] for r in range(3)]
+    # When it is parsed and chunked
+    doc = parse_document("acme/wide.xlsx", make_xlsx({"Readings": rows}))
+    text = "\n".join(tables_of(doc))
+    # Then every column keeps its name and every value is in a chunk, beside its column's name
+    [table] = [block.table for block in doc.blocks if block.table is not None]
+    assert table.header == tuple(header)
+    assert all(f"Measurement {n}: r{r}c{n}" in text for r in range(3) for n in range(100))
+
+
+def test_a_csv_cell_holding_a_long_paragraph_is_kept_whole_over_several_chunks() -> None:
+    # Given a CSV whose cell holds a paragraph of 3,000 characters
+    paragraph = " ".join(f"clause{n}" for n in range(380))
+    data = f'Article,Text\n12,"{paragraph}"\n13,Short\n'.encode()
+    # When it is parsed and chunked
+    chunks = tables_of(parse_document("acme/terms.csv", data))
+    # Then every word of the paragraph is in the table chunks, in order, each line naming its row
+    lines = [line for chunk in chunks for line in chunk.split("\n") if line.startswith("Article: 12 | ")]
+    assert " ".join(line.removeprefix("Article: 12 | Text: ") for line in lines) == paragraph
+
+
+def test_a_table_of_column_names_only_is_a_table_of_its_names() -> None:
+    # Given a CSV that holds its header row and nothing else
+    doc = parse_document("acme/empty-list.csv", b"Name,Email,Phone\n")
+    # Then it is one table chunk naming its columns, which the page draws as a table
+    assert tables_of(doc) == ["empty list\nColumns: Name | Email | Phone"]
+
+
 def test_a_huge_sheet_is_refused_with_a_reason() -> None:
     rows = [["n"]] + [[str(n)] for n in range(100_001)]
     with pytest.raises(OversizedDocument, match="rows"):
         parse_document("acme/huge.xlsx", make_xlsx({"Data": rows}))
+
+
+def test_sheet_cells_are_counted_to_the_last_value_of_each_row_and_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from winnow.parsing import office
+
+    monkeypatch.setattr(office, "MAX_SHEET_CELLS", 1_000)
+    # Given a sheet with one row of 200 cells above 700 rows of one cell (openpyxl pads every row to
+    # the widest), within a budget of 1,000 cells
+    narrow = [[f"c{n}" for n in range(200)]] + [[f"r{n}"] for n in range(700)]
+    # Then it is read: the padding is not counted
+    assert parse_document("acme/narrow.xlsx", make_xlsx({"Data": narrow})).blocks
+    # Given a sheet of 40 rows of 30 cells, over the budget
+    wide = [[f"r{r}c{n}" for n in range(30)] for r in range(40)]
+    # Then it is refused with the reason
+    with pytest.raises(OversizedDocument, match="1000 cells"):
+        parse_document("acme/wide.xlsx", make_xlsx({"Data": wide}))
 
 
 def test_a_corrupt_xlsx_is_a_one_line_reason() -> None:
@@ -113,6 +162,33 @@ def test_a_slide_is_a_page_its_title_the_section_and_its_notes_are_kept() -> Non
     assert any(b.text == "Speaker notes: Mention that the Oslo office opened in March." for b in second)
     (table,) = [block for block in second if block.table is not None]
     assert "Region: North | Revenue: 4.2M" in table.text
+
+
+def test_a_slide_table_cell_merged_across_columns_or_down_rows_names_each_it_covers() -> None:
+    import io
+
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    # Given a slide whose table has a header cell merged across two columns and a cell merged down two rows
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Sales"
+    grid = [["Region", "Units", ""], ["North", "10", "12"], ["", "7", "9"]]
+    table = slide.shapes.add_table(3, 3, Inches(1), Inches(2), Inches(8), Inches(2)).table
+    for r, row in enumerate(grid):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(0, 1).merge(table.cell(0, 2))
+    table.cell(1, 0).merge(table.cell(2, 0))
+    buffer = io.BytesIO()
+    presentation.save(buffer)
+    # When it is parsed
+    [block] = [b for b in parse_document("acme/sales.pptx", buffer.getvalue()).blocks if b.table]
+    # Then both columns under the merged header are named by it, and both rows by the merged region
+    assert block.table is not None
+    assert block.table.header == ("Region", "Units", "Units (2)")
+    assert block.table.rows == (("North", "10", "12"), ("North", "7", "9"))
 
 
 def test_a_corrupt_pptx_is_a_one_line_reason() -> None:
@@ -186,6 +262,27 @@ def test_rst_sections_inline_markup_directives_and_grid_tables() -> None:
     (table,) = [block for block in doc.blocks if block.table is not None]
     assert table.section_path == ("Nightly backups", "Retention")
     assert "Tier: Monthly | Kept: 12 months" in table.text
+
+
+def test_rst_simple_table_span_underlines_are_not_rows_and_wrapped_lines_join_their_row() -> None:
+    # Given a simple table as pyparsing's docs write one: the header underlined with dashes, and a
+    # cell whose text wraps onto a line with an empty first column
+    source = (
+        "Charsets\n========\n\n"
+        "=========  ==========  ===========\n"
+        "Set        Alias       Description\n"
+        "---------  ----------  -----------\n"
+        "Arabic     arab        Right to left\n"
+        "                       script\n"
+        "Greek      grek\n"
+        "=========  ==========  ===========\n"
+    )
+    # When it is parsed
+    [block] = [b for b in parse_document("acme/sets.rst", source.encode()).blocks if b.table]
+    # Then the dashes are no row, and the wrapped line belongs to the row above
+    assert block.table is not None
+    assert block.table.header == ("Set", "Alias", "Description")
+    assert block.table.rows == (("Arabic", "arab", "Right to left script"), ("Greek", "grek", ""))
 
 
 # --- EPUB ---------------------------------------------------------------------------------------------

@@ -381,12 +381,40 @@ def test_docx_custom_heading_styles_content_controls_and_merged_cells() -> None:
         ("Under the custom heading.", ("Top", "Section by custom style")),
         ("Inside a content control.", ("Top", "Section by custom style")),
         (
-            # a cell merged across two columns names both, so each value stays under its header
-            "Section by custom style\nColumns: Merged header | Merged header | Other\n"
-            "Merged header: x | Merged header: y | Other: z",
+            # a cell merged across two columns names both (the second numbered), so each value stays
+            # under its own header
+            "Section by custom style\nColumns: Merged header | Merged header (2) | Other\n"
+            "Merged header: x | Merged header (2): y | Other: z",
             ("Top", "Section by custom style"),
         ),
     ]
+
+
+def test_docx_cell_merged_down_rows_names_each_row_and_a_long_merged_cell_is_said_once() -> None:
+    import docx
+
+    # Given a table whose "Region" cell is merged down two rows, and a note merged across two columns
+    document = docx.Document()
+    table = document.add_table(rows=4, cols=3)
+    for r, row in enumerate(
+        [["Region", "City", "Depot"], ["North", "Groningen", "GR-1"], ["", "Assen", "AS-2"]]
+    ):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(1, 0).merge(table.cell(2, 0))
+    note = "Depots close on public holidays; " * 10
+    table.cell(3, 0).text = "Note"
+    table.cell(3, 1).merge(table.cell(3, 2)).text = note
+    buffer = io.BytesIO()
+    document.save(buffer)
+    # When it is parsed
+    [block] = parse_document("acme/depots.docx", buffer.getvalue()).blocks
+    # Then the merged region names both rows it covers, so each row is whole on its own
+    assert block.table is not None
+    assert block.table.rows[:2] == (("North", "Groningen", "GR-1"), ("North", "Assen", "AS-2"))
+    # And the long note merged across two columns is said once, not twice
+    assert block.table.rows[2] == ("Note", " ".join(note.split()), "")
+    assert block.text.count("public holidays") == 10
 
 
 def test_docx_zip_bomb_with_a_huge_declared_size_is_refused_before_inflating() -> None:
@@ -608,6 +636,38 @@ def test_html_title_falls_back_to_first_h1_and_article_header_is_kept() -> None:
         "line one\nline two",
         "Line break",
     ]
+
+
+def test_html_header_row_of_th_cells_between_empty_td_spacers_is_a_header() -> None:
+    # Given a table as Texinfo writes its index: header cells <th>, spacer cells empty <td>
+    html = b"""<html><body><h1>Index</h1><table>
+    <tr><td></td><th>Index Entry</th><td>&nbsp;</td><th>Section</th></tr>
+    <tr><td></td><td>ABI</td><td>&nbsp;</td><td>Introduction</td></tr>
+    <tr><td></td><td>closures</td><td>&nbsp;</td><td>The Closure API</td></tr></table></body></html>"""
+    # When it is parsed
+    [table] = [block.table for block in parse_document("acme/index.html", html).blocks if block.table]
+    # Then its first row names the columns
+    assert table.header == ("Index Entry", "Section")
+    assert table.rows == (("ABI", "Introduction"), ("closures", "The Closure API"))
+
+
+def test_html_one_cell_table_is_read_as_the_content_it_frames() -> None:
+    # Given a page as DocBook writes one: a code listing framed by a one-cell table, and a table of
+    # values inside another one-cell frame
+    html = b"""<html><body><h1>Properties</h1>
+    <table border="0"><tr><td><pre>  Property   Type
+  family     String
+  size       Double</pre></td></tr></table>
+    <table><tr><td><table><tr><th>Name</th><th>Value</th></tr><tr><td>MATCH</td><td>1</td></tr></table>
+    </td></tr></table></body></html>"""
+    # When it is parsed
+    doc = parse_document("acme/props.html", html)
+    # Then the listing keeps its lines, and the framed table is a table of its own
+    assert [block.text for block in doc.blocks if block.table is None] == [
+        "Property Type\nfamily String\nsize Double"
+    ]
+    [table] = [block.table for block in doc.blocks if block.table is not None]
+    assert table.header == ("Name", "Value") and table.rows == (("MATCH", "1"),)
 
 
 def test_html_meta_charset_is_honoured_for_legacy_encodings() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.documents import make_pdf, make_table_pdf, make_two_column_pdf
+from tests.support.documents import make_pdf, make_pdf_pages_of_tables, make_table_pdf, make_two_column_pdf
 from winnow.models import Block
 from winnow.parsing import parse_document
 from winnow.parsing.pdf_tables import MAX_FRAGMENTS, Fragment, find_tables
@@ -130,6 +130,31 @@ def test_prose_lists_two_column_pages_and_code_make_no_tables(name: str) -> None
     assert doc.blocks
 
 
+@pytest.mark.parametrize("name", ["contents", "bulleted"])
+def test_a_table_of_contents_and_a_bulleted_list_beside_text_make_no_tables(name: str) -> None:
+    # Given, laid out in aligned columns as Texinfo and DocBook print them, a table of contents with
+    # dot leaders and a list whose bullets start its first column (as nettle's and bzip2's manuals)
+    rows = {
+        "contents": [[f"7.1.{n}", f"SHA{n}" + " ." * 30, str(n + 8)] for n in range(6)],
+        "bulleted": [[f"\u2022 tool{n}", f", alias{n}", f"- does thing {n}"] for n in range(4)],
+    }
+    # When it is parsed
+    doc = parse_document(f"acme/{name}.pdf", make_table_pdf(rows[name], ruled=False))
+    # Then no block is a table, and the text is kept
+    assert _tables(doc.blocks) == []
+    assert any("SHA3" in block.text or "tool3" in block.text for block in doc.blocks)
+
+
+def test_a_list_of_definitions_tagged_alike_is_a_table_without_a_header() -> None:
+    # Given definitions each tagged "[Constant]" on the right, as Texinfo prints a reference manual
+    rows = [[f"AES{bits}_KEY_SIZE", "[Constant]"] for bits in (128, 192, 256, 512)]
+    # When it is parsed
+    [table] = _tables(parse_document("acme/aes.pdf", make_table_pdf(rows, ruled=False)).blocks)
+    # Then its first row is a row like the others, not the names of the columns
+    assert table.table is not None and table.table.header == ()
+    assert [list(row) for row in table.table.rows] == rows
+
+
 def test_table_search_is_bounded_on_a_page_with_a_huge_number_of_pieces() -> None:
     # Given a page whose text comes in more pieces than the table search looks at
     pieces = [
@@ -152,3 +177,75 @@ def test_a_pdf_table_comes_back_from_the_parse_budget_worker_as_a_table() -> Non
     # Then its table block arrives whole, exactly as an in-process parse
     assert _tables(parsed.blocks)
     assert parsed == parse_document("acme/depots.pdf", data)
+
+
+def test_a_table_that_goes_on_over_pages_without_repeating_its_header_keeps_it() -> None:
+    # Given a 150-row table over several pages whose header is printed on the first page only
+    rows = [["Part", "Bin", "Stock"]] + [[f"P-{n:04d}", f"B{n % 37}", str(n * 3)] for n in range(150)]
+    doc = parse_document("acme/stock.pdf", make_table_pdf(rows, caption="Stock list", repeat_header=False))
+    tables = _tables(doc.blocks)
+    # Then the table on each later page takes the first page's header and caption, and its first row
+    # stays a row
+    assert len(tables) >= 3
+    assert [block.page for block in tables] == list(range(1, len(tables) + 1))
+    for block in tables:
+        assert block.table is not None
+        assert block.table.header == ("Part", "Bin", "Stock")
+        assert block.table.caption == "Stock list"
+    assert [list(row) for block in tables if block.table for row in block.table.rows] == rows[1:]
+    # And every chunk starts with the column line, no row split or lost
+    chunks = chunk_document(doc, ChunkingSettings(target_chars=600, overlap_chars=50, min_chars=50))
+    table_chunks = [chunk for chunk in chunks if chunk.kind == "table"]
+    assert all("Columns: Part | Bin | Stock\n" in chunk.text for chunk in table_chunks)
+    body = [line for chunk in table_chunks for line in chunk.text.split("\n") if line.startswith("Part: ")]
+    assert body == [f"Part: P-{n:04d} | Bin: B{n % 37} | Stock: {n * 3}" for n in range(150)]
+
+
+@pytest.mark.parametrize("rows_on_next_page", [1, 2])
+def test_the_last_rows_of_a_table_alone_at_the_top_of_the_next_page_stay_in_the_table(
+    rows_on_next_page: int,
+) -> None:
+    # Given a table whose last one or two rows go on to the next page, without its header
+    count = 36 + rows_on_next_page
+    rows = [["Part", "Bin", "Stock"]] + [[f"P-{n:04d}", f"B{n % 37}", str(n * 3)] for n in range(count)]
+    doc = parse_document("acme/stock.pdf", make_table_pdf(rows, caption="Stock list", repeat_header=False))
+    # Then those rows are a table on page 2 under the table's header and caption, not loose text
+    tables = [block for block in _tables(doc.blocks) if block.table]
+    assert [block.page for block in tables] == [1, 2]
+    assert tables[1].table is not None and tables[1].table.header == ("Part", "Bin", "Stock")
+    assert tables[1].table.caption == "Stock list"
+    assert [list(row) for block in tables if block.table for row in block.table.rows] == rows[1:]
+    assert not any("P-00" in block.text for block in doc.blocks if block.table is None)
+
+
+def test_lines_in_a_tables_columns_after_text_that_ended_its_page_stay_text() -> None:
+    # Given a table followed by a paragraph, and on the next page two lines in the same columns
+    first = [["Part", "Bin", "Stock"]] + [[f"P-{n:04d}", f"B{n}", str(n)] for n in range(5)]
+    second = [["T-0001", "S1", "2"], ["T-0002", "S2", "4"]]
+    doc = parse_document("acme/two.pdf", make_pdf_pages_of_tables([first, second], after_first=PROSE))
+    # Then the two lines are no rows of the first table: they are text, nothing lost
+    assert [block.page for block in _tables(doc.blocks)] == [1]
+    assert [block.text for block in doc.blocks if block.page == 2] == ["T-0001 S1 2", "T-0002 S2 4"]
+
+
+def test_a_table_at_the_top_of_a_page_with_a_header_of_its_own_is_a_new_table() -> None:
+    # Given two tables of the same column layout, the second at the top of the next page under a header
+    # of its own (a word above a column of numbers)
+    first = [["Part", "Bin", "Stock"]] + [[f"P-{n:04d}", f"B{n}", str(n)] for n in range(30)]
+    second = [["Tool", "Shelf", "Count"]] + [[f"T-{n:04d}", f"S{n}", str(n * 2)] for n in range(5)]
+    doc = parse_document("acme/two.pdf", make_pdf_pages_of_tables([first, second]))
+    # Then the second page's table keeps its own header
+    tables = [block.table for block in _tables(doc.blocks) if block.table]
+    assert [table.header for table in tables] == [tuple(first[0]), tuple(second[0])]
+    assert [list(row) for row in tables[1].rows] == second[1:]
+
+
+def test_a_table_after_text_at_the_end_of_its_page_is_not_continued() -> None:
+    # Given a table whose page goes on with a paragraph, and a table of the same layout on the next page
+    first = [["Part", "Bin", "Stock"]] + [[f"P-{n:04d}", f"B{n}", str(n)] for n in range(5)]
+    second = [["T-0001", "S1", "2"], ["T-0002", "S2", "4"], ["T-0003", "S3", "6"], ["T-0004", "S4", "8"]]
+    data = make_pdf_pages_of_tables([first, second], after_first=PROSE)
+    # When it is parsed
+    tables = _tables(parse_document("acme/two.pdf", data).blocks)
+    # Then the second table does not take the first one's header: its first row is its header
+    assert [block.table.header for block in tables if block.table] == [tuple(first[0]), tuple(second[0])]

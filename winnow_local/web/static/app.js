@@ -109,26 +109,43 @@
     return parts;
   }
 
-  // A table passage is "caption", "Columns: a | b", then one row a line as "a: 1 | b: 2" pairs.
+  // A table passage is "caption", "Columns: a | b", then one row a line as "a: 1 | b: 2" pairs
+  // (winnow/text/tables.py): a "|" inside a cell is written "\|", so pairs split at " | "; a column
+  // name holds no ": " (a no-break space stands in for its space), so a pair's name ends at its first
+  // ": ". Names are unique; a name missing from a shortened column line is added from the rows.
+  function tableCells(line) {
+    return line.split(" | ").map((cell) => cell.replaceAll("\\|", "|"));
+  }
+
+  function columnLabel(name) {
+    return name.replaceAll(":\u00a0", ": ");
+  }
+
   function tablePassage(text) {
     const lines = text.split("\n");
     const at = lines.findIndex((line) => line.startsWith("Columns: "));
-    if (at < 0) return element("p", "passage", text);
-    const columns = lines[at].slice("Columns: ".length).split(" | ");
+    if (at < 0) return element("p", "passage", text.replaceAll("\\|", "|")); // a table without column names
+    const columns = tableCells(lines[at].slice("Columns: ".length));
+    const rows = [];
+    for (const line of lines.slice(at + 1)) {
+      const cells = new Map();
+      for (const pair of tableCells(line)) {
+        const cut = pair.indexOf(": ");
+        const name = cut < 0 ? "" : pair.slice(0, cut);
+        if (!columns.includes(name)) columns.push(name);
+        cells.set(name, cut < 0 ? pair : pair.slice(cut + 2));
+      }
+      rows.push(cells);
+    }
     const table = element("table", "passage passage-table");
     if (at > 0) table.appendChild(element("caption", "", lines.slice(0, at).join(" ")));
     const head = element("tr", "");
-    for (const name of columns) head.appendChild(element("th", "", name));
+    for (const name of columns) head.appendChild(element("th", "", columnLabel(name)));
     const thead = element("thead", "");
     thead.appendChild(head);
     table.appendChild(thead);
     const body = element("tbody", "");
-    for (const line of lines.slice(at + 1)) {
-      const cells = new Map();
-      for (const pair of line.split(" | ")) {
-        const name = columns.find((column) => pair.startsWith(column + ": "));
-        if (name !== undefined) cells.set(name, pair.slice(name.length + 2));
-      }
+    for (const cells of rows) {
       const row = element("tr", "");
       for (const name of columns) row.appendChild(element("td", "", cells.get(name) || ""));
       body.appendChild(row);

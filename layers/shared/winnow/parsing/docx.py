@@ -173,22 +173,36 @@ def _paragraph_text(paragraph: Any) -> str:
 
 
 def _table_rows(table: Any) -> list[list[str]]:
-    """Rows of cell texts, one per grid column: a cell merged across columns (``w:gridSpan``) names
-    each column it covers, so values stay under their headers; empty cells keep their place. Nested
-    tables and text boxes inside a cell are read too."""
+    """Rows of cell texts, one per grid column: a cell merged across columns (``w:gridSpan``) or down
+    rows (``w:vMerge``) names each column and row it covers, so values stay under their headers and
+    every row is whole (a long merged cell is said once); empty cells keep their place. Nested tables
+    and text boxes inside a cell are read too."""
     from docx.oxml.ns import qn
+
+    from winnow.parsing.tables import MAX_COLUMNS, MAX_REPEATED_CELL_CHARS
 
     paragraph_tag = qn("w:p")
     span_path = f"{qn('w:tcPr')}/{qn('w:gridSpan')}"
+    merge_path = f"{qn('w:tcPr')}/{qn('w:vMerge')}"
+    value_attribute = qn("w:val")
     rows: list[list[str]] = []
+    above: dict[int, str] = {}  # the text of the merge running down each grid column
     for row in table.iterchildren(qn("w:tr")):
         cells: list[str] = []
         for cell in row.iterchildren(qn("w:tc")):
             text = clean_inline(" ".join(_paragraph_text(p) for p in cell.iter(paragraph_tag)))
+            merge = cell.find(merge_path)
+            if merge is not None and merge.get(value_attribute, "continue") == "continue":
+                text = above.get(len(cells), "")
+            elif merge is not None:
+                above[len(cells)] = text if len(text) <= MAX_REPEATED_CELL_CHARS else ""
             span = cell.find(span_path)
-            value = span.get(qn("w:val")) if span is not None else None
-            repeat = int(value) if value and value.isdigit() else 1
-            cells.extend([text] * max(1, min(repeat, 64)))
+            value = span.get(value_attribute) if span is not None else None
+            repeat = max(1, min(int(value) if value and value.isdigit() else 1, MAX_COLUMNS))
+            # A short cell (a header) names every column it covers; a long one is said once.
+            cells.extend(
+                [text] * repeat if len(text) <= MAX_REPEATED_CELL_CHARS else [text] + [""] * (repeat - 1)
+            )
         if any(cells):
             rows.append(cells)
     return rows

@@ -107,6 +107,8 @@ def _parse(key: str, text: str) -> ParsedDocument:
                 if tag == "h1" and first_h1 is None and heading:
                     first_h1 = heading
                 walker.skip_subtree()
+            elif tag == "table" and _is_box(element):
+                flush()  # a one-cell table only frames its content (a code listing): read it as content
             elif tag == "table":
                 flush()
                 caption, rows, has_header = html_table(element)
@@ -124,7 +126,7 @@ def _parse(key: str, text: str) -> ParsedDocument:
                 if element.text:
                     buffer.append(element.text)
         else:
-            if tag in _BLOCK_TAGS:
+            if tag in _BLOCK_TAGS or tag == "table":
                 flush()
             if element.tail:
                 buffer.append(element.tail)
@@ -169,6 +171,12 @@ def _is_invisible(element: Any) -> bool:
     if attributes.get("role", "").lower() in _DROPPED_ROLES:
         return True
     return bool(_HIDDEN_STYLE.search(attributes.get("style", ""))) or is_furniture(element)
+
+
+def _is_box(table: Any) -> bool:
+    """Whether a table has a single cell: a frame around its content, not a table of values."""
+    cells = table.xpath("./tr/td | ./tr/th | ./*/tr/td | ./*/tr/th")
+    return len(cells) == 1
 
 
 def _table_text(table: Any) -> str:

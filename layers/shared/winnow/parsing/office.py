@@ -30,6 +30,7 @@ from winnow.settings import IngestSettings
 MAX_SLIDES = 2_000
 MAX_SHEETS = 200
 MAX_SHEET_ROWS = 100_000  # over all sheets of a workbook
+MAX_SHEET_CELLS = 6_400_000  # likewise, up to the last non-empty cell of each row
 MAX_CHAPTERS = 2_000
 MAX_MEMBER_BYTES = 50 * 1024 * 1024
 
@@ -146,11 +147,7 @@ def _collect_slide(package: _Package, part: str, page: int, collector: BlockColl
     path = (title,) if title else (f"Slide {page}",)
     for kind, element in body:
         if kind == "table":
-            rows = [
-                [clean_inline(" ".join(_paragraphs(cell))) for cell in row.iterfind("a:tc", _NS)]
-                for row in element.iterfind("a:tr", _NS)
-            ]
-            collector.add_table(rows, path, page)
+            collector.add_table(_slide_table_rows(element), path, page)
         else:
             for paragraph in _paragraphs(element):
                 collector.add(paragraph, path, page)
@@ -164,6 +161,29 @@ def _collect_slide(package: _Package, part: str, page: int, collector: BlockColl
         if text:
             collector.add(f"Speaker notes: {text}", path, page)
     return title
+
+
+def _slide_table_rows(table: Any) -> list[list[str]]:
+    """Rows of cell texts. A cell merged across columns or down rows names each column and row it
+    covers (``hMerge`` / ``vMerge`` cells repeat it), as in DOCX, unless it is long."""
+    from winnow.parsing.tables import MAX_REPEATED_CELL_CHARS
+
+    rows: list[list[str]] = []
+    for row in table.iterfind("a:tr", _NS):
+        cells: list[str] = []
+        for cell in row.iterfind("a:tc", _NS):
+            text = clean_inline(" ".join(_paragraphs(cell)))
+            if cell.get("hMerge") in ("1", "true") and cells:
+                merged = cells[-1]
+            elif cell.get("vMerge") in ("1", "true") and rows and len(cells) < len(rows[-1]):
+                merged = rows[-1][len(cells)]
+            else:
+                merged = None
+            if merged is not None and not text:
+                text = merged if len(merged) <= MAX_REPEATED_CELL_CHARS else ""
+            cells.append(text)
+        rows.append(cells)
+    return rows
 
 
 def _paragraphs(element: Any) -> Iterator[str]:
@@ -212,14 +232,20 @@ def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
             if len(sheets) > MAX_SHEETS:
                 raise OversizedDocument(f"XLSX has {len(sheets)} sheets (limit {MAX_SHEETS})")
             collector = BlockCollector()
-            total_rows = 0
+            total_rows = total_cells = 0
             for sheet in sheets:
                 rows: list[list[str]] = []
                 for values in sheet.iter_rows(max_col=MAX_COLUMNS, values_only=True):
                     total_rows += 1
                     if total_rows > MAX_SHEET_ROWS:
                         raise OversizedDocument(f"XLSX has more than {MAX_SHEET_ROWS} rows (limit)")
-                    rows.append([_cell_text(value) for value in values])
+                    row = [_cell_text(value) for value in values]
+                    while row and not row[-1]:  # rows come padded to the widest: keep what they hold
+                        row.pop()
+                    total_cells += len(row)
+                    if total_cells > MAX_SHEET_CELLS:
+                        raise OversizedDocument(f"XLSX has more than {MAX_SHEET_CELLS} cells (limit)")
+                    rows.append(row)
                 title = clean_inline(str(sheet.title)) or "Sheet"
                 collector.add_table(rows, (title,), caption=title)
             doc_title = clean_inline(str(workbook.properties.title or "")) if workbook.properties else ""

@@ -8,7 +8,9 @@ a compound the document writes with its hyphen elsewhere keeps it ("non-" / "exc
 
 Tables in the text layer are found from where pypdf says each piece of text is drawn
 (``parsing.pdf_tables``) and become table blocks in reading order, with a "Table N" line near them
-or the heading above them as caption.
+or the heading above them as caption. A table at the top of a page that goes on with the one that ended
+the page before (same columns, no header of its own: ``pdf_tables.continuation``) takes that table's
+header and caption, so its first row stays a row.
 
 Sections come from the outline (bookmarks) when the PDF has one: the path of the bookmark in effect
 at that point. A bookmark usually points at a whole page, so the heading line itself is looked for
@@ -61,6 +63,23 @@ _SENTENCE_ENDS = (".", "!", "?", ":", ";", "\u201d", '"')
 _HEADING_CHARS = 80
 
 
+@dataclass
+class _OpenTable:
+    """The table that ended the page before (only short lines after it: a footer, a page number),
+    which a table at the top of the next page may go on with."""
+
+    table: PdfTable
+    header: list[str]
+    caption: str
+
+
+@dataclass
+class _TableCarry:
+    """What one page hands the next about tables: the open table, if any."""
+
+    open: _OpenTable | None = None
+
+
 @dataclass(frozen=True)
 class _OutlineEntry:
     page_index: int
@@ -110,7 +129,8 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     failed_pages = 0
     for page_index in range(page_count):
         try:
-            text, page_tables = _read_page(reader.pages[page_index])
+            follow = tables[-1][-1] if tables and tables[-1] else None
+            text, page_tables = _read_page(reader.pages[page_index], follow)
         except RecursionError:
             raise
         except Exception:
@@ -128,6 +148,7 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     collector = BlockCollector()
     path: tuple[str, ...] = ()
     hyphenated = hyphenated_words(texts)
+    carry = _TableCarry()
     for page_index, text in enumerate(texts):
         bookmarks = bookmarks_by_page.get(page_index, [])
         path = _collect_page(
@@ -139,6 +160,7 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
             ocr=page_index in ocr_read,
             tables=tables[page_index],
             hyphenated=hyphenated,
+            carry=carry,
         )
     empty_reason = "PDF has no text layer (scanned PDF?)"
     if ocr is None and scanned:
@@ -151,9 +173,10 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     return ParsedDocument(parsed.title, parsed.blocks, parsed.source_type, ocr_pages=len(ocr_read))
 
 
-def _read_page(page: PageObject) -> tuple[str, list[PdfTable]]:
+def _read_page(page: PageObject, follow: PdfTable | None = None) -> tuple[str, list[PdfTable]]:
     """The page's text, and its tables: each table's text is taken out of the page text and a marker
-    line (``_table_marker``) left where it stood, so the table becomes one table block in reading order."""
+    line (``_table_marker``) left where it stood, so the table becomes one table block in reading order.
+    ``follow`` is the previous page's last table, whose last rows may start this page."""
     from winnow.parsing.pdf_tables import find_tables, fragment_from_visitor
 
     fragments: list[Fragment] = []
@@ -162,7 +185,7 @@ def _read_page(page: PageObject) -> tuple[str, list[PdfTable]]:
         fragments.append(fragment_from_visitor(text, cm, tm, float(font_size or 0)))
 
     text = page.extract_text(visitor_text=visit) or ""
-    found = find_tables(fragments)
+    found = find_tables(fragments, follow)
     if not found:
         return text, []
     # pypdf's page text is exactly its visited pieces in order (checked on real PDFs), so the text
@@ -348,8 +371,13 @@ def _collect_page(
     ocr: bool = False,
     tables: Sequence[PdfTable] = (),
     hyphenated: frozenset[str] = frozenset(),
+    carry: _TableCarry | None = None,
 ) -> tuple[str, ...]:
-    """Add the page's paragraphs and tables; returns the section path in effect at the end of the page."""
+    """Add the page's paragraphs and tables; returns the section path in effect at the end of the page.
+    ``carry`` holds the table that ended the page before, if any, and is left holding the one that ends
+    this page."""
+    from winnow.parsing.pdf_tables import continuation
+
     lines = [line.strip() for line in text.splitlines()]
     markers = {_table_marker(number): table for number, table in enumerate(tables)}
     switches = _heading_positions(lines, bookmarks)
@@ -365,6 +393,9 @@ def _collect_page(
                 caption_lines.add(caption_line)
     full_line = _typical_full_line(lines)
     paragraph: list[str] = []
+    carry = carry if carry is not None else _TableCarry()
+    carried, carry.open = carry.open, None
+    lines_before_table: list[str] = []  # text since the top of the page or the last table
 
     def flush() -> None:
         if paragraph:
@@ -377,6 +408,8 @@ def _collect_page(
             flush()
             path = switches[switch_at][1].path
             switch_at += 1
+        if index in heading_lines:
+            carried = None  # a heading starts a new part: a table under it is a table of its own
         if index in heading_lines or (
             not line and not (ocr and _continues_after_blank(paragraph, lines, index))
         ):
@@ -386,11 +419,30 @@ def _collect_page(
             continue
         if line in markers:
             flush()
-            collector.add_table(markers[line].rows, path, page, caption=captions[index])
+            table, rows, caption = markers[line], markers[line].rows, captions[index]
+            header = rows[0] if rows and table.has_header else []
+            drop = None
+            if carried is not None and carried.header and _only_short_lines(lines_before_table):
+                drop = continuation(carried.table, carried.header, table)
+            if carried is not None and drop is not None:
+                header, caption = carried.header, carried.caption
+                rows = [header, *rows[drop:]]
+            elif table.remainder:
+                # not the rest of the table above after all: the lines are text, as they stood
+                for row in rows:
+                    collector.add(" ".join(cell for cell in row if cell), path, page, ocr=ocr)
+                carried = None
+                lines_before_table = []
+                continue
+            collector.add_table(rows, path, page, caption=caption, has_header=bool(header))
+            carried = None
+            carry.open = _OpenTable(table, header, caption or (path[-1] if path else ""))
+            lines_before_table = []
             continue
         if index in caption_lines:
             flush()
             continue
+        lines_before_table.append(line)
         paragraph.append(line)
         if len(line) < _SHORT_LINE_SHARE * full_line:
             flush()
@@ -399,7 +451,15 @@ def _collect_page(
         path = switches[switch_at][1].path
         switch_at += 1
     flush()
+    if not _only_short_lines(lines_before_table):
+        carry.open = None  # text follows the page's last table: a table on the next page is new
     return path
+
+
+def _only_short_lines(lines: list[str]) -> bool:
+    """Whether the text between a page edge and a table is at most a running head, a footer or a
+    page number, not content that would separate two tables."""
+    return len(lines) <= 2 and all(len(line) <= _HEADING_CHARS for line in lines)
 
 
 def _continues_after_blank(paragraph: list[str], lines: list[str], at: int) -> bool:

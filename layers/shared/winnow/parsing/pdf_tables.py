@@ -6,6 +6,8 @@ one run per line, or runs that follow each other without a gap). So a table here
 least ``MIN_ROWS`` nearby lines of two or more cells each, every cell starting at one of the run's
 column positions, the cells short (long cells side by side are a two-column page, not a table).
 A line whose first column is empty continues the row above (a cell wrapped onto a second line).
+A table at the top of a page with the column layout of the table that ended the page before, and no
+row that looks like a header, continues that table (``continuation``): its first row is a row.
 
 pypdf reports no text widths, so a piece's end is estimated from its length; the estimate only
 decides whether two pieces on a line are one cell or two, and errs towards one (a missed table stays
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 
 MIN_ROWS = 3
 MIN_COLUMNS = 2
-# A line of more cells than a table block keeps (``parsing.tables``) is not taken for a table's first.
+# A line of more cells than this is not taken for a table's first: pages do not print wider tables.
 MAX_COLUMNS = 64
 # Pieces on a page beyond this are not searched for tables (the text is still read): bounds the work.
 MAX_FRAGMENTS = 20_000
@@ -33,8 +35,17 @@ _GLYPH_WIDTH = 0.45
 _MAX_SHORT_CELL_CHARS = 24
 # Between two lines of one table: at most this many font sizes.
 _MAX_LINE_GAP = 2.6
+# Lines above a table's remainder at the top of a page: a running head, a page number.
+_MAX_LINES_ABOVE = 2
 # A column of bullets or enumerators ("•", "2.", "b)") makes a list, not a table.
 _LIST_MARKER = re.compile(r"^(?:[^\w\s]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])$")
+# A cell that starts with a bullet (any symbol: fonts draw bullets as "•", "\x7f" or a private-use
+# glyph) and a space: the first column of a list whose items run on beside it.
+_BULLETED = re.compile(r"^[^\w\s$\u20ac\u00a3\u00a5(\[]\s")
+# Dot leaders, as tables of contents and indexes draw them.
+_LEADER = re.compile(r"(?:\. ?){4}")
+# A number as tables print one, spaces taken out: "1,250", "-3.5", "12%", "$40", "06:00".
+_NUMBER = re.compile(r"^[-+\u2212(]?[$€£¥]?\d[\d.,:']*\)?%?$")
 _CAPTION = re.compile(r"^(table|tab\.)\s*[\dIVXivx]+\b", re.IGNORECASE)
 
 
@@ -52,6 +63,10 @@ class Fragment:
 class PdfTable:
     rows: list[list[str]]
     fragments: set[int] = field(default_factory=set)
+    columns: list[float] = field(default_factory=list)  # where each column starts (x, page space)
+    tolerance: float = 0.0  # how far a cell may start from its column's x
+    has_header: bool = True  # the first row names the columns
+    remainder: bool = False  # too short to be a table alone: only the rest of the table above
 
 
 @dataclass
@@ -81,13 +96,25 @@ def fragment_from_visitor(text: str, cm: Sequence[float], tm: Sequence[float], f
     return Fragment(float(x), float(y), float(size) or 1.0, text)
 
 
-def find_tables(fragments: Sequence[Fragment]) -> list[PdfTable]:
-    """The tables among a page's text pieces, top to bottom; each knows which pieces it took."""
+def find_tables(fragments: Sequence[Fragment], follow: PdfTable | None = None) -> list[PdfTable]:
+    """The tables among a page's text pieces, top to bottom; each knows which pieces it took.
+    ``follow`` is the last table of the page before: at the top of this page, fewer than ``MIN_ROWS``
+    lines in its columns are taken too, as a ``remainder`` (the last rows of a table that goes on)."""
     if len(fragments) > MAX_FRAGMENTS:
         return []
     lines = _lines(fragments)
     tables: list[PdfTable] = []
     start = 0
+    if follow is not None:
+        # The first line in the table's columns, below at most a running head: a remainder, or not.
+        for at in range(min(_MAX_LINES_ABOVE + 1, len(lines))):
+            if _place(lines[at].cells, follow.columns, follow.tolerance) is None:
+                continue
+            remainder, end = _remainder_from(lines, at, follow)
+            if remainder is not None:
+                tables.append(remainder)
+                start = end
+            break
     while start < len(lines):
         table, end = _table_from(lines, start)
         if table is not None:
@@ -161,9 +188,80 @@ def _table_from(lines: list[_Line], start: int) -> tuple[PdfTable | None, int]:
     rows = _rows(run, len(columns))
     if len(rows) < MIN_ROWS or not _has_short_column(rows):
         return None, end
-    if all(_LIST_MARKER.match(row[0]) for row in rows if row[0]):
+    if all(_LIST_MARKER.match(row[0]) or _BULLETED.match(row[0]) for row in rows if row[0]):
         return None, end
-    return PdfTable(rows, {index for line, _ in run for index in line.fragments}), end
+    if any(_is_leader_column([row[column] for row in rows]) for column in range(len(columns))):
+        return None, end  # a table of contents or an index: entries, dot leaders, page numbers
+    fragments = {index for line, _ in run for index in line.fragments}
+    return PdfTable(rows, fragments, columns, tolerance, has_header=_first_row_names_columns(rows)), end
+
+
+def _remainder_from(lines: list[_Line], start: int, follow: PdfTable) -> tuple[PdfTable | None, int]:
+    """Fewer than ``MIN_ROWS`` lines from ``lines[start]`` whose cells start at ``follow``'s columns
+    (the first one filled), as a remainder table, or (None, start). Longer runs are found as tables."""
+    run: list[tuple[_Line, list[_Cell | None]]] = []
+    end = start
+    while end < len(lines) and len(run) <= MIN_ROWS:
+        line = lines[end]
+        if line.broken or (run and run[-1][0].y - line.y > _MAX_LINE_GAP * max(line.size, run[-1][0].size)):
+            break
+        placed = _place(line.cells, follow.columns, follow.tolerance)
+        if placed is None or (not run and (placed[0] is None or sum(c is not None for c in placed) < 2)):
+            break
+        run.append((line, placed))
+        end += 1
+    rows = _rows(run, len(follow.columns)) if run else []
+    if not rows or len(rows) >= MIN_ROWS:
+        return None, start
+    fragments = {index for line, _ in run for index in line.fragments}
+    return PdfTable(rows, fragments, follow.columns, follow.tolerance, remainder=True), end
+
+
+def _is_leader_column(cells: list[str]) -> bool:
+    """Whether most of a column's cells hold dot leaders ("Salsa20 . . . . . . 33")."""
+    filled = [cell for cell in cells if cell]
+    return sum(bool(_LEADER.search(cell)) for cell in filled) * 2 > len(filled)
+
+
+def _first_row_names_columns(rows: list[list[str]]) -> bool:
+    """Whether the first row is a header: not when it holds, in some column, the value most of the
+    rows below hold too (a list of definitions tagged "[Constant]" on every line has no header)."""
+    first, body = rows[0], rows[1:]
+    for column, cell in enumerate(first):
+        same = sum(row[column] == cell for row in body)
+        if cell and len(body) >= 2 and same * 2 >= len(body):
+            return False
+    return True
+
+
+def continuation(previous: PdfTable, header: Sequence[str], table: PdfTable) -> int | None:
+    """Whether ``table`` (at the top of a page) goes on with ``previous`` (which ended the page before,
+    under ``header``): None when it does not, else how many of its first rows to drop (1 when it
+    repeats the header, 0 when it starts with a row). It does when its columns are as many and start
+    at the same x positions, and its first row is not a header of its own (a header names with a word
+    a column whose other cells are all numbers)."""
+    if len(table.columns) != len(previous.columns) or len(table.rows) < 1:
+        return None
+    tolerance = max(previous.tolerance, table.tolerance)
+    if any(abs(a - b) > tolerance for a, b in zip(previous.columns, table.columns, strict=True)):
+        return None
+    first = table.rows[0]
+    if [_folded(cell) for cell in first] == [_folded(cell) for cell in header]:
+        return 1
+    body = table.rows[1:]
+    for column, cell in enumerate(first):
+        values = [row[column] for row in body if row[column]]
+        if cell and not _is_number(cell) and values and all(_is_number(value) for value in values):
+            return None
+    return 0
+
+
+def _is_number(cell: str) -> bool:
+    return bool(_NUMBER.match(cell.replace(" ", "")))
+
+
+def _folded(cell: str) -> str:
+    return " ".join(cell.split()).casefold()
 
 
 def _has_short_column(rows: list[list[str]]) -> bool:

@@ -28,6 +28,7 @@ _LINK = re.compile(r"`([^`<]+?)\s*<[^>]*>`_{1,2}")
 _INLINE = re.compile(r"\*\*(.+?)\*\*|\*(.+?)\*|``(.+?)``|`([^`]+)`_{0,2}")
 _GRID_BORDER = re.compile(r"^\+[-=+]+\+$")
 _SIMPLE_BORDER = re.compile(r"^=+( +=+)+$")
+_SPAN_UNDERLINE = re.compile(r"^-+( +-+)*$")
 _MAX_LINES = 2_000_000
 
 
@@ -151,9 +152,15 @@ def _table(lines: list[str], index: int, collector: BlockCollector, path: tuple[
                 if borders == 2 and (index + 1 >= len(lines) or not lines[index + 1].strip()):
                     index += 1
                     break  # a table without a header row ends at its second border
+            elif _SPAN_UNDERLINE.match(row.strip()):
+                pass  # a column-span underline ("-----  -----") is drawing, not a row
             elif row.strip():
                 cells = [row[a:b].strip() for a, b in zip(starts, [*starts[1:], len(row) + 1], strict=False)]
-                rows.append(cells)
+                if rows and not cells[0]:
+                    # a blank first column continues the row above (its text wrapped)
+                    rows[-1] = [f"{x} {y}".strip() for x, y in zip(rows[-1], cells, strict=False)]
+                else:
+                    rows.append(cells)
             elif borders >= 2:
                 pass
             index += 1

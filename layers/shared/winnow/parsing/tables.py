@@ -2,7 +2,8 @@
 
 Cells are cleaned to single-line text; empty rows and columns are dropped; sizes are bounded (a sheet
 with a million columns is cut, never rendered whole). The first row is the header unless the caller
-knows the table has none; a header cell left empty is named by its position, so every value keeps a name.
+knows the table has none; a header cell left empty is named by its position, so every value keeps a name,
+and a name used twice (a header cell merged across columns) is numbered, so every value keeps its own.
 """
 
 from __future__ import annotations
@@ -15,9 +16,13 @@ from winnow.models import Block, Table
 from winnow.parsing.blocks import clean_inline
 from winnow.text.tables import render_table
 
-MAX_COLUMNS = 64
-MAX_CELL_CHARS = 1_000
+# Wide enough for the sheets people keep (a 100-column export); columns beyond are cut.
+MAX_COLUMNS = 256
+# As long as a CSV field may be: a cell holding whole paragraphs is kept whole (chunks split it).
+MAX_CELL_CHARS = 100_000
 MAX_CAPTION_CHARS = 300
+# A merged cell (DOCX, PPTX) longer than this is not repeated into each column or row it covers.
+MAX_REPEATED_CELL_CHARS = 200
 
 
 def make_table_block(
@@ -39,8 +44,8 @@ def make_table_block(
     caption = clean_inline(caption)[:MAX_CAPTION_CHARS] or (section_path[-1] if section_path else "")
     header: tuple[str, ...] = ()
     body = padded
-    if has_header and len(padded) > 1:
-        header = tuple(name or f"column {index + 1}" for index, name in enumerate(padded[0]))
+    if has_header and (len(padded) > 1 or len(keep) > 1):  # one row of several cells: column names only
+        header = _unique_names([name or f"column {index + 1}" for index, name in enumerate(padded[0])])
         body = padded[1:]
     if len(keep) == 1 and not header:
         # One column is a list, not a table: keep it as text.
@@ -49,18 +54,36 @@ def make_table_block(
     return Block(text=render_table(table), section_path=section_path, page=page, table=table)
 
 
+def _unique_names(names: list[str]) -> tuple[str, ...]:
+    """Column names, a repeated one numbered from its second use ("Contact", "Contact (2)")."""
+    seen: set[str] = set()
+    uses: dict[str, int] = {}
+    unique: list[str] = []
+    for name in names:
+        candidate = name
+        while candidate in seen:
+            uses[name] = uses.get(name, 1) + 1
+            candidate = f"{name} ({uses[name]})"
+        seen.add(candidate)
+        unique.append(candidate)
+    return tuple(unique)
+
+
 def html_table(table: Any) -> tuple[str, list[list[str]], bool]:
     """An lxml ``<table>``: its caption, rows of cell texts, and whether the first row is a header
-    (``<th>`` cells or a ``<thead>``). Rows of nested tables stay inside their cell's text."""
+    (a ``<thead>``, or ``<th>`` for every cell that holds text: Texinfo's index leaves its spacer
+    cells ``<td>``). Rows of nested tables stay inside their cell's text."""
     caption_element = table.find("caption")
     caption = clean_inline(caption_element.text_content()) if caption_element is not None else ""
     rows: list[list[str]] = []
     has_header = table.find("thead") is not None
     for index, row in enumerate(table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")):
         cells = row.xpath("./td | ./th")
-        if index == 0 and cells and all(cell.tag == "th" for cell in cells):
+        texts = [clean_inline(cell.text_content()) for cell in cells]
+        named = [cell.tag for cell, text in zip(cells, texts, strict=True) if text]
+        if index == 0 and named and all(tag == "th" for tag in named):
             has_header = True
-        rows.append([clean_inline(cell.text_content()) for cell in cells])
+        rows.append(texts)
     return caption, rows, has_header
 
 

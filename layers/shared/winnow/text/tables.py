@@ -4,6 +4,11 @@ A row on its own ("North | 120 | 130") means nothing to a reader or to an embedd
 column names ("Region: North | Q1: 120 | Q2: 130") a question about one cell finds the row that answers
 it, and the passage shown reads as a sentence. Every chunk of a long table starts with the caption (or
 nearest heading) and the column line, so each chunk stands alone.
+
+The rendering can be read back without guessing (the search page draws it as a table): pairs are split
+at " | " because a ``|`` inside a cell is written ``\\|``, and a pair's column name ends at its first ": "
+because a ": " inside a column name is written with a no-break space (cells never hold one: they are
+cleaned to single spaces), which reads the same. Column names are unique (``parsing.tables``).
 """
 
 from __future__ import annotations
@@ -14,27 +19,61 @@ from winnow.models import Table
 
 PAIR_SEPARATOR = " | "
 COLUMNS_PREFIX = "Columns: "
+NAME_SEPARATOR = ": "
 
 
-def table_preamble(table: Table) -> str:
-    """The lines every chunk of the table starts with: caption, then the column names."""
-    lines = []
-    if table.caption:
-        lines.append(table.caption)
+def cell_text(value: str) -> str:
+    """A cell as written in a row: no ``|`` that could be taken for the pair separator."""
+    return value.replace("|", "\\|")
+
+
+def column_name(name: str) -> str:
+    """A column name as written in the column line and before each of its values: as a cell, and no
+    ": " that could be taken for the end of the name."""
+    return cell_text(name).replace(NAME_SEPARATOR, ":\u00a0")
+
+
+def table_preamble(table: Table, limit: int | None = None) -> str:
+    """The lines every chunk of the table starts with: caption, then the column names. Within
+    ``limit`` characters, the caption is cut to half of it and the column line after a whole name
+    (the first name at least, so a reader still sees a table; each row's pairs name their columns)."""
+    caption = table.caption
+    if limit is not None and table.header:
+        caption = caption[: limit // 2].rstrip()
+    elif limit is not None:
+        caption = caption[:limit].rstrip()
+    lines = [caption] if caption else []
     if table.header:
-        lines.append(COLUMNS_PREFIX + PAIR_SEPARATOR.join(table.header))
+        names = [column_name(name) for name in table.header]
+        if limit is not None:
+            room = limit - len(caption) - 1 - len(COLUMNS_PREFIX)
+            kept = [names[0][: max(1, room)]]
+            room -= len(names[0])
+            for name in names[1:]:
+                room -= len(PAIR_SEPARATOR) + len(name)
+                if room < 0:
+                    break
+                kept.append(name)
+            names = kept
+        lines.append(COLUMNS_PREFIX + PAIR_SEPARATOR.join(names))
     return "\n".join(lines)
 
 
 def row_pairs(table: Table, row: Sequence[str]) -> list[str]:
     """The row's non-empty cells, each named by its column when the table has a header."""
-    pairs = []
+    return [name + value for name, value in _named_cells(table, row)]
+
+
+def _named_cells(table: Table, row: Sequence[str]) -> list[tuple[str, str]]:
+    """The row's non-empty cells as (``"name: "`` or ``""``, value), both written as the rendering
+    writes them."""
+    cells = []
     for index, value in enumerate(row):
         if not value:
             continue
-        name = table.header[index] if index < len(table.header) else ""
-        pairs.append(f"{name}: {value}" if name else value)
-    return pairs
+        name = column_name(table.header[index]) if index < len(table.header) else ""
+        cells.append((f"{name}{NAME_SEPARATOR}" if name else "", cell_text(value)))
+    return cells
 
 
 def render_row(table: Table, row: Sequence[str]) -> str:
@@ -43,21 +82,20 @@ def render_row(table: Table, row: Sequence[str]) -> str:
 
 def render_table(table: Table) -> str:
     body = "\n".join(line for line in (render_row(table, row) for row in table.rows) if line)
-    preamble = table_preamble(table)
-    return f"{preamble}\n{body}" if preamble else body
+    return "\n".join(part for part in (table_preamble(table), body) if part)
 
 
 def table_pieces(table: Table, target_chars: int) -> list[str]:
     """The table as chunk texts of at most ``target_chars`` (when the preamble leaves room): whole rows
     packed in order, the preamble repeated at the top of each. A row longer than the room left is split
-    between its pairs, and a single pair longer than that is cut."""
-    preamble = table_preamble(table)
-    if len(preamble) > target_chars // 2:
-        preamble = preamble[: target_chars // 2].rstrip()
+    between its pairs, each line after the first starting with the row's first cell again, and a single
+    cell longer than that (a paragraph in a cell) goes on over several lines between words, each line
+    naming its column: nothing of a row is lost."""
+    preamble = table_preamble(table, limit=target_chars // 2)
     room = max(1, target_chars - len(preamble) - 1) if preamble else target_chars
     lines: list[str] = []
     for row in table.rows:
-        lines.extend(_fit_row(row_pairs(table, row), room))
+        lines.extend(_fit_row(_named_cells(table, row), room))
     pieces: list[str] = []
     current: list[str] = []
     used = 0
@@ -69,6 +107,8 @@ def table_pieces(table: Table, target_chars: int) -> list[str]:
         current.append(line)
     if current:
         pieces.append(_with_preamble(preamble, current))
+    if not pieces and preamble and table.header:
+        pieces.append(preamble)  # a table of column names only: the names are its content
     return pieces
 
 
@@ -77,18 +117,43 @@ def _with_preamble(preamble: str, lines: list[str]) -> str:
     return f"{preamble}\n{body}" if preamble else body
 
 
-def _fit_row(pairs: list[str], room: int) -> list[str]:
-    if not pairs:
-        return []
-    out: list[str] = []
+def _fit_row(cells: list[tuple[str, str]], room: int) -> list[str]:
+    """A row as one line, or, when longer than ``room``, as several: each starting with the row's
+    first cell (when short), so every line says which row it belongs to."""
+    pairs = [name + value for name, value in cells]
+    whole = PAIR_SEPARATOR.join(pairs)
+    if len(whole) <= room:
+        return [whole] if whole else []
+    key = pairs[0] if len(pairs[0]) <= room // 4 else ""
+    prefix = key + PAIR_SEPARATOR if key else ""
+    width = room - len(prefix)
+    lines: list[str] = []
     current = ""
-    for pair in pairs:
-        pair = pair[:room]
+    for name, value in cells[1:] if key else cells:
+        pair = name + value
+        if len(pair) > width:
+            if current:
+                lines.append(current)
+                current = ""
+            lines.extend(_split_cell(name, value, width))
+            continue
         candidate = f"{current}{PAIR_SEPARATOR}{pair}" if current else pair
-        if len(candidate) > room and current:
-            out.append(current)
+        if len(candidate) > width and current:
+            lines.append(current)
             current = pair
         else:
             current = candidate
-    out.append(current)
-    return out
+    if current:
+        lines.append(current)
+    return [prefix + line for line in lines]
+
+
+def _split_cell(name: str, value: str, room: int) -> list[str]:
+    """A cell too long for one line as lines of at most ``room`` characters, each starting with its
+    column's name (cut when the name alone takes more than half the room), broken between words."""
+    import textwrap
+
+    name = name if len(name) <= room // 2 else name[: room // 2]
+    width = max(1, room - len(name))
+    pieces = textwrap.wrap(value, width, break_on_hyphens=False, drop_whitespace=True) or [value[:width]]
+    return [name + piece for piece in pieces]
