@@ -52,15 +52,17 @@ def make_table_block(
 def html_table(table: Any) -> tuple[str, list[list[str]], bool]:
     """An lxml ``<table>``: its caption, rows of cell texts, and whether the first row is a header
     (``<th>`` cells or a ``<thead>``). Rows of nested tables stay inside their cell's text."""
+    from winnow.parsing.cleaning import spaced_text
+
     caption_element = table.find("caption")
-    caption = clean_inline(caption_element.text_content()) if caption_element is not None else ""
+    caption = clean_inline(spaced_text(caption_element)) if caption_element is not None else ""
     rows: list[list[str]] = []
     has_header = table.find("thead") is not None
     for index, row in enumerate(table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")):
         cells = row.xpath("./td | ./th")
         if index == 0 and cells and all(cell.tag == "th" for cell in cells):
             has_header = True
-        rows.append([clean_inline(cell.text_content()) for cell in cells])
+        rows.append([clean_inline(spaced_text(cell)) for cell in cells])
     return caption, rows, has_header
 
 
