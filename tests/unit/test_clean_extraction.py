@@ -206,3 +206,49 @@ def test_cleaning_html_keeps_every_paragraph_and_adds_no_word(
     for words, linked, _ in paragraphs:
         assert set(words) | set(linked) <= kept
     assert kept <= set(_words(page))
+
+
+# --- manual pages saved as text -------------------------------------------------------------------------
+def _bold(text: str) -> str:
+    return "".join(f"{char}\b{char}" for char in text)
+
+
+# `man grep > grep.txt` on a terminal that keeps formatting: overstruck bold headings, the running
+# header and footer, .SS subsections at three spaces, text at seven, a word groff hyphenated with U+2010.
+MAN_PAGE = f"""GREP(1)                          User Commands                         GREP(1)
+
+{_bold("NAME")}
+       grep, egrep - print lines that match patterns
+
+{_bold("OPTIONS")}
+   {_bold("Generic Program Information")}
+       {_bold("--help")} Output a usage message and exit.
+
+   {_bold("Pattern Syntax")}
+       {_bold("-E")}, {_bold("--extended-regexp")}
+              Interpret  PATTERNS  as  extended regular expressions, which can be lo\u2010
+              cated in a file.
+
+GNU grep 3.8                      2022-09-02                          GREP(1)
+"""
+
+
+def test_a_manual_page_saved_as_text_gets_its_sections_without_header_footer_or_hyphens() -> None:
+    doc = parse_document("acme/grep.txt", MAN_PAGE.encode())
+    assert [(block.section_path, block.text) for block in doc.blocks] == [
+        (("NAME",), "grep, egrep - print lines that match patterns"),
+        (("OPTIONS", "Generic Program Information"), "--help Output a usage message and exit."),
+        (
+            ("OPTIONS", "Pattern Syntax"),
+            "-E, --extended-regexp Interpret PATTERNS as extended regular expressions, which can be located"
+            " in a file.",
+        ),
+    ]
+
+
+def test_text_that_only_mentions_a_manual_page_is_plain_text() -> None:
+    text = "See grep(1) for patterns.\nNOTES\n   indented line\n"
+    doc = parse_document("acme/notes.txt", text.encode())
+    assert [(block.section_path, block.text) for block in doc.blocks] == [
+        ((), "See grep(1) for patterns. NOTES indented line")
+    ]
