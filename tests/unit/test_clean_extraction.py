@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -252,3 +253,100 @@ def test_text_that_only_mentions_a_manual_page_is_plain_text() -> None:
     assert [(block.section_path, block.text) for block in doc.blocks] == [
         ((), "See grep(1) for patterns. NOTES indented line")
     ]
+
+
+# --- GNU info files -------------------------------------------------------------------------------------
+INFO_FILE = """This is grep.info, produced by makeinfo version 6.8 from grep.texi.
+
+This manual is for grep, a pattern matching engine.
+INFO-DIR-SECTION Text creation and manipulation
+START-INFO-DIR-ENTRY
+* grep: (grep).                 Print lines that match patterns.
+END-INFO-DIR-ENTRY
+
+\x1f
+File: grep.info,  Node: Top,  Next: Introduction,  Up: (dir)
+
+grep
+****
+
+grep prints lines that contain a match.
+
+* Menu:
+
+* Introduction::                Introduction.
+* Invoking::                    Command-line options.
+
+\x1f
+File: grep.info,  Node: Introduction,  Next: Invoking,  Prev: Top,  Up: Top
+
+1 Introduction
+**************
+
+Given one or more patterns, grep searches
+input files for matches.
+
+\x1f
+File: grep.info,  Node: Matching Control,  Prev: Introduction,  Up: Invoking
+
+2.1.2 Matching Control
+----------------------
+
+'-i' Ignore case distinctions.
+
+\x1f
+File: grep.info,  Node: Usage,  Prev: Matching Control,  Up: Top
+
+Frequently asked questions about grep usage.
+
+\x1f
+Tag Table:
+Node: Top\x7f216
+Node: Introduction\x7f1018
+\x1f
+End Tag Table
+"""
+
+
+def test_a_gzipped_info_file_is_read_by_node_without_its_navigation() -> None:
+    import gzip
+
+    # Given grep.info.gz as /usr/share/info holds it
+    doc = parse_document("acme/grep.info.gz", gzip.compress(INFO_FILE.encode()))
+    # Then headings are sections, a node without a heading is named by its node, and nothing of the
+    # node lines, menus, directory entry or tag table is indexed
+    assert doc.title == "grep"
+    assert [(block.section_path, block.text) for block in doc.blocks] == [
+        ((), "This manual is for grep, a pattern matching engine."),
+        ((), "grep prints lines that contain a match."),
+        (("1 Introduction",), "Given one or more patterns, grep searches input files for matches."),
+        (("1 Introduction", "2.1.2 Matching Control"), "'-i' Ignore case distinctions."),
+        (("Usage",), "Frequently asked questions about grep usage."),
+    ]
+
+
+def test_the_parts_of_a_split_info_manual_are_info_files_too() -> None:
+    doc = parse_document("acme/find.info-1", INFO_FILE.encode())
+    assert not any("Node:" in block.text or "Menu" in block.text for block in doc.blocks)
+
+
+def test_gzip_is_inflated_within_the_object_limit_and_refused_when_it_is_not_one() -> None:
+    import gzip
+
+    from winnow.errors import CorruptDocument, OversizedDocument, UnsupportedDocument
+    from winnow.settings import IngestSettings
+
+    # A gzip bomb stops at the object size limit
+    bomb = gzip.compress(b"a" * 2_000_000)
+    with pytest.raises(OversizedDocument, match="gzip"):
+        parse_document("acme/notes.txt.gz", bomb, IngestSettings(max_object_bytes=1_000_000))
+    # A changelog.gz is text once inflated (no extension: sniffed)
+    assert parse_document("acme/changelog.gz", gzip.compress(b"Fixed the parser.\n")).blocks[0].text == (
+        "Fixed the parser."
+    )
+    with pytest.raises(UnsupportedDocument, match="not gzip"):
+        parse_document("acme/notes.txt.gz", b"plain text")
+    with pytest.raises(CorruptDocument, match="corrupt gzip"):
+        parse_document("acme/notes.txt.gz", gzip.compress(b"some text to cut short")[:-12])
+    with pytest.raises(UnsupportedDocument, match="archive"):
+        parse_document("acme/src.tar.gz", gzip.compress(b"x" * 600))
