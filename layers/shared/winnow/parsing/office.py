@@ -20,6 +20,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from io import BytesIO
 from typing import Any
+from urllib.parse import unquote
 
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
 from winnow.models import Block, ParsedDocument
@@ -29,7 +30,10 @@ from winnow.settings import IngestSettings
 
 MAX_SLIDES = 2_000
 MAX_SHEETS = 200
-MAX_SHEET_ROWS = 100_000  # over all sheets of a workbook
+MAX_SHEET_ROWS = 100_000  # rows with a value, over all sheets of a workbook
+# Rows read, empty ones included: a reader fills the gap up to a cell far down (a stray value in row
+# 1,048,576), so a sheet of a few rows can span a million. Two full-height sheets, then refused.
+MAX_ROWS_SPANNED = 2 * 1_048_576
 MAX_CHAPTERS = 2_000
 MAX_MEMBER_BYTES = 50 * 1024 * 1024
 
@@ -131,6 +135,8 @@ def _parse_pptx(key: str, package: _Package) -> ParsedDocument:
 
 def _collect_slide(package: _Package, part: str, page: int, collector: BlockCollector) -> str:
     slide = package.xml(part)
+    if slide.get("show") in ("0", "false"):
+        return ""  # a hidden slide is skipped in the show: not what the audience sees
     title = ""
     body: list[tuple[str, Any]] = []
     for shape in slide.iter(f"{{{_NS['p']}}}sp", f"{{{_NS['p']}}}graphicFrame"):
@@ -212,10 +218,17 @@ def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
             if len(sheets) > MAX_SHEETS:
                 raise OversizedDocument(f"XLSX has {len(sheets)} sheets (limit {MAX_SHEETS})")
             collector = BlockCollector()
-            total_rows = 0
+            total_rows = spanned_rows = 0
             for sheet in sheets:
+                if sheet.sheet_state != "visible":
+                    continue  # a hidden sheet is not what a reader of the workbook sees
                 rows: list[list[str]] = []
                 for values in sheet.iter_rows(max_col=MAX_COLUMNS, values_only=True):
+                    spanned_rows += 1
+                    if spanned_rows > MAX_ROWS_SPANNED:
+                        raise OversizedDocument(f"XLSX sheets span more than {MAX_ROWS_SPANNED} rows (limit)")
+                    if all(value is None for value in values):
+                        continue
                     total_rows += 1
                     if total_rows > MAX_SHEET_ROWS:
                         raise OversizedDocument(f"XLSX has more than {MAX_SHEET_ROWS} rows (limit)")
@@ -264,8 +277,9 @@ def _parse_epub(key: str, package: _Package) -> ParsedDocument:
     opf_path = posixpath.normpath(str(rootfile.get("full-path"))).lstrip("/")
     opf = package.xml(opf_path)
     folder = posixpath.dirname(opf_path)
+    # hrefs are URLs: "Chapter%201.xhtml" names the member "Chapter 1.xhtml"
     manifest = {
-        item.get("id"): posixpath.normpath(posixpath.join(folder, item.get("href", ""))).lstrip("/")
+        item.get("id"): posixpath.normpath(posixpath.join(folder, unquote(item.get("href", "")))).lstrip("/")
         for item in opf.iterfind("opf:manifest/opf:item", _NS)
     }
     spine = [ref.get("idref") for ref in opf.iterfind("opf:spine/opf:itemref", _NS)]
