@@ -350,3 +350,53 @@ def test_gzip_is_inflated_within_the_object_limit_and_refused_when_it_is_not_one
         parse_document("acme/notes.txt.gz", gzip.compress(b"some text to cut short")[:-12])
     with pytest.raises(UnsupportedDocument, match="archive"):
         parse_document("acme/src.tar.gz", gzip.compress(b"x" * 600))
+
+
+# --- reStructuredText as Sphinx and CMake write it ------------------------------------------------------
+CMAKE_RST = """\
+CPACK_RPM_PACKAGE_RELEASE
+-------------------------
+
+.. note::
+
+ This is the string that goes into the RPM ``Release:`` field, see :variable:`CPACK_RPM_DIST`.
+
+.. variable:: CPACK_RPM_DIST
+
+ .. versionadded:: 3.6
+
+ The dist tag that is added to the RPM ``Release:`` field.
+
+``CPACK_APPLE_PKG_INSTALLER_CONTENT``
+  .. versionadded:: 3.23
+
+  This contains all the XML elements that specify installer-wide options [#]_.
+
+  .. __: https://example.org/installer
+
+.. code-block:: cmake
+
+  set(CPACK_RPM_DIST "el9")
+
+.. [#] Footnotes are part of the text.
+
+.. |name| replace:: never shown
+.. A comment that is never shown.
+"""
+
+
+def test_rst_directives_nested_at_any_indentation_keep_their_prose_and_lose_their_markup() -> None:
+    doc = parse_document("acme/rpm.rst", CMAKE_RST.encode())
+    texts = [block.text for block in doc.blocks]
+    assert texts == [
+        "This is the string that goes into the RPM Release: field, see CPACK_RPM_DIST.",
+        "CPACK_RPM_DIST",
+        "versionadded 3.6",
+        "The dist tag that is added to the RPM Release: field.",
+        "CPACK_APPLE_PKG_INSTALLER_CONTENT",
+        "versionadded 3.23",
+        "This contains all the XML elements that specify installer-wide options.",
+        'set(CPACK_RPM_DIST "el9")',
+        "Footnotes are part of the text.",
+    ]
+    assert all(block.section_path == ("CPACK_RPM_PACKAGE_RELEASE",) for block in doc.blocks)
