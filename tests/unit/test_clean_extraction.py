@@ -400,3 +400,38 @@ def test_rst_directives_nested_at_any_indentation_keep_their_prose_and_lose_thei
         "Footnotes are part of the text.",
     ]
     assert all(block.section_path == ("CPACK_RPM_PACKAGE_RELEASE",) for block in doc.blocks)
+
+
+# --- plain text with the headings READMEs draw -------------------------------------------------------------
+README = """\
+XZ Utils for Debian
+===================
+
+Contents:
+ 1. History
+ 2. Configuration
+
+History
+-------
+
+XZ Utils should have been called LZMA Utils 4.42,
+but it came too late.
+
+=====================
+Configuration
+=====================
+
+The memory usage of xz can vary.
+---------------------------------
+Set XZ_DEFAULTS in your environment.
+"""
+
+
+def test_a_readme_without_extension_gets_sections_from_its_underlined_headings() -> None:
+    doc = parse_document("acme/README", README.encode())
+    assert doc.title == "XZ Utils for Debian"
+    assert [(block.section_path, block.text) for block in doc.blocks] == [
+        ((), "Contents: 1. History 2. Configuration"),
+        (("History",), "XZ Utils should have been called LZMA Utils 4.42, but it came too late."),
+        (("Configuration",), "The memory usage of xz can vary. Set XZ_DEFAULTS in your environment."),
+    ]

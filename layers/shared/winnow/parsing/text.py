@@ -1,7 +1,9 @@
 """Plain text: paragraphs are separated by blank lines; lines inside a paragraph are joined.
 
 A form feed (page break in text exported from old systems) also separates paragraphs. Plain text has
-no headings or pages, so every block has an empty section path and no page; the title comes from the
+no pages. Its headings are the ones READMEs draw: a line at the start of a paragraph underlined with
+``===``, ``---``, ``~~~`` or ``***`` (levels in the order the styles first appear, as in
+reStructuredText); without them every block has an empty section path and the title comes from the
 file name.
 
 A formatted manual page (``man ls > ls.txt``, ``groff -Tutf8 -man``) is the exception: it says what it
@@ -32,6 +34,10 @@ _MAX_HEADING_CHARS = 80
 # groff hyphenates with U+2010 at the end of a line: "lo" and U+2010, then "cated" on the next line.
 _HYPHENATED = re.compile("(?<=\\w)\u2010\n[ \t]*(?=[a-z])")
 
+# A line of one repeated character drawn under a heading ("History" over "-------").
+_UNDERLINE = re.compile(r"^[ \t]*([=\-~*#^+])\1{2,}[ \t]*$")
+_MAX_PLAIN_HEADING_CHARS = 100
+
 _INFO_SAMPLE_CHARS = 64 * 1024
 _INFO_MARK = re.compile(r"\x1f\n(?:File: [^\n]*Node: |Indirect:|Tag Table:)")
 _INFO_NODE = re.compile(r"File: [^,\n]*, +Node: ([^,\n]+)")
@@ -49,8 +55,7 @@ def parse_text(key: str, text: str) -> ParsedDocument:
     elif header is not None:
         _collect_man_page(text, header, collector)
     else:
-        for paragraph in _PARAGRAPH_BREAK.split(text):
-            collector.add(paragraph)
+        title = _collect_plain(text, collector)
     return finish_document(
         collector.blocks, title=title, key=key, source_type="text", empty_reason="text file has no text"
     )
@@ -173,3 +178,56 @@ def _info_heading_at(lines: list[str], index: int) -> int:
     if not title.strip() or not underline or len(set(underline)) != 1 or underline[0] not in _INFO_LEVELS:
         return 0
     return _INFO_LEVELS[underline[0]] if abs(len(underline) - len(title)) <= 2 else 0
+
+
+def _collect_plain(text: str, collector: BlockCollector) -> str | None:
+    """Paragraphs, and headings underlined as READMEs draw them; returns the first heading."""
+    lines = text.split("\n")
+    headings = HeadingStack()
+    styles: list[str] = []
+    first_heading: str | None = None
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            collector.add("\n".join(paragraph), headings.path)
+            paragraph.clear()
+
+    for index, line in enumerate(lines):
+        if "\f" in line:
+            before, _, after = line.partition("\f")
+            paragraph.append(before)
+            flush()
+            line = after.replace("\f", " ")
+        if not line.strip():
+            flush()
+            continue
+        underline = _UNDERLINE.match(line)
+        if underline and not paragraph:
+            continue  # an overline, or a rule between paragraphs: drawing, not words
+        heading_style = _underline_style(lines, index) if not paragraph else None
+        if heading_style is not None:
+            flush()
+            if heading_style not in styles:
+                styles.append(heading_style)
+            headings.push(styles.index(heading_style) + 1, line)
+            first_heading = first_heading or clean_inline(line)
+            continue
+        if underline:
+            continue  # the underline of the heading just read
+        paragraph.append(line)
+    flush()
+    return first_heading
+
+
+def _underline_style(lines: list[str], index: int) -> str | None:
+    """The underline character when ``lines[index]`` is a heading drawn over the next line."""
+    title = lines[index].strip()
+    if index + 1 >= len(lines) or not title or len(title) > _MAX_PLAIN_HEADING_CHARS:
+        return None
+    if title.endswith((".", ",", ";")):
+        return None  # a sentence over a rule, not a heading
+    underline = _UNDERLINE.match(lines[index + 1])
+    if underline is None or _UNDERLINE.match(lines[index]):
+        return None
+    return underline.group(1) if len(lines[index + 1].strip()) >= 0.6 * len(title) else None
