@@ -117,3 +117,79 @@ def test_an_epub_chapter_nested_past_the_html_limit_fails_with_a_reason() -> Non
     chapter = "<html><body>" + "<div>" * 5_000 + "deep" + "</div>" * 5_000 + "</body></html>"
     with pytest.raises(CorruptDocument, match="nests elements deeper"):
         parse_document("acme/deep.epub", with_member(book, "OEBPS/ch1.xhtml", chapter.encode()))
+
+
+def _epub(files: dict[str, str], opf: str) -> bytes:
+    out = BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+        archive.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><container version="1.0"'
+            ' xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+            '<rootfiles><rootfile full-path="EPUB/content.opf" media-type="application/oebps-package+xml"/>'
+            "</rootfiles></container>",
+        )
+        for name, text in files.items():
+            archive.writestr(f"EPUB/{name}", text)
+        archive.writestr("EPUB/content.opf", opf)
+    return out.getvalue()
+
+
+def _chapter(title: str, body: str) -> str:
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>{title}'
+        f"</title></head><body>{body}</body></html>"
+    )
+
+
+_OPF_HEAD = (
+    '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata '
+    'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>My Book</dc:title></metadata><manifest>'
+)
+_XHTML = 'media-type="application/xhtml+xml"'
+
+
+def test_an_epub_as_pandoc_writes_it_names_untitled_chapters_from_its_table_of_contents() -> None:
+    # Given pandoc's shape: a title page, the navigation document in the spine, chapters whose <title>
+    # is their file name, the second one without a heading
+    nav = (
+        '<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops"><body>'
+        '<nav epub:type="toc"><h1>My Book</h1><ol><li><a href="text/ch001.xhtml">Birds</a></li>'
+        '<li><a href="text/ch002.xhtml#c2">Trees</a></li></ol></nav></body></html>'
+    )
+    files = {
+        "nav.xhtml": nav,
+        "text/ch001.xhtml": _chapter("ch001.xhtml", "<section><h1>Birds</h1><p>Herons wade.</p></section>"),
+        "text/ch002.xhtml": _chapter("ch002.xhtml", "<p>Oaks live for centuries.</p>"),
+    }
+    opf = (
+        f'{_OPF_HEAD}<item id="nav" href="nav.xhtml" {_XHTML} properties="nav"/>'
+        f'<item id="c1" href="text/ch001.xhtml" {_XHTML}/><item id="c2" href="text/ch002.xhtml" {_XHTML}/>'
+        '</manifest><spine><itemref idref="nav"/><itemref idref="c1"/><itemref idref="c2"/></spine></package>'
+    )
+    doc = parse_document("acme/book.epub", _epub(files, opf))
+    # Then the heading-less chapter is filed under its table-of-contents entry, never "ch002.xhtml",
+    # and the navigation document itself adds nothing
+    assert [(block.section_path, block.text) for block in doc.blocks] == [
+        (("Birds",), "Herons wade."),
+        (("Trees",), "Oaks live for centuries."),
+    ]
+
+
+def test_an_epub2_names_untitled_chapters_from_its_ncx() -> None:
+    ncx = (
+        '<?xml version="1.0"?><ncx xmlns="http://www.daisy.org/z3986/2005/ncx/" version="2005-1"><navMap>'
+        '<navPoint id="p1" playOrder="1"><navLabel><text>Chapter One</text></navLabel>'
+        '<content src="Text/Chapter%201.xhtml"/></navPoint></navMap></ncx>'
+    )
+    files = {"toc.ncx": ncx, "Text/Chapter 1.xhtml": _chapter("Unknown", "<p>It was a dark night.</p>")}
+    opf = (
+        f'{_OPF_HEAD}<item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>'
+        f'<item id="c1" href="Text/Chapter%201.xhtml" {_XHTML}/></manifest><spine toc="ncx">'
+        '<itemref idref="c1"/></spine></package>'
+    )
+    doc = parse_document("acme/novel.epub", _epub(files, opf))
+    assert [(block.section_path, block.text) for block in doc.blocks] == [
+        (("Chapter One",), "It was a dark night.")
+    ]

@@ -15,7 +15,9 @@ reason, so a hostile file costs bounded time and memory by construction.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
+import re
 import zipfile
 from collections.abc import Callable, Iterator
 from io import BytesIO
@@ -24,7 +26,7 @@ from urllib.parse import unquote
 
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
 from winnow.models import Block, ParsedDocument
-from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line
+from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line, title_from_key
 from winnow.parsing.containers import check_archive
 from winnow.settings import IngestSettings
 
@@ -45,7 +47,9 @@ _NS = {
     "c": "urn:oasis:names:tc:opendocument:xmlns:container",
     "opf": "http://www.idpf.org/2007/opf",
     "dc": "http://purl.org/dc/elements/1.1/",
+    "ncx": "http://www.daisy.org/z3986/2005/ncx/",
 }
+_FILE_NAME = re.compile(r"\.x?html?$", re.IGNORECASE)
 _TITLE_PLACEHOLDERS = frozenset({"title", "ctrTitle"})
 _NOTES_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/notesSlide"
 
@@ -287,6 +291,7 @@ def _parse_epub(key: str, package: _Package) -> ParsedDocument:
         raise OversizedDocument(f"EPUB has {len(spine)} spine documents (limit {MAX_CHAPTERS})")
     title_element = opf.find(".//dc:title", _NS)
     title = clean_inline(title_element.text or "") if title_element is not None else ""
+    labels = _contents_labels(package, opf, manifest)
     blocks: list[Block] = []
     for idref in spine:
         part = manifest.get(idref)
@@ -296,13 +301,63 @@ def _parse_epub(key: str, package: _Package) -> ParsedDocument:
             chapter = parse_html(part, package.read(part))
         except EmptyDocument:
             continue  # a cover page or an image-only chapter
-        chapter_path = (chapter.title,) if chapter.title and chapter.title != title else ()
+        # Text before a chapter's first heading is filed under the chapter's entry in the book's table
+        # of contents, else its <title> unless that is only a file name ("ch002.xhtml", as pandoc writes).
+        label = labels.get(part) or chapter.title
+        named_by_file = label == title_from_key(part) or _FILE_NAME.search(label) is not None
+        chapter_path = (label,) if label and label != title and not named_by_file else ()
         for block in chapter.blocks:
             path = block.section_path if block.section_path else chapter_path
             blocks.append(Block(block.text, path, block.page, block.table, block.ocr))
     return finish_document(
         blocks, title=title or None, key=key, source_type="epub", empty_reason="EPUB has no text"
     )
+
+
+def _contents_labels(package: _Package, opf: Any, manifest: dict[Any, str]) -> dict[str, str]:
+    """Member path -> its label in the book's table of contents: the EPUB 3 navigation document, else
+    the EPUB 2 NCX. Only a help for naming chapters: a broken or missing one gives no labels."""
+    labels: dict[str, str] = {}
+    nav = next(
+        (
+            item.get("id")
+            for item in opf.iterfind("opf:manifest/opf:item", _NS)
+            if "nav" in (item.get("properties") or "").split()
+        ),
+        None,
+    )
+    spine = opf.find("opf:spine", _NS)
+    ncx = spine.get("toc") if spine is not None else None
+    try:
+        if nav is not None and package.has(manifest.get(nav, "")):
+            import lxml.html
+
+            path = manifest[nav]
+            root = lxml.html.document_fromstring(package.read(path))
+            links = ((a.get("href") or "", a.text_content()) for a in root.iter("a"))
+        elif ncx is not None and package.has(manifest.get(ncx, "")):
+            path = manifest[ncx]
+            points = package.xml(path).iter(f"{{{_NS['ncx']}}}navPoint")
+            links = (
+                (
+                    point.find("ncx:content", _NS).get("src") or "",
+                    point.findtext("ncx:navLabel/ncx:text", "", _NS),
+                )
+                for point in points
+                if point.find("ncx:content", _NS) is not None
+            )
+        else:
+            return labels
+        folder = posixpath.dirname(path)
+        for href, text in itertools.islice(links, MAX_CHAPTERS * 10):
+            target = posixpath.normpath(posixpath.join(folder, unquote(href.split("#", 1)[0]))).lstrip("/")
+            if href and not href.startswith("#") and clean_inline(text):
+                labels.setdefault(target, clean_inline(text)[:300])
+    except (DocumentError, ImportError):
+        raise
+    except Exception:
+        return {}
+    return labels
 
 
 PARSERS: dict[str, Callable[[str, bytes, IngestSettings], ParsedDocument]] = {
