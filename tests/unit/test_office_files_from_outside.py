@@ -193,3 +193,32 @@ def test_an_epub2_names_untitled_chapters_from_its_ncx() -> None:
     assert [(block.section_path, block.text) for block in doc.blocks] == [
         (("Chapter One",), "It was a dark night.")
     ]
+
+
+def test_slide_numbers_dates_and_footers_repeated_on_every_slide_are_not_indexed() -> None:
+    # Given a deck saved by PowerPoint with "Insert > Header & Footer" on: each slide holds date,
+    # footer and slide-number placeholders
+    deck = make_pptx([Slide("Results", ["Revenue grew"]), Slide("Plans", ["Hire two engineers"])])
+    for number in (1, 2):
+        part = f"ppt/slides/slide{number}.xml"
+        slide = zipfile.ZipFile(BytesIO(deck)).read(part).decode()
+        furniture = "".join(
+            f'<p:sp><p:nvSpPr><p:cNvPr id="{90 + n}" name="{kind}"/><p:cNvSpPr/><p:nvPr><p:ph type="{kind}"/>'
+            f"</p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p>{text}</a:p></p:txBody></p:sp>"
+            for n, (kind, text) in enumerate(
+                [
+                    ("dt", "<a:r><a:t>12/03/2026</a:t></a:r>"),
+                    ("ftr", "<a:r><a:t>Acme confidential</a:t></a:r>"),
+                    (
+                        "sldNum",
+                        f'<a:fld id="{{B6F15528-21DE-4FAA}}" type="slidenum"><a:t>{number}</a:t></a:fld>',
+                    ),
+                ]
+            )
+        )
+        deck = with_member(deck, part, slide.replace("</p:spTree>", furniture + "</p:spTree>").encode())
+    doc = parse_document("acme/deck.pptx", deck)
+    assert [(block.page, block.text) for block in doc.blocks] == [
+        (1, "Revenue grew"),
+        (2, "Hire two engineers"),
+    ]

@@ -51,6 +51,7 @@ _NS = {
 }
 _FILE_NAME = re.compile(r"\.x?html?$", re.IGNORECASE)
 _TITLE_PLACEHOLDERS = frozenset({"title", "ctrTitle"})
+_FURNITURE_PLACEHOLDERS = frozenset({"dt", "ftr", "sldNum", "hdr"})
 _NOTES_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/notesSlide"
 
 
@@ -145,6 +146,8 @@ def _collect_slide(package: _Package, part: str, page: int, collector: BlockColl
     body: list[tuple[str, Any]] = []
     for shape in slide.iter(f"{{{_NS['p']}}}sp", f"{{{_NS['p']}}}graphicFrame"):
         placeholder = shape.find("p:nvSpPr/p:nvPr/p:ph", _NS)
+        if placeholder is not None and placeholder.get("type") in _FURNITURE_PLACEHOLDERS:
+            continue  # the date, footer and slide number PowerPoint repeats on every slide
         if placeholder is not None and placeholder.get("type") in _TITLE_PLACEHOLDERS and not title:
             title = clean_inline(" ".join(_paragraphs(shape)))
             continue
