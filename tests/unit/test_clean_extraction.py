@@ -435,3 +435,12 @@ def test_a_readme_without_extension_gets_sections_from_its_underlined_headings()
         (("History",), "XZ Utils should have been called LZMA Utils 4.42, but it came too late."),
         (("Configuration",), "The memory usage of xz can vary. Set XZ_DEFAULTS in your environment."),
     ]
+
+
+def test_a_heading_deep_inside_a_text_file_is_a_section_not_its_title() -> None:
+    # Given a Debian copyright file: fields first, a licence's underlined name far below
+    text = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nLicense: UFL-1.0\n"
+    text += " ----------------\n UBUNTU FONT LICENCE\n ----------------\n .\n Preamble text.\n"
+    doc = parse_document("acme/copyright", text.encode())
+    assert doc.title == "copyright"
+    assert doc.blocks[-1].section_path == ("UBUNTU FONT LICENCE",)

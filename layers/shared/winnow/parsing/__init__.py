@@ -294,4 +294,4 @@ def _describe(data: bytes) -> str:
 
 
 def _supported_list() -> str:
-    return ", ".join(sorted(_TYPE_BY_EXTENSION))
+    return ", ".join(sorted(_TYPE_BY_EXTENSION)) + ", and any of them as .gz"

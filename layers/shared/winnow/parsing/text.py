@@ -181,7 +181,8 @@ def _info_heading_at(lines: list[str], index: int) -> int:
 
 
 def _collect_plain(text: str, collector: BlockCollector) -> str | None:
-    """Paragraphs, and headings underlined as READMEs draw them; returns the first heading."""
+    """Paragraphs, and headings underlined as READMEs draw them; returns the heading the file opens
+    with (its title), if any."""
     lines = text.split("\n")
     headings = HeadingStack()
     styles: list[str] = []
@@ -211,7 +212,8 @@ def _collect_plain(text: str, collector: BlockCollector) -> str | None:
             if heading_style not in styles:
                 styles.append(heading_style)
             headings.push(styles.index(heading_style) + 1, line)
-            first_heading = first_heading or clean_inline(line)
+            if first_heading is None and not collector.blocks:
+                first_heading = clean_inline(line)  # the title only when the file opens with it
             continue
         if underline:
             continue  # the underline of the heading just read
