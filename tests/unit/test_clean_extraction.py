@@ -74,6 +74,19 @@ def test_words_in_separate_block_elements_of_a_table_cell_are_not_glued() -> Non
     assert block.table.rows[1] == ("depth limit", "Nesting")
 
 
+def test_a_data_table_cell_that_is_only_links_keeps_its_place_in_the_row() -> None:
+    # Given a Node.js table whose last cell lists the methods to implement, each a link
+    html = """<html><body><h2>API for stream implementers</h2><table><thead><tr><th>Use-case</th>
+    <th>Class</th><th>Method(s) to implement</th></tr></thead><tbody>
+    <tr><td>Reading and writing</td><td><a href="#duplex">Duplex</a></td><td><a href="#r">_read()</a>,
+    <a href="#w">_write()</a>, <a href="#v">_writev()</a>, <a href="#f">_final()</a></td></tr></tbody></table>
+    </body></html>"""
+    (block,) = parse_document("acme/stream.html", html.encode()).blocks
+    # Then no cell is taken for a menu: the row keeps every value under its own column
+    assert block.table is not None
+    assert block.table.rows == (("Reading and writing", "Duplex", "_read(), _write(), _writev(), _final()"),)
+
+
 # Node.js API pages: a permalink "#" inside a span in every heading, a side column of ~100 links, a
 # version picker, a table of contents in <details>, and on some pages two short paragraphs of content.
 NODE_PAGE = f"""<!doctype html><html><head><title>Policies | Node.js Documentation</title></head>

@@ -38,7 +38,7 @@ _NAV_WORDS = frozenset(
     {"next", "previous", "prev", "up", "top", "home", "contents", "index", "back", "forward", "toc"}
 )
 _LINK_BLOCK_TAGS = frozenset(
-    {"p", "div", "ul", "ol", "dl", "dd", "nav", "table", "td", "th", "center", "span", "details"}
+    {"p", "div", "ul", "ol", "dl", "dd", "nav", "table", "center", "span", "details"}
 )
 _MAX_OUTSIDE_CHARS = 200
 # Elements whose text never runs into its neighbours' on screen.
