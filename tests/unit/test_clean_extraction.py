@@ -87,6 +87,14 @@ def test_a_data_table_cell_that_is_only_links_keeps_its_place_in_the_row() -> No
     assert block.table.rows == (("Reading and writing", "Duplex", "_read(), _write(), _writev(), _final()"),)
 
 
+def test_a_list_of_links_inside_a_data_table_cell_is_the_cells_value() -> None:
+    html = """<html><body><table><tr><th>Module</th><th>See also</th></tr><tr><td>fs</td><td><ul>
+    <li><a href="path.html">path</a></li><li><a href="os.html">os</a></li></ul></td></tr></table>
+    </body></html>"""
+    (block,) = parse_document("acme/modules.html", html.encode()).blocks
+    assert block.table is not None and block.table.rows == (("fs", "path os"),)
+
+
 # Node.js API pages: a permalink "#" inside a span in every heading, a side column of ~100 links, a
 # version picker, a table of contents in <details>, and on some pages two short paragraphs of content.
 NODE_PAGE = f"""<!doctype html><html><head><title>Policies | Node.js Documentation</title></head>

@@ -116,12 +116,14 @@ def link_furniture(root: Any) -> list[Any]:
 
     doomed: list[Any] = []
     stack: list[_TextStats] = []
-    link_depth = 0
+    link_depth = data_tables = 0
     for event, element in etree.iterwalk(root, events=("start", "end")):
         is_link = element.tag == "a"
+        is_data_table = element.tag == "table" and _has_header(element)
         if event == "start":
             if is_link:
                 link_depth += 1
+            data_tables += is_data_table
             stats = _TextStats()
             stats.links = int(is_link and bool(element.get("href")))
             stats.add_text(element.text or "", link_depth > 0)
@@ -130,7 +132,9 @@ def link_furniture(root: Any) -> list[Any]:
         stats = stack.pop()
         if is_link:
             link_depth -= 1
-        is_menu = element.tag in _LINK_BLOCK_TAGS and _is_link_block(stats)
+        data_tables -= is_data_table
+        # Inside a table of data, links in a cell are the cell's value, never a menu.
+        is_menu = not data_tables and element.tag in _LINK_BLOCK_TAGS and _is_link_block(stats)
         if is_menu:
             doomed.append(element)
         if stack:
@@ -143,6 +147,18 @@ def link_furniture(root: Any) -> list[Any]:
                 parent.absorb(stats)
             parent.add_text(element.tail or "", link_depth > 0)
     return doomed
+
+
+def _has_header(table: Any) -> bool:
+    """A table of data names its columns (``<thead>``, ``<th>`` cells in its first row) or has a
+    caption; a layout table does neither. Only the children up to the first row are looked at."""
+    for child in table:
+        if child.tag in ("thead", "caption"):
+            return True
+        row = child if child.tag == "tr" else child.find("tr") if child.tag == "tbody" else None
+        if row is not None:
+            return row.find("th") is not None
+    return False
 
 
 def _is_link_block(stats: _TextStats) -> bool:
