@@ -222,3 +222,36 @@ def test_slide_numbers_dates_and_footers_repeated_on_every_slide_are_not_indexed
         (1, "Revenue grew"),
         (2, "Hire two engineers"),
     ]
+
+
+def test_smartart_text_on_a_slide_is_indexed() -> None:
+    # Given a slide whose process diagram (SmartArt) keeps its text in ppt/diagrams/data1.xml
+    deck = make_pptx([Slide("Onboarding", ["Four steps"])])
+
+    def point(number: int, text: str, kind: str = "node") -> str:
+        run = f"<a:r><a:t>{text}</a:t></a:r>" if text else "<a:endParaRPr/>"
+        return f'<dgm:pt modelId="{number}" type="{kind}"><dgm:t><a:bodyPr/><a:p>{run}</a:p></dgm:t></dgm:pt>'
+
+    data = (
+        '<dgm:dataModel xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram"'
+        ' xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><dgm:ptLst>'
+        + point(0, "", "doc")
+        + point(1, "Sign the contract")
+        + point(2, "connector", "parTrans")
+        + point(3, "Collect a badge")
+        + "</dgm:ptLst></dgm:dataModel>"
+    )
+    rels_part = "ppt/slides/_rels/slide1.xml.rels"
+    rels = zipfile.ZipFile(BytesIO(deck)).read(rels_part).decode()
+    rels = rels.replace(
+        "</Relationships>",
+        '<Relationship Id="rId90" Target="../diagrams/data1.xml" Type="http://schemas.openxmlformats.org/'
+        'officeDocument/2006/relationships/diagramData"/></Relationships>',
+    )
+    deck = with_member(with_member(deck, "ppt/diagrams/data1.xml", data.encode()), rels_part, rels.encode())
+    doc = parse_document("acme/onboarding.pptx", deck)
+    assert [(block.section_path, block.text) for block in doc.blocks] == [
+        (("Onboarding",), "Four steps"),
+        (("Onboarding",), "Sign the contract"),
+        (("Onboarding",), "Collect a badge"),
+    ]

@@ -1,11 +1,13 @@
 """Zip-based formats other than DOCX: PPTX, XLSX and EPUB.
 
 - **PPTX** (read with lxml from the package XML; python-pptx would bring Pillow into the ingest bundle):
-  a slide is a page, its title is the section, its text frames and tables follow in order, and its
-  speaker notes come last, marked as such.
-- **XLSX** (openpyxl in read-only, streaming mode, with defusedxml guarding its XML): a sheet is a
-  section and becomes one table, its first non-empty row the header.
-- **EPUB** (lxml): the spine's XHTML documents in reading order, each parsed as HTML.
+  a slide is a page, its title is the section, its text frames, tables and SmartArt text follow in
+  order, and its speaker notes come last, marked as such. Hidden slides and the date, footer and
+  slide-number placeholders repeated on every slide are left out.
+- **XLSX** (openpyxl in read-only, streaming mode, with defusedxml guarding its XML): a visible sheet
+  is a section and becomes one table, its first non-empty row the header.
+- **EPUB** (lxml): the spine's XHTML documents in reading order, each parsed as HTML; text before a
+  chapter's first heading is filed under the chapter's entry in the book's table of contents.
 
 Every archive is first judged from its central directory (declared sizes, compression ratios, member
 count) before anything is inflated, and every XML parser refuses entities, DTDs and the network. Sheet
@@ -48,11 +50,13 @@ _NS = {
     "opf": "http://www.idpf.org/2007/opf",
     "dc": "http://purl.org/dc/elements/1.1/",
     "ncx": "http://www.daisy.org/z3986/2005/ncx/",
+    "dgm": "http://schemas.openxmlformats.org/drawingml/2006/diagram",
 }
 _FILE_NAME = re.compile(r"\.x?html?$", re.IGNORECASE)
 _TITLE_PLACEHOLDERS = frozenset({"title", "ctrTitle"})
 _FURNITURE_PLACEHOLDERS = frozenset({"dt", "ftr", "sldNum", "hdr"})
 _NOTES_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/notesSlide"
+_DIAGRAM_DATA_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/diagramData"
 
 
 def _guarded(what: str, parse: Callable[[], ParsedDocument]) -> ParsedDocument:
@@ -167,11 +171,13 @@ def _collect_slide(package: _Package, part: str, page: int, collector: BlockColl
         else:
             for paragraph in _paragraphs(element):
                 collector.add(paragraph, path, page)
-    notes = [
-        target
-        for kind, target in package.relationships(part).values()
-        if kind == _NOTES_REL and package.has(target)
-    ]
+    related = package.relationships(part).values()
+    for kind, target in related:
+        if kind == _DIAGRAM_DATA_REL and package.has(target):
+            # SmartArt keeps its text in the diagram's data part, not on the slide
+            for paragraph in _diagram_paragraphs(package.xml(target)):
+                collector.add(paragraph, path, page)
+    notes = [target for kind, target in related if kind == _NOTES_REL and package.has(target)]
     if notes:
         text = _notes_text(package.xml(notes[0]))
         if text:
@@ -187,6 +193,17 @@ def _paragraphs(element: Any) -> Iterator[str]:
         )
         if text.strip():
             yield text
+
+
+def _diagram_paragraphs(data: Any) -> Iterator[str]:
+    """The text of a SmartArt diagram's nodes, in the order of its point list (connector points
+    carry no text of their own)."""
+    for point in data.iter(f"{{{_NS['dgm']}}}pt"):
+        if point.get("type") in ("parTrans", "sibTrans", "pres"):
+            continue
+        text = point.find("dgm:t", _NS)
+        if text is not None:
+            yield from _paragraphs(text)
 
 
 def _notes_text(notes: Any) -> str:
