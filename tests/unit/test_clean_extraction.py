@@ -6,6 +6,7 @@ beside the repository."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -237,17 +238,18 @@ def _bold(text: str) -> str:
 
 # `man grep > grep.txt` on a terminal that keeps formatting: overstruck bold headings, the running
 # header and footer, .SS subsections at three spaces, text at seven, a word groff hyphenated with U+2010.
-MAN_PAGE = f"""GREP(1)                          User Commands                         GREP(1)
+def _man_page(bold: Callable[[str], str]) -> str:
+    return f"""GREP(1)                          User Commands                         GREP(1)
 
-{_bold("NAME")}
+{bold("NAME")}
        grep, egrep - print lines that match patterns
 
-{_bold("OPTIONS")}
-   {_bold("Generic Program Information")}
-       {_bold("--help")} Output a usage message and exit.
+{bold("OPTIONS")}
+   {bold("Generic Program Information")}
+       {bold("--help")} Output a usage message and exit.
 
-   {_bold("Pattern Syntax")}
-       {_bold("-E")}, {_bold("--extended-regexp")}
+   {bold("Pattern Syntax")}
+       {bold("-E")}, {bold("--extended-regexp")}
               Interpret  PATTERNS  as  extended regular expressions, which can be lo\u2010
               cated in a file.
 
@@ -255,8 +257,18 @@ GNU grep 3.8                      2022-09-02                          GREP(1)
 """
 
 
-def test_a_manual_page_saved_as_text_gets_its_sections_without_header_footer_or_hyphens() -> None:
-    doc = parse_document("acme/grep.txt", MAN_PAGE.encode())
+MAN_PAGE = _man_page(_bold)
+
+
+def _sgr_bold(text: str) -> str:
+    return f"\x1b[1m{text}\x1b[0m"
+
+
+@pytest.mark.parametrize(
+    "page", [MAN_PAGE, _man_page(_sgr_bold), _man_page(str)], ids=["overstrike", "ansi", "plain"]
+)
+def test_a_manual_page_saved_as_text_gets_its_sections_without_header_footer_or_hyphens(page: str) -> None:
+    doc = parse_document("acme/grep.txt", page.encode())
     assert [(block.section_path, block.text) for block in doc.blocks] == [
         (("NAME",), "grep, egrep - print lines that match patterns"),
         (("OPTIONS", "Generic Program Information"), "--help Output a usage message and exit."),
