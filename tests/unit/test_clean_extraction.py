@@ -477,3 +477,34 @@ def test_a_heading_deep_inside_a_text_file_is_a_section_not_its_title() -> None:
     doc = parse_document("acme/copyright", text.encode())
     assert doc.title == "copyright"
     assert doc.blocks[-1].section_path == ("UBUNTU FONT LICENCE",)
+
+
+# --- text in legacy encodings other than Western ----------------------------------------------------------
+RUSSIAN = "Русский текст о погоде. Завтра в городе будет тёплый день и лёгкий ветер с юга.\n" * 12  # noqa: RUF001
+JAPANESE = "日本語のテキストです。明日の天気は晴れで、南から穏やかな風が吹きます。\n" * 12
+CHINESE = "这是中文文本。明天城里天气晴朗，南风轻拂，气温适中。\n" * 12  # noqa: RUF001
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [(RUSSIAN, "cp1251"), (RUSSIAN, "koi8-r"), (JAPANESE, "shift_jis"), (CHINESE, "gbk")],
+)
+def test_text_saved_in_a_legacy_encoding_of_another_script_is_read_not_garbled(
+    text: str, encoding: str
+) -> None:
+    # Given a text file an older tool saved in its locale's encoding (not UTF-8, not Western)
+    doc = parse_document("acme/notes.txt", text.encode(encoding))
+    # Then its words are read as written (they were mojibake, or refused as "binary")
+    assert doc.blocks[0].text.startswith(text.split("\n")[0])
+
+
+def test_western_text_stays_western_and_random_bytes_stay_binary() -> None:
+    import random
+
+    from winnow.errors import UnsupportedDocument
+
+    western = "Größere Änderungen für Übersicht, Straße und Café crème.\n" * 5
+    assert parse_document("acme/de.txt", western.encode("cp1252")).blocks[0].text.startswith("Größere")
+    generator = random.Random(7)
+    with pytest.raises(UnsupportedDocument, match="binary"):
+        parse_document("acme/noise.txt", bytes(generator.randrange(128, 256) for _ in range(4096)))
