@@ -574,9 +574,70 @@ def _office_bad_inputs() -> list[BadInput]:
         BadInput(
             "csv with a giant field", "acme/giant.csv", b"a,b\n1," + b"y" * 200_000 + b"\n", CorruptDocument
         ),
+        *_hostile_markup_inputs(xlsx, pptx, epub),
         BadInput("xlsx", "acme/ok.xlsx", xlsx, None),
         BadInput("pptx", "acme/ok.pptx", pptx, None),
         BadInput("epub", "acme/ok.epub", epub, None),
+    ]
+
+
+def _hostile_markup_inputs(xlsx: bytes, pptx: bytes, epub: bytes) -> list[BadInput]:
+    """Hostile shapes of the XML inside office files and of gzip'd files, each refused or read within
+    bounds: entity expansion, a slide list of 10,000 slides, a chapter nested past the HTML limit, a
+    row far past any spreadsheet's last, a gzip bomb and a gzip that is not one."""
+    import gzip
+    import re
+
+    from tests.support.office import with_member
+
+    laughs = (
+        '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol0 "lol">'
+        + "".join(f'<!ENTITY lol{level} "{f"&lol{level - 1};" * 10}">' for level in range(1, 10))
+        + "]>"
+    )
+    sheet_ns = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+
+    def sheet(rows: str, dimension: str, prolog: str = "") -> bytes:
+        body = (
+            f'<worksheet {sheet_ns}><dimension ref="{dimension}"/><sheetData>{rows}</sheetData></worksheet>'
+        )
+        return with_member(xlsx, "xl/worksheets/sheet1.xml", (prolog + body).encode())
+
+    def row(number: int, value: str) -> str:
+        return f'<row r="{number}"><c r="A{number}" t="inlineStr"><is><t>{value}</t></is></c></row>'
+
+    with zipfile.ZipFile(io.BytesIO(pptx)) as archive:
+        presentation = archive.read("ppt/presentation.xml").decode()
+    listed = "".join(f'<p:sldId id="{256 + n}" r:id="rId2"/>' for n in range(10_000))
+    presentation = re.sub(r"<p:sldIdLst>.*?</p:sldIdLst>", f"<p:sldIdLst>{listed}</p:sldIdLst>", presentation)
+    deep = "<html><body>" + "<div>" * 5_000 + "deep" + "</div>" * 5_000 + "</body></html>"
+    return [
+        BadInput(
+            "xlsx sheet with billion laughs",
+            "acme/laughs.xlsx",
+            sheet(row(1, "Name") + row(2, "&lol9;"), "A1:A2", laughs),
+            CorruptDocument,
+        ),
+        BadInput(
+            "xlsx row far past a sheet's last",
+            "acme/far.xlsx",
+            sheet(row(1, "Name") + row(3_000_000, "Far"), "A1:A3000000"),
+            OversizedDocument,
+        ),
+        BadInput(
+            "pptx listing 10,000 slides",
+            "acme/long.pptx",
+            with_member(pptx, "ppt/presentation.xml", presentation.encode()),
+            OversizedDocument,
+        ),
+        BadInput(
+            "epub chapter nested 5,000 deep",
+            "acme/deep.epub",
+            with_member(epub, "OEBPS/ch1.xhtml", deep.encode()),
+            CorruptDocument,
+        ),
+        BadInput("gzip bomb", "acme/bomb.txt.gz", gzip.compress(b"a" * 40_000_000), OversizedDocument),
+        BadInput("gzip that is not one", "acme/notes.txt.gz", b"plain text, not gzip", UnsupportedDocument),
     ]
 
 

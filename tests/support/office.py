@@ -16,6 +16,7 @@ class Slide:
     bullets: Sequence[str] = ()
     notes: str = ""
     table: Sequence[Sequence[str]] = field(default_factory=list)
+    hidden: bool = False  # "Hide slide" in PowerPoint: skipped in the show
 
 
 def make_pptx(slides: Sequence[Slide]) -> bytes:
@@ -39,12 +40,16 @@ def make_pptx(slides: Sequence[Slide]) -> bytes:
                     shape.table.cell(r, c).text = value
         if spec.notes:
             slide.notes_slide.notes_text_frame.text = spec.notes
+        if spec.hidden:
+            slide._element.set("show", "0")
     out = BytesIO()
     presentation.save(out)
     return out.getvalue()
 
 
-def make_xlsx(sheets: dict[str, Sequence[Sequence[Any]]], title: str | None = None) -> bytes:
+def make_xlsx(
+    sheets: dict[str, Sequence[Sequence[Any]]], title: str | None = None, hidden: Sequence[str] = ()
+) -> bytes:
     import openpyxl
 
     workbook = openpyxl.Workbook()
@@ -53,6 +58,8 @@ def make_xlsx(sheets: dict[str, Sequence[Sequence[Any]]], title: str | None = No
         sheet = workbook.create_sheet(name)
         for row in rows:
             sheet.append(list(row))
+        if name in hidden:
+            sheet.sheet_state = "hidden"
     if title:
         workbook.properties.title = title
     out = BytesIO()
@@ -60,8 +67,11 @@ def make_xlsx(sheets: dict[str, Sequence[Sequence[Any]]], title: str | None = No
     return out.getvalue()
 
 
-def make_epub(title: str, chapters: Sequence[tuple[str, str]]) -> bytes:
-    """chapters: (heading, body paragraphs separated by blank lines)."""
+def make_epub(title: str, chapters: Sequence[tuple[str, str]], file_name: str = "ch{number}.xhtml") -> bytes:
+    """chapters: (heading, body paragraphs separated by blank lines); ``file_name`` names each
+    chapter's member (its manifest href is the same name, percent-encoded as a URL)."""
+    from urllib.parse import quote
+
     out = BytesIO()
     with zipfile.ZipFile(out, "w") as archive:
         archive.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
@@ -75,12 +85,13 @@ def make_epub(title: str, chapters: Sequence[tuple[str, str]]) -> bytes:
         items, refs = [], []
         for number, (heading, body) in enumerate(chapters, start=1):
             paragraphs = "".join(f"<p>{p}</p>" for p in body.split("\n\n"))
+            name = file_name.format(number=number)
             archive.writestr(
-                f"OEBPS/ch{number}.xhtml",
+                f"OEBPS/{name}",
                 f'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>{heading}</title>'
                 f"</head><body><h1>{heading}</h1>{paragraphs}</body></html>",
             )
-            items.append(f'<item id="c{number}" href="ch{number}.xhtml" media-type="application/xhtml+xml"/>')
+            items.append(f'<item id="c{number}" href="{quote(name)}" media-type="application/xhtml+xml"/>')
             refs.append(f'<itemref idref="c{number}"/>')
         archive.writestr(
             "OEBPS/content.opf",
@@ -100,4 +111,15 @@ def zip_bomb(marker: str, *, size: int = 300 * 1024 * 1024) -> bytes:
         with archive.open("bomb.xml", "w", force_zip64=True) as member:
             for _ in range(size // len(chunk)):
                 member.write(chunk)
+    return out.getvalue()
+
+
+def with_member(data: bytes, name: str, content: bytes) -> bytes:
+    """The zip ``data`` with member ``name`` replaced by (or added as) ``content``."""
+    out = BytesIO()
+    with zipfile.ZipFile(BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for member in source.infolist():
+            if member.filename != name:
+                target.writestr(member.filename, source.read(member.filename))
+        target.writestr(name, content)
     return out.getvalue()

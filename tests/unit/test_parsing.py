@@ -98,7 +98,7 @@ def test_docx_is_detected_from_a_zip_with_word_document_xml() -> None:
         ("acme/sheet.xls", b"\xd0\xcf\x11\xe0", "'.xls'"),
         ("acme/text.xlsx", b"plain text, not a zip", "not a XLSX"),
         ("acme/photo.png", b"GIF89a" + bytes(100), "not a PNG, JPEG or TIFF"),
-        ("acme/archive.tar.gz", b"\x1f\x8b", "'.gz'"),
+        ("acme/archive.tar.gz", b"\x1f\x8b", "compressed archive"),
         ("acme/real.pdf", b"Just some text pretending to be a PDF.", "not a PDF"),
         ("acme/zip.pdf", b"PK\x03\x04" + bytes(100), "zip archive"),
         ("acme/pdf.txt", b"%PDF-1.4\n1 0 obj", "content is a PDF"),

@@ -110,6 +110,19 @@ def test_a_head_full_of_meta_tags_is_scanned_for_its_charset_in_linear_time() ->
     assert _META_CHARSET.search(head[-200:] + b'<meta charset="latin-1">').group(1) == b"latin-1"  # type: ignore[union-attr]
 
 
+def _parse_html(data: bytes) -> None:
+    assert parse_document("acme/deep.html", data).blocks
+
+
+def test_links_nested_two_thousand_levels_deep_are_judged_as_furniture_in_linear_time() -> None:
+    # Given 250 link bars, each at the bottom of 2,000 nested divs (5.5 MB), a depth the HTML parser
+    # accepts: judging each div by a recursive rescan of its subtree failed such a page ("nested too
+    # deeply") and cost depth² per bar (9 s for 1 MB at depth 200); one bottom-up walk reads it
+    bar = "<div>" * 2000 + '<a href="a">x</a>' * 3 + "</div>" * 2000
+    page = f"<html><body>{bar * 250}<p>The end.</p></body></html>"
+    assert _finishes(_parse_html, page.encode())
+
+
 def _joins_every_line(lines: list[str]) -> None:
     assert _join_lines(lines).count("example words") == len(lines) // 2
 

@@ -18,10 +18,18 @@ become each block's ``section_path``; a first path element equal to the title is
 
 from __future__ import annotations
 
+import re
+from io import BytesIO
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from winnow.errors import EmptyDocument, EncryptedDocument, OversizedDocument, UnsupportedDocument
+from winnow.errors import (
+    CorruptDocument,
+    EmptyDocument,
+    EncryptedDocument,
+    OversizedDocument,
+    UnsupportedDocument,
+)
 from winnow.models import ParsedDocument
 from winnow.parsing.containers import zip_members
 from winnow.parsing.images import sniff_image
@@ -41,6 +49,7 @@ _TYPE_BY_EXTENSION: dict[str, str] = {
     ".markdown": "markdown",
     ".txt": "text",
     ".text": "text",
+    ".info": "text",  # GNU info: read as text, its nodes recognised by the text parser
     ".html": "html",
     ".htm": "html",
     ".xhtml": "html",
@@ -69,6 +78,8 @@ _ZIP_MARKERS = {
 }
 _ZIP_NAMES = {"docx": "DOCX", "pptx": "PPTX", "xlsx": "XLSX", "epub": "EPUB"}
 
+_GZIP_MAGIC = b"\x1f\x8b"
+_INFO_PART = re.compile(r"^\.info-\d{1,4}$")  # find.info-1: the parts of a split info manual
 _OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_MAGIC = b"PK\x03\x04"
 _EMPTY_ZIP_MAGIC = b"PK\x05\x06"
@@ -90,6 +101,7 @@ def parse_document(
     if len(data) > settings.max_object_bytes:
         # Ingest refuses these from HEAD before downloading; this guards every other caller.
         raise OversizedDocument(f"file is {len(data)} bytes (limit {settings.max_object_bytes})")
+    key, data = _gunzipped(key, data, settings.max_object_bytes)
     source_type, decoded = _detect(key, data)
     if source_type == "pdf":
         from winnow.parsing.pdf import parse_pdf
@@ -131,12 +143,41 @@ def parse_document(
 
 def detect_type(key: str, data: bytes) -> str:
     """The source type of ``key``: one of ``SOURCE_TYPES``. Raises ``UnsupportedDocument`` when the
-    extension is unknown or the content does not match it, ``EmptyDocument`` for a 0-byte file."""
-    return _detect(key, data)[0]
+    extension is unknown or the content does not match it, ``EmptyDocument`` for a 0-byte file.
+    A gzip'd file (``grep.info.gz``) is the type of what it holds."""
+    return _detect(*_gunzipped(key, data, IngestSettings().max_object_bytes))[0]
+
+
+def _gunzipped(key: str, data: bytes, limit: int) -> tuple[str, bytes]:
+    """A single gzip'd document (``changelog.gz``, ``grep.info.gz``) as the file it holds: its name
+    without ``.gz`` and at most ``limit`` bytes of content, inflated in bounded steps (a gzip bomb
+    stops at the limit). Anything else is returned unchanged."""
+    if PurePosixPath(key).suffix.lower() != ".gz":
+        return key, data
+    inner = key[: -len(".gz")]
+    if not data:
+        raise EmptyDocument("empty file (0 bytes)")
+    if not data.startswith(_GZIP_MAGIC):
+        raise UnsupportedDocument(f"named .gz but {_describe(data)}, not gzip")
+    if PurePosixPath(inner).suffix.lower() in (".tar", ".gz", ".tgz"):
+        raise UnsupportedDocument("a compressed archive holds many files; upload the documents themselves")
+    import gzip
+    import zlib
+
+    from winnow.parsing.blocks import one_line
+
+    try:
+        with gzip.GzipFile(fileobj=BytesIO(data)) as stream:
+            content = stream.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as error:
+        raise CorruptDocument(f"corrupt gzip ({one_line(error)})") from error
+    if len(content) > limit:
+        raise OversizedDocument(f"gzip expands past {limit} bytes (limit): gzip bomb?")
+    return inner, content
 
 
 def _detect(key: str, data: bytes) -> tuple[str, DecodedText | None]:
-    extension = PurePosixPath(key).suffix.lower()
+    extension = _INFO_PART.sub(".info", PurePosixPath(key).suffix.lower())
     if not extension:
         if not data:
             raise EmptyDocument("empty file (0 bytes)")
@@ -253,4 +294,4 @@ def _describe(data: bytes) -> str:
 
 
 def _supported_list() -> str:
-    return ", ".join(sorted(_TYPE_BY_EXTENSION))
+    return ", ".join(sorted(_TYPE_BY_EXTENSION)) + ", and any of them as .gz"

@@ -3,8 +3,10 @@
 - Terminal output (man pages saved with ``man foo > foo.txt``, build logs): ANSI escape sequences
   (colours, bold, cursor movement, OSC titles and links) and backspace overstrike (``_\\bw`` underline,
   ``w\\bw`` bold) are removed, leaving the characters a terminal would show.
-- HTML: blocks that are site furniture (navigation panels by class or id, breadcrumb trails, "Next: ...
-  Previous: ... Up: ..." link bars of GNU info pages) and permalink markers in headings (Sphinx's ``¶``).
+- HTML: blocks that are site furniture (navigation panels, sidebars, footers and tables of contents by
+  class or id; breadcrumb trails, "Next: ... Previous: ... Up: ..." link bars of GNU info pages, menus
+  and other blocks that are links and next to no other text) and permalink markers in headings
+  (Sphinx's ``¶``, the ``#`` of other generators).
 
 Every rule deletes markup or whole furniture blocks; none rewrites words, so the words of the cleaned
 text are always words of the source (a property test checks it).
@@ -27,15 +29,33 @@ _MAX_OVERSTRIKE_PASSES = 8
 _FURNITURE_TOKENS = frozenset(
     {
         "nav", "navbar", "navigation", "nav-panel", "navheader", "navfooter", "navlinks", "breadcrumb",
-        "breadcrumbs", "sidebar", "sphinxsidebar", "related", "site-header", "site-footer", "skip-link",
-        "skiplink", "menu", "topbar", "cookie-banner", "cookie-notice", "pagination", "header-nav",
+        "breadcrumbs", "footer", "sidebar", "sphinxsidebar", "related", "site-header", "site-footer",
+        "skip-link", "skiplink", "skip-to-content", "menu", "topbar", "cookie-banner", "cookie-notice",
+        "pagination", "header-nav", "toc", "section-toc", "localtoc", "table-of-contents",
     }
 )  # fmt: skip
 _NAV_WORDS = frozenset(
     {"next", "previous", "prev", "up", "top", "home", "contents", "index", "back", "forward", "toc"}
 )
-_LINK_BLOCK_TAGS = frozenset({"p", "div", "ul", "ol", "nav", "table", "center", "span"})
+_LINK_BLOCK_TAGS = frozenset(
+    {"p", "div", "ul", "ol", "dl", "dd", "nav", "table", "center", "span", "details"}
+)
+_MAX_OUTSIDE_CHARS = 200
+# Elements whose text never runs into its neighbours' on screen.
+_SEPARATING_TAGS = frozenset(
+    {
+        "address", "article", "blockquote", "br", "caption", "dd", "div", "dl", "dt", "figcaption",
+        "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "ol", "p",
+        "pre", "section", "table", "td", "th", "tr", "ul", "center",
+    }
+)  # fmt: skip
+_MIN_MENU_LINKS = 4
+_MAX_LABEL_CHARS = 40
+_MENU_OUTSIDE_SHARE = 0.1
 PERMALINK_MARKS = frozenset({"¶", "#", "§", "🔗", "link"})
+_PERMALINK_CLASSES = frozenset(
+    {"headerlink", "anchor", "mark", "anchorjs-link", "heading-anchor", "permalink"}
+)
 _TRAILING_MARKS = re.compile(r"\s*[¶§\U0001f517]+\s*$")
 
 
@@ -52,48 +72,160 @@ def strip_terminal_codes(text: str) -> str:
     return text
 
 
-def is_furniture(element: Any) -> bool:
-    """A navigation panel, breadcrumb trail or link bar: class/id names it so, or its only text outside
-    links is navigation words ("Next:", "Up:", "[Index]") and it holds at least one link."""
-    tag = element.tag if isinstance(element.tag, str) else ""
+def is_named_furniture(element: Any) -> bool:
+    """A navigation panel, breadcrumb trail, sidebar or table of contents, by its class or id."""
     names = f"{element.get('class', '')} {element.get('id', '')}".lower().split()
-    if any(name in _FURNITURE_TOKENS for name in names):
-        return True
-    if tag not in _LINK_BLOCK_TAGS:
-        return False
-    links = element.findall(".//a")
-    if not links or len(links) > 200:
-        return False
-    outside = _text_outside_links(element)
-    words = re.findall(r"\w+", outside.lower())
-    if not words:
-        return len(links) >= 2  # a bare list of links: a menu, not prose
-    return all(word in _NAV_WORDS for word in words) and any(word in _NAV_WORDS - {"top"} for word in words)
+    return any(name in _FURNITURE_TOKENS for name in names)
 
 
-def _text_outside_links(element: Any) -> str:
-    parts: list[str] = [element.text or ""]
-    for child in element:
-        if isinstance(child.tag, str) and child.tag != "a":
-            parts.append(_text_outside_links(child))
-        parts.append(child.tail or "")
-    return "".join(parts)
+class _TextStats:
+    """Characters of an element's subtree, split into link text and the rest (kept only up to a cap:
+    past it, the block is prose whatever its links)."""
+
+    __slots__ = ("link_chars", "links", "menu_links", "outside", "outside_chars")
+
+    def __init__(self) -> None:
+        self.link_chars = 0
+        self.links = 0
+        self.menu_links = 0  # links of menus found inside, already doomed
+        self.outside_chars = 0
+        self.outside: list[str] = []
+
+    def add_text(self, text: str, in_link: bool) -> None:
+        if in_link:
+            self.link_chars += len(text.strip())
+        elif text.strip():
+            self.outside_chars += len(text.strip())
+            if self.outside_chars <= _MAX_OUTSIDE_CHARS:
+                self.outside.append(text)
+
+    def absorb(self, child: _TextStats) -> None:
+        self.link_chars += child.link_chars
+        self.links += child.links
+        self.menu_links += child.menu_links
+        if self.outside_chars + child.outside_chars <= _MAX_OUTSIDE_CHARS:
+            self.outside.extend(child.outside)
+        self.outside_chars += child.outside_chars
+
+
+def link_furniture(root: Any) -> list[Any]:
+    """Link bars, menus and tables of contents: blocks that are links and little else. One walk
+    gathers every element's link and other text bottom-up, so the cost is linear in the page
+    whatever its nesting (no per-element rescans, no recursion)."""
+    from lxml import etree
+
+    doomed: list[Any] = []
+    stack: list[_TextStats] = []
+    link_depth = data_tables = 0
+    for event, element in etree.iterwalk(root, events=("start", "end")):
+        is_link = element.tag == "a"
+        is_data_table = element.tag == "table" and _has_header(element)
+        if event == "start":
+            if is_link:
+                link_depth += 1
+            data_tables += is_data_table
+            stats = _TextStats()
+            stats.links = int(is_link and bool(element.get("href")))
+            stats.add_text(element.text or "", link_depth > 0)
+            stack.append(stats)
+            continue
+        stats = stack.pop()
+        if is_link:
+            link_depth -= 1
+        data_tables -= is_data_table
+        # Inside a table of data, links in a cell are the cell's value, never a menu.
+        is_menu = not data_tables and element.tag in _LINK_BLOCK_TAGS and _is_link_block(stats)
+        if is_menu:
+            doomed.append(element)
+        if stack:
+            parent = stack[-1]
+            if is_menu:
+                # Its text no longer counts for its ancestors: they are judged on what stays, so a
+                # menu cannot drag the page around it down.
+                parent.menu_links += stats.links + stats.menu_links
+            else:
+                parent.absorb(stats)
+            parent.add_text(element.tail or "", link_depth > 0)
+    return doomed
+
+
+def _has_header(table: Any) -> bool:
+    """A table of data names its columns (``<thead>``, ``<th>`` cells in its first row) or has a
+    caption; a layout table does neither. Only the children up to the first row are looked at."""
+    for child in table:
+        if child.tag in ("thead", "caption"):
+            return True
+        row = child if child.tag == "tr" else child.find("tr") if child.tag == "tbody" else None
+        if row is not None:
+            return row.find("th") is not None
+    return False
+
+
+def _is_link_block(stats: _TextStats) -> bool:
+    if not stats.links:
+        # What is left of a menu box once its lists of links are gone: its label ("Main Menu").
+        return stats.menu_links >= _MIN_MENU_LINKS and 0 < stats.outside_chars <= _MAX_LABEL_CHARS
+    words = (
+        re.findall(r"\w+", " ".join(stats.outside).lower())
+        if stats.outside_chars <= _MAX_OUTSIDE_CHARS
+        else []
+    )
+    if not stats.outside_chars:
+        return stats.links >= 2  # a bare list of links: a menu, not prose
+    if words and all(word in _NAV_WORDS for word in words):
+        return any(word in _NAV_WORDS - {"top"} for word in words)  # "Next: ... Up: ... [Index]"
+    # A menu or table of contents under a label ("Main Menu", "Table of Contents"): many links,
+    # next to no other text.
+    return stats.links >= _MIN_MENU_LINKS and stats.outside_chars <= _MENU_OUTSIDE_SHARE * (
+        stats.outside_chars + stats.link_chars
+    )
 
 
 def heading_text(element: Any) -> str:
-    """A heading's text without its permalink anchor (``<a class="headerlink">¶</a>``) or trailing mark."""
-    parts: list[str] = [element.text or ""]
-    for child in element:
-        is_permalink = (
-            isinstance(child.tag, str)
-            and child.tag == "a"
-            and (
-                "headerlink" in (child.get("class") or "")
-                or "anchor" in (child.get("class") or "")
-                or child.text_content().strip().lower() in PERMALINK_MARKS
-            )
-        )
-        if not is_permalink and isinstance(child.tag, str):
-            parts.append(child.text_content())
-        parts.append(child.tail or "")
+    """A heading's text without its permalink anchors (Sphinx's ``<a class="headerlink">¶</a>``,
+    Node.js's ``<span><a class="mark">#</a></span>``) or a trailing mark."""
+    from lxml import etree
+
+    parts: list[str] = []
+    walker = etree.iterwalk(element, events=("start", "end"))
+    for event, node in walker:
+        if event == "start":
+            if node is not element and _is_permalink(node):
+                walker.skip_subtree()
+                parts.append(node.tail or "")
+                continue
+            if node.tag in _SEPARATING_TAGS:
+                parts.append(" ")
+            parts.append(node.text or "")
+        elif node is not element:
+            parts.append(node.tail or "")
     return _TRAILING_MARKS.sub("", "".join(parts))
+
+
+def _is_permalink(node: Any) -> bool:
+    if node.tag != "a":
+        return False
+    classes = (node.get("class") or "").split()
+    return any(name in _PERMALINK_CLASSES for name in classes) or (
+        node.text_content().strip().lower() in PERMALINK_MARKS
+    )
+
+
+def spaced_text(element: Any) -> str:
+    """``text_content()`` with a space wherever a block element or ``<br>`` separates words, so
+    ``<h1>Library</h1><h2>FAQ</h2>`` in one cell reads "Library FAQ", not "LibraryFAQ"."""
+    from lxml import etree
+
+    parts: list[str] = []
+    for event, node in etree.iterwalk(element, events=("start", "end")):
+        separates = node.tag in _SEPARATING_TAGS
+        if event == "start":
+            if separates:
+                parts.append(" ")
+            parts.append(node.text or "")
+        else:
+            if separates:
+                parts.append(" ")
+            if node is not element:
+                parts.append(node.tail or "")
+    return "".join(parts)

@@ -16,7 +16,7 @@ from typing import Any
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
-from winnow.parsing.cleaning import heading_text, is_furniture
+from winnow.parsing.cleaning import heading_text, is_named_furniture, link_furniture
 from winnow.parsing.tables import html_table
 from winnow.parsing.text_decoding import DecodedText, decode_text
 
@@ -32,7 +32,7 @@ _BLOCK_TAGS = frozenset(
     {
         "address", "article", "blockquote", "body", "caption", "center", "dd", "details", "div", "dl",
         "dt", "fieldset", "figcaption", "figure", "header", "hr", "html", "legend", "li", "main",
-        "ol", "p", "section", "summary", "ul",
+        "ol", "p", "section", "summary", "ul", "table", "tr", "td", "th",
     }
 )  # fmt: skip
 _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
@@ -107,8 +107,10 @@ def _parse(key: str, text: str) -> ParsedDocument:
                 if tag == "h1" and first_h1 is None and heading:
                     first_h1 = heading
                 walker.skip_subtree()
-            elif tag == "table" and _is_box(element):
-                flush()  # a one-cell table only frames its content (a code listing): read it as content
+            elif tag == "table" and (_is_box(element) or _is_layout_table(element)):
+                # A one-cell table frames its content (a code listing); a page laid out in a table has
+                # its cells read as the page: neither is a table of values.
+                flush()
             elif tag == "table":
                 flush()
                 caption, rows, has_header = html_table(element)
@@ -148,10 +150,23 @@ def _title(root: Any) -> str | None:
 
 
 def _drop_invisible(root: Any) -> None:
-    doomed = [element for element in root.iter() if _is_invisible(element)]
-    for element in doomed:
-        if element.getparent() is not None:
-            element.drop_tree()  # keeps the element's tail text, which belongs to its parent
+    """What is hidden or named as furniture goes first, then link bars and menus (judged on what is
+    left, so a hidden block cannot make its neighbours look like prose)."""
+    for doomed in ([element for element in root.iter() if _is_invisible(element)], link_furniture(root)):
+        for element in doomed:
+            if element.getparent() is not None:
+                element.drop_tree()  # keeps the element's tail text, which belongs to its parent
+
+
+def _is_layout_table(table: Any) -> bool:
+    """A table used to lay out a page (old generated docs put the whole page in one): it says so
+    with ``role``, or holds headings or other tables, which a table of data does not."""
+    if table.get("role", "").lower() in ("presentation", "none"):
+        return True
+    return any(
+        isinstance(node.tag, str) and (node.tag in _HEADING_TAGS or node.tag == "table")
+        for node in table.iterdescendants()
+    )
 
 
 def _is_invisible(element: Any) -> bool:
@@ -170,25 +185,10 @@ def _is_invisible(element: Any) -> bool:
         return True
     if attributes.get("role", "").lower() in _DROPPED_ROLES:
         return True
-    return bool(_HIDDEN_STYLE.search(attributes.get("style", ""))) or is_furniture(element)
+    return bool(_HIDDEN_STYLE.search(attributes.get("style", ""))) or is_named_furniture(element)
 
 
 def _is_box(table: Any) -> bool:
     """Whether a table has a single cell: a frame around its content, not a table of values."""
     cells = table.xpath("./tr/td | ./tr/th | ./*/tr/td | ./*/tr/th")
     return len(cells) == 1
-
-
-def _table_text(table: Any) -> str:
-    """One line per row, cells joined by " | ", the caption first. Rows of nested tables are read as
-    part of their cell's text rather than as rows of the outer table."""
-    lines: list[str] = []
-    caption = table.find("caption")
-    if caption is not None:
-        lines.append(clean_inline(caption.text_content()))
-    for row in table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr"):
-        cells = [clean_inline(cell.text_content()) for cell in row.xpath("./td | ./th")]
-        cells = [cell for cell in cells if cell]
-        if cells:
-            lines.append(" | ".join(cells))
-    return "\n".join(lines)

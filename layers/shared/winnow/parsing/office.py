@@ -1,11 +1,13 @@
 """Zip-based formats other than DOCX: PPTX, XLSX and EPUB.
 
 - **PPTX** (read with lxml from the package XML; python-pptx would bring Pillow into the ingest bundle):
-  a slide is a page, its title is the section, its text frames and tables follow in order, and its
-  speaker notes come last, marked as such.
-- **XLSX** (openpyxl in read-only, streaming mode, with defusedxml guarding its XML): a sheet is a
-  section and becomes one table, its first non-empty row the header.
-- **EPUB** (lxml): the spine's XHTML documents in reading order, each parsed as HTML.
+  a slide is a page, its title is the section, its text frames, tables and SmartArt text follow in
+  order, and its speaker notes come last, marked as such. Hidden slides and the date, footer and
+  slide-number placeholders repeated on every slide are left out.
+- **XLSX** (openpyxl in read-only, streaming mode, with defusedxml guarding its XML): a visible sheet
+  is a section and becomes one table, its first non-empty row the header.
+- **EPUB** (lxml): the spine's XHTML documents in reading order, each parsed as HTML; text before a
+  chapter's first heading is filed under the chapter's entry in the book's table of contents.
 
 Every archive is first judged from its central directory (declared sizes, compression ratios, member
 count) before anything is inflated, and every XML parser refuses entities, DTDs and the network. Sheet
@@ -15,22 +17,28 @@ reason, so a hostile file costs bounded time and memory by construction.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
+import re
 import zipfile
 from collections.abc import Callable, Iterator
 from io import BytesIO
 from typing import Any
+from urllib.parse import unquote
 
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
 from winnow.models import Block, ParsedDocument
-from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line
+from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line, title_from_key
 from winnow.parsing.containers import check_archive
 from winnow.settings import IngestSettings
 
 MAX_SLIDES = 2_000
 MAX_SHEETS = 200
-MAX_SHEET_ROWS = 100_000  # over all sheets of a workbook
+MAX_SHEET_ROWS = 100_000  # rows with a value, over all sheets of a workbook
 MAX_SHEET_CELLS = 6_400_000  # likewise, up to the last non-empty cell of each row
+# Rows read, empty ones included: a reader fills the gap up to a cell far down (a stray value in row
+# 1,048,576), so a sheet of a few rows can span a million. Two full-height sheets, then refused.
+MAX_ROWS_SPANNED = 2 * 1_048_576
 MAX_CHAPTERS = 2_000
 MAX_MEMBER_BYTES = 50 * 1024 * 1024
 
@@ -42,9 +50,14 @@ _NS = {
     "c": "urn:oasis:names:tc:opendocument:xmlns:container",
     "opf": "http://www.idpf.org/2007/opf",
     "dc": "http://purl.org/dc/elements/1.1/",
+    "ncx": "http://www.daisy.org/z3986/2005/ncx/",
+    "dgm": "http://schemas.openxmlformats.org/drawingml/2006/diagram",
 }
+_FILE_NAME = re.compile(r"\.x?html?$", re.IGNORECASE)
 _TITLE_PLACEHOLDERS = frozenset({"title", "ctrTitle"})
+_FURNITURE_PLACEHOLDERS = frozenset({"dt", "ftr", "sldNum", "hdr"})
 _NOTES_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/notesSlide"
+_DIAGRAM_DATA_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/diagramData"
 
 
 def _guarded(what: str, parse: Callable[[], ParsedDocument]) -> ParsedDocument:
@@ -132,10 +145,14 @@ def _parse_pptx(key: str, package: _Package) -> ParsedDocument:
 
 def _collect_slide(package: _Package, part: str, page: int, collector: BlockCollector) -> str:
     slide = package.xml(part)
+    if slide.get("show") in ("0", "false"):
+        return ""  # a hidden slide is skipped in the show: not what the audience sees
     title = ""
     body: list[tuple[str, Any]] = []
     for shape in slide.iter(f"{{{_NS['p']}}}sp", f"{{{_NS['p']}}}graphicFrame"):
         placeholder = shape.find("p:nvSpPr/p:nvPr/p:ph", _NS)
+        if placeholder is not None and placeholder.get("type") in _FURNITURE_PLACEHOLDERS:
+            continue  # the date, footer and slide number PowerPoint repeats on every slide
         if placeholder is not None and placeholder.get("type") in _TITLE_PLACEHOLDERS and not title:
             title = clean_inline(" ".join(_paragraphs(shape)))
             continue
@@ -151,11 +168,13 @@ def _collect_slide(package: _Package, part: str, page: int, collector: BlockColl
         else:
             for paragraph in _paragraphs(element):
                 collector.add(paragraph, path, page)
-    notes = [
-        target
-        for kind, target in package.relationships(part).values()
-        if kind == _NOTES_REL and package.has(target)
-    ]
+    related = package.relationships(part).values()
+    for kind, target in related:
+        if kind == _DIAGRAM_DATA_REL and package.has(target):
+            # SmartArt keeps its text in the diagram's data part, not on the slide
+            for paragraph in _diagram_paragraphs(package.xml(target)):
+                collector.add(paragraph, path, page)
+    notes = [target for kind, target in related if kind == _NOTES_REL and package.has(target)]
     if notes:
         text = _notes_text(package.xml(notes[0]))
         if text:
@@ -196,6 +215,17 @@ def _paragraphs(element: Any) -> Iterator[str]:
             yield text
 
 
+def _diagram_paragraphs(data: Any) -> Iterator[str]:
+    """The text of a SmartArt diagram's nodes, in the order of its point list (connector points
+    carry no text of their own)."""
+    for point in data.iter(f"{{{_NS['dgm']}}}pt"):
+        if point.get("type") in ("parTrans", "sibTrans", "pres"):
+            continue
+        text = point.find("dgm:t", _NS)
+        if text is not None:
+            yield from _paragraphs(text)
+
+
 def _notes_text(notes: Any) -> str:
     """The notes' body placeholder (the slide image and the slide number are placeholders too)."""
     parts: list[str] = []
@@ -232,10 +262,17 @@ def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
             if len(sheets) > MAX_SHEETS:
                 raise OversizedDocument(f"XLSX has {len(sheets)} sheets (limit {MAX_SHEETS})")
             collector = BlockCollector()
-            total_rows = total_cells = 0
+            total_rows = total_cells = spanned_rows = 0
             for sheet in sheets:
+                if sheet.sheet_state != "visible":
+                    continue  # a hidden sheet is not what a reader of the workbook sees
                 rows: list[list[str]] = []
                 for values in sheet.iter_rows(max_col=MAX_COLUMNS, values_only=True):
+                    spanned_rows += 1
+                    if spanned_rows > MAX_ROWS_SPANNED:
+                        raise OversizedDocument(f"XLSX sheets span more than {MAX_ROWS_SPANNED} rows (limit)")
+                    if all(value is None for value in values):
+                        continue
                     total_rows += 1
                     if total_rows > MAX_SHEET_ROWS:
                         raise OversizedDocument(f"XLSX has more than {MAX_SHEET_ROWS} rows (limit)")
@@ -290,8 +327,9 @@ def _parse_epub(key: str, package: _Package) -> ParsedDocument:
     opf_path = posixpath.normpath(str(rootfile.get("full-path"))).lstrip("/")
     opf = package.xml(opf_path)
     folder = posixpath.dirname(opf_path)
+    # hrefs are URLs: "Chapter%201.xhtml" names the member "Chapter 1.xhtml"
     manifest = {
-        item.get("id"): posixpath.normpath(posixpath.join(folder, item.get("href", ""))).lstrip("/")
+        item.get("id"): posixpath.normpath(posixpath.join(folder, unquote(item.get("href", "")))).lstrip("/")
         for item in opf.iterfind("opf:manifest/opf:item", _NS)
     }
     spine = [ref.get("idref") for ref in opf.iterfind("opf:spine/opf:itemref", _NS)]
@@ -299,6 +337,7 @@ def _parse_epub(key: str, package: _Package) -> ParsedDocument:
         raise OversizedDocument(f"EPUB has {len(spine)} spine documents (limit {MAX_CHAPTERS})")
     title_element = opf.find(".//dc:title", _NS)
     title = clean_inline(title_element.text or "") if title_element is not None else ""
+    labels = _contents_labels(package, opf, manifest)
     blocks: list[Block] = []
     for idref in spine:
         part = manifest.get(idref)
@@ -308,13 +347,63 @@ def _parse_epub(key: str, package: _Package) -> ParsedDocument:
             chapter = parse_html(part, package.read(part))
         except EmptyDocument:
             continue  # a cover page or an image-only chapter
-        chapter_path = (chapter.title,) if chapter.title and chapter.title != title else ()
+        # Text before a chapter's first heading is filed under the chapter's entry in the book's table
+        # of contents, else its <title> unless that is only a file name ("ch002.xhtml", as pandoc writes).
+        label = labels.get(part) or chapter.title
+        named_by_file = label == title_from_key(part) or _FILE_NAME.search(label) is not None
+        chapter_path = (label,) if label and label != title and not named_by_file else ()
         for block in chapter.blocks:
             path = block.section_path if block.section_path else chapter_path
             blocks.append(Block(block.text, path, block.page, block.table, block.ocr))
     return finish_document(
         blocks, title=title or None, key=key, source_type="epub", empty_reason="EPUB has no text"
     )
+
+
+def _contents_labels(package: _Package, opf: Any, manifest: dict[Any, str]) -> dict[str, str]:
+    """Member path -> its label in the book's table of contents: the EPUB 3 navigation document, else
+    the EPUB 2 NCX. Only a help for naming chapters: a broken or missing one gives no labels."""
+    labels: dict[str, str] = {}
+    nav = next(
+        (
+            item.get("id")
+            for item in opf.iterfind("opf:manifest/opf:item", _NS)
+            if "nav" in (item.get("properties") or "").split()
+        ),
+        None,
+    )
+    spine = opf.find("opf:spine", _NS)
+    ncx = spine.get("toc") if spine is not None else None
+    try:
+        if nav is not None and package.has(manifest.get(nav, "")):
+            import lxml.html
+
+            path = manifest[nav]
+            root = lxml.html.document_fromstring(package.read(path))
+            links = ((a.get("href") or "", a.text_content()) for a in root.iter("a"))
+        elif ncx is not None and package.has(manifest.get(ncx, "")):
+            path = manifest[ncx]
+            points = package.xml(path).iter(f"{{{_NS['ncx']}}}navPoint")
+            links = (
+                (
+                    point.find("ncx:content", _NS).get("src") or "",
+                    point.findtext("ncx:navLabel/ncx:text", "", _NS),
+                )
+                for point in points
+                if point.find("ncx:content", _NS) is not None
+            )
+        else:
+            return labels
+        folder = posixpath.dirname(path)
+        for href, text in itertools.islice(links, MAX_CHAPTERS * 10):
+            target = posixpath.normpath(posixpath.join(folder, unquote(href.split("#", 1)[0]))).lstrip("/")
+            if href and not href.startswith("#") and clean_inline(text):
+                labels.setdefault(target, clean_inline(text)[:300])
+    except (DocumentError, ImportError):
+        raise
+    except Exception:
+        return {}
+    return labels
 
 
 PARSERS: dict[str, Callable[[str, bytes, IngestSettings], ParsedDocument]] = {

@@ -2,9 +2,11 @@
 directives read files and URLs: not something to run on uploads inside a Lambda).
 
 Section titles are lines underlined (optionally also overlined) with a repeated punctuation character;
-their levels follow the order in which each adornment style first appears, as in docutils. Directives
-and comments (``.. name::``) are dropped with their indented body, except the bodies of content
-directives (notes, warnings, code blocks) which are kept. Simple and grid tables become table blocks.
+their levels follow the order in which each adornment style first appears, as in docutils. Comments,
+link targets, substitutions and directives that are not prose (images, includes, tables of contents)
+are dropped with their indented body; every other directive, at any indentation (notes, version
+notes, code blocks, Sphinx's and CMake's descriptions of a function or variable), keeps its argument
+and its body, which is read as ordinary text. Simple and grid tables become table blocks.
 Inline markup (``**bold**``, ```code```, ``:role:`text```, links) is reduced to its text.
 """
 
@@ -17,15 +19,24 @@ from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document
 
 _ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}\s*$")
-_DIRECTIVE = re.compile(r"^\.\.\s+(?:\[[^\]]*\]|_[^:]*:|\|[^|]*\||([\w:-]+)::)?")
-_KEPT_DIRECTIVES = frozenset(
-    {"note", "warning", "tip", "important", "caution", "attention", "hint", "danger", "error",
-     "admonition", "code-block", "code", "sourcecode", "topic", "sidebar", "seealso", "versionadded",
-     "versionchanged", "deprecated", "rubric"}
+_DIRECTIVE = re.compile(r"^\.\.\s+(?:(\[[^\]]*\])|_[^:]*:|\|[^|]*\||([\w:.-]+)::)?")
+# Directives whose argument and body are not the document's prose: pictures, other files, generated
+# lists, settings. Every other directive (notes, version notes, Sphinx and CMake descriptions of a
+# function, option or variable) keeps its argument and its body, which is read as ordinary text.
+_DROPPED_DIRECTIVES = frozenset(
+    {"image", "include", "raw", "toctree", "contents", "index", "meta", "highlight", "sectnum",
+     "section-numbering", "default-role", "role", "literalinclude", "currentmodule", "autosummary",
+     "automodule", "autoclass", "autofunction", "automethod", "autoattribute", "autodata",
+     "autoexception", "tabularcolumns", "class", "cssclass", "title", "replace", "unicode", "date",
+     "target-notes", "header", "footer", "cmake-module"}
 )  # fmt: skip
+_CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "parsed-literal"})
+_ARGUMENT_IS_A_PATH = frozenset({"figure"})
+_VERSION_DIRECTIVES = frozenset({"versionadded", "versionchanged", "deprecated"})
 _ROLE = re.compile(r":[\w:+.-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
 _LINK = re.compile(r"`([^`<]+?)\s*<[^>]*>`_{1,2}")
 _INLINE = re.compile(r"\*\*(.+?)\*\*|\*(.+?)\*|``(.+?)``|`([^`]+)`_{0,2}")
+_FOOTNOTE_REFERENCE = re.compile(r" ?\[(?:#[\w-]*|\d+|\*|[A-Za-z][\w.-]*)\]_")
 _GRID_BORDER = re.compile(r"^\+[-=+]+\+$")
 _SIMPLE_BORDER = re.compile(r"^=+( +=+)+$")
 _SPAN_UNDERLINE = re.compile(r"^-+( +-+)*$")
@@ -65,23 +76,10 @@ def parse_rst(key: str, text: str) -> ParsedDocument:
             flush()
             index = _table(lines, index, collector, headings.path)
             continue
-        directive = _DIRECTIVE.match(line)
-        if directive and stripped.startswith(".."):
+        directive = _DIRECTIVE.match(stripped) if stripped.startswith("..") else None
+        if directive:
             flush()
-            name = (directive.group(1) or "").split(":")[-1]
-            argument = line[directive.end() :].strip()
-            body_start = index + 1
-            index = body_start
-            while index < len(lines) and (not lines[index].strip() or lines[index][:1] in (" ", "\t")):
-                index += 1
-            if name in _KEPT_DIRECTIVES:
-                body = [
-                    ln.strip()
-                    for ln in lines[body_start:index]
-                    if ln.strip() and not ln.strip().startswith(":")
-                ]
-                text_lines = [argument, *body] if argument else body
-                collector.add("\n".join(text_lines), headings.path, keep_lines=name.startswith("code"))
+            index = _directive(lines, index, directive, collector, headings.path)
             continue
         if not stripped:
             flush()
@@ -101,6 +99,39 @@ def parse_rst(key: str, text: str) -> ParsedDocument:
     return finish_document(
         collector.blocks, title=first_title, key=key, source_type="rst", empty_reason="document has no text"
     )
+
+
+def _directive(
+    lines: list[str], index: int, match: re.Match[str], collector: BlockCollector, path: tuple[str, ...]
+) -> int:
+    """A directive, comment, target or footnote at ``index`` (at any indentation: directives nest in
+    lists and in other directives); returns where reading continues. A kept directive's body is
+    read by the caller as ordinary text, so directives inside it are handled the same way."""
+    line = lines[index]
+    indent = len(line) - len(line.lstrip())
+    stripped = line.strip()
+    footnote, name = match.group(1), (match.group(2) or "").split(":")[-1]
+    argument = stripped[match.end() :].strip()
+    index += 1
+    body_end = index
+    while body_end < len(lines) and (not lines[body_end].strip() or _indent(lines[body_end]) > indent):
+        body_end += 1
+    if footnote is None and (not match.group(2) or name in _DROPPED_DIRECTIVES):
+        return body_end  # a comment, a link target, a substitution or a directive that is not prose
+    while index < body_end and lines[index].strip().startswith(":"):
+        index += 1  # the directive's options (":maxdepth: 2") come straight after it
+    if name in _CODE_DIRECTIVES:
+        collector.add("\n".join(lines[index:body_end]), path, keep_lines=True)
+        return body_end
+    if argument and name in _VERSION_DIRECTIVES:
+        collector.add(f"{name} {argument}", path)  # "versionadded 3.18": a bare "3.18" says nothing
+    elif argument and name not in _ARGUMENT_IS_A_PATH:
+        collector.add(_inline(argument), path)
+    return index
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def _heading_at(lines: list[str], index: int) -> tuple[str, tuple[str, bool], int] | None:
@@ -169,6 +200,7 @@ def _table(lines: list[str], index: int, collector: BlockCollector, path: tuple[
 
 
 def _inline(text: str) -> str:
+    text = _FOOTNOTE_REFERENCE.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _ROLE.sub(r"\1", text)
     return _INLINE.sub(lambda m: next(group for group in m.groups() if group is not None), text)

@@ -73,13 +73,15 @@ def html_table(table: Any) -> tuple[str, list[list[str]], bool]:
     """An lxml ``<table>``: its caption, rows of cell texts, and whether the first row is a header
     (a ``<thead>``, or ``<th>`` for every cell that holds text: Texinfo's index leaves its spacer
     cells ``<td>``). Rows of nested tables stay inside their cell's text."""
+    from winnow.parsing.cleaning import spaced_text
+
     caption_element = table.find("caption")
-    caption = clean_inline(caption_element.text_content()) if caption_element is not None else ""
+    caption = clean_inline(spaced_text(caption_element)) if caption_element is not None else ""
     rows: list[list[str]] = []
     has_header = table.find("thead") is not None
     for index, row in enumerate(table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")):
         cells = row.xpath("./td | ./th")
-        texts = [clean_inline(cell.text_content()) for cell in cells]
+        texts = [clean_inline(spaced_text(cell)) for cell in cells]
         named = [cell.tag for cell, text in zip(cells, texts, strict=True) if text]
         if index == 0 and named and all(tag == "th" for tag in named):
             has_header = True

@@ -1,8 +1,21 @@
 """Plain text: paragraphs are separated by blank lines; lines inside a paragraph are joined.
 
 A form feed (page break in text exported from old systems) also separates paragraphs. Plain text has
-no headings or pages, so every block has an empty section path and no page; the title comes from the
+no pages. Its headings are the ones READMEs draw: a line at the start of a paragraph underlined with
+``===``, ``---``, ``~~~`` or ``***`` (levels in the order the styles first appear, as in
+reStructuredText); without them every block has an empty section path and the title comes from the
 file name.
+
+A formatted manual page (``man ls > ls.txt``, ``groff -Tutf8 -man``) is the exception: it says what it
+is in its first line (``LS(1)  User Commands  LS(1)``), its section headings start at the margin
+(``NAME``, ``OPTIONS``) and its subsections are indented three spaces while the text sits further in,
+so those become the section path. The running header and footer lines are dropped, and words that
+groff hyphenated at a line end (``lo`` + U+2010, then ``cated``) are joined again.
+
+So is a GNU info file (``grep.info``, its ``.info-1`` parts, either gzip'd): nodes start after a
+``\x1f`` with a ``File: …, Node: …, Next: …, Up: …`` line, which is navigation and dropped, as are each
+node's ``* Menu:`` of links to other nodes, the directory entry and the tag tables. Headings underlined
+with ``*``, ``=``, ``-`` or ``.`` (chapter to subsubsection) become the section path.
 """
 
 from __future__ import annotations
@@ -10,16 +23,213 @@ from __future__ import annotations
 import re
 
 from winnow.models import ParsedDocument
-from winnow.parsing.blocks import BlockCollector, finish_document
+from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\v]*\n|\f")
+# "GREP(1)    User Commands    GREP(1)": a name and a manual section at both ends of the first line.
+_MAN_HEADER = re.compile(r"([\w.:+\[-]+)\((\d\w{0,8})\)")
+_MAX_HEADER_CHARS = 200
+_SUBSECTION_INDENT = range(1, 5)  # groff's .SS indent is 3; the text sits at 7 or more
+_MAX_HEADING_CHARS = 80
+# groff hyphenates with U+2010 at the end of a line: "lo" and U+2010, then "cated" on the next line.
+_HYPHENATED = re.compile("(?<=\\w)\u2010\n[ \t]*(?=[a-z])")
+
+# A line of one repeated character drawn under a heading ("History" over "-------").
+_UNDERLINE = re.compile(r"^[ \t]*([=\-~*#^+])\1{2,}[ \t]*$")
+_MAX_PLAIN_HEADING_CHARS = 100
+
+_INFO_SAMPLE_CHARS = 64 * 1024
+_INFO_MARK = re.compile(r"\x1f\n(?:File: [^\n]*Node: |Indirect:|Tag Table:)")
+_INFO_NODE = re.compile(r"File: [^,\n]*, +Node: ([^,\n]+)")
+_INFO_TABLES = ("Tag Table:", "End Tag Table", "Indirect:", "Local Variables:")
+_INFO_LEVELS = {"*": 1, "=": 2, "-": 3, ".": 4}
 
 
 def parse_text(key: str, text: str) -> ParsedDocument:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     collector = BlockCollector()
-    for paragraph in _PARAGRAPH_BREAK.split(text):
-        collector.add(paragraph)
+    title: str | None = None
+    header = _man_header(text)
+    if _INFO_MARK.search(text[:_INFO_SAMPLE_CHARS]):
+        title = _collect_info(text, collector)
+    elif header is not None:
+        _collect_man_page(text, header, collector)
+    else:
+        title = _collect_plain(text, collector)
     return finish_document(
-        collector.blocks, title=None, key=key, source_type="text", empty_reason="text file has no text"
+        collector.blocks, title=title, key=key, source_type="text", empty_reason="text file has no text"
     )
+
+
+def _man_header(text: str) -> str | None:
+    """The page's "NAME(section)" when ``text`` is a formatted manual page, else None."""
+    first = text.lstrip("\n").split("\n", 1)[0].strip()
+    if len(first) > _MAX_HEADER_CHARS:
+        return None
+    names = [match.group(0) for match in _MAN_HEADER.finditer(first)]
+    if len(names) < 2 or not first.startswith(names[0]) or not first.endswith(names[-1]):
+        return None
+    return names[-1] if names[0] == names[-1] else None
+
+
+def _collect_man_page(text: str, header: str, collector: BlockCollector) -> None:
+    sections: list[str] = []
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            collector.add(" ".join(paragraph), tuple(sections))
+            paragraph.clear()
+
+    for line in _HYPHENATED.sub("", text).split("\n"):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        if not stripped or (indent == 0 and stripped.endswith(header)):
+            flush()  # a blank line, or the running header or footer ("GNU grep 3.8  2022-09-02  GREP(1)")
+            continue
+        if indent == 0 and len(stripped) <= _MAX_HEADING_CHARS:
+            flush()
+            sections[:] = [stripped]
+        elif indent in _SUBSECTION_INDENT and sections and len(stripped) <= _MAX_HEADING_CHARS:
+            flush()
+            sections[1:] = [stripped]
+        else:
+            paragraph.append(stripped)
+    flush()
+
+
+def _collect_info(text: str, collector: BlockCollector) -> str | None:
+    """A GNU info file's nodes; returns the first heading (the manual's title)."""
+    headings = HeadingStack()
+    title: str | None = None
+    for index, part in enumerate(text.split("\x1f")):
+        first, _, body = part.lstrip("\n").partition("\n")
+        node = _INFO_NODE.match(first)
+        if node is not None:
+            found = _collect_info_node(body, node.group(1), headings, collector)
+            title = title or found
+        elif index == 0:
+            _collect_info_preamble(part, collector)
+        elif not first.startswith(_INFO_TABLES):
+            collector.add(part)
+    return title
+
+
+def _collect_info_preamble(part: str, collector: BlockCollector) -> None:
+    """What precedes the first node: a copyright notice, between makeinfo's "This is grep.info,
+    produced by makeinfo" line and the directory entry (lines for the info directory, not text)."""
+    kept: list[str] = []
+    in_entry = False
+    for line in part.split("\n"):
+        if line.startswith("START-INFO-DIR-ENTRY"):
+            in_entry = True
+        elif line.startswith("END-INFO-DIR-ENTRY"):
+            in_entry = False
+        elif not in_entry and not line.startswith("INFO-DIR-SECTION") and "produced by makeinfo" not in line:
+            kept.append(line)
+    for paragraph in _PARAGRAPH_BREAK.split("\n".join(kept)):
+        collector.add(paragraph)
+
+
+def _collect_info_node(body: str, name: str, headings: HeadingStack, collector: BlockCollector) -> str | None:
+    menu = body.find("\n* Menu:")
+    if menu >= 0 or body.startswith("* Menu:"):
+        body = body[: max(menu, 0)]  # a menu ends its node: links to the nodes that follow
+    lines = body.split("\n")
+    first_heading: str | None = None
+    paragraph: list[str] = []
+
+    # A node without a heading of its own (rare) is named by its node.
+    own_path = None if _info_heading_at(lines, _first_text_line(lines)) else (clean_inline(name),)
+
+    def flush() -> None:
+        if paragraph:
+            collector.add(" ".join(paragraph), own_path or headings.path)
+            paragraph.clear()
+
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        level = _info_heading_at(lines, index)
+        if level:
+            flush()
+            headings.push(level, line)
+            first_heading = first_heading or clean_inline(line)
+            index += 2
+            continue
+        if line.strip():
+            paragraph.append(line)
+        else:
+            flush()
+        index += 1
+    flush()
+    return first_heading
+
+
+def _first_text_line(lines: list[str]) -> int:
+    return next((index for index, line in enumerate(lines) if line.strip()), 0)
+
+
+def _info_heading_at(lines: list[str], index: int) -> int:
+    """The level of a heading whose underline is the next line, or 0."""
+    if index + 1 >= len(lines):
+        return 0
+    title, underline = lines[index].rstrip(), lines[index + 1].rstrip()
+    if not title.strip() or not underline or len(set(underline)) != 1 or underline[0] not in _INFO_LEVELS:
+        return 0
+    return _INFO_LEVELS[underline[0]] if abs(len(underline) - len(title)) <= 2 else 0
+
+
+def _collect_plain(text: str, collector: BlockCollector) -> str | None:
+    """Paragraphs, and headings underlined as READMEs draw them; returns the heading the file opens
+    with (its title), if any."""
+    lines = text.split("\n")
+    headings = HeadingStack()
+    styles: list[str] = []
+    first_heading: str | None = None
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            collector.add("\n".join(paragraph), headings.path)
+            paragraph.clear()
+
+    for index, line in enumerate(lines):
+        if "\f" in line:
+            before, _, after = line.partition("\f")
+            paragraph.append(before)
+            flush()
+            line = after.replace("\f", " ")
+        if not line.strip():
+            flush()
+            continue
+        underline = _UNDERLINE.match(line)
+        if underline and not paragraph:
+            continue  # an overline, or a rule between paragraphs: drawing, not words
+        heading_style = _underline_style(lines, index) if not paragraph else None
+        if heading_style is not None:
+            flush()
+            if heading_style not in styles:
+                styles.append(heading_style)
+            headings.push(styles.index(heading_style) + 1, line)
+            if first_heading is None and not collector.blocks:
+                first_heading = clean_inline(line)  # the title only when the file opens with it
+            continue
+        if underline:
+            continue  # the underline of the heading just read
+        paragraph.append(line)
+    flush()
+    return first_heading
+
+
+def _underline_style(lines: list[str], index: int) -> str | None:
+    """The underline character when ``lines[index]`` is a heading drawn over the next line."""
+    title = lines[index].strip()
+    if index + 1 >= len(lines) or not title or len(title) > _MAX_PLAIN_HEADING_CHARS:
+        return None
+    if title.endswith((".", ",", ";")):
+        return None  # a sentence over a rule, not a heading
+    underline = _UNDERLINE.match(lines[index + 1])
+    if underline is None or _UNDERLINE.match(lines[index]):
+        return None
+    return underline.group(1) if len(lines[index + 1].strip()) >= 0.6 * len(title) else None

@@ -5,7 +5,9 @@ cp1252 or Latin-1 from older systems. The order below goes from the most certain
 least: a BOM says exactly what the encoding is; UTF-16 without a BOM shows as a regular pattern of
 NUL bytes (looked for before UTF-8, because NULs are valid UTF-8 and real UTF-8 text has none);
 strict UTF-8 almost never succeeds by accident on other encodings; cp1252 is the usual "ANSI" of
-Western Windows; Latin-1 maps every byte, so it is the final net and cannot fail.
+Western Windows, kept whenever the text reads cleanly in it; otherwise a detector may recognise
+another legacy encoding (Cyrillic, Chinese, Japanese text saved by older tools was indexed as
+mojibake or refused as binary); Latin-1 maps every byte, so it is the final net and cannot fail.
 
 Decoding alone cannot tell text from binary (Latin-1 decodes anything), so :func:`binary_reason`
 looks at the decoded characters: NUL bytes that UTF-16 did not explain, or many control
@@ -34,6 +36,10 @@ _UTF16_NUL_SHARE = 0.3
 # Share of control characters above which decoded "text" is really binary. Random bytes give about
 # 23 %; real text, even with stray form feeds or escape codes, stays far below 1 %.
 _MAX_CONTROL_SHARE = 0.05
+# A detector's guess is taken when its decoded text has at most this much mess (charset-normalizer's
+# "chaos", in percent) and at least this much coherence with one language's letter frequencies (0-1).
+_MAX_CHAOS_PERCENT = 10.0
+_MIN_COHERENCE = 0.1
 # C0 and C1 controls except tab, line feed, vertical tab, form feed, carriage return and escape.
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f-\x9f]")
 
@@ -64,10 +70,28 @@ def decode_text(data: bytes, declared_encoding: str | None = None) -> DecodedTex
             return DecodedText(data.decode(declared_encoding), declared_encoding)
         except (LookupError, UnicodeDecodeError):
             pass
+    detected = _detected_encoding(data[:_SAMPLE_BYTES])
+    if detected is not None:
+        return DecodedText(data.decode(detected, errors="replace"), detected)
     try:
         return DecodedText(data.decode("cp1252"), "cp1252")
     except UnicodeDecodeError:
         return DecodedText(data.decode("latin-1"), "latin-1")
+
+
+def _detected_encoding(sample: bytes) -> str | None:
+    """A legacy encoding other than Western (KOI8-R, cp1251, Shift-JIS, GBK, ...) when the text does
+    not read as cp1252 and a detector (charset-normalizer) finds one that reads as a language. Random
+    bytes "decode" without a visible error as Big5 or cp949 too, but match no language's letters."""
+    from charset_normalizer import from_bytes
+
+    western = from_bytes(sample, cp_isolation=["cp1252"]).best()
+    if western is not None and western.percent_chaos <= _MAX_CHAOS_PERCENT:
+        return None
+    best = from_bytes(sample).best()
+    if best is None or best.percent_chaos > _MAX_CHAOS_PERCENT or best.coherence < _MIN_COHERENCE:
+        return None
+    return best.encoding
 
 
 def _guess_utf16(data: bytes) -> str | None:
