@@ -64,7 +64,7 @@ L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 # The features each mode's relevance model reads (winnow.search.relevance.FEATURES); chosen in
 # benchmarks.study by cross-validation.
 MODE_FEATURES: dict[str, tuple[str, ...]] = {
-    "hybrid": ("cosine", "cosine_gap", "bm25_log"),
+    "hybrid": ("cosine", "cosine_gap", "coverage"),
     "dense": ("cosine", "cosine_gap"),
     "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
 }

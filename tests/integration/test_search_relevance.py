@@ -103,3 +103,21 @@ def test_a_phrase_copied_from_a_document_finds_that_document_first(handbook: Emb
         first += bool(body["results"]) and body["results"][0]["key"] == key
     # Then the document it was copied from comes first for nearly every one
     assert first / len(asked) >= 0.95, f"{first} of {len(asked)} phrases found their document first"
+
+
+@pytest.mark.parametrize(
+    ("query", "key"),
+    [
+        ("Does the company pay for a coworking space?", "acme/handbook/remote-work.md"),
+        ("Who owns the company laptop?", "acme/handbook/remote-work.md"),
+    ],
+)
+def test_a_short_question_whose_keywords_the_passage_holds_is_answered(
+    handbook: EmbeddedStack, query: str, key: str
+) -> None:
+    # Given short questions the small dense model scores low, whose keywords the right passage holds
+    # When each is asked at the default threshold
+    status, body = handbook.search(query, top_k=3)
+    # Then it is answered, from the document that holds the answer, not refused as off-topic
+    assert status == 200 and body["relevant"] is True
+    assert body["results"][0]["key"] == key

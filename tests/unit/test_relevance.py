@@ -174,6 +174,26 @@ def test_ranked_models_round_trip_through_json_beside_plain_ones(tmp_path: Path)
     assert isinstance(loaded.for_mode("dense"), LogisticModel)
 
 
+def test_a_model_says_which_features_it_reads_so_costly_ones_are_computed_only_when_read() -> None:
+    # Given a ranked model whose answer model reads keyword coverage
+    ranked = RankedRelevance(
+        order=LogisticModel(("cosine", "bm25_rel"), (1.0, 1.0), 0.0),
+        answer=LogisticModel(("cosine", "coverage"), (1.0, 2.0), 0.0),
+        gap_weight=1.0,
+        answer_weight=1.0,
+        intercept=0.0,
+    )
+    # Then it reads the union of its two models' features, and coverage reaches the model's inputs
+    assert ranked.reads == {"cosine", "bm25_rel", "coverage"}
+    assert LogisticModel(("cosine",), (1.0,), 0.0).reads == {"cosine"}
+    rows = feature_rows([Evidence(cosine=0.3, coverage=0.5), Evidence(cosine=0.2)])
+    assert [r["coverage"] for r in rows] == [0.5, 0.0]
+    # And with more coverage the best passage scores higher, the order staying the order model's
+    low = ranked.probabilities([Evidence(cosine=0.3, coverage=0.0), Evidence(cosine=0.1, coverage=0.0)])
+    high = ranked.probabilities([Evidence(cosine=0.3, coverage=1.0), Evidence(cosine=0.1, coverage=0.0)])
+    assert high[0] > low[0] and high[0] > high[1] and low[0] > low[1]
+
+
 def _generated_candidates(
     rng: random.Random, n: int, relevant_by: str
 ) -> tuple[list[tuple[str, Evidence]], dict[str, int]]:

@@ -224,3 +224,17 @@ def test_encoder_invariants(text: str) -> None:
     assert all(value == 1.0 for value in query.values)
     # And the ids are those of the analysed terms
     assert set(document.indices) == {encoder.term_id(term) for term in encoder.analyze(text)}
+
+
+def test_coverage_is_the_share_of_the_query_terms_a_passage_holds() -> None:
+    encoder = Bm25Encoder()
+    # Given a question of three keyword terms (stop-words drop out, stems match inflections)
+    query = encoder.encode_query("Who owns the laptops?")
+    assert len(query.indices) == 3  # who, own, laptop
+    # When passages holding all, some or none of them are measured
+    every = encoder.coverage(query, "The laptop you are given owns no data; ask who to return it to.")
+    some = encoder.coverage(query, "Every new employee is given a laptop.")
+    none = encoder.coverage(query, "Parental leave is sixteen weeks.")
+    # Then coverage is the share of the question's terms found, and a query without terms covers nothing
+    assert (every, some, none) == (1.0, pytest.approx(1 / 3), 0.0)
+    assert encoder.coverage(encoder.encode_query("the of and"), "the of and") == 0.0

@@ -32,6 +32,7 @@ FEATURES = (
     "bm25_rel",  # BM25 score over the best BM25 score among the candidates; 0 when absent
     "dense_rr",  # 1 / rank among the dense candidates; 0 when absent
     "sparse_rr",  # 1 / rank among the sparse candidates; 0 when absent
+    "coverage",  # share of the query's keyword terms the passage holds; 0 when not measured
 )
 
 
@@ -43,6 +44,7 @@ class Evidence:
     bm25: float | None = None
     dense_rank: int | None = None
     sparse_rank: int | None = None
+    coverage: float | None = None
 
 
 def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
@@ -62,6 +64,7 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
                 "bm25_rel": bm25 / best_bm25 if best_bm25 > 0 else 0.0,
                 "dense_rr": 1.0 / e.dense_rank if e.dense_rank else 0.0,
                 "sparse_rr": 1.0 / e.sparse_rank if e.sparse_rank else 0.0,
+                "coverage": e.coverage or 0.0,
             }
         )
     return rows
@@ -98,6 +101,11 @@ class LogisticModel:
     def probabilities(self, evidence: Sequence[Evidence]) -> list[float]:
         return [self.probability(row) for row in feature_rows(evidence)]
 
+    @property
+    def reads(self) -> frozenset[str]:
+        """The features this model reads (the search computes the costly ones only when read)."""
+        return frozenset(self.features)
+
     def to_json(self) -> dict[str, Any]:
         return {"features": list(self.features), "weights": list(self.weights), "intercept": self.intercept}
 
@@ -133,6 +141,10 @@ class RankedRelevance:
         best_order = max(order)
         answered = self.answer_weight * max(self.answer.logit(r) for r in rows) + self.intercept
         return [sigmoid(self.gap_weight * (o - best_order) + answered) for o in order]
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return self.order.reads | self.answer.reads
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -144,8 +144,8 @@ class SearchRequest(BaseModel):
         ge=0,
         le=1,
         description="Minimum score of a returned passage; default from configuration "
-        "(WINNOW_SEARCH_RELEVANCE_THRESHOLD, 0.27 unless set). Without a re-ranker the score is an "
-        "estimated probability of relevance, so 0.27 drops passages with less than a 27 % estimated chance.",
+        "(WINNOW_SEARCH_RELEVANCE_THRESHOLD, 0.30 unless set). Without a re-ranker the score is an "
+        "estimated probability of relevance, so 0.30 drops passages with less than a 30 % estimated chance.",
     )
     score_threshold: StrictFloat | None = Field(
         default=None, ge=0, le=1, description="Minimum dense similarity, applied inside the vector search."

@@ -99,7 +99,7 @@ class SearchService:
         hits = self._retrieve(tenant, request, dense, sparse, plan.candidates, with_dense=plan.cosine)
         search_ms = (time.perf_counter() - t1) * 1000
         t2 = time.perf_counter()
-        scored = self._relevance(request, dense, hits, plan.rerank)
+        scored = self._relevance(request, dense, sparse, hits, plan.rerank)
         rerank_ms = (time.perf_counter() - t2) * 1000 if plan.rerank else 0.0
         results = self._keep(request, plan, scored)
         timings = Timings(
@@ -174,7 +174,7 @@ class SearchService:
         dense = self._embed_query(tenant, request.query)
         sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
         hits = self._retrieve(tenant, request, dense, sparse, candidates, with_dense=True)
-        return list(zip(hits, self._evidence(dense, hits), strict=True))
+        return list(zip(hits, self._evidence(dense, hits, sparse), strict=True))
 
     def _retrieve(
         self,
@@ -221,7 +221,12 @@ class SearchService:
         return self.models.for_mode(mode) if self.models is not None else None
 
     def _relevance(
-        self, request: SearchRequest, dense: list[float] | None, hits: list[StoredChunk], use_rerank: bool
+        self,
+        request: SearchRequest,
+        dense: list[float] | None,
+        sparse: SparseVector | None,
+        hits: list[StoredChunk],
+        use_rerank: bool,
     ) -> list[tuple[float, StoredChunk]]:
         """Each hit's ``score``: the re-ranker's, else the relevance model's probability, else (no model
         fitted for this profile and mode) the cosine similarity."""
@@ -232,13 +237,19 @@ class SearchService:
             by_index = {s.index: s.score for s in scores}
             return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)]
         assert dense is not None
-        evidence = self._evidence(dense, hits)
         model = self._model(request.mode)
+        evidence = self._evidence(
+            dense, hits, sparse if model is not None and "coverage" in model.reads else None
+        )
         if model is not None:
             return list(zip(model.probabilities(evidence), hits, strict=True))
         return [(min(1.0, max(0.0, e.cosine)), h) for e, h in zip(evidence, hits, strict=True)]
 
-    def _evidence(self, dense: list[float], hits: list[StoredChunk]) -> list[Evidence]:
+    def _evidence(
+        self, dense: list[float], hits: list[StoredChunk], sparse: SparseVector | None = None
+    ) -> list[Evidence]:
+        """What the relevance model reads of each hit; keyword coverage only when ``sparse`` is given
+        (it costs a pass over each passage's text)."""
         missing = [h.point_id for h in hits if h.dense_score is None and h.dense is None]
         vectors = self.store.dense_vectors(missing) if missing else {}
         out = []
@@ -254,6 +265,7 @@ class SearchService:
                     bm25=h.sparse_score,
                     dense_rank=h.dense_rank,
                     sparse_rank=h.sparse_rank,
+                    coverage=self.sparse.coverage(sparse, h.text) if sparse is not None else None,
                 )
             )
         return out

@@ -153,6 +153,14 @@ class Bm25Encoder:
         values = [counts[index] * (k1 + 1.0) / (counts[index] + length_norm) for index in indices]
         return SparseVector(indices=indices, values=values)
 
+    def coverage(self, query: SparseVector, text: str) -> float:
+        """The share of the query's terms (``encode_query``) that ``text`` holds: 1.0 when every
+        keyword of the question is in the passage; 0.0 for a query without keyword terms."""
+        wanted = set(query.indices)
+        if not wanted:
+            return 0.0
+        return len(wanted.intersection(self._term_ids(text))) / len(wanted)
+
     def encode_query(self, text: str) -> SparseVector:
         """One dimension per distinct query term, weight 1.0: Qdrant multiplies in the IDF."""
         indices = sorted(set(self._term_ids(text)))
