@@ -158,6 +158,18 @@ def test_ranked_model_orders_by_the_order_model_and_scores_the_best_by_the_answe
     assert _ranked().probabilities([]) == []
 
 
+@pytest.mark.parametrize("gap_weight", [0.0, -1.5, float("nan")])
+def test_a_ranked_model_whose_gap_weight_would_tie_or_reverse_its_order_is_refused(
+    tmp_path: Path, gap_weight: float
+) -> None:
+    # Given a ranked model file whose gap weight would tie every passage or reverse the order model's order
+    data = _ranked().to_json() | {"gap_weight": gap_weight}
+    (tmp_path / "local-w-8.json").write_text(json.dumps({"profile": "local-w-8", "modes": {"hybrid": data}}))
+    # When it is loaded, then it is refused in one line
+    with pytest.raises(ValueError, match="needs a gap weight above 0"):
+        load_models("local-w-8", tmp_path)
+
+
 def test_ranked_models_round_trip_through_json_beside_plain_ones(tmp_path: Path) -> None:
     # Given a profile whose hybrid mode is ranked and whose dense mode is a plain logistic model
     models = RelevanceModels(
