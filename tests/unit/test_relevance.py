@@ -126,6 +126,19 @@ def test_every_shipped_model_file_loads_for_its_profile() -> None:
         assert 0 < data["threshold"] < 1
 
 
+def test_the_default_threshold_is_the_one_chosen_with_the_shipped_local_model() -> None:
+    # Given the local embedder's shipped relevance models, which record the threshold the quality
+    # benchmark's rule chose with them (--write-model)
+    from winnow.adapters.onnx_embedder import DIMENSION, MODEL_NAME
+    from winnow.models import EmbeddingProfile
+    from winnow.settings import SearchSettings
+
+    models = load_models(EmbeddingProfile("local", MODEL_NAME, DIMENSION).slug)
+    # Then the configured default is that threshold: a refit that moves it cannot leave the default behind
+    assert models is not None and models.threshold is not None
+    assert SearchSettings.model_fields["relevance_threshold"].default == models.threshold
+
+
 # --- the ranked model: order within a query, answerability across queries ----------------------------
 def _ranked(order_weights: tuple[float, float] = (0.0, 3.0)) -> RankedRelevance:
     return RankedRelevance(

@@ -18,6 +18,7 @@ from pydantic import (
 
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.rules import FIELD_NAME_RULE, is_field_name
+from winnow.settings import SearchSettings
 
 
 def _unicode(value: str) -> str:
@@ -72,6 +73,8 @@ Scalar = Annotated[
     ),
 ]
 
+
+_THRESHOLD = SearchSettings.model_fields["relevance_threshold"].default  # one default, stated once
 
 class RangeCondition(BaseModel):
     """A numeric range; either bound may be omitted, not both."""
@@ -144,8 +147,9 @@ class SearchRequest(BaseModel):
         ge=0,
         le=1,
         description="Minimum score of a returned passage; default from configuration "
-        "(WINNOW_SEARCH_RELEVANCE_THRESHOLD, 0.27 unless set). Without a re-ranker the score is an "
-        "estimated probability of relevance, so 0.27 drops passages with less than a 27 % estimated chance.",
+        f"(WINNOW_SEARCH_RELEVANCE_THRESHOLD, {_THRESHOLD} unless set). When the score is the relevance "
+        f"model's estimated probability, {_THRESHOLD} drops passages with less than a "
+        f"{_THRESHOLD:.0%} estimated chance of being relevant.",
     )
     score_threshold: StrictFloat | None = Field(
         default=None, ge=0, le=1, description="Minimum dense similarity, applied inside the vector search."
@@ -185,14 +189,17 @@ class SearchResult(BaseModel):
     score: float = Field(
         description="Relevance in [0, 1]; results are ordered by it and relevance_threshold applies to it. "
         "With the re-ranker: the re-ranker's relevance score. Without: the estimated probability that the "
-        "passage is relevant, from a logistic model over the retrievers' evidence (cosine, BM25 score, "
-        "ranks) fitted per embedding model on an evaluation set; the dense cosine for an embedding model "
-        "with no fitted model."
+        "passage is relevant, from logistic models over the retrievers' evidence (cosine similarity, BM25 "
+        "score) fitted per embedding model and search mode on an evaluation set (SciFact: on other "
+        "documents an estimate carried over, not a guarantee); in hybrid mode an order model sets the "
+        "order and an answer model the best passage's score. For an embedding model with no fitted model: "
+        "the dense cosine similarity (0 when negative)."
     )
     vector_score: float = Field(
         description="The retriever's own score, not a probability: cosine similarity in dense mode, BM25 "
-        "score in sparse mode, reciprocal-rank-fusion score in hybrid mode (sum over the two retrievers "
-        "of 1/(k + rank), ranks from 0, k = WINNOW_SEARCH_RRF_K, default 60)."
+        "score in sparse mode, reciprocal-rank-fusion score in hybrid mode (sum over the retrievers that "
+        "returned the passage of 1/(k + rank), ranks from 0, k = WINNOW_SEARCH_RRF_K, default 60; the "
+        "cosine similarity when the query has no keyword terms, e.g. only stop-words)."
     )
     chunk_id: str
     key: str
