@@ -76,6 +76,7 @@ Scalar = Annotated[
 
 _THRESHOLD = SearchSettings.model_fields["relevance_threshold"].default  # one default, stated once
 
+
 class RangeCondition(BaseModel):
     """A numeric range; either bound may be omitted, not both."""
 
