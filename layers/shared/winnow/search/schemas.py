@@ -122,6 +122,11 @@ def error_path(loc: tuple[int | str, ...]) -> list[str]:
     return parts
 
 
+def default_candidates(top_k: int) -> int:
+    """The candidates a search fetches when the request does not say: enough for fusion to choose from."""
+    return max(15, 3 * top_k)
+
+
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -176,10 +181,15 @@ class SearchRequest(BaseModel):
                 )
         return value
 
+    @property
+    def candidate_count(self) -> int:
+        """How many candidates this search fetches (the product path and the benchmarks' study path)."""
+        return self.candidates if self.candidates is not None else default_candidates(self.top_k)
+
     @model_validator(mode="after")
     def _candidates_at_least_top_k(self) -> SearchRequest:
         if self.candidates is None:
-            self.candidates = min(200, max(15, 3 * self.top_k))
+            self.candidates = default_candidates(self.top_k)
         elif self.candidates < self.top_k:
             raise ValueError("candidates must be at least top_k")
         return self

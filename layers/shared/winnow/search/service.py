@@ -129,7 +129,7 @@ class SearchService:
         return _Plan(
             rerank=rerank,
             threshold=threshold,
-            candidates=request.candidates or max(15, 3 * request.top_k),
+            candidates=request.candidate_count,
             # Embed unless nothing downstream needs the dense vector (sparse retrieval re-ranked).
             cosine=request.mode != "sparse" or not rerank,
         )
@@ -170,10 +170,9 @@ class SearchService:
     def candidates(self, tenant: str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
         """Every candidate of a search with the evidence the relevance model reads, in retrieval order,
         before any model, threshold or ``top_k``: what the model is fitted on (benchmarks)."""
-        candidates = request.candidates or max(15, 3 * request.top_k)
         dense = self._embed_query(tenant, request.query)
         sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
-        hits = self._retrieve(tenant, request, dense, sparse, candidates, with_dense=True)
+        hits = self._retrieve(tenant, request, dense, sparse, request.candidate_count, with_dense=True)
         return list(zip(hits, self._evidence(dense, hits), strict=True))
 
     def _retrieve(
