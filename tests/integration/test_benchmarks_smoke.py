@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -23,9 +24,24 @@ def _metrics_ok(scores: dict[str, float]) -> None:
 
 
 def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given 12 SciFact documents and 3 of their queries
+    # Given 12 SciFact documents and 3 of their queries, and a record of what each fit reads and what is
+    # searched after it (the held-out queries of its fold)
+    events: list[tuple[str, set[str], set[str]]] = []
+    fit_models, winnow_hits = quality.fit_models, quality.winnow_hits
+
+    def recording_fit(candidates: Any, qrels: Any, qids: Any, profile: str, **kw: Any) -> Any:
+        known = kw.get("known")
+        events.append(("fit", set(qids), set(known.ids) if known is not None else set()))
+        return fit_models(candidates, qrels, qids, profile, **kw)
+
+    def recording_hits(stack: Any, queries: dict[str, str], mode: str, threshold: float = 0.0) -> Any:
+        events.append(("search", set(queries), set()))
+        return winnow_hits(stack, queries, mode, threshold)
+
+    monkeypatch.setattr(quality, "fit_models", recording_fit)
+    monkeypatch.setattr(quality, "winnow_hits", recording_hits)
     # When the quality benchmark runs with --json
     assert (
         quality.main(
@@ -75,6 +91,21 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
         assert figures["queries"] == 6
         for run in (figures["default_cv"], figures["bm25"]):
             assert 0 <= run["ndcg@10"] <= 1 and 0 <= run["hit@3"] <= 1
+    # And the cross-validation is honest: one fit per fold, each fitted on the known-item queries of the
+    # other folds only, its own fold's known-item queries searched after it and never fitted on by it
+    fits = [i for i, (kind, _, _) in enumerate(events) if kind == "fit"]
+    assert len(fits) == 3
+    held_out_known: list[set[str]] = []
+    for n, start in enumerate(fits):
+        _, judged_train, known_train = events[start]
+        end = fits[n + 1] if n + 1 < len(fits) else len(events)
+        searched = set().union(*(ids for _, ids, _ in events[start + 1 : end]))
+        known_searched = {q for q in searched if q.startswith(("keywords-", "phrase-"))}
+        assert known_searched and known_train and not known_searched & known_train
+        assert len(judged_train) == 2  # two of the three judged queries
+        held_out_known.append(known_searched)
+    assert set().union(*held_out_known) == {f"{s}-{i}" for s in ("keywords", "phrase") for i in range(6)}
+    assert sum(len(h) for h in held_out_known) == 12  # each known-item query held out exactly once
 
 
 def test_speed_reports_ingest_against_naive_latency_per_mode_and_cold_init(
