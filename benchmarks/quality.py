@@ -346,6 +346,28 @@ def passage_table(
     return rows
 
 
+def calibration_table(
+    hits: dict[str, list[Hit]], qrels: dict[str, dict[str, int]], key_to_id: dict[str, str]
+) -> list[dict[str, float]]:
+    """Whether ``score`` means what it says: per score band of width 0.1, how many held-out passages
+    (top ``TOP_K`` per query) fall in it, their mean score and the share of them that is relevant."""
+    bands: list[list[tuple[float, int]]] = [[] for _ in range(10)]
+    for q, hs in hits.items():
+        for h in hs:
+            relevant = 1 if qrels[q].get(key_to_id.get(h.key, ""), 0) > 0 else 0
+            bands[min(9, int(h.score * 10))].append((h.score, relevant))
+    return [
+        {
+            "band": round(i / 10, 1),
+            "passages": len(band),
+            "mean_score": round(mean([s for s, _ in band]), 4),
+            "relevant": round(mean([r for _, r in band]), 4),
+        }
+        for i, band in enumerate(bands)
+        if band
+    ]
+
+
 def run(
     eval_set: EvalSet,
     workdir: Path,
@@ -540,7 +562,14 @@ def run(
             ),
             "per_fold": fold_thresholds,
             "passages": passage_table(held_out_hits[default_mode], qrels, key_to_id),
+            "calibration": calibration_table(held_out_hits[default_mode], qrels, key_to_id),
         }
+        bands = threshold_cv["calibration"]
+        threshold_cv["calibration_error"] = round(
+            sum(b["passages"] * abs(b["mean_score"] - b["relevant"]) for b in bands)
+            / max(1, sum(b["passages"] for b in bands)),
+            4,
+        )
         # Answerable queries refused at each fold's threshold (chosen on its training folds).
         refused = [
             max((h.score for h in held_out_hits[default_mode][q]), default=0.0) < t
@@ -759,6 +788,17 @@ def render(result: dict[str, Any]) -> str:
         f"{threshold['answerable_refused_cv']:.1%}",
         table(["threshold", "relevant kept", "irrelevant dropped", "queries refused"], t_rows),
     ]
+    if threshold.get("calibration"):
+        c_rows = [
+            [f"{r['band']:.1f}+", str(r["passages"]), f"{r['mean_score']:.3f}", f"{r['relevant']:.1%}"]
+            for r in threshold["calibration"]
+        ]
+        lines += [
+            "",
+            "calibration (held-out passages by score band; mean |score - share relevant|: "
+            f"{threshold['calibration_error']:.3f})",
+        ]
+        lines.append(table(["score", "passages", "mean score", "relevant"], c_rows))
     if threshold.get("offtopic_fitting_refused_cv") is not None:
         lines.append(
             "fitting off-topic questions refused at those (held-out folds): "

@@ -84,6 +84,12 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     for figures in result["offtopic"].values():
         assert figures["queries"] >= 100 and 0 <= figures["refused"] <= 1
     assert 0 <= result["threshold"]["offtopic_fitting_refused_cv"] <= 1
+    # And the calibration of the held-out scores: each band's mean score inside it, shares in [0, 1]
+    bands = result["threshold"]["calibration"]
+    assert bands and all(b["passages"] > 0 for b in bands)
+    for b in bands:
+        assert b["band"] <= b["mean_score"] <= b["band"] + 0.1 and 0 <= b["relevant"] <= 1
+    assert 0 <= result["threshold"]["calibration_error"] <= 1
     # And the generated known-item queries (keywords, phrases) are measured held out, beside BM25
     known = result["known_item"]
     assert known["per_style"] == 6 and set(known["styles"]) == {"keywords", "phrase"}

@@ -389,3 +389,26 @@ def test_shipped_offtopic_and_demo_question_sets_are_large_enough_and_well_forme
 
     existing = {str(p.relative_to(SAMPLES_DIR)) for p in SAMPLES_DIR.rglob("*") if p.is_file()}
     assert {expected for _, expected in demo} <= existing | set(GENERATED)
+
+
+def test_calibration_table_compares_each_score_band_with_its_share_of_relevant_passages() -> None:
+    from benchmarks.quality import calibration_table
+    from benchmarks.stack import Hit
+
+    # Given held-out passages: two relevant of four scored 0.1-0.2, two of three scored 0.8-0.9, one at 1.0
+    def hit(doc: str, score: float) -> Hit:
+        return Hit(key=f"t/{doc}", score=score, vector_score=0.0, text="")
+
+    hits = {
+        "q1": [hit("a", 0.12), hit("b", 0.14), hit("c", 0.85), hit("d", 1.0)],
+        "q2": [hit("a", 0.16), hit("e", 0.18), hit("a", 0.82), hit("e", 0.88)],
+    }
+    qrels = {"q1": {"c": 1, "d": 1, "a": 1}, "q2": {"a": 1}}
+    # When tabulated
+    rows = calibration_table(hits, qrels, {f"t/{d}": d for d in "abcde"})
+    # Then each band holds its passages (1.0 in the top band) with their mean score and relevant share
+    assert rows == [
+        {"band": 0.1, "passages": 4, "mean_score": 0.15, "relevant": 0.5},
+        {"band": 0.8, "passages": 3, "mean_score": 0.85, "relevant": 0.6667},
+        {"band": 0.9, "passages": 1, "mean_score": 1.0, "relevant": 1.0},
+    ]
