@@ -526,11 +526,20 @@ def run(
             rankings = {q: documents_by_best_chunk(h, key_to_id) for q, h in held_out_hits[mode].items()}
             per_query_ndcg[mode] = {q: m["ndcg@10"] for q, m in per_query(rankings, qrels).items()}
 
+        # Known-item queries are answerable too: refused when their best held-out score is under their
+        # fold's threshold (chosen on the training claims and off-topic questions).
+        known_refused = {
+            q: max((h.score for h in known_hits[q]), default=0.0) < t
+            for fold, t in (zip(known_split, fold_thresholds, strict=True) if known_split else ())
+            for q in fold
+            if q in known_hits
+        }
         known_figures = known_item_figures(
             known_queries,
             known_qrels,
             {q: documents_by_best_chunk(h, key_to_id) for q, h in known_hits.items()},
             bm25_rankings(eval_set.documents, known_queries) if known_hits else {},
+            known_refused,
         )
         started = time.perf_counter()
         bm25_run = bm25_rankings(eval_set.documents, queries)
@@ -615,9 +624,11 @@ def known_item_figures(
     qrels: dict[str, dict[str, int]],
     held_out: dict[str, list[str]],
     bm25: dict[str, list[str]],
+    refused: dict[str, bool] | None = None,
 ) -> dict[str, Any]:
     """Per query style: nDCG@10 and hit@3 of the default mode on held-out known-item queries (each fold's
-    model fitted without them) against BM25 on the same queries."""
+    model fitted without them) against BM25 on the same queries, and the share refused at each fold's
+    threshold."""
     out: dict[str, Any] = {"per_style": len(queries) // max(1, len(STYLES)), "styles": {}}
     for style in STYLES:
         ids = [q for q in queries if q.startswith(f"{style}-") and q in held_out]
@@ -630,6 +641,8 @@ def known_item_figures(
             return {"ndcg@10": round(ndcg, 4), "hit@3": round(hit3, 4)}
 
         out["styles"][style] = {"queries": len(ids), "default_cv": figures(held_out), "bm25": figures(bm25)}
+        if refused:
+            out["styles"][style]["refused_cv"] = round(mean([1.0 if refused.get(q) else 0.0 for q in ids]), 4)
     return out
 
 
@@ -788,6 +801,11 @@ def render(result: dict[str, Any]) -> str:
         f"{threshold['answerable_refused_cv']:.1%}",
         table(["threshold", "relevant kept", "irrelevant dropped", "queries refused"], t_rows),
     ]
+    if threshold.get("offtopic_fitting_refused_cv") is not None:
+        lines.append(
+            "fitting off-topic questions refused at those (held-out folds): "
+            f"{threshold['offtopic_fitting_refused_cv']:.1%}"
+        )
     if threshold.get("calibration"):
         c_rows = [
             [f"{r['band']:.1f}+", str(r["passages"]), f"{r['mean_score']:.3f}", f"{r['relevant']:.1%}"]
@@ -799,11 +817,6 @@ def render(result: dict[str, Any]) -> str:
             f"{threshold['calibration_error']:.3f})",
         ]
         lines.append(table(["score", "passages", "mean score", "relevant"], c_rows))
-    if threshold.get("offtopic_fitting_refused_cv") is not None:
-        lines.append(
-            "fitting off-topic questions refused at those (held-out folds): "
-            f"{threshold['offtopic_fitting_refused_cv']:.1%}"
-        )
     for name, off in (result.get("offtopic") or {}).items():
         label = "held-out set, reported" if name == "heldout" else "fitting set, in-sample"
         lines += [
@@ -832,6 +845,7 @@ def render(result: dict[str, Any]) -> str:
             lines.append(
                 f"  {style} ({figures['queries']}): nDCG@10 {d['ndcg@10']:.4f} vs {b['ndcg@10']:.4f}, "
                 f"hit@3 {d['hit@3']:.1%} vs {b['hit@3']:.1%}"
+                + (f", refused {figures['refused_cv']:.1%}" if "refused_cv" in figures else "")
             )
     return "\n".join(lines)
 

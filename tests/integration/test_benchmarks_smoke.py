@@ -94,7 +94,7 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     known = result["known_item"]
     assert known["per_style"] == 6 and set(known["styles"]) == {"keywords", "phrase"}
     for figures in known["styles"].values():
-        assert figures["queries"] == 6
+        assert figures["queries"] == 6 and 0 <= figures["refused_cv"] <= 1
         for run in (figures["default_cv"], figures["bm25"]):
             assert 0 <= run["ndcg@10"] <= 1 and 0 <= run["hit@3"] <= 1
     # And the cross-validation is honest: one fit per fold, each fitted on the known-item queries of the
