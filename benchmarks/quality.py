@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,45 +41,36 @@ from benchmarks.common import (
     stdout_reserved_for_result,
     table,
 )
-from benchmarks.cv import DEFAULT_FOLDS, bootstrap_se, fit_logistic, fold_summary, kfold, mean, train_ids
+from benchmarks.cv import DEFAULT_FOLDS, bootstrap_se, fold_summary, kfold, mean, train_ids
 from benchmarks.data import REPO_ROOT, EvalSet, load_eval_set
 from benchmarks.embedcache import DEFAULT_CACHE
 from benchmarks.known_item import DEFAULT_PER_STYLE, STYLES, known_item_queries
 from benchmarks.metrics import METRIC_NAMES, evaluate, ndcg_at_k, per_query
+from benchmarks.relevance_fit import (
+    DEFAULT_MODE,
+    MAX_REFUSED,
+    THRESHOLD_RULE,
+    TOP_K,
+    Candidate,
+    KnownItems,
+    choose_threshold,
+    fit_models,
+    top_probability,
+)
 from benchmarks.stack import EmbeddedStack, Hit, documents_by_best_chunk, write_documents
 
 MODES = ("sparse", "dense", "hybrid")
 RERANK_MODE = "hybrid+rerank"
-DEFAULT_MODE = "hybrid"
-TOP_K = 10
 CANDIDATES: int | None = None  # the API default, max(15, 3 x top_k)
 EVENT_RECORDS = 50
 GOAL_MARGIN = 0.02
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
-THRESHOLD_GRID = tuple(round(0.01 * i, 2) for i in range(1, 100))
-MAX_REFUSED = 0.05  # the threshold rule without off-topic questions: refuse at most this share of queries
-THRESHOLD_RULE = "balanced"  # with off-topic questions (benchmarks.study_refusal): "balanced" or "answerable"
-L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
-# The features each mode's relevance model reads (winnow.search.relevance.FEATURES); chosen in
-# benchmarks.study by cross-validation.
-MODE_FEATURES: dict[str, tuple[str, ...]] = {
-    "hybrid": ("cosine", "cosine_gap", "bm25_log"),
-    "dense": ("cosine", "cosine_gap"),
-    "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
-}
-# The default mode's ordering model (``RankedRelevance.order``), fitted on the judged queries and the
-# generated known-item queries (benchmarks.known_item); ``MODE_FEATURES["hybrid"]`` is its answer model,
-# fitted on the judged queries only. Chosen by cross-validation (docs/benchmarks.md).
-ORDER_FEATURES = ("cosine", "cosine_gap", "bm25_log", "bm25_rel")
-CALIBRATION_L2 = 1.0
 DATA_DIR = REPO_ROOT / "benchmarks" / "data"
 OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"  # the fitting set: the threshold rule reads it
 OFFTOPIC_HELDOUT_FILE = DATA_DIR / "offtopic_heldout.txt"  # the reported set: nothing is chosen on it
 DEMO_QUESTIONS_FILE = DATA_DIR / "demo_questions.tsv"
 PARENTAL_LEAVE_QUESTION = "How many weeks of paid leave do new parents get?"
 TRAVEL_POLICY = "handbook/travel-and-expenses.docx"
-
-Candidate = tuple[str, Any]  # (document id, winnow.search.relevance.Evidence)
 
 
 SPARSE_ENCODERS = ("ours", "qdrant-bm25")
@@ -125,150 +115,6 @@ def read_demo_questions(path: Path = DEMO_QUESTIONS_FILE) -> list[tuple[str, str
             raise ValueError(f"{path.name}: expected 'question<TAB>document' in {line[:60]!r}")
         out.append((question.strip(), expected.strip()))
     return out
-
-
-# --- relevance models ---------------------------------------------------------------------------------
-def fit_mode(
-    candidates: dict[str, list[Candidate]],
-    qrels: dict[str, dict[str, int]],
-    qids: Sequence[str],
-    features: Sequence[str],
-    l2: float,
-) -> Any:
-    from winnow.search.relevance import LogisticModel, feature_rows
-
-    rows: list[list[float]] = []
-    labels: list[int] = []
-    for qid in qids:
-        cands = candidates[qid]
-        for (doc, _), row in zip(cands, feature_rows([e for _, e in cands]), strict=True):
-            rows.append([row[f] for f in features])
-            labels.append(1 if qrels[qid].get(doc, 0) > 0 else 0)
-    weights, intercept = fit_logistic(rows, labels, l2)
-    return LogisticModel(features=tuple(features), weights=tuple(weights), intercept=intercept)
-
-
-def offline_ndcg(model: Any, cands: list[Candidate], judgements: dict[str, int]) -> float:
-    """nDCG@10 of ordering the candidates by the model: what the handler does, without the handler."""
-    scores = model.probabilities([e for _, e in cands])
-    order = sorted(range(len(cands)), key=lambda i: -scores[i])[:TOP_K]
-    return ndcg_at_k(list(dict.fromkeys(cands[i][0] for i in order)), judgements)
-
-
-def choose_l2(
-    candidates: dict[str, list[Candidate]],
-    qrels: dict[str, dict[str, int]],
-    qids: Sequence[str],
-    features: Sequence[str],
-) -> float:
-    """The L2 strength with the best nDCG@10 in a 4-fold CV inside ``qids`` (the training queries)."""
-    if len(qids) < 8:
-        return 1.0
-    inner = kfold(qids, 4, seed=7)
-    best, best_score = 1.0, -1.0
-    for l2 in L2_GRID:
-        scores = []
-        for j, held in enumerate(inner):
-            try:
-                model = fit_mode(candidates, qrels, train_ids(inner, j), features, l2)
-            except ValueError:
-                continue
-            scores += [offline_ndcg(model, candidates[q], qrels[q]) for q in held]
-        if scores and mean(scores) > best_score:
-            best, best_score = l2, mean(scores)
-    return best
-
-
-@dataclass(frozen=True)
-class KnownItems:
-    """Generated known-item queries (benchmarks.known_item) with their default-mode candidates; ``ids``
-    are the ones a fit may read."""
-
-    candidates: dict[str, list[Candidate]]
-    qrels: dict[str, dict[str, int]]
-    ids: Sequence[str]
-
-
-def fit_models(
-    candidates: dict[str, dict[str, list[Candidate]]],
-    qrels: dict[str, dict[str, int]],
-    qids: Sequence[str],
-    profile: str,
-    source: str = "",
-    known: KnownItems | None = None,
-) -> Any:
-    """One model per mode, every choice (L2) made on ``qids`` (and ``known.ids``) only. With known-item
-    queries the default mode gets a ``RankedRelevance``."""
-    from winnow.search.relevance import RelevanceModels
-
-    modes: dict[str, Any] = {}
-    for mode, per_query_cands in candidates.items():
-        features = MODE_FEATURES[mode]
-        l2 = choose_l2(per_query_cands, qrels, qids, features)
-        modes[mode] = fit_mode(per_query_cands, qrels, qids, features, l2)
-        if mode == DEFAULT_MODE and known is not None and known.ids:
-            modes[mode] = fit_ranked(per_query_cands, qrels, qids, modes[mode], known)
-    return RelevanceModels(profile=profile, modes=modes, source=source)
-
-
-def fit_ranked(
-    candidates: dict[str, list[Candidate]],
-    qrels: dict[str, dict[str, int]],
-    qids: Sequence[str],
-    answer: Any,
-    known: KnownItems,
-) -> Any:
-    """The order model on the judged and the known-item queries, then the logistic step that combines
-    it with ``answer`` (fitted on the judged queries) on the judged queries' candidates."""
-    from winnow.search.relevance import RankedRelevance, feature_rows
-
-    merged = {**candidates, **known.candidates}
-    merged_qrels = {**qrels, **known.qrels}
-    order_ids = [*qids, *known.ids]
-    l2 = choose_l2(merged, merged_qrels, order_ids, ORDER_FEATURES)
-    order = fit_mode(merged, merged_qrels, order_ids, ORDER_FEATURES, l2)
-    rows: list[list[float]] = []
-    labels: list[int] = []
-    for qid in qids:
-        cands = candidates[qid]
-        if not cands:
-            continue
-        feats = feature_rows([e for _, e in cands])
-        logits = [order.logit(r) for r in feats]
-        best_answer = max(answer.logit(r) for r in feats)
-        for (doc, _), logit in zip(cands, logits, strict=True):
-            rows.append([logit - max(logits), best_answer])
-            labels.append(1 if qrels[qid].get(doc, 0) > 0 else 0)
-    (gap_weight, answer_weight), intercept = fit_logistic(rows, labels, CALIBRATION_L2)
-    return RankedRelevance(order, answer, gap_weight, answer_weight, intercept)
-
-
-def choose_threshold(top_scores: Sequence[float], offtopic_tops: Sequence[float] = ()) -> float:
-    """The threshold rule. With off-topic questions to fit on: the threshold that best separates the
-    answerable queries from the off-topic ones (``balanced_threshold``). Without: the highest threshold
-    of the grid that refuses at most ``MAX_REFUSED`` of the answerable queries. A query is refused when
-    its best passage scores below the threshold."""
-    if offtopic_tops and THRESHOLD_RULE == "balanced":
-        return balanced_threshold(top_scores, offtopic_tops)
-    chosen = THRESHOLD_GRID[0]
-    for t in THRESHOLD_GRID:
-        refused = sum(1 for s in top_scores if s < t) / max(1, len(top_scores))
-        if refused <= MAX_REFUSED:
-            chosen = t
-    return chosen
-
-
-def balanced_threshold(answerable_tops: Sequence[float], offtopic_tops: Sequence[float]) -> float:
-    """The threshold maximising (share of answerable queries answered + share of off-topic questions
-    refused) / 2 on the fitting data; the middle of the best plateau, so neither side sits on its edge."""
-    scores = []
-    for t in THRESHOLD_GRID:
-        answered = sum(s >= t for s in answerable_tops) / max(1, len(answerable_tops))
-        refused = sum(s < t for s in offtopic_tops) / max(1, len(offtopic_tops))
-        scores.append((answered + refused) / 2)
-    best = max(scores)
-    plateau = [t for t, s in zip(THRESHOLD_GRID, scores, strict=True) if s >= best - 1e-12]
-    return plateau[len(plateau) // 2]
 
 
 # --- the run ------------------------------------------------------------------------------------------
@@ -644,11 +490,6 @@ def known_item_figures(
         if refused:
             out["styles"][style]["refused_cv"] = round(mean([1.0 if refused.get(q) else 0.0 for q in ids]), 4)
     return out
-
-
-def top_probability(model: Any, cands: list[Candidate]) -> float:
-    """A query's best passage score under ``model``: what the threshold is compared with."""
-    return max(model.probabilities([e for _, e in cands]), default=0.0)
 
 
 def refusals(stack: EmbeddedStack, texts: Sequence[str], threshold: float, top_k: int) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cv import bootstrap_se, fit_logistic, fold_summary, kfold, train_ids
-from benchmarks.quality import (
+from benchmarks.quality import read_demo_questions, read_lines
+from benchmarks.relevance_fit import (
     DEFAULT_MODE,
     MAX_REFUSED,
     THRESHOLD_GRID,
@@ -19,8 +20,6 @@ from benchmarks.quality import (
     balanced_threshold,
     choose_threshold,
     fit_models,
-    read_demo_questions,
-    read_lines,
 )
 from winnow.adapters.qdrant_store import fuse_rrf
 from winnow.models import StoredChunk
