@@ -12,6 +12,7 @@ import pytest
 
 from benchmarks import cost, quality, speed
 from benchmarks.data import EXCERPT_EVAL_DIR
+from benchmarks.quality_report import THRESHOLDS
 
 # The excerpt that ships in the repository, so the tests need nothing beside it.
 EVAL = ["--eval-dir", str(EXCERPT_EVAL_DIR)]
@@ -79,7 +80,7 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     assert len(cv["margin_vs_bm25"]) == 3
     # And the threshold table and the off-topic shares are measured: the held-out set that is reported and
     # the fitting set the threshold rule reads (cross-validated over its folds too)
-    assert [r["threshold"] for r in result["threshold"]["passages"]] == list(quality.THRESHOLDS)
+    assert [r["threshold"] for r in result["threshold"]["passages"]] == list(THRESHOLDS)
     assert set(result["offtopic"]) == {"heldout", "fitting"}
     for figures in result["offtopic"].values():
         assert figures["queries"] >= 100 and 0 <= figures["refused"] <= 1
