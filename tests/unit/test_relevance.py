@@ -182,6 +182,25 @@ def test_a_ranked_model_whose_gap_weight_would_tie_or_reverse_its_order_is_refus
         load_models("local-w-8", tmp_path)
 
 
+def test_the_shipped_hybrid_model_on_one_candidate_and_without_keyword_evidence() -> None:
+    from winnow.adapters.onnx_embedder import DIMENSION, MODEL_NAME
+    from winnow.models import EmbeddingProfile
+
+    models = load_models(EmbeddingProfile("local", MODEL_NAME, DIMENSION).slug)
+    assert models is not None
+    model = models.modes["hybrid"]
+    # Given a single candidate: its score is the best score, a probability that rises with its cosine
+    (low,) = model.probabilities([Evidence(cosine=0.2, bm25=1.0, dense_rank=1, sparse_rank=1)])
+    (high,) = model.probabilities([Evidence(cosine=0.7, bm25=1.0, dense_rank=1, sparse_rank=1)])
+    assert 0 < low < high < 1
+    # Given candidates with no BM25 evidence at all (a query of keyword stop-words, the dense side alone)
+    cosines = [0.61, 0.35, 0.52, 0.18]
+    scores = model.probabilities([Evidence(cosine=c, dense_rank=i + 1) for i, c in enumerate(cosines)])
+    # Then they are ordered by cosine, each a probability
+    assert sorted(range(4), key=lambda i: -scores[i]) == sorted(range(4), key=lambda i: -cosines[i])
+    assert all(0 < p < 1 for p in scores)
+
+
 def test_ranked_models_round_trip_through_json_beside_plain_ones(tmp_path: Path) -> None:
     # Given a profile whose hybrid mode is ranked and whose dense mode is a plain logistic model
     models = RelevanceModels(
