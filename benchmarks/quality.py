@@ -18,6 +18,11 @@ Refusals: off-topic questions go through the same handler at the deployed thresh
 fitting set (``--offtopic``), which the threshold rule reads, and the held-out set
 (``--offtopic-heldout``), which is only measured. ``--sparse qdrant-bm25`` swaps our BM25 encoder for
 Qdrant's own model (see ``QdrantBm25Encoder``).
+
+Known-item queries (``--known-items N`` per style, ``benchmarks.known_item``): generated keyword and
+phrase queries, split into the same folds, fitted on by the hybrid order model (not with
+``--no-fit-known-items``) and measured held out. The fitting lives in ``benchmarks.relevance_fit``, the
+figures and the printed report in ``benchmarks.quality_report``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ passages or an honest "nothing".
 Every result's ``score`` is in [0, 1] and results are ordered by it: the re-ranker's score when it runs;
 otherwise the probability that the passage is relevant, estimated by the embedding profile's logistic
 relevance model (``winnow.search.relevance``) from the evidence both retrievers returned. A profile with
-no fitted model falls back to the cosine similarity, with the fused top ``top_k`` in hybrid mode.
+no fitted model falls back to the cosine similarity; in hybrid mode the first ``top_k`` candidates in
+fusion order that clear the threshold.
 ``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode). Why this ordering, measured
 by cross-validation: docs/benchmarks.md."""
 
