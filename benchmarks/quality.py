@@ -18,6 +18,11 @@ Refusals: off-topic questions go through the same handler at the deployed thresh
 fitting set (``--offtopic``), which the threshold rule reads, and the held-out set
 (``--offtopic-heldout``), which is only measured. ``--sparse qdrant-bm25`` swaps our BM25 encoder for
 Qdrant's own model (see ``QdrantBm25Encoder``).
+
+Known-item queries (``--known-items N`` per style, ``benchmarks.known_item``): generated keyword and
+phrase queries, split into the same folds, fitted on by the hybrid order model (not with
+``--no-fit-known-items``) and measured held out. The fitting lives in ``benchmarks.relevance_fit``, the
+figures and the printed report in ``benchmarks.quality_report``.
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,47 +44,36 @@ from benchmarks.common import (
     positive_int,
     quiet_known_warnings,
     stdout_reserved_for_result,
-    table,
 )
-from benchmarks.cv import DEFAULT_FOLDS, bootstrap_se, fit_logistic, fold_summary, kfold, mean, train_ids
+from benchmarks.cv import DEFAULT_FOLDS, bootstrap_se, fold_summary, kfold, mean, train_ids
 from benchmarks.data import REPO_ROOT, EvalSet, load_eval_set
 from benchmarks.embedcache import DEFAULT_CACHE
-from benchmarks.known_item import DEFAULT_PER_STYLE, STYLES, known_item_queries
-from benchmarks.metrics import METRIC_NAMES, evaluate, ndcg_at_k, per_query
+from benchmarks.known_item import DEFAULT_PER_STYLE, known_item_queries
+from benchmarks.metrics import evaluate, per_query
+from benchmarks.quality_report import calibration_table, known_item_figures, passage_table, render
+from benchmarks.relevance_fit import (
+    DEFAULT_MODE,
+    MAX_REFUSED,
+    THRESHOLD_RULE,
+    TOP_K,
+    Candidate,
+    KnownItems,
+    choose_threshold,
+    fit_models,
+    top_probability,
+)
 from benchmarks.stack import EmbeddedStack, Hit, documents_by_best_chunk, write_documents
 
 MODES = ("sparse", "dense", "hybrid")
 RERANK_MODE = "hybrid+rerank"
-DEFAULT_MODE = "hybrid"
-TOP_K = 10
 CANDIDATES: int | None = None  # the API default, max(15, 3 x top_k)
 EVENT_RECORDS = 50
-GOAL_MARGIN = 0.02
-THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
-THRESHOLD_GRID = tuple(round(0.01 * i, 2) for i in range(1, 100))
-MAX_REFUSED = 0.05  # the threshold rule without off-topic questions: refuse at most this share of queries
-THRESHOLD_RULE = "balanced"  # with off-topic questions (benchmarks.study_refusal): "balanced" or "answerable"
-L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
-# The features each mode's relevance model reads (winnow.search.relevance.FEATURES); chosen in
-# benchmarks.study by cross-validation.
-MODE_FEATURES: dict[str, tuple[str, ...]] = {
-    "hybrid": ("cosine", "cosine_gap", "coverage"),
-    "dense": ("cosine", "cosine_gap"),
-    "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
-}
-# The default mode's ordering model (``RankedRelevance.order``), fitted on the judged queries and the
-# generated known-item queries (benchmarks.known_item); ``MODE_FEATURES["hybrid"]`` is its answer model,
-# fitted on the judged queries only. Chosen by cross-validation (docs/benchmarks.md).
-ORDER_FEATURES = ("cosine", "cosine_gap", "bm25_log", "bm25_rel")
-CALIBRATION_L2 = 1.0
 DATA_DIR = REPO_ROOT / "benchmarks" / "data"
 OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"  # the fitting set: the threshold rule reads it
 OFFTOPIC_HELDOUT_FILE = DATA_DIR / "offtopic_heldout.txt"  # the reported set: nothing is chosen on it
 DEMO_QUESTIONS_FILE = DATA_DIR / "demo_questions.tsv"
 PARENTAL_LEAVE_QUESTION = "How many weeks of paid leave do new parents get?"
 TRAVEL_POLICY = "handbook/travel-and-expenses.docx"
-
-Candidate = tuple[str, Any]  # (document id, winnow.search.relevance.Evidence)
 
 
 SPARSE_ENCODERS = ("ours", "qdrant-bm25")
@@ -125,150 +118,6 @@ def read_demo_questions(path: Path = DEMO_QUESTIONS_FILE) -> list[tuple[str, str
             raise ValueError(f"{path.name}: expected 'question<TAB>document' in {line[:60]!r}")
         out.append((question.strip(), expected.strip()))
     return out
-
-
-# --- relevance models ---------------------------------------------------------------------------------
-def fit_mode(
-    candidates: dict[str, list[Candidate]],
-    qrels: dict[str, dict[str, int]],
-    qids: Sequence[str],
-    features: Sequence[str],
-    l2: float,
-) -> Any:
-    from winnow.search.relevance import LogisticModel, feature_rows
-
-    rows: list[list[float]] = []
-    labels: list[int] = []
-    for qid in qids:
-        cands = candidates[qid]
-        for (doc, _), row in zip(cands, feature_rows([e for _, e in cands]), strict=True):
-            rows.append([row[f] for f in features])
-            labels.append(1 if qrels[qid].get(doc, 0) > 0 else 0)
-    weights, intercept = fit_logistic(rows, labels, l2)
-    return LogisticModel(features=tuple(features), weights=tuple(weights), intercept=intercept)
-
-
-def offline_ndcg(model: Any, cands: list[Candidate], judgements: dict[str, int]) -> float:
-    """nDCG@10 of ordering the candidates by the model: what the handler does, without the handler."""
-    scores = model.probabilities([e for _, e in cands])
-    order = sorted(range(len(cands)), key=lambda i: -scores[i])[:TOP_K]
-    return ndcg_at_k(list(dict.fromkeys(cands[i][0] for i in order)), judgements)
-
-
-def choose_l2(
-    candidates: dict[str, list[Candidate]],
-    qrels: dict[str, dict[str, int]],
-    qids: Sequence[str],
-    features: Sequence[str],
-) -> float:
-    """The L2 strength with the best nDCG@10 in a 4-fold CV inside ``qids`` (the training queries)."""
-    if len(qids) < 8:
-        return 1.0
-    inner = kfold(qids, 4, seed=7)
-    best, best_score = 1.0, -1.0
-    for l2 in L2_GRID:
-        scores = []
-        for j, held in enumerate(inner):
-            try:
-                model = fit_mode(candidates, qrels, train_ids(inner, j), features, l2)
-            except ValueError:
-                continue
-            scores += [offline_ndcg(model, candidates[q], qrels[q]) for q in held]
-        if scores and mean(scores) > best_score:
-            best, best_score = l2, mean(scores)
-    return best
-
-
-@dataclass(frozen=True)
-class KnownItems:
-    """Generated known-item queries (benchmarks.known_item) with their default-mode candidates; ``ids``
-    are the ones a fit may read."""
-
-    candidates: dict[str, list[Candidate]]
-    qrels: dict[str, dict[str, int]]
-    ids: Sequence[str]
-
-
-def fit_models(
-    candidates: dict[str, dict[str, list[Candidate]]],
-    qrels: dict[str, dict[str, int]],
-    qids: Sequence[str],
-    profile: str,
-    source: str = "",
-    known: KnownItems | None = None,
-) -> Any:
-    """One model per mode, every choice (L2) made on ``qids`` (and ``known.ids``) only. With known-item
-    queries the default mode gets a ``RankedRelevance``."""
-    from winnow.search.relevance import RelevanceModels
-
-    modes: dict[str, Any] = {}
-    for mode, per_query_cands in candidates.items():
-        features = MODE_FEATURES[mode]
-        l2 = choose_l2(per_query_cands, qrels, qids, features)
-        modes[mode] = fit_mode(per_query_cands, qrels, qids, features, l2)
-        if mode == DEFAULT_MODE and known is not None and known.ids:
-            modes[mode] = fit_ranked(per_query_cands, qrels, qids, modes[mode], known)
-    return RelevanceModels(profile=profile, modes=modes, source=source)
-
-
-def fit_ranked(
-    candidates: dict[str, list[Candidate]],
-    qrels: dict[str, dict[str, int]],
-    qids: Sequence[str],
-    answer: Any,
-    known: KnownItems,
-) -> Any:
-    """The order model on the judged and the known-item queries, then the logistic step that combines
-    it with ``answer`` (fitted on the judged queries) on the judged queries' candidates."""
-    from winnow.search.relevance import RankedRelevance, feature_rows
-
-    merged = {**candidates, **known.candidates}
-    merged_qrels = {**qrels, **known.qrels}
-    order_ids = [*qids, *known.ids]
-    l2 = choose_l2(merged, merged_qrels, order_ids, ORDER_FEATURES)
-    order = fit_mode(merged, merged_qrels, order_ids, ORDER_FEATURES, l2)
-    rows: list[list[float]] = []
-    labels: list[int] = []
-    for qid in qids:
-        cands = candidates[qid]
-        if not cands:
-            continue
-        feats = feature_rows([e for _, e in cands])
-        logits = [order.logit(r) for r in feats]
-        best_answer = max(answer.logit(r) for r in feats)
-        for (doc, _), logit in zip(cands, logits, strict=True):
-            rows.append([logit - max(logits), best_answer])
-            labels.append(1 if qrels[qid].get(doc, 0) > 0 else 0)
-    (gap_weight, answer_weight), intercept = fit_logistic(rows, labels, CALIBRATION_L2)
-    return RankedRelevance(order, answer, gap_weight, answer_weight, intercept)
-
-
-def choose_threshold(top_scores: Sequence[float], offtopic_tops: Sequence[float] = ()) -> float:
-    """The threshold rule. With off-topic questions to fit on: the threshold that best separates the
-    answerable queries from the off-topic ones (``balanced_threshold``). Without: the highest threshold
-    of the grid that refuses at most ``MAX_REFUSED`` of the answerable queries. A query is refused when
-    its best passage scores below the threshold."""
-    if offtopic_tops and THRESHOLD_RULE == "balanced":
-        return balanced_threshold(top_scores, offtopic_tops)
-    chosen = THRESHOLD_GRID[0]
-    for t in THRESHOLD_GRID:
-        refused = sum(1 for s in top_scores if s < t) / max(1, len(top_scores))
-        if refused <= MAX_REFUSED:
-            chosen = t
-    return chosen
-
-
-def balanced_threshold(answerable_tops: Sequence[float], offtopic_tops: Sequence[float]) -> float:
-    """The threshold maximising (share of answerable queries answered + share of off-topic questions
-    refused) / 2 on the fitting data; the middle of the best plateau, so neither side sits on its edge."""
-    scores = []
-    for t in THRESHOLD_GRID:
-        answered = sum(s >= t for s in answerable_tops) / max(1, len(answerable_tops))
-        refused = sum(s < t for s in offtopic_tops) / max(1, len(offtopic_tops))
-        scores.append((answered + refused) / 2)
-    best = max(scores)
-    plateau = [t for t, s in zip(THRESHOLD_GRID, scores, strict=True) if s >= best - 1e-12]
-    return plateau[len(plateau) // 2]
 
 
 # --- the run ------------------------------------------------------------------------------------------
@@ -319,31 +168,6 @@ def install_models(models: Any) -> None:
     from functions.search.app import service
 
     service().models = models
-
-
-def passage_table(
-    hits: dict[str, list[Hit]], qrels: dict[str, dict[str, int]], key_to_id: dict[str, str]
-) -> list[dict[str, float]]:
-    """For each threshold: the share of relevant passages (of the top ``TOP_K``) kept and of irrelevant
-    ones dropped, and the share of answerable queries left with nothing."""
-    relevant = [
-        h.score for q, hs in hits.items() for h in hs if qrels[q].get(key_to_id.get(h.key, ""), 0) > 0
-    ]
-    irrelevant = [
-        h.score for q, hs in hits.items() for h in hs if qrels[q].get(key_to_id.get(h.key, ""), 0) <= 0
-    ]
-    tops = [max((h.score for h in hs), default=0.0) for hs in hits.values()]
-    rows = []
-    for t in THRESHOLDS:
-        rows.append(
-            {
-                "threshold": t,
-                "relevant_kept": round(sum(s >= t for s in relevant) / max(1, len(relevant)), 4),
-                "irrelevant_dropped": round(sum(s < t for s in irrelevant) / max(1, len(irrelevant)), 4),
-                "queries_refused": round(sum(s < t for s in tops) / max(1, len(tops)), 4),
-            }
-        )
-    return rows
 
 
 def run(
@@ -504,11 +328,20 @@ def run(
             rankings = {q: documents_by_best_chunk(h, key_to_id) for q, h in held_out_hits[mode].items()}
             per_query_ndcg[mode] = {q: m["ndcg@10"] for q, m in per_query(rankings, qrels).items()}
 
+        # Known-item queries are answerable too: refused when their best held-out score is under their
+        # fold's threshold (chosen on the training claims and off-topic questions).
+        known_refused = {
+            q: max((h.score for h in known_hits[q]), default=0.0) < t
+            for fold, t in (zip(known_split, fold_thresholds, strict=True) if known_split else ())
+            for q in fold
+            if q in known_hits
+        }
         known_figures = known_item_figures(
             known_queries,
             known_qrels,
             {q: documents_by_best_chunk(h, key_to_id) for q, h in known_hits.items()},
             bm25_rankings(eval_set.documents, known_queries) if known_hits else {},
+            known_refused,
         )
         started = time.perf_counter()
         bm25_run = bm25_rankings(eval_set.documents, queries)
@@ -540,7 +373,14 @@ def run(
             ),
             "per_fold": fold_thresholds,
             "passages": passage_table(held_out_hits[default_mode], qrels, key_to_id),
+            "calibration": calibration_table(held_out_hits[default_mode], qrels, key_to_id),
         }
+        bands = threshold_cv["calibration"]
+        threshold_cv["calibration_error"] = round(
+            sum(b["passages"] * abs(b["mean_score"] - b["relevant"]) for b in bands)
+            / max(1, sum(b["passages"] for b in bands)),
+            4,
+        )
         # Answerable queries refused at each fold's threshold (chosen on its training folds).
         refused = [
             max((h.score for h in held_out_hits[default_mode][q]), default=0.0) < t
@@ -579,34 +419,6 @@ def run(
         "known_item": known_figures,
         "seconds": {k: round(v, 2) for k, v in seconds.items()},
     }
-
-
-def known_item_figures(
-    queries: dict[str, str],
-    qrels: dict[str, dict[str, int]],
-    held_out: dict[str, list[str]],
-    bm25: dict[str, list[str]],
-) -> dict[str, Any]:
-    """Per query style: nDCG@10 and hit@3 of the default mode on held-out known-item queries (each fold's
-    model fitted without them) against BM25 on the same queries."""
-    out: dict[str, Any] = {"per_style": len(queries) // max(1, len(STYLES)), "styles": {}}
-    for style in STYLES:
-        ids = [q for q in queries if q.startswith(f"{style}-") and q in held_out]
-        if not ids:
-            continue
-
-        def figures(run: dict[str, list[str]], ids: list[str] = ids) -> dict[str, float]:
-            ndcg = mean([ndcg_at_k(run.get(q, []), qrels[q]) for q in ids])
-            hit3 = mean([1.0 if set(run.get(q, [])[:3]) & set(qrels[q]) else 0.0 for q in ids])
-            return {"ndcg@10": round(ndcg, 4), "hit@3": round(hit3, 4)}
-
-        out["styles"][style] = {"queries": len(ids), "default_cv": figures(held_out), "bm25": figures(bm25)}
-    return out
-
-
-def top_probability(model: Any, cands: list[Candidate]) -> float:
-    """A query's best passage score under ``model``: what the threshold is compared with."""
-    return max(model.probabilities([e for _, e in cands]), default=0.0)
 
 
 def refusals(stack: EmbeddedStack, texts: Sequence[str], threshold: float, top_k: int) -> dict[str, Any]:
@@ -704,96 +516,6 @@ def run_demo(
         "parental_leave_documents": parental,
         "parental_leave_returns_travel_policy": TRAVEL_POLICY in parental,
     }
-
-
-def render(result: dict[str, Any]) -> str:
-    rows = []
-    for name, scores in result["modes"].items():
-        rows.append([f"winnow {name}", *(f"{scores[m]:.4f}" for m in METRIC_NAMES)])
-    for name, scores in result["baselines"].items():
-        rows.append([f"baseline {name} (whole documents)", *(f"{scores[m]:.4f}" for m in METRIC_NAMES)])
-    cv = result["cv"]
-    default_mode = cv["default_mode"]
-    bm25_cv = cv["ndcg@10"]["baseline bm25"]["mean"]
-    default_cv = cv["ndcg@10"][default_mode]["mean"]
-    margin = default_cv - bm25_cv
-    worst = min(
-        (m["margin"] + m["se"] for m in cv["margin_vs_bm25"]), default=0.0
-    )  # a fold below BM25 by more than its noise makes this negative
-    verdict = "met" if margin >= GOAL_MARGIN and worst >= 0 else "NOT met"
-    cv_rows = [
-        [name, *(f"{v:.4f}" for v in s["folds"]), f"{s['mean']:.4f}"] for name, s in cv["ndcg@10"].items()
-    ]
-    cv_rows.append(
-        [
-            f"{default_mode} - bm25 (bootstrap SE)",
-            *(f"{m['margin']:+.4f} ({m['se']:.3f})" for m in cv["margin_vs_bm25"]),
-            f"{margin:+.4f}",
-        ]
-    )
-    threshold = result["threshold"]
-    t_rows = [
-        [
-            f"{r['threshold']:.1f}",
-            f"{r['relevant_kept']:.1%}",
-            f"{r['irrelevant_dropped']:.1%}",
-            f"{r['queries_refused']:.1%}",
-        ]
-        for r in threshold["passages"]
-    ]
-    lines = [
-        f"{result['documents']} documents ({result.get('chunks', '?')} chunks), {result['queries']} queries",
-        "",
-        "whole set (the shipped relevance model was fitted on these queries: in-sample)",
-        table(["system", *METRIC_NAMES], rows),
-        "",
-        f"{cv['folds']}-fold cross-validated nDCG@10 (models fitted on the other folds, held-out queries "
-        "through the search handler)",
-        table(["system", *(f"fold {i + 1}" for i in range(cv["folds"])), "mean"], cv_rows),
-        "",
-        f"goal: winnow {default_mode} CV nDCG@10 >= BM25 + {GOAL_MARGIN:.2f} and no fold below BM25 by more "
-        f"than its bootstrap SE: {default_cv:.4f} vs {bm25_cv:.4f} ({margin:+.4f}) -> {verdict}",
-        "",
-        f"threshold (held-out scores, top {TOP_K} passages per query); rule: {threshold['rule']}; chosen per "
-        f"fold {threshold['per_fold']}; answerable queries refused at those: "
-        f"{threshold['answerable_refused_cv']:.1%}",
-        table(["threshold", "relevant kept", "irrelevant dropped", "queries refused"], t_rows),
-    ]
-    if threshold.get("offtopic_fitting_refused_cv") is not None:
-        lines.append(
-            "fitting off-topic questions refused at those (held-out folds): "
-            f"{threshold['offtopic_fitting_refused_cv']:.1%}"
-        )
-    for name, off in (result.get("offtopic") or {}).items():
-        label = "held-out set, reported" if name == "heldout" else "fitting set, in-sample"
-        lines += [
-            "",
-            f"off-topic, {label} ({off['queries']} questions): {off['refused']:.1%} refused "
-            f"at threshold {off['threshold']}",
-        ]
-        if off["answered"]:
-            lines.append("  answered: " + "; ".join(off["answered"][:8]))
-    demo = result.get("demo")
-    if demo:
-        lines += [
-            "",
-            f"demo corpus, threshold {demo['threshold']}: {demo['questions']} answerable questions, expected "
-            f"document first {demo['top1_expected']:.1%}, refused {demo['answerable_refused']:.1%}; "
-            + "; ".join(
-                f"off-topic ({name}) refused {off['refused']:.1%}" for name, off in demo["offtopic"].items()
-            )
-            + f"; parental-leave question returns {demo['parental_leave_documents']}",
-        ]
-    known = (result.get("known_item") or {}).get("styles") or {}
-    if known:
-        lines += ["", "generated known-item queries (held-out folds), default mode against BM25:"]
-        for style, figures in known.items():
-            d, b = figures["default_cv"], figures["bm25"]
-            lines.append(
-                f"  {style} ({figures['queries']}): nDCG@10 {d['ndcg@10']:.4f} vs {b['ndcg@10']:.4f}, "
-                f"hit@3 {d['hit@3']:.1%} vs {b['hit@3']:.1%}"
-            )
-    return "\n".join(lines)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -24,17 +24,15 @@ from benchmarks.cv import kfold, mean, train_ids
 from benchmarks.data import load_eval_set
 from benchmarks.embedcache import DEFAULT_CACHE
 from benchmarks.known_item import known_item_queries
-from benchmarks.quality import (
+from benchmarks.quality import OFFTOPIC_FILE, collect_candidates, read_lines
+from benchmarks.relevance_fit import (
     DEFAULT_MODE,
     MODE_FEATURES,
-    OFFTOPIC_FILE,
     KnownItems,
     balanced_threshold,
     choose_l2,
-    collect_candidates,
     fit_mode,
     fit_ranked,
-    read_lines,
     top_probability,
 )
 from benchmarks.stack import EmbeddedStack, write_documents

@@ -28,7 +28,8 @@ from benchmarks.cv import fit_logistic, kfold, mean, train_ids
 from benchmarks.data import load_eval_set
 from benchmarks.embedcache import DEFAULT_CACHE
 from benchmarks.metrics import ndcg_at_k
-from benchmarks.quality import L2_GRID, OFFTOPIC_FILE, TOP_K, balanced_threshold, choose_threshold, read_lines
+from benchmarks.quality import OFFTOPIC_FILE, read_lines
+from benchmarks.relevance_fit import L2_GRID, TOP_K, balanced_threshold, choose_threshold
 from benchmarks.stack import EmbeddedStack
 from benchmarks.study import DEFAULT_HOME
 

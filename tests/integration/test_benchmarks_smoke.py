@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 from benchmarks import cost, quality, speed
 from benchmarks.data import EXCERPT_EVAL_DIR
+from benchmarks.quality_report import THRESHOLDS
 
 # The excerpt that ships in the repository, so the tests need nothing beside it.
 EVAL = ["--eval-dir", str(EXCERPT_EVAL_DIR)]
@@ -23,9 +25,24 @@ def _metrics_ok(scores: dict[str, float]) -> None:
 
 
 def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given 12 SciFact documents and 3 of their queries
+    # Given 12 SciFact documents and 3 of their queries, and a record of what each fit reads and what is
+    # searched after it (the held-out queries of its fold)
+    events: list[tuple[str, set[str], set[str]]] = []
+    fit_models, winnow_hits = quality.fit_models, quality.winnow_hits
+
+    def recording_fit(candidates: Any, qrels: Any, qids: Any, profile: str, **kw: Any) -> Any:
+        known = kw.get("known")
+        events.append(("fit", set(qids), set(known.ids) if known is not None else set()))
+        return fit_models(candidates, qrels, qids, profile, **kw)
+
+    def recording_hits(stack: Any, queries: dict[str, str], mode: str, threshold: float = 0.0) -> Any:
+        events.append(("search", set(queries), set()))
+        return winnow_hits(stack, queries, mode, threshold)
+
+    monkeypatch.setattr(quality, "fit_models", recording_fit)
+    monkeypatch.setattr(quality, "winnow_hits", recording_hits)
     # When the quality benchmark runs with --json
     assert (
         quality.main(
@@ -63,18 +80,39 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     assert len(cv["margin_vs_bm25"]) == 3
     # And the threshold table and the off-topic shares are measured: the held-out set that is reported and
     # the fitting set the threshold rule reads (cross-validated over its folds too)
-    assert [r["threshold"] for r in result["threshold"]["passages"]] == list(quality.THRESHOLDS)
+    assert [r["threshold"] for r in result["threshold"]["passages"]] == list(THRESHOLDS)
     assert set(result["offtopic"]) == {"heldout", "fitting"}
     for figures in result["offtopic"].values():
         assert figures["queries"] >= 100 and 0 <= figures["refused"] <= 1
     assert 0 <= result["threshold"]["offtopic_fitting_refused_cv"] <= 1
+    # And the calibration of the held-out scores: each band's mean score inside it, shares in [0, 1]
+    bands = result["threshold"]["calibration"]
+    assert bands and all(b["passages"] > 0 for b in bands)
+    for b in bands:
+        assert b["band"] <= b["mean_score"] <= b["band"] + 0.1 and 0 <= b["relevant"] <= 1
+    assert 0 <= result["threshold"]["calibration_error"] <= 1
     # And the generated known-item queries (keywords, phrases) are measured held out, beside BM25
     known = result["known_item"]
     assert known["per_style"] == 6 and set(known["styles"]) == {"keywords", "phrase"}
     for figures in known["styles"].values():
-        assert figures["queries"] == 6
+        assert figures["queries"] == 6 and 0 <= figures["refused_cv"] <= 1
         for run in (figures["default_cv"], figures["bm25"]):
             assert 0 <= run["ndcg@10"] <= 1 and 0 <= run["hit@3"] <= 1
+    # And the cross-validation is honest: one fit per fold, each fitted on the known-item queries of the
+    # other folds only, its own fold's known-item queries searched after it and never fitted on by it
+    fits = [i for i, (kind, _, _) in enumerate(events) if kind == "fit"]
+    assert len(fits) == 3
+    held_out_known: list[set[str]] = []
+    for n, start in enumerate(fits):
+        _, judged_train, known_train = events[start]
+        end = fits[n + 1] if n + 1 < len(fits) else len(events)
+        searched = set().union(*(ids for _, ids, _ in events[start + 1 : end]))
+        known_searched = {q for q in searched if q.startswith(("keywords-", "phrase-"))}
+        assert known_searched and known_train and not known_searched & known_train
+        assert len(judged_train) == 2  # two of the three judged queries
+        held_out_known.append(known_searched)
+    assert set().union(*held_out_known) == {f"{s}-{i}" for s in ("keywords", "phrase") for i in range(6)}
+    assert sum(len(h) for h in held_out_known) == 12  # each known-item query held out exactly once
 
 
 def test_speed_reports_ingest_against_naive_latency_per_mode_and_cold_init(

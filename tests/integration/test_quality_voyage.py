@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks import quality
 from benchmarks.data import EvalSet
+from benchmarks.quality_report import THRESHOLDS, render
 from winnow_fakes.fake_voyage import DEFAULT_API_KEY, FakeVoyageServer
 
 TOPICS = {
@@ -60,12 +61,12 @@ def test_with_a_voyage_key_the_benchmark_embeds_and_reranks_with_voyage(
     cv = result["cv"]["ndcg@10"]
     assert {"hybrid+rerank", "baseline bm25"} <= set(cv) and len(cv["hybrid+rerank"]["folds"]) == 3
     assert all(0 <= v <= 1 for v in cv["hybrid+rerank"]["folds"])
-    assert [row["threshold"] for row in result["threshold"]["passages"]] == list(quality.THRESHOLDS)
+    assert [row["threshold"] for row in result["threshold"]["passages"]] == list(THRESHOLDS)
     # And both off-topic sets are measured through the re-ranker, the fitting one also cross-validated
     assert result["offtopic"]["fitting"]["queries"] == 3 and result["offtopic"]["heldout"]["queries"] == 2
     assert 0 <= result["threshold"]["offtopic_fitting_refused_cv"] <= 1
     # And the table renders, as one command prints it
-    assert "hybrid+rerank" in quality.render(result)
+    assert "hybrid+rerank" in render(result)
     json.dumps({k: result[k] for k in ("modes", "cv", "threshold", "offtopic")})
 
 

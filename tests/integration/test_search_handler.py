@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +235,87 @@ def test_without_reranker_or_relevance_model_hybrid_returns_the_fused_top_k_orde
     scores = [r["score"] for r in body["results"]]
     assert scores == sorted(scores, reverse=True)
     assert any(r["key"].startswith("acme/engines/") for r in body["results"])
+
+
+def _engines_and_notes(stack: EmbeddedStack) -> None:
+    """Short notes sharing only a common word with "zephyr report", and longer documents carrying its rare
+    word: BM25 favours the engines, the fake embedder's bag-of-words cosine favours the short notes."""
+    for i in range(12):
+        stack.upload(f"acme/notes/{i}.md", f"# Note {i}\n\nThe report of team {i}.\n".encode())
+    for i in range(3):
+        text = f"# Engine {i}\n\nThe zephyr engine {i} has pistons, valves, gaskets and a report.\n"
+        stack.upload(f"acme/engines/{i}.md", text.encode())
+
+
+def test_a_ranked_model_orders_by_its_order_model_and_scores_the_best_by_its_answer_model(
+    stack: EmbeddedStack,
+) -> None:
+    """The hybrid default's ``RankedRelevance`` through the real handler: results in the order model's
+    order, the best passage's score from the answer model's best candidate, every score a probability."""
+    from winnow.search.relevance import LogisticModel, RankedRelevance, RelevanceModels
+    from winnow.search.schemas import SearchRequest
+
+    # Given documents where the keyword evidence and the cosine disagree, and a ranked model whose order
+    # model reads only the BM25 share and whose answer model reads only the cosine
+    _engines_and_notes(stack)
+    stack.upload("acme/notes/summary.md", b"# Report\n\nReport.\n")  # the best cosine, a weak BM25 match
+    ranked = RankedRelevance(
+        order=LogisticModel(("bm25_rel",), (6.0,), 0.0),
+        answer=LogisticModel(("cosine",), (8.0,), -4.0),
+        gap_weight=1.0,
+        answer_weight=1.0,
+        intercept=0.0,
+    )
+    service = search_app.service()
+    service.models = RelevanceModels(profile=stack.container.embedder.profile.slug, modes={"hybrid": ranked})
+    query, top_k = "zephyr report", 5
+    evidence = {h.point_id: e for h, e in service.candidates("acme", SearchRequest(query=query, top_k=top_k))}
+    best_cosine = max(e.cosine for e in evidence.values())
+    best_bm25 = max(e.bm25 or 0.0 for e in evidence.values())
+    by_cosine = max(evidence, key=lambda p: evidence[p].cosine)
+    assert by_cosine != max(evidence, key=lambda p: evidence[p].bm25 or 0.0)
+
+    # When the default mode runs without a re-ranker and without a threshold
+    status, body = stack.search(query, top_k=top_k, relevance_threshold=0)
+
+    # Then the results are in the order model's order (best BM25 share first), not the cosine's
+    assert status == 200
+    results = body["results"]
+    bm25 = [evidence[r["chunk_id"]].bm25 or 0.0 for r in results]
+    assert bm25[0] == best_bm25 and bm25 == sorted(bm25, reverse=True)
+    assert results[0]["key"].startswith("acme/engines/")
+    # And the best passage's score is the answer model's best logit over all candidates, recalibrated
+    assert results[0]["score"] == pytest.approx(1 / (1 + math.exp(-(8.0 * best_cosine - 4.0))), abs=1e-6)
+    assert evidence[results[0]["chunk_id"]].cosine < best_cosine  # the best score is not its own cosine's
+    # And each other score falls with its order-model gap to the best, a probability in (0, 1)
+    for r, b in zip(results, bm25, strict=True):
+        expected = 1 / (1 + math.exp(-(6.0 * (b / best_bm25 - 1.0) + 8.0 * best_cosine - 4.0)))
+        assert r["score"] == pytest.approx(expected, abs=1e-6) and 0 < r["score"] < 1
+
+
+def test_a_hybrid_query_of_keyword_stop_words_only_is_answered_by_the_dense_side(
+    stack: EmbeddedStack,
+) -> None:
+    # Given documents that share more or fewer words with a query whose every word is a keyword stop-word
+    # (the fake embedder still reads them: its stop list is another)
+    for name, text in {
+        "all": "They went there then, if not sooner.",
+        "some": "They stayed there all week.",
+        "one": "Then it rained on the hills.",
+        "none": "Pistons, valves and gaskets.",
+    }.items():
+        assert stack.upload(f"acme/words/{name}.txt", text.encode())["status"] == "indexed"
+    query = "they there then if not"
+    assert not stack.container.sparse.encode_query(query).indices
+    # When it is asked in the default (hybrid) mode and in dense mode
+    status, body = stack.search(query, top_k=3, relevance_threshold=0)
+    _, dense = stack.search(query, mode="dense", top_k=3, relevance_threshold=0)
+    # Then hybrid answers from the dense retriever (nothing is lost to an empty keyword side): the same
+    # passages in the same order, their vector_score the cosine
+    assert status == 200 and keys(body)[0] == "acme/words/all.txt"
+    assert [(r["chunk_id"], r["vector_score"]) for r in body["results"]] == [
+        (r["chunk_id"], r["vector_score"]) for r in dense["results"]
+    ]
 
 
 def test_filters_any_of_and_numeric_ranges(loaded: EmbeddedStack) -> None:

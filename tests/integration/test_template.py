@@ -636,6 +636,13 @@ def test_search_api_uses_a_jwt_authorizer_cors_and_routes_the_app_serves() -> No
     assert search["Environment"]["Variables"]["WINNOW_SEARCH_TENANT_CLAIM"] == {"Ref": "TenantClaim"}
 
 
+def test_the_stack_default_relevance_threshold_is_the_settings_default() -> None:
+    # Given the template's RelevanceThreshold parameter, then its default is the one the settings use
+    t = load_template()
+    default = settings_module.SearchSettings.model_fields["relevance_threshold"].default
+    assert float(t["Parameters"]["RelevanceThreshold"]["Default"]) == default
+
+
 def test_snapstart_and_provisioned_concurrency_are_optional_and_exclusive() -> None:
     t = load_template()
     search = t["Resources"]["SearchFunction"]["Properties"]

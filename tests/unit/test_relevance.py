@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cv import bootstrap_se, fit_logistic, fold_summary, kfold, train_ids
-from benchmarks.quality import (
+from benchmarks.quality import read_demo_questions, read_lines
+from benchmarks.relevance_fit import (
     DEFAULT_MODE,
     MAX_REFUSED,
     THRESHOLD_GRID,
@@ -19,8 +20,6 @@ from benchmarks.quality import (
     balanced_threshold,
     choose_threshold,
     fit_models,
-    read_demo_questions,
-    read_lines,
 )
 from winnow.adapters.qdrant_store import fuse_rrf
 from winnow.models import StoredChunk
@@ -126,6 +125,19 @@ def test_every_shipped_model_file_loads_for_its_profile() -> None:
         assert 0 < data["threshold"] < 1
 
 
+def test_the_default_threshold_is_the_one_chosen_with_the_shipped_local_model() -> None:
+    # Given the local embedder's shipped relevance models, which record the threshold the quality
+    # benchmark's rule chose with them (--write-model)
+    from winnow.adapters.onnx_embedder import DIMENSION, MODEL_NAME
+    from winnow.models import EmbeddingProfile
+    from winnow.settings import SearchSettings
+
+    models = load_models(EmbeddingProfile("local", MODEL_NAME, DIMENSION).slug)
+    # Then the configured default is that threshold: a refit that moves it cannot leave the default behind
+    assert models is not None and models.threshold is not None
+    assert SearchSettings.model_fields["relevance_threshold"].default == models.threshold
+
+
 # --- the ranked model: order within a query, answerability across queries ----------------------------
 def _ranked(order_weights: tuple[float, float] = (0.0, 3.0)) -> RankedRelevance:
     return RankedRelevance(
@@ -156,6 +168,37 @@ def test_ranked_model_orders_by_the_order_model_and_scores_the_best_by_the_answe
     other = _ranked((5.0, 0.0)).probabilities(evidence)
     assert max(range(3), key=lambda i: other[i]) == 0 and max(other) == pytest.approx(expected)
     assert _ranked().probabilities([]) == []
+
+
+@pytest.mark.parametrize("gap_weight", [0.0, -1.5, float("nan")])
+def test_a_ranked_model_whose_gap_weight_would_tie_or_reverse_its_order_is_refused(
+    tmp_path: Path, gap_weight: float
+) -> None:
+    # Given a ranked model file whose gap weight would tie every passage or reverse the order model's order
+    data = _ranked().to_json() | {"gap_weight": gap_weight}
+    (tmp_path / "local-w-8.json").write_text(json.dumps({"profile": "local-w-8", "modes": {"hybrid": data}}))
+    # When it is loaded, then it is refused in one line
+    with pytest.raises(ValueError, match="needs a gap weight above 0"):
+        load_models("local-w-8", tmp_path)
+
+
+def test_the_shipped_hybrid_model_on_one_candidate_and_without_keyword_evidence() -> None:
+    from winnow.adapters.onnx_embedder import DIMENSION, MODEL_NAME
+    from winnow.models import EmbeddingProfile
+
+    models = load_models(EmbeddingProfile("local", MODEL_NAME, DIMENSION).slug)
+    assert models is not None
+    model = models.modes["hybrid"]
+    # Given a single candidate: its score is the best score, a probability that rises with its cosine
+    (low,) = model.probabilities([Evidence(cosine=0.2, bm25=1.0, dense_rank=1, sparse_rank=1)])
+    (high,) = model.probabilities([Evidence(cosine=0.7, bm25=1.0, dense_rank=1, sparse_rank=1)])
+    assert 0 < low < high < 1
+    # Given candidates with no BM25 evidence at all (a query of keyword stop-words, the dense side alone)
+    cosines = [0.61, 0.35, 0.52, 0.18]
+    scores = model.probabilities([Evidence(cosine=c, dense_rank=i + 1) for i, c in enumerate(cosines)])
+    # Then they are ordered by cosine, each a probability
+    assert sorted(range(4), key=lambda i: -scores[i]) == sorted(range(4), key=lambda i: -cosines[i])
+    assert all(0 < p < 1 for p in scores)
 
 
 def test_ranked_models_round_trip_through_json_beside_plain_ones(tmp_path: Path) -> None:
@@ -384,3 +427,26 @@ def test_shipped_offtopic_and_demo_question_sets_are_large_enough_and_well_forme
 
     existing = {str(p.relative_to(SAMPLES_DIR)) for p in SAMPLES_DIR.rglob("*") if p.is_file()}
     assert {expected for _, expected in demo} <= existing | set(GENERATED)
+
+
+def test_calibration_table_compares_each_score_band_with_its_share_of_relevant_passages() -> None:
+    from benchmarks.quality import calibration_table
+    from benchmarks.stack import Hit
+
+    # Given held-out passages: two relevant of four scored 0.1-0.2, two of three scored 0.8-0.9, one at 1.0
+    def hit(doc: str, score: float) -> Hit:
+        return Hit(key=f"t/{doc}", score=score, vector_score=0.0, text="")
+
+    hits = {
+        "q1": [hit("a", 0.12), hit("b", 0.14), hit("c", 0.85), hit("d", 1.0)],
+        "q2": [hit("a", 0.16), hit("e", 0.18), hit("a", 0.82), hit("e", 0.88)],
+    }
+    qrels = {"q1": {"c": 1, "d": 1, "a": 1}, "q2": {"a": 1}}
+    # When tabulated
+    rows = calibration_table(hits, qrels, {f"t/{d}": d for d in "abcde"})
+    # Then each band holds its passages (1.0 in the top band) with their mean score and relevant share
+    assert rows == [
+        {"band": 0.1, "passages": 4, "mean_score": 0.15, "relevant": 0.5},
+        {"band": 0.8, "passages": 3, "mean_score": 0.85, "relevant": 0.6667},
+        {"band": 0.9, "passages": 1, "mean_score": 1.0, "relevant": 1.0},
+    ]

@@ -133,6 +133,12 @@ class RankedRelevance:
     answer_weight: float
     intercept: float
 
+    def __post_init__(self) -> None:
+        # Ordering by ``p`` is ordering by ``order`` only for a positive gap weight: 0 would tie every
+        # passage, a negative weight would reverse the order.
+        if not self.gap_weight > 0:
+            raise ValueError(f"a ranked relevance model needs a gap weight above 0 (got {self.gap_weight:g})")
+
     def probabilities(self, evidence: Sequence[Evidence]) -> list[float]:
         rows = feature_rows(evidence)
         if not rows:

@@ -18,6 +18,7 @@ from pydantic import (
 
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.rules import FIELD_NAME_RULE, is_field_name
+from winnow.settings import SearchSettings
 
 
 def _unicode(value: str) -> str:
@@ -73,6 +74,9 @@ Scalar = Annotated[
 ]
 
 
+_THRESHOLD = SearchSettings.model_fields["relevance_threshold"].default  # one default, stated once
+
+
 class RangeCondition(BaseModel):
     """A numeric range; either bound may be omitted, not both."""
 
@@ -118,6 +122,11 @@ def error_path(loc: tuple[int | str, ...]) -> list[str]:
     return parts
 
 
+def default_candidates(top_k: int) -> int:
+    """The candidates a search fetches when the request does not say: enough for fusion to choose from."""
+    return max(15, 3 * top_k)
+
+
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -144,8 +153,9 @@ class SearchRequest(BaseModel):
         ge=0,
         le=1,
         description="Minimum score of a returned passage; default from configuration "
-        "(WINNOW_SEARCH_RELEVANCE_THRESHOLD, 0.30 unless set). Without a re-ranker the score is an "
-        "estimated probability of relevance, so 0.30 drops passages with less than a 30 % estimated chance.",
+        f"(WINNOW_SEARCH_RELEVANCE_THRESHOLD, {_THRESHOLD} unless set). When the score is the relevance "
+        f"model's estimated probability, {_THRESHOLD} drops passages with less than a "
+        f"{_THRESHOLD:.0%} estimated chance of being relevant.",
     )
     score_threshold: StrictFloat | None = Field(
         default=None, ge=0, le=1, description="Minimum dense similarity, applied inside the vector search."
@@ -171,10 +181,15 @@ class SearchRequest(BaseModel):
                 )
         return value
 
+    @property
+    def candidate_count(self) -> int:
+        """How many candidates this search fetches (the product path and the benchmarks' study path)."""
+        return self.candidates if self.candidates is not None else default_candidates(self.top_k)
+
     @model_validator(mode="after")
     def _candidates_at_least_top_k(self) -> SearchRequest:
         if self.candidates is None:
-            self.candidates = min(200, max(15, 3 * self.top_k))
+            self.candidates = default_candidates(self.top_k)
         elif self.candidates < self.top_k:
             raise ValueError("candidates must be at least top_k")
         return self
@@ -185,14 +200,17 @@ class SearchResult(BaseModel):
     score: float = Field(
         description="Relevance in [0, 1]; results are ordered by it and relevance_threshold applies to it. "
         "With the re-ranker: the re-ranker's relevance score. Without: the estimated probability that the "
-        "passage is relevant, from a logistic model over the retrievers' evidence (cosine, BM25 score, "
-        "ranks) fitted per embedding model on an evaluation set; the dense cosine for an embedding model "
-        "with no fitted model."
+        "passage is relevant, from logistic models over the retrievers' evidence (cosine similarity, BM25 "
+        "score) fitted per embedding model and search mode on an evaluation set (SciFact: on other "
+        "documents an estimate carried over, not a guarantee); in hybrid mode an order model sets the "
+        "order and an answer model the best passage's score. For an embedding model with no fitted model: "
+        "the dense cosine similarity (0 when negative)."
     )
     vector_score: float = Field(
         description="The retriever's own score, not a probability: cosine similarity in dense mode, BM25 "
-        "score in sparse mode, reciprocal-rank-fusion score in hybrid mode (sum over the two retrievers "
-        "of 1/(k + rank), ranks from 0, k = WINNOW_SEARCH_RRF_K, default 60)."
+        "score in sparse mode, reciprocal-rank-fusion score in hybrid mode (sum over the retrievers that "
+        "returned the passage of 1/(k + rank), ranks from 0, k = WINNOW_SEARCH_RRF_K, default 60; the "
+        "cosine similarity when the query has no keyword terms, e.g. only stop-words)."
     )
     chunk_id: str
     key: str

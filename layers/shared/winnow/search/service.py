@@ -5,7 +5,8 @@ passages or an honest "nothing".
 Every result's ``score`` is in [0, 1] and results are ordered by it: the re-ranker's score when it runs;
 otherwise the probability that the passage is relevant, estimated by the embedding profile's logistic
 relevance model (``winnow.search.relevance``) from the evidence both retrievers returned. A profile with
-no fitted model falls back to the cosine similarity, with the fused top ``top_k`` in hybrid mode.
+no fitted model falls back to the cosine similarity; in hybrid mode the first ``top_k`` candidates in
+fusion order that clear the threshold.
 ``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode). Why this ordering, measured
 by cross-validation: docs/benchmarks.md."""
 
@@ -129,7 +130,7 @@ class SearchService:
         return _Plan(
             rerank=rerank,
             threshold=threshold,
-            candidates=request.candidates or max(15, 3 * request.top_k),
+            candidates=request.candidate_count,
             # Embed unless nothing downstream needs the dense vector (sparse retrieval re-ranked).
             cosine=request.mode != "sparse" or not rerank,
         )
@@ -170,10 +171,9 @@ class SearchService:
     def candidates(self, tenant: str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
         """Every candidate of a search with the evidence the relevance model reads, in retrieval order,
         before any model, threshold or ``top_k``: what the model is fitted on (benchmarks)."""
-        candidates = request.candidates or max(15, 3 * request.top_k)
         dense = self._embed_query(tenant, request.query)
         sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
-        hits = self._retrieve(tenant, request, dense, sparse, candidates, with_dense=True)
+        hits = self._retrieve(tenant, request, dense, sparse, request.candidate_count, with_dense=True)
         return list(zip(hits, self._evidence(dense, hits, sparse), strict=True))
 
     def _retrieve(

@@ -1,0 +1,181 @@
+"""How the relevance models and the default threshold are fitted: every choice (features, L2, the
+threshold rule) made on the training queries a caller passes, so cross-validation stays honest
+(``benchmarks.quality`` calls these per fold and on the whole set for ``--write-model``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.cv import fit_logistic, kfold, mean, train_ids
+from benchmarks.metrics import ndcg_at_k
+
+DEFAULT_MODE = "hybrid"
+TOP_K = 10  # the passages a benchmark query asks for, as a client asking for ten does
+THRESHOLD_GRID = tuple(round(0.01 * i, 2) for i in range(1, 100))
+MAX_REFUSED = 0.05  # the threshold rule without off-topic questions: refuse at most this share of queries
+THRESHOLD_RULE = "balanced"  # with off-topic questions (benchmarks.study_refusal): "balanced" or "answerable"
+L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
+# The features each mode's relevance model reads (winnow.search.relevance.FEATURES); chosen in
+# benchmarks.study by cross-validation.
+MODE_FEATURES: dict[str, tuple[str, ...]] = {
+    "hybrid": ("cosine", "cosine_gap", "coverage"),
+    "dense": ("cosine", "cosine_gap"),
+    "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
+}
+# The default mode's ordering model (``RankedRelevance.order``), fitted on the judged queries and the
+# generated known-item queries (benchmarks.known_item); ``MODE_FEATURES["hybrid"]`` is its answer model,
+# fitted on the judged queries only. Chosen by cross-validation (docs/benchmarks.md).
+ORDER_FEATURES = ("cosine", "cosine_gap", "bm25_log", "bm25_rel")
+CALIBRATION_L2 = 1.0
+
+Candidate = tuple[str, Any]  # (document id, winnow.search.relevance.Evidence)
+
+
+def fit_mode(
+    candidates: dict[str, list[Candidate]],
+    qrels: dict[str, dict[str, int]],
+    qids: Sequence[str],
+    features: Sequence[str],
+    l2: float,
+) -> Any:
+    from winnow.search.relevance import LogisticModel, feature_rows
+
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    for qid in qids:
+        cands = candidates[qid]
+        for (doc, _), row in zip(cands, feature_rows([e for _, e in cands]), strict=True):
+            rows.append([row[f] for f in features])
+            labels.append(1 if qrels[qid].get(doc, 0) > 0 else 0)
+    weights, intercept = fit_logistic(rows, labels, l2)
+    return LogisticModel(features=tuple(features), weights=tuple(weights), intercept=intercept)
+
+
+def offline_ndcg(model: Any, cands: list[Candidate], judgements: dict[str, int]) -> float:
+    """nDCG@10 of ordering the candidates by the model: what the handler does, without the handler."""
+    scores = model.probabilities([e for _, e in cands])
+    order = sorted(range(len(cands)), key=lambda i: -scores[i])[:TOP_K]
+    return ndcg_at_k(list(dict.fromkeys(cands[i][0] for i in order)), judgements)
+
+
+def choose_l2(
+    candidates: dict[str, list[Candidate]],
+    qrels: dict[str, dict[str, int]],
+    qids: Sequence[str],
+    features: Sequence[str],
+) -> float:
+    """The L2 strength with the best nDCG@10 in a 4-fold CV inside ``qids`` (the training queries)."""
+    if len(qids) < 8:
+        return 1.0
+    inner = kfold(qids, 4, seed=7)
+    best, best_score = 1.0, -1.0
+    for l2 in L2_GRID:
+        scores = []
+        for j, held in enumerate(inner):
+            try:
+                model = fit_mode(candidates, qrels, train_ids(inner, j), features, l2)
+            except ValueError:
+                continue
+            scores += [offline_ndcg(model, candidates[q], qrels[q]) for q in held]
+        if scores and mean(scores) > best_score:
+            best, best_score = l2, mean(scores)
+    return best
+
+
+@dataclass(frozen=True)
+class KnownItems:
+    """Generated known-item queries (benchmarks.known_item) with their default-mode candidates; ``ids``
+    are the ones a fit may read."""
+
+    candidates: dict[str, list[Candidate]]
+    qrels: dict[str, dict[str, int]]
+    ids: Sequence[str]
+
+
+def fit_models(
+    candidates: dict[str, dict[str, list[Candidate]]],
+    qrels: dict[str, dict[str, int]],
+    qids: Sequence[str],
+    profile: str,
+    source: str = "",
+    known: KnownItems | None = None,
+) -> Any:
+    """One model per mode, every choice (L2) made on ``qids`` (and ``known.ids``) only. With known-item
+    queries the default mode gets a ``RankedRelevance``."""
+    from winnow.search.relevance import RelevanceModels
+
+    modes: dict[str, Any] = {}
+    for mode, per_query_cands in candidates.items():
+        features = MODE_FEATURES[mode]
+        l2 = choose_l2(per_query_cands, qrels, qids, features)
+        modes[mode] = fit_mode(per_query_cands, qrels, qids, features, l2)
+        if mode == DEFAULT_MODE and known is not None and known.ids:
+            modes[mode] = fit_ranked(per_query_cands, qrels, qids, modes[mode], known)
+    return RelevanceModels(profile=profile, modes=modes, source=source)
+
+
+def fit_ranked(
+    candidates: dict[str, list[Candidate]],
+    qrels: dict[str, dict[str, int]],
+    qids: Sequence[str],
+    answer: Any,
+    known: KnownItems,
+) -> Any:
+    """The order model on the judged and the known-item queries, then the logistic step that combines
+    it with ``answer`` (fitted on the judged queries) on the judged queries' candidates."""
+    from winnow.search.relevance import RankedRelevance, feature_rows
+
+    merged = {**candidates, **known.candidates}
+    merged_qrels = {**qrels, **known.qrels}
+    order_ids = [*qids, *known.ids]
+    l2 = choose_l2(merged, merged_qrels, order_ids, ORDER_FEATURES)
+    order = fit_mode(merged, merged_qrels, order_ids, ORDER_FEATURES, l2)
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    for qid in qids:
+        cands = candidates[qid]
+        if not cands:
+            continue
+        feats = feature_rows([e for _, e in cands])
+        logits = [order.logit(r) for r in feats]
+        best_answer = max(answer.logit(r) for r in feats)
+        for (doc, _), logit in zip(cands, logits, strict=True):
+            rows.append([logit - max(logits), best_answer])
+            labels.append(1 if qrels[qid].get(doc, 0) > 0 else 0)
+    (gap_weight, answer_weight), intercept = fit_logistic(rows, labels, CALIBRATION_L2)
+    return RankedRelevance(order, answer, gap_weight, answer_weight, intercept)
+
+
+def choose_threshold(top_scores: Sequence[float], offtopic_tops: Sequence[float] = ()) -> float:
+    """The threshold rule. With off-topic questions to fit on: the threshold that best separates the
+    answerable queries from the off-topic ones (``balanced_threshold``). Without: the highest threshold
+    of the grid that refuses at most ``MAX_REFUSED`` of the answerable queries. A query is refused when
+    its best passage scores below the threshold."""
+    if offtopic_tops and THRESHOLD_RULE == "balanced":
+        return balanced_threshold(top_scores, offtopic_tops)
+    chosen = THRESHOLD_GRID[0]
+    for t in THRESHOLD_GRID:
+        refused = sum(1 for s in top_scores if s < t) / max(1, len(top_scores))
+        if refused <= MAX_REFUSED:
+            chosen = t
+    return chosen
+
+
+def balanced_threshold(answerable_tops: Sequence[float], offtopic_tops: Sequence[float]) -> float:
+    """The threshold maximising (share of answerable queries answered + share of off-topic questions
+    refused) / 2 on the fitting data; the middle of the best plateau, so neither side sits on its edge."""
+    scores = []
+    for t in THRESHOLD_GRID:
+        answered = sum(s >= t for s in answerable_tops) / max(1, len(answerable_tops))
+        refused = sum(s < t for s in offtopic_tops) / max(1, len(offtopic_tops))
+        scores.append((answered + refused) / 2)
+    best = max(scores)
+    plateau = [t for t, s in zip(THRESHOLD_GRID, scores, strict=True) if s >= best - 1e-12]
+    return plateau[len(plateau) // 2]
+
+
+def top_probability(model: Any, cands: list[Candidate]) -> float:
+    """A query's best passage score under ``model``: what the threshold is compared with."""
+    return max(model.probabilities([e for _, e in cands]), default=0.0)
