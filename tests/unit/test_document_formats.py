@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.office import Slide, make_epub, make_pptx, make_xlsx, zip_bomb
-from winnow.errors import CorruptDocument, DocumentError, OversizedDocument
+from winnow.errors import CorruptDocument, DocumentError, OversizedDocument, UnsupportedDocument
 from winnow.models import ParsedDocument
 from winnow.parsing import detect_type, parse_document
 from winnow.parsing.cleaning import strip_terminal_codes
@@ -305,6 +305,65 @@ def test_files_without_an_extension_are_sniffed() -> None:
     assert detect_type("acme/deck", make_pptx([Slide("A", ["b"])])) == "pptx"
     assert detect_type("acme/book", make_xlsx({"S": STAFF})) == "xlsx"
     assert detect_type("acme/scan", b"\x89PNG\r\n\x1a\n" + bytes(40)) == "image"
+
+
+@pytest.mark.parametrize(
+    ("key", "data", "expected"),
+    [
+        ("acme/README.Debian", b"Notes for Debian\n================\n\nThe daemon starts on boot.\n", "text"),
+        ("acme/NEWS.old", "Version 1.2: fixed the caf\u00e9 crash.\n".encode("cp1252"), "text"),
+        ("acme/app.conf", b"# where logs go\nlog_dir = /var/log/app\n", "text"),
+        ("acme/build.log", b"\x1b[32mok\x1b[0m compiled 12 files\n", "text"),
+        ("acme/manual.html.en", b"<!DOCTYPE html><html><body><p>Hello</p></body></html>", "html"),
+        ("acme/page.php", b"<?xml version='1.0'?>\n<html xmlns='urn:x'><p>x</p>", "html"),
+    ],
+)
+def test_an_unknown_extension_holding_text_is_read_by_its_content(
+    key: str, data: bytes, expected: str
+) -> None:
+    # Given a file whose extension names no type Winnow reads, but whose bytes are text
+    # When its type is decided
+    # Then the content decides, as for a file without an extension
+    assert detect_type(key, data) == expected
+
+
+def test_readme_debian_gzipped_is_read_as_text_with_its_heading() -> None:
+    # Given a Debian changelog as packages ship it: changelog.Debian.gz
+    import gzip
+
+    text = b"Release notes\n=============\n\nThe cache is now flushed on shutdown.\n"
+    # When it is parsed
+    doc = parse_document("acme/changelog.Debian.gz", gzip.compress(text))
+    # Then its words are indexed, under its heading
+    assert doc.source_type == "text" and doc.title == "Release notes"
+    assert [block.text for block in doc.blocks] == ["The cache is now flushed on shutdown."]
+
+
+@pytest.mark.parametrize(
+    ("key", "data", "reason_part"),
+    [
+        ("acme/sheet.xls", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), "legacy Office (OLE2)"),
+        ("acme/letter.odt", make_xlsx({"S": STAFF}), "zip archive"),
+        ("acme/report.bak", b"%PDF-1.7\n1 0 obj", "content is a PDF"),
+        ("acme/photo.gif", b"GIF89a\x01\x00\x01\x00\x00\x00\x00" + bytes(64), "binary"),
+        ("acme/tool.exe", b"MZ\x90\x00\x03" + bytes(200), "binary"),
+        ("acme/logo.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><path d="M0 0"/></svg>', "SVG"),
+        ("acme/data.xml", b'<?xml version="1.0"?>\n<catalog><book id="1"/></catalog>', "XML"),
+        ("acme/letter.rtf", b"{\\rtf1\\ansi Dear reader}", "RTF"),
+        ("acme/figure.eps", b"%!PS-Adobe-3.0 EPSF-3.0\n", "PostScript"),
+    ],
+)
+def test_an_unknown_extension_holding_binary_or_markup_is_refused_in_one_line(
+    key: str, data: bytes, reason_part: str
+) -> None:
+    # Given a file whose extension names no type Winnow reads and whose bytes are no text to index
+    # When it is parsed
+    with pytest.raises(UnsupportedDocument) as caught:
+        parse_document(key, data)
+    # Then it is refused with one line naming the extension, what the bytes are, and what is read
+    reason = str(caught.value)
+    assert reason_part in reason and repr(key[key.rindex(".") :]) in reason
+    assert "\n" not in reason and "supported:" in reason
 
 
 def test_extension_is_checked_against_the_first_bytes() -> None:
