@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
+import zipfile
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 from tests.support.office import Slide, make_epub, make_pptx, make_xlsx, zip_bomb
 from winnow.errors import CorruptDocument, DocumentError, OversizedDocument, UnsupportedDocument
 from winnow.models import ParsedDocument
-from winnow.parsing import detect_type, parse_document
+from winnow.parsing import detect_type, office, parse_document
 from winnow.parsing.cleaning import strip_terminal_codes
 from winnow.settings import ChunkingSettings, IngestSettings
 from winnow.text.chunking import chunk_document, max_chunk_chars
@@ -90,6 +92,55 @@ def test_a_table_of_column_names_only_is_a_table_of_its_names() -> None:
     doc = parse_document("acme/empty-list.csv", b"Name,Email,Phone\n")
     # Then it is one table chunk naming its columns, which the page draws as a table
     assert tables_of(doc) == ["empty list\nColumns: Name | Email | Phone"]
+
+
+def _with_cached_results(xlsx: bytes, results: dict[str, str]) -> bytes:
+    """The workbook as a spreadsheet program saves it: ``results`` (formula -> value) cached in <v>."""
+    source = zipfile.ZipFile(io.BytesIO(xlsx))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for member in source.infolist():
+            content = source.read(member)
+            if member.filename.startswith("xl/worksheets/"):
+                for formula, value in results.items():
+                    content = content.replace(
+                        f"<f>{formula}</f><v></v>".encode(), f"<f>{formula}</f><v>{value}</v>".encode()
+                    )
+            target.writestr(member, content)
+    return out.getvalue()
+
+
+def test_formulas_without_cached_results_keep_their_text_and_cached_results_win() -> None:
+    # Given a workbook written by a library (openpyxl stores formulas, never their results), one of
+    # whose formulas a spreadsheet program has since computed and cached
+    written = make_xlsx(
+        {
+            "Orders": [
+                ["Item", "Qty", "Price", "Total"],
+                ["Pens", 3, 2, "=B2*C2"],
+                ["Ink", 2, 5, "=B3*C3"],
+                ["All", None, None, "=SUM(D2:D3)"],
+            ]
+        }
+    )
+    data = _with_cached_results(written, {"B2*C2": "6"})
+    # When it is parsed
+    [table] = tables_of(parse_document("acme/orders.xlsx", data))
+    # Then the computed cell shows its result, the others their formula, and no column is left empty
+    assert "Item: Pens | Qty: 3 | Price: 2 | Total: 6" in table
+    assert "Item: Ink | Qty: 2 | Price: 5 | Total: =B3*C3" in table
+    assert "Item: All | Total: =SUM(D2:D3)" in table
+
+
+def test_a_workbook_whose_formulas_are_all_cached_is_read_for_its_values_only() -> None:
+    # Given every formula computed by a spreadsheet program
+    written = make_xlsx({"S": [["Label", "Total"], ["One", 1], ["Sum", "=B2*2"]]})
+    data = _with_cached_results(written, {"B2*2": "2"})
+    # When it is parsed
+    assert not office._has_uncached_formulas(data)  # (so it is read once)
+    [table] = tables_of(parse_document("acme/s.xlsx", data))
+    # Then it reads as the program shows it
+    assert "Label: Sum | Total: 2" in table and "=B2" not in table
 
 
 def test_a_huge_sheet_is_refused_with_a_reason() -> None:
