@@ -266,7 +266,7 @@ def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
         warnings.simplefilter("ignore")  # "unknown extension", "no default style": not the reader's concern
         try:
             workbook = openpyxl.load_workbook(BytesIO(data), read_only=True, data_only=True, keep_links=False)
-            # Formulas a library wrote without computing them (openpyxl, pandas) have no cached value:
+            # Formulas a library wrote without computing them (openpyxl) have no cached value:
             # their text is read beside the values, so a reader sees "=B2*C2", not an empty column.
             formulas = (
                 openpyxl.load_workbook(BytesIO(data), read_only=True, data_only=False, keep_links=False)
