@@ -349,6 +349,32 @@ def test_epub_chapters_in_spine_order_with_their_headings() -> None:
     ]
 
 
+def test_an_xhtml_chapter_declaring_entities_in_its_doctype_leaks_no_markup() -> None:
+    # Given chapters whose XHTML declares entities in an internal DTD subset, as EPUB tools write
+    doctype = (
+        '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" "http://www.w3.org/TR/xhtml11/DTD/xhtml11.dtd" [\n'
+        '<!ENTITY nbsp "&#160;">\n<!ENTITY mdash "&#8212;">\n]>\n'
+    )
+    data = make_epub("Field guide", [("Herons", "Herons&nbsp;wade &mdash; slowly.")], doctype=doctype)
+    # When the book is parsed
+    doc = parse_document("acme/guide.epub", data)
+    # Then the chapter reads as its text under its heading: no "]>" and no title turned into text
+    assert [(b.text, b.section_path) for b in doc.blocks] == [("Herons wade \u2014 slowly.", ("Herons",))]
+
+
+def test_a_chapter_listed_many_times_in_the_spine_is_read_once() -> None:
+    # Given a book whose spine lists its first chapter again and again (a tool's repeated itemrefs)
+    data = make_epub(
+        "Field guide",
+        [("Birds", "Herons wade in shallow water."), ("Trees", "Oaks live for centuries.")],
+        spine=[1, 2, 1, 1, 2, 1],
+    )
+    # When it is parsed
+    doc = parse_document("acme/guide.epub", data)
+    # Then each chapter is indexed once, in the order of its first appearance
+    assert [b.text for b in doc.blocks] == ["Herons wade in shallow water.", "Oaks live for centuries."]
+
+
 # --- sniffing -----------------------------------------------------------------------------------------
 def test_files_without_an_extension_are_sniffed() -> None:
     assert detect_type("acme/README", b"Plain words in a readme.\n") == "text"

@@ -39,6 +39,12 @@ _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 # [^<>]: a scan from one "<meta" ends where the next tag begins, so a head full of "<meta" stays linear.
 _META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+# A document type declaration with an internal subset (XHTML chapters of EPUBs declare entities so):
+# the HTML parser ends the declaration at its first ">" and reads the rest, down to "]>", as text.
+# Anchored at the start (after an XML declaration), so a page of "<!DOCTYPE [" costs one scan.
+_DOCTYPE_WITH_SUBSET = re.compile(
+    r"\A(\ufeff?\s*(?:<\?xml[^<>]*\?>\s*)?)<!DOCTYPE[^<>\[]*\[.*?\]\s*>", re.IGNORECASE | re.DOTALL
+)
 _MAX_HTML_DEPTH = 2048  # libxml2's limit with XML_PARSE_HUGE
 _UNICODE_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 
@@ -73,6 +79,7 @@ def _parse(key: str, text: str) -> ParsedDocument:
     # huge_tree lifts libxml2's nesting limit from 256 to 2,048 levels (pages built by tools nest deep);
     # size stays bounded by the object size limit and the parse budget.
     parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
+    text = _DOCTYPE_WITH_SUBSET.sub(r"\1", text, count=1)
     try:
         root = lxml.html.document_fromstring(text.encode("utf-8", "replace"), parser=parser)
     except etree.ParserError as error:

@@ -401,10 +401,12 @@ def _parse_epub(key: str, package: _Package) -> ParsedDocument:
     title = clean_inline(title_element.text or "") if title_element is not None else ""
     labels = _contents_labels(package, opf, manifest)
     blocks: list[Block] = []
+    read: set[str] = set()
     for idref in spine:
         part = manifest.get(idref)
-        if part is None or not package.has(part):
-            continue
+        if part is None or part in read or not package.has(part):
+            continue  # a chapter the spine lists again (some tools repeat itemrefs) is read once
+        read.add(part)
         try:
             chapter = parse_html(part, package.read(part))
         except EmptyDocument:
