@@ -194,6 +194,36 @@ def test_a_sphinx_single_page_keeps_the_chapters_inlined_in_its_toctree() -> Non
     assert _sections(doc)["Permission is granted to copy this document."] == ("1. Copyright",)
 
 
+# A blog or product page: its one h1 in the page's <header>, beside the site name and a menu.
+HEADER_H1_PAGE = """<!DOCTYPE html><html><head>{title}</head><body>
+<header class="masthead"><a href="/" class="brand">Acme Outfitters</a><h1>Returns policy</h1>
+<p class="tagline">Gear for every trail</p></header>
+<div class="content"><p>Unworn items may be returned within thirty days of delivery for a full refund.</p>
+<p>Send them back with the label printed from your order page.</p></div>
+<footer>Copyright Acme Outfitters</footer></body></html>"""
+
+
+@pytest.mark.parametrize("title", ["<title>Acme Outfitters</title>", ""])
+def test_a_pages_only_h1_in_its_page_header_still_names_the_page(title: str) -> None:
+    # Given a page whose only h1 sits in a <header> outside <article>/<main>
+    doc = parse_document("acme/returns.html", HEADER_H1_PAGE.format(title=title).encode())
+    sections = _sections(doc)
+    # Then the heading names the page: its section, and its title when the page has no <title>
+    refund = "Unworn items may be returned within thirty days of delivery for a full refund."
+    assert sections[refund] == ("Returns policy",)
+    assert doc.title == ("Acme Outfitters" if title else "Returns policy")
+    # And the rest of the header (site name, tagline) is still dropped, the heading not indexed as text
+    assert not {"gear", "trail", "outfitters", "returns"} & _all_words(doc)
+
+
+def test_a_site_header_h1_is_no_section_when_the_page_has_its_own_h1() -> None:
+    page = HEADER_H1_PAGE.format(title="").replace(
+        '<div class="content">', '<div class="content"><h1>Refunds</h1>'
+    )
+    sections = _sections(parse_document("acme/returns.html", page.encode()))
+    assert set(sections.values()) == {("Refunds",)}  # the header's h1 went with the header
+
+
 _WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=3, max_size=9)
 
 

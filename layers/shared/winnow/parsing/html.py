@@ -10,6 +10,7 @@ guesses; lxml then parses UTF-8 we hand it, so a wrong declaration cannot garble
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -159,10 +160,37 @@ def _title(root: Any) -> str | None:
 def _drop_invisible(root: Any) -> None:
     """What is hidden or named as furniture goes first, then link bars and menus (judged on what is
     left, so a hidden block cannot make its neighbours look like prose)."""
-    for doomed in ([element for element in root.iter() if _is_invisible(element)], link_furniture(root)):
+    invisible = [element for element in root.iter() if _is_invisible(element)]
+    furniture = link_furniture(root)
+    rescued = _rescue_header_heading(root, invisible)
+    for doomed in (invisible, furniture):
         for element in doomed:
             if element.getparent() is not None:
                 element.drop_tree()  # keeps the element's tail text, which belongs to its parent
+    others = rescued is not None and any(heading is not rescued for heading in root.iter(*_HEADING_TAGS))
+    if others and rescued.getparent() is not None:
+        rescued.drop_tree()  # the page has headings of its own: the header's was the site's name
+
+
+def _rescue_header_heading(root: Any, invisible: list[Any]) -> Any:
+    """The page's only ``h1`` when it sits in the page header (outside ``article``/``main``), moved
+    out before the header so it survives it: kept when it turns out to be the page's only heading
+    (it names the page, and without it the page has no section), dropped again otherwise."""
+    h1s = list(itertools.islice(root.iter("h1"), 2))
+    if len(h1s) != 1:
+        return None
+    heading = h1s[0]
+    doomed = set(invisible)
+    holders = [ancestor for ancestor in heading.iterancestors() if ancestor in doomed]
+    if len(holders) != 1 or not _is_page_header(holders[0]) or heading in doomed:
+        return None  # kept already, or inside something hidden or named as furniture
+    heading.tail = None  # the header's text after it goes with the header
+    holders[0].addprevious(heading)
+    return heading
+
+
+def _is_page_header(element: Any) -> bool:
+    return element.tag == "header" or element.get("role", "").lower() == "banner"
 
 
 def _is_layout_table(table: Any) -> bool:
