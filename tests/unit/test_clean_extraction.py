@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from winnow.errors import EmptyDocument
 from winnow.models import ParsedDocument
 from winnow.parsing import parse_document
 
@@ -192,6 +193,46 @@ def test_a_sphinx_single_page_keeps_the_chapters_inlined_in_its_toctree() -> Non
     <p>Permission is granted to copy this document.</p></section></div></div></body></html>"""
     doc = parse_document("acme/python-policy.html", html.encode())
     assert _sections(doc)["Permission is granted to copy this document."] == ("1. Copyright",)
+
+
+# makeinfo's one-page manual (GNU time's): a concept index closing the page, with a "Jump to:" bar of
+# letter links above and below it, each in a table of its own whose label is a header cell.
+_LETTERS = "".join(f'<a class="summary-letter" href="#I-{c}"><b>{c}</b></a>\n &nbsp; \n' for c in "BCFPRV")
+_LETTER_BAR = f'<table><tr><th valign="top">Jump to: &nbsp; </th><td>{_LETTERS}</td></tr></table>'
+INDEXED_MANUAL = f"""<html><head><title>Time</title></head><body>
+<div class="chapter" id="Resources"><h2 class="chapter">1 Measuring Program Resource Use</h2>
+<p>The time command runs another program, then displays information about the resources used.</p></div>
+<div class="unnumbered" id="Concept-index"><h2 class="unnumbered">Concept index</h2>
+{_LETTER_BAR}
+<table class="index-cp" border="0"><tr><td></td><th align="left">Index Entry</th><th> Section</th></tr>
+<tr><th id="I-B">B</th></tr><tr><td></td><td><a href="#Resources">bugs, reporting</a></td>
+<td><a href="#Resources">Resources</a></td></tr><tr><th id="I-C">C</th></tr><tr><td></td>
+<td><a href="#Resources">CPU time</a></td><td><a href="#Resources">Resources</a></td></tr></table>
+{_LETTER_BAR}</div></body></html>"""
+
+
+def test_an_index_pages_jump_to_letter_bar_is_not_indexed() -> None:
+    # Given a manual closing with an index and its "Jump to: B C F P R V" letter bars
+    doc = parse_document("acme/time.html", INDEXED_MANUAL.encode())
+    # Then the prose and the index entries are kept and no letter bar is indexed
+    texts = _sections(doc)
+    prose = "The time command runs another program, then displays information about the resources used."
+    assert texts[prose] == ("1 Measuring Program Resource Use",)
+    assert "CPU time" in " ".join(texts)
+    assert "jump" not in _all_words(doc)
+    assert not any(re.search(r"\bB C F P R V\b", text) for text in texts)
+
+
+def test_a_page_that_is_only_navigation_says_so() -> None:
+    # Given a makeinfo node whose body is only the list of its subsections, under a link bar
+    page = """<html><body><div class="header"><p>Next: <a href="n.html">Multiple ABIs</a>, Previous:
+    <a href="p.html">Simple Example</a>, Up: <a href="u.html">Using libffi</a></p></div>
+    <h3>2.3 Types</h3><ul class="section-toc"><li><a href="a.html">Primitive Types</a></li>
+    <li><a href="b.html">Structures</a></li><li><a href="c.html">Size and Alignment</a></li></ul>
+    </body></html>"""
+    # When it is parsed, the reason says why nothing is left
+    with pytest.raises(EmptyDocument, match="no text besides navigation"):
+        parse_document("acme/Types.html", page.encode())
 
 
 # A blog or product page: its one h1 in the page's <header>, beside the site name and a menu.

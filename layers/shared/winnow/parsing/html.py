@@ -92,7 +92,7 @@ def _parse(key: str, text: str) -> ParsedDocument:
             f"HTML nests elements deeper than {_MAX_HTML_DEPTH} levels; cannot read it whole"
         )
     title = _title(root)
-    _drop_invisible(root)
+    navigation_only = _drop_invisible(root)
     body = root.find("body")
     collector = BlockCollector()
     headings = HeadingStack()
@@ -146,7 +146,11 @@ def _parse(key: str, text: str) -> ParsedDocument:
         title=title or first_h1,
         key=key,
         source_type="html",
-        empty_reason="HTML has no visible text",
+        empty_reason=(
+            "HTML has no text besides navigation (menus, link bars, lists of links)"
+            if navigation_only
+            else "HTML has no visible text"
+        ),
     )
 
 
@@ -157,19 +161,24 @@ def _title(root: Any) -> str | None:
     return clean_inline(element.text_content()) or None
 
 
-def _drop_invisible(root: Any) -> None:
+def _drop_invisible(root: Any) -> bool:
     """What is hidden or named as furniture goes first, then link bars and menus (judged on what is
-    left, so a hidden block cannot make its neighbours look like prose)."""
+    left, so a hidden block cannot make its neighbours look like prose). Whether any menu went."""
     invisible = [element for element in root.iter() if _is_invisible(element)]
-    furniture = link_furniture(root)
     rescued = _rescue_header_heading(root, invisible)
-    for doomed in (invisible, furniture):
-        for element in doomed:
-            if element.getparent() is not None:
-                element.drop_tree()  # keeps the element's tail text, which belongs to its parent
+    _drop(invisible)
+    furniture = link_furniture(root)
+    _drop(furniture)
     others = rescued is not None and any(heading is not rescued for heading in root.iter(*_HEADING_TAGS))
     if others and rescued.getparent() is not None:
         rescued.drop_tree()  # the page has headings of its own: the header's was the site's name
+    return bool(furniture)
+
+
+def _drop(elements: list[Any]) -> None:
+    for element in elements:
+        if element.getparent() is not None:
+            element.drop_tree()  # keeps the element's tail text, which belongs to its parent
 
 
 def _rescue_header_heading(root: Any, invisible: list[Any]) -> Any:
