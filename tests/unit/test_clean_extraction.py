@@ -5,6 +5,7 @@ beside the repository."""
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable
 
@@ -579,3 +580,31 @@ def test_western_text_stays_western_and_random_bytes_stay_binary() -> None:
     generator = random.Random(7)
     with pytest.raises(UnsupportedDocument, match="binary"):
         parse_document("acme/noise.txt", bytes(generator.randrange(128, 256) for _ in range(4096)))
+
+
+# A README of short Markdown headings: too few words for letter frequencies, so a detector's best guess
+# was Mac Cyrillic (every capital a dash) or nothing (cp1252 mojibake, "Æóðíàë").
+SHORT_HEADINGS = [
+    "# Журнал\n\n## Понедельник\n\nбег\n\n## Вторник\n\nплавание\n\n## Среда\n\nотдых\n",  # noqa: RUF001
+    "### Проект\n\nошибки\n\n# Люди\n\nплан\n\n# Цели\n\nрост\n",  # noqa: RUF001
+    "### Среда запуск\n\n# Сад запуск\n\n## Сеть еда\n\n\nСеть кот журнал настройка расходы руководство.\n",  # noqa: RUF001
+]
+
+
+@pytest.mark.parametrize("text", SHORT_HEADINGS)
+def test_a_cp1251_file_of_short_headings_is_read_as_cyrillic(text: str) -> None:
+    # Given a Markdown file of short Russian headings saved in cp1251
+    doc = parse_document("acme/plan.md", text.encode("cp1251"))
+    # Then its headings read as written
+    headings = [part for block in doc.blocks for part in block.section_path] + [doc.title or ""]
+    words = set(re.findall(r"\w+", " ".join(headings + [block.text for block in doc.blocks])))
+    assert words and words <= set(re.findall(r"\w+", text))
+
+
+def test_high_bytes_without_spaces_stay_binary_though_they_decode_as_cp1251() -> None:
+    from winnow.errors import UnsupportedDocument
+
+    generator = random.Random(11)
+    noise = bytes(generator.choice([b for b in range(128, 256) if b != 0x98]) for _ in range(4096))
+    with pytest.raises(UnsupportedDocument, match="binary"):
+        parse_document("acme/noise.txt", noise)
