@@ -87,8 +87,8 @@ def _detected_encoding(sample: bytes) -> str | None:
     """A legacy encoding other than Western (KOI8-R, cp1251, Shift-JIS, GBK, ...) when the text does
     not read as cp1252 and a detector (charset-normalizer) finds one that reads as a language. Random
     bytes "decode" without a visible error as Big5 or cp949 too, but match no language's letters.
-    Text too short for letter frequencies (a file of short Cyrillic headings) is read as cp1251, the
-    usual non-Western legacy encoding, when its cp1252 reading is nearly all accented letters."""
+    Text too short for letter frequencies (a file of short Cyrillic headings) is read as Cyrillic
+    (cp1251, else KOI8-R) when its cp1252 reading is nearly all accented letters."""
     from charset_normalizer import from_bytes
 
     unlike_western = _unlike_western(sample)
@@ -110,12 +110,24 @@ def _detected_encoding(sample: bytes) -> str | None:
         if best.coherence >= _MIN_COHERENCE:
             return best.encoding
     if unlike_western and _spaced_like_words(sample):
-        try:
-            sample.decode("cp1251")
-        except UnicodeDecodeError:
-            return None
-        return "cp1251"
+        return _likeliest_cyrillic(sample)
     return None
+
+
+def _likeliest_cyrillic(sample: bytes) -> str | None:
+    """cp1251 or KOI8-R, whichever reads with words cased as words are ("Журнал", "план"): the two
+    swap capitals and small letters, so the wrong one reads "жУРНАЛ". A tie goes to cp1251."""
+    best: tuple[int, str] | None = None
+    for encoding in ("cp1251", "koi8-r"):
+        try:
+            text = sample.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        words = re.findall(r"[^\W\d_]+", text)
+        cased = sum(1 for word in words if word.islower() or word.istitle() or word.isupper())
+        if best is None or cased > best[0]:
+            best = (cased, encoding)
+    return best[1] if best is not None else None
 
 
 def _spaced_like_words(sample: bytes) -> bool:
