@@ -196,6 +196,23 @@ def test_a_sphinx_single_page_keeps_the_chapters_inlined_in_its_toctree() -> Non
     assert _sections(doc)["Permission is granted to copy this document."] == ("1. Copyright",)
 
 
+def test_permalink_marks_after_definition_terms_are_not_indexed() -> None:
+    # Given makeinfo 7 output: a "¶" link after each defined term, outside any heading
+    page = """<html><body><h2>2.3 Complex Types</h2><dl class="first-deftp">
+    <dt id="index-ffi_type"><span class="category">Data type: </span><span><strong>ffi_type</strong>
+    <a href="#index-ffi_type" class="copiable-anchor"> &para;</a></span></dt>
+    <dd><p>Describes a complex type to libffi.</p></dd></dl>
+    <dl><dt><span><code>-v</code><a class="copiable-link" href="#index-_002dv"> &para;</a></span></dt>
+    <dd><p>Use the built-in verbose format.</p></dd></dl>
+    <p>See <a href="#s5">&sect;</a> 5 and <a href="other.html">the section on types</a>.</p></body></html>"""
+    doc = parse_document("acme/Complex.html", page.encode())
+    # Then the terms are kept without their marks, and ordinary links keep their words
+    texts = [block.text for block in doc.blocks]
+    assert "Data type: ffi_type" in texts and "-v" in texts
+    assert not any(mark in text for text in texts for mark in "¶§")
+    assert "See 5 and the section on types." in texts
+
+
 # makeinfo's one-page manual (GNU time's): a concept index closing the page, with a "Jump to:" bar of
 # letter links above and below it, each in a table of its own whose label is a header cell.
 _LETTERS = "".join(f'<a class="summary-letter" href="#I-{c}"><b>{c}</b></a>\n &nbsp; \n' for c in "BCFPRV")

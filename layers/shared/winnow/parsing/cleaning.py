@@ -56,8 +56,12 @@ _MIN_LETTER_LINKS = 3
 _MAX_LETTER_CHARS = 2
 PERMALINK_MARKS = frozenset({"¶", "#", "§", "🔗", "link"})
 _PERMALINK_CLASSES = frozenset(
-    {"headerlink", "anchor", "mark", "anchorjs-link", "heading-anchor", "permalink"}
-)
+    {
+        "headerlink", "anchor", "mark", "anchorjs-link", "heading-anchor", "permalink",
+        "copiable-anchor", "copiable-link",  # makeinfo 6.8 / 7: "¶" after each definition and index entry
+    }
+)  # fmt: skip
+_MARK_SYMBOLS = frozenset({"¶", "§", "🔗"})
 _TRAILING_MARKS = re.compile(r"\s*[¶§\U0001f517]+\s*$")
 
 
@@ -217,6 +221,18 @@ def heading_text(element: Any) -> str:
         elif node is not element:
             parts.append(node.tail or "")
     return _TRAILING_MARKS.sub("", "".join(parts))
+
+
+def is_permalink_anchor(node: Any) -> bool:
+    """A permalink outside a heading (makeinfo's ``<a class="copiable-anchor"> ¶</a>`` after each
+    definition term): a mark symbol, or a permalink class on a link of a character or two."""
+    if node.tag != "a":
+        return False
+    text = node.text_content().strip()
+    if text in _MARK_SYMBOLS:
+        return True
+    classes = (node.get("class") or "").split()
+    return len(text) <= 2 and any(name in _PERMALINK_CLASSES for name in classes)
 
 
 def _is_permalink(node: Any) -> bool:

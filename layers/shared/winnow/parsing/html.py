@@ -17,7 +17,7 @@ from typing import Any
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
-from winnow.parsing.cleaning import heading_text, is_named_furniture, link_furniture
+from winnow.parsing.cleaning import heading_text, is_named_furniture, is_permalink_anchor, link_furniture
 from winnow.parsing.tables import html_table
 from winnow.parsing.text_decoding import DecodedText, decode_text
 
@@ -218,6 +218,8 @@ def _is_invisible(element: Any) -> bool:
         return False
     tag = element.tag
     if tag in _DROPPED_TAGS:
+        return True
+    if tag == "a" and is_permalink_anchor(element):
         return True
     if tag == "header":
         return not any(
