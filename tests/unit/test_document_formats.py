@@ -404,6 +404,20 @@ def test_an_unknown_extension_holding_text_is_read_by_its_content(
     assert detect_type(key, data) == expected
 
 
+@pytest.mark.parametrize(
+    ("key", "title"),
+    [
+        ("acme/README.Debian", "README.Debian"),
+        ("acme/resolv.conf", "resolv.conf"),
+        ("acme/q3_notes.txt", "q3 notes"),
+    ],
+)
+def test_a_file_named_with_no_document_extension_keeps_its_whole_name_as_title(key: str, title: str) -> None:
+    # Given text without a heading, under a name whose suffix is part of the name, not a format
+    # When it is parsed, its title is the name people call it by; only a format's extension goes
+    assert parse_document(key, b"nameserver 10.0.0.53\n").title == title
+
+
 def test_readme_debian_gzipped_is_read_as_text_with_its_heading() -> None:
     # Given a Debian changelog as packages ship it: changelog.Debian.gz
     import gzip

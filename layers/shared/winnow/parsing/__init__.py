@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from winnow.ports import Ocr
     from winnow.settings import OcrSettings
 
-__all__ = ["SOURCE_TYPES", "detect_type", "parse_document"]
+__all__ = ["SOURCE_TYPES", "detect_type", "is_document_extension", "parse_document"]
 
 _TYPE_BY_EXTENSION: dict[str, str] = {
     ".pdf": "pdf",
@@ -155,6 +155,11 @@ def detect_type(key: str, data: bytes) -> str:
     return _detect(*_gunzipped(key, data, IngestSettings().max_object_bytes))[0]
 
 
+def is_document_extension(suffix: str) -> bool:
+    """Whether ``suffix`` (``.pdf``, ``.info-2``) names a document type, not part of a file's name."""
+    return _INFO_PART.sub(".info", suffix.lower()) in _TYPE_BY_EXTENSION
+
+
 def _gunzipped(key: str, data: bytes, limit: int) -> tuple[str, bytes]:
     """A single gzip'd document (``changelog.gz``, ``grep.info.gz``) as the file it holds: its name
     without ``.gz`` and at most ``limit`` bytes of content, inflated in bounded steps (a gzip bomb
@@ -184,7 +189,7 @@ def _gunzipped(key: str, data: bytes, limit: int) -> tuple[str, bytes]:
 
 
 def _detect(key: str, data: bytes) -> tuple[str, DecodedText | None]:
-    extension = _INFO_PART.sub(".info", PurePosixPath(key).suffix.lower())
+    extension = _INFO_PART.sub(".info", PurePosixPath(key).suffix.lower())  # as is_document_extension
     if not extension:
         if not data:
             raise EmptyDocument("empty file (0 bytes)")
