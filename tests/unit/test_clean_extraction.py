@@ -5,6 +5,7 @@ beside the repository."""
 
 from __future__ import annotations
 
+import gzip
 import random
 import re
 from collections.abc import Callable
@@ -557,6 +558,36 @@ def test_a_readme_without_extension_gets_sections_from_its_underlined_headings()
         (("History",), "XZ Utils should have been called LZMA Utils 4.42, but it came too late."),
         (("Configuration",), "The memory usage of xz can vary. Set XZ_DEFAULTS in your environment."),
     ]
+
+
+DEBIAN_CHANGELOG = """bash (5.2.15-2) unstable; urgency=medium
+
+  * Remove one more pdf file without source. Closes: #1024598.
+
+ -- Matthias Klose <doko@debian.org>  Mon, 02 Jan 2023 13:06:21 +0100
+
+bash (5.2-3) unstable; urgency=medium
+
+  * Apply upstream patches 003 - 015.
+  * Enable all hardening flags (Christian Göttsche). Closes: #1021082.
+
+ -- Matthias Klose <doko@debian.org>  Sat, 31 Dec 2022 11:32:01 +0100
+"""
+
+
+def test_a_debian_changelogs_entries_are_the_sections_of_their_items() -> None:
+    # Given a changelog.Debian.gz as every Debian package ships one
+    doc = parse_document("acme/changelog.Debian.gz", gzip.compress(DEBIAN_CHANGELOG.encode()))
+    sections = _sections(doc)
+    # Then each item is filed under its version's entry, and the file keeps its name as title
+    assert doc.title == "changelog.Debian"
+    assert sections[
+        "* Apply upstream patches 003 - 015. * Enable all hardening flags (Christian Göttsche)."
+        " Closes: #1021082."
+    ] == ("bash (5.2-3) unstable; urgency=medium",)
+    assert sections["* Remove one more pdf file without source. Closes: #1024598."] == (
+        "bash (5.2.15-2) unstable; urgency=medium",
+    )
 
 
 def test_a_heading_deep_inside_a_text_file_is_a_section_not_its_title() -> None:
