@@ -244,15 +244,15 @@ def _sniff_unknown(data: bytes, extension: str) -> tuple[str, DecodedText]:
     ``build.log``): read when its bytes are text, refused when they are binary. A document format
     under a name we do not know (a ``.xls`` zip, a ``.doc``, a PDF named ``.bak``) is refused, not
     guessed at: its name says it is something else."""
-    refusal = f"unsupported file type {extension!r}"
+    refusal = f"unsupported file type {extension!r}:"
     kind = _binary_kind(data)
     if kind:
-        raise UnsupportedDocument(f"{refusal} ({kind}); supported: {_supported_list()}")
+        raise UnsupportedDocument(f"{refusal} {kind}; supported: {_supported_list()}")
     decoded = _without_terminal_codes(decode_text(data))
     reason = binary_reason(decoded.text)
     if reason:
-        raise UnsupportedDocument(f"{refusal} ({reason}); supported: {_supported_list()}")
-    return _text_or_markup(decoded, f"{refusal}:")
+        raise UnsupportedDocument(f"{refusal} {reason}; supported: {_supported_list()}")
+    return _text_or_markup(decoded, refusal)
 
 
 def _text_or_markup(decoded: DecodedText, refusal: str) -> tuple[str, DecodedText]:
@@ -346,4 +346,4 @@ def _describe(data: bytes) -> str:
 
 
 def _supported_list() -> str:
-    return ", ".join(sorted(_TYPE_BY_EXTENSION)) + ", any of them as .gz, and text under any other name"
+    return ", ".join(sorted(_TYPE_BY_EXTENSION)) + ", any of them .gz'd, or text of any name"
