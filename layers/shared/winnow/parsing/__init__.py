@@ -90,6 +90,9 @@ _MARKUP_SIGNATURES = (
     ("{\\rtf", "RTF (save it as DOCX or PDF)"),
     ("%!ps", "PostScript (save it as PDF)"),
 )
+# A manual page's source (ls.1.gz): a .TH (man) or .Dd (mdoc) request near the top, or a .so link.
+_TROFF_WINDOW = 16 * 1024
+_TROFF_PAGE = re.compile(r"^\.(?:TH|Dd|so)[ \t]", re.MULTILINE)
 # The PDF spec lets a few bytes of junk precede the header; readers accept it within the first KiB.
 _PDF_HEADER_WINDOW = 1024
 
@@ -257,7 +260,7 @@ def _sniff_unknown(data: bytes, extension: str) -> tuple[str, DecodedText]:
 
 def _text_or_markup(decoded: DecodedText, refusal: str) -> tuple[str, DecodedText]:
     """Text typed by its content alone: HTML (XHTML too) is read as a page; other markup that would
-    index as tags and drawing commands (XML, SVG, RTF, PostScript) is refused, all else is text."""
+    index as tags and drawing commands (XML, SVG, RTF, PostScript, troff) is refused, all else is text."""
     head = decoded.text[:_PDF_HEADER_WINDOW].lstrip().lower()
     if head.startswith(("<!doctype html", "<html")):
         return "html", decoded
@@ -266,6 +269,11 @@ def _text_or_markup(decoded: DecodedText, refusal: str) -> tuple[str, DecodedTex
     for signature, kind in _MARKUP_SIGNATURES:
         if head.startswith(signature):
             raise UnsupportedDocument(f"{refusal} content is {kind}; supported: {_supported_list()}")
+    if head.startswith((".", "'", '\\"')) and _TROFF_PAGE.search(decoded.text[:_TROFF_WINDOW]):
+        raise UnsupportedDocument(
+            f"{refusal} content is a manual page's troff source; save it as text"
+            " (man -P cat NAME > NAME.txt) and upload that"
+        )
     return "text", decoded
 
 
