@@ -39,6 +39,12 @@ Connect the Orchard base station to your router with the grey ethernet cable, th
 button for five seconds until the light blinks blue. The base station needs a 2.4 GHz network.
 """
 
+ROUTER_DEBIAN = """Orchard base station for Debian
+==============================
+
+The Debian package starts the base station daemon at boot and keeps its log in /var/log/orchard.
+"""
+
 SPECS = """<html><head><title>Harvester specifications</title></head><body>
 <h1>Harvester specifications</h1>
 <h2>Battery</h2>
@@ -83,7 +89,8 @@ class Winnow:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with nested documents in three formats, a sidecar, and a hidden file to skip."""
+    """A folder with nested documents in three formats and a text file of no format's name, a sidecar,
+    and a hidden file to skip."""
     root = tmp_path_factory.mktemp("corpus")
     (root / "policies").mkdir()
     (root / "product" / "hardware").mkdir(parents=True)
@@ -92,6 +99,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
         json.dumps({"metadataAttributes": {"department": "people", "year": 2024}})
     )
     (root / "product" / "router.txt").write_text(ROUTER)
+    (root / "product" / "README.Debian").write_text(ROUTER_DEBIAN)  # text under a name of no format
     (root / "product" / "hardware" / "specs.html").write_text(SPECS)
     (root / ".DS_Store").write_bytes(b"\x00\x01junk")
     return root
@@ -116,6 +124,7 @@ def test_ingest_folder_prints_one_json_object_per_document(ingested: list[dict[s
     assert {r["key"] for r in ingested} == {
         "acme/kb/policies/leave.md",
         "acme/kb/product/router.txt",
+        "acme/kb/product/README.Debian",
         "acme/kb/product/hardware/specs.html",
     }
     for result in ingested:

@@ -200,6 +200,21 @@ def test_failed_document_upload_is_422_with_the_reason(client: Client) -> None:
     assert result["error"]
 
 
+def test_text_under_any_name_is_indexed_and_binary_under_an_unknown_name_is_422(client: Client) -> None:
+    # Given a Debian README (an extension no parser is named for) and a program, uploaded as they are
+    readme = b"Brewmaster for Debian\n=====================\n\nDescale the kettle monthly with citric acid.\n"
+    status, result = client.json("POST", "/upload?key=notes/README.Debian", body=readme, tenant="cafe")
+    # Then the README is read as the text it is
+    assert status == 200, result
+    assert result["status"] == "indexed" and result["chunks"] >= 1
+    # and the program is refused with a reason naming its extension
+    program = b"MZ\x90\x00" + bytes(300)
+    status, result = client.json("POST", "/upload?key=tool.exe", body=program, tenant="cafe")
+    assert status == 422
+    assert result["status"] == "failed"
+    assert "'.exe'" in result["error"] and "binary" in result["error"]
+
+
 @pytest.mark.parametrize(
     ("path", "message"),
     [
@@ -232,6 +247,25 @@ def test_search_page_and_its_assets_are_served(client: Client) -> None:
         assert headers["content-type"].startswith(kind)
     status, _, _ = client.request("GET", "/static/../server.py")
     assert status == 404
+
+
+def _picker_admits(accept: str | None, name: str) -> bool:
+    """What a browser's file dialog offers for ``accept`` (extensions only; no attribute offers all)."""
+    if accept is None:
+        return True
+    suffixes = [token.strip().lower() for token in accept.split(",") if token.strip().startswith(".")]
+    return any(name.lower().endswith(suffix) for suffix in suffixes)
+
+
+def test_the_pages_file_picker_offers_every_name_the_server_reads(client: Client) -> None:
+    import lxml.html
+
+    # Given the page as served
+    _, _, page = client.request("GET", "/")
+    [picker] = lxml.html.fromstring(page).xpath('//input[@id="upload-files"]')
+    # Then its file dialog offers the text files of any name that uploads index, not only listed types
+    for name in ("README.Debian", "build.log", "app.conf", "report.pdf", "notes.md"):
+        assert _picker_admits(picker.get("accept"), name), name
 
 
 def test_unknown_route_is_the_handlers_404(client: Client) -> None:

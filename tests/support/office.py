@@ -67,9 +67,18 @@ def make_xlsx(
     return out.getvalue()
 
 
-def make_epub(title: str, chapters: Sequence[tuple[str, str]], file_name: str = "ch{number}.xhtml") -> bytes:
+def make_epub(
+    title: str,
+    chapters: Sequence[tuple[str, str]],
+    file_name: str = "ch{number}.xhtml",
+    *,
+    doctype: str = "",
+    spine: Sequence[int] | None = None,
+) -> bytes:
     """chapters: (heading, body paragraphs separated by blank lines); ``file_name`` names each
-    chapter's member (its manifest href is the same name, percent-encoded as a URL)."""
+    chapter's member (its manifest href is the same name, percent-encoded as a URL); ``doctype`` goes
+    after each chapter's XML declaration; ``spine`` lists chapter numbers in reading order (default:
+    each once, in order)."""
     from urllib.parse import quote
 
     out = BytesIO()
@@ -82,17 +91,17 @@ def make_epub(title: str, chapters: Sequence[tuple[str, str]], file_name: str = 
             '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
             "</rootfiles></container>",
         )
-        items, refs = [], []
+        items = []
         for number, (heading, body) in enumerate(chapters, start=1):
             paragraphs = "".join(f"<p>{p}</p>" for p in body.split("\n\n"))
             name = file_name.format(number=number)
             archive.writestr(
                 f"OEBPS/{name}",
-                f'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>{heading}</title>'
-                f"</head><body><h1>{heading}</h1>{paragraphs}</body></html>",
+                f'<?xml version="1.0"?>{doctype}<html xmlns="http://www.w3.org/1999/xhtml">'
+                f"<head><title>{heading}</title></head><body><h1>{heading}</h1>{paragraphs}</body></html>",
             )
             items.append(f'<item id="c{number}" href="{quote(name)}" media-type="application/xhtml+xml"/>')
-            refs.append(f'<itemref idref="c{number}"/>')
+        refs = [f'<itemref idref="c{number}"/>' for number in spine or range(1, len(chapters) + 1)]
         archive.writestr(
             "OEBPS/content.opf",
             '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'

@@ -5,6 +5,8 @@ beside the repository."""
 
 from __future__ import annotations
 
+import gzip
+import random
 import re
 from collections.abc import Callable
 
@@ -12,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from winnow.errors import EmptyDocument
 from winnow.models import ParsedDocument
 from winnow.parsing import parse_document
 
@@ -192,6 +195,93 @@ def test_a_sphinx_single_page_keeps_the_chapters_inlined_in_its_toctree() -> Non
     <p>Permission is granted to copy this document.</p></section></div></div></body></html>"""
     doc = parse_document("acme/python-policy.html", html.encode())
     assert _sections(doc)["Permission is granted to copy this document."] == ("1. Copyright",)
+
+
+def test_permalink_marks_after_definition_terms_are_not_indexed() -> None:
+    # Given makeinfo 7 output: a "¶" link after each defined term, outside any heading
+    page = """<html><body><h2>2.3 Complex Types</h2><dl class="first-deftp">
+    <dt id="index-ffi_type"><span class="category">Data type: </span><span><strong>ffi_type</strong>
+    <a href="#index-ffi_type" class="copiable-anchor"> &para;</a></span></dt>
+    <dd><p>Describes a complex type to libffi.</p></dd></dl>
+    <dl><dt><span><code>-v</code><a class="copiable-link" href="#index-_002dv"> &para;</a></span></dt>
+    <dd><p>Use the built-in verbose format.</p></dd></dl>
+    <p>See <a href="#s5">&sect;</a> 5 and <a href="other.html">the section on types</a>.</p></body></html>"""
+    doc = parse_document("acme/Complex.html", page.encode())
+    # Then the terms are kept without their marks, and ordinary links keep their words
+    texts = [block.text for block in doc.blocks]
+    assert "Data type: ffi_type" in texts and "-v" in texts
+    assert not any(mark in text for text in texts for mark in "¶§")
+    assert "See 5 and the section on types." in texts
+
+
+# makeinfo's one-page manual (GNU time's): a concept index closing the page, with a "Jump to:" bar of
+# letter links above and below it, each in a table of its own whose label is a header cell.
+_LETTERS = "".join(f'<a class="summary-letter" href="#I-{c}"><b>{c}</b></a>\n &nbsp; \n' for c in "BCFPRV")
+_LETTER_BAR = f'<table><tr><th valign="top">Jump to: &nbsp; </th><td>{_LETTERS}</td></tr></table>'
+INDEXED_MANUAL = f"""<html><head><title>Time</title></head><body>
+<div class="chapter" id="Resources"><h2 class="chapter">1 Measuring Program Resource Use</h2>
+<p>The time command runs another program, then displays information about the resources used.</p></div>
+<div class="unnumbered" id="Concept-index"><h2 class="unnumbered">Concept index</h2>
+{_LETTER_BAR}
+<table class="index-cp" border="0"><tr><td></td><th align="left">Index Entry</th><th> Section</th></tr>
+<tr><th id="I-B">B</th></tr><tr><td></td><td><a href="#Resources">bugs, reporting</a></td>
+<td><a href="#Resources">Resources</a></td></tr><tr><th id="I-C">C</th></tr><tr><td></td>
+<td><a href="#Resources">CPU time</a></td><td><a href="#Resources">Resources</a></td></tr></table>
+{_LETTER_BAR}</div></body></html>"""
+
+
+def test_an_index_pages_jump_to_letter_bar_is_not_indexed() -> None:
+    # Given a manual closing with an index and its "Jump to: B C F P R V" letter bars
+    doc = parse_document("acme/time.html", INDEXED_MANUAL.encode())
+    # Then the prose and the index entries are kept and no letter bar is indexed
+    texts = _sections(doc)
+    prose = "The time command runs another program, then displays information about the resources used."
+    assert texts[prose] == ("1 Measuring Program Resource Use",)
+    assert "CPU time" in " ".join(texts)
+    assert "jump" not in _all_words(doc)
+    assert not any(re.search(r"\bB C F P R V\b", text) for text in texts)
+
+
+def test_a_page_that_is_only_navigation_says_so() -> None:
+    # Given a makeinfo node whose body is only the list of its subsections, under a link bar
+    page = """<html><body><div class="header"><p>Next: <a href="n.html">Multiple ABIs</a>, Previous:
+    <a href="p.html">Simple Example</a>, Up: <a href="u.html">Using libffi</a></p></div>
+    <h3>2.3 Types</h3><ul class="section-toc"><li><a href="a.html">Primitive Types</a></li>
+    <li><a href="b.html">Structures</a></li><li><a href="c.html">Size and Alignment</a></li></ul>
+    </body></html>"""
+    # When it is parsed, the reason says why nothing is left
+    with pytest.raises(EmptyDocument, match="no text besides navigation"):
+        parse_document("acme/Types.html", page.encode())
+
+
+# A blog or product page: its one h1 in the page's <header>, beside the site name and a menu.
+HEADER_H1_PAGE = """<!DOCTYPE html><html><head>{title}</head><body>
+<header class="masthead"><a href="/" class="brand">Acme Outfitters</a><h1>Returns policy</h1>
+<p class="tagline">Gear for every trail</p></header>
+<div class="content"><p>Unworn items may be returned within thirty days of delivery for a full refund.</p>
+<p>Send them back with the label printed from your order page.</p></div>
+<footer>Copyright Acme Outfitters</footer></body></html>"""
+
+
+@pytest.mark.parametrize("title", ["<title>Acme Outfitters</title>", ""])
+def test_a_pages_only_h1_in_its_page_header_still_names_the_page(title: str) -> None:
+    # Given a page whose only h1 sits in a <header> outside <article>/<main>
+    doc = parse_document("acme/returns.html", HEADER_H1_PAGE.format(title=title).encode())
+    sections = _sections(doc)
+    # Then the heading names the page: its section, and its title when the page has no <title>
+    refund = "Unworn items may be returned within thirty days of delivery for a full refund."
+    assert sections[refund] == ("Returns policy",)
+    assert doc.title == ("Acme Outfitters" if title else "Returns policy")
+    # And the rest of the header (site name, tagline) is still dropped, the heading not indexed as text
+    assert not {"gear", "trail", "outfitters", "returns"} & _all_words(doc)
+
+
+def test_a_site_header_h1_is_no_section_when_the_page_has_its_own_h1() -> None:
+    page = HEADER_H1_PAGE.format(title="").replace(
+        '<div class="content">', '<div class="content"><h1>Refunds</h1>'
+    )
+    sections = _sections(parse_document("acme/returns.html", page.encode()))
+    assert set(sections.values()) == {("Refunds",)}  # the header's h1 went with the header
 
 
 _WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=3, max_size=9)
@@ -470,6 +560,36 @@ def test_a_readme_without_extension_gets_sections_from_its_underlined_headings()
     ]
 
 
+DEBIAN_CHANGELOG = """bash (5.2.15-2) unstable; urgency=medium
+
+  * Remove one more pdf file without source. Closes: #1024598.
+
+ -- Matthias Klose <doko@debian.org>  Mon, 02 Jan 2023 13:06:21 +0100
+
+bash (5.2-3) unstable; urgency=medium
+
+  * Apply upstream patches 003 - 015.
+  * Enable all hardening flags (Christian Göttsche). Closes: #1021082.
+
+ -- Matthias Klose <doko@debian.org>  Sat, 31 Dec 2022 11:32:01 +0100
+"""
+
+
+def test_a_debian_changelogs_entries_are_the_sections_of_their_items() -> None:
+    # Given a changelog.Debian.gz as every Debian package ships one
+    doc = parse_document("acme/changelog.Debian.gz", gzip.compress(DEBIAN_CHANGELOG.encode()))
+    sections = _sections(doc)
+    # Then each item is filed under its version's entry, and the file keeps its name as title
+    assert doc.title == "changelog.Debian"
+    assert sections[
+        "* Apply upstream patches 003 - 015. * Enable all hardening flags (Christian Göttsche)."
+        " Closes: #1021082."
+    ] == ("bash (5.2-3) unstable; urgency=medium",)
+    assert sections["* Remove one more pdf file without source. Closes: #1024598."] == (
+        "bash (5.2.15-2) unstable; urgency=medium",
+    )
+
+
 def test_a_heading_deep_inside_a_text_file_is_a_section_not_its_title() -> None:
     # Given a Debian copyright file: fields first, a licence's underlined name far below
     text = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nLicense: UFL-1.0\n"
@@ -508,3 +628,32 @@ def test_western_text_stays_western_and_random_bytes_stay_binary() -> None:
     generator = random.Random(7)
     with pytest.raises(UnsupportedDocument, match="binary"):
         parse_document("acme/noise.txt", bytes(generator.randrange(128, 256) for _ in range(4096)))
+
+
+# A README of short Markdown headings: too few words for letter frequencies, so a detector's best guess
+# was Mac Cyrillic (every capital a dash) or nothing (cp1252 mojibake, "Æóðíàë").
+SHORT_HEADINGS = [
+    "# Журнал\n\n## Понедельник\n\nбег\n\n## Вторник\n\nплавание\n\n## Среда\n\nотдых\n",  # noqa: RUF001
+    "### Проект\n\nошибки\n\n# Люди\n\nплан\n\n# Цели\n\nрост\n",  # noqa: RUF001
+    "### Среда запуск\n\n# Сад запуск\n\n## Сеть еда\n\n\nСеть кот журнал настройка расходы руководство.\n",  # noqa: RUF001
+]
+
+
+@pytest.mark.parametrize("encoding", ["cp1251", "koi8-r"])
+@pytest.mark.parametrize("text", SHORT_HEADINGS)
+def test_a_file_of_short_cyrillic_headings_is_read_as_cyrillic(text: str, encoding: str) -> None:
+    # Given a Markdown file of short Russian headings saved in a legacy Cyrillic encoding
+    doc = parse_document("acme/plan.md", text.encode(encoding))
+    # Then its headings read as written
+    headings = [part for block in doc.blocks for part in block.section_path] + [doc.title or ""]
+    words = set(re.findall(r"\w+", " ".join(headings + [block.text for block in doc.blocks])))
+    assert words and words <= set(re.findall(r"\w+", text))
+
+
+def test_high_bytes_without_spaces_stay_binary_though_they_decode_as_cp1251() -> None:
+    from winnow.errors import UnsupportedDocument
+
+    generator = random.Random(11)
+    noise = bytes(generator.choice([b for b in range(128, 256) if b != 0x98]) for _ in range(4096))
+    with pytest.raises(UnsupportedDocument, match="binary"):
+        parse_document("acme/noise.txt", noise)

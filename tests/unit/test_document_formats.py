@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import re
+import zipfile
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.office import Slide, make_epub, make_pptx, make_xlsx, zip_bomb
-from winnow.errors import CorruptDocument, DocumentError, OversizedDocument
+from winnow.errors import CorruptDocument, DocumentError, OversizedDocument, UnsupportedDocument
 from winnow.models import ParsedDocument
-from winnow.parsing import detect_type, parse_document
+from winnow.parsing import detect_type, office, parse_document
 from winnow.parsing.cleaning import strip_terminal_codes
 from winnow.settings import ChunkingSettings, IngestSettings
 from winnow.text.chunking import chunk_document, max_chunk_chars
@@ -90,6 +92,55 @@ def test_a_table_of_column_names_only_is_a_table_of_its_names() -> None:
     doc = parse_document("acme/empty-list.csv", b"Name,Email,Phone\n")
     # Then it is one table chunk naming its columns, which the page draws as a table
     assert tables_of(doc) == ["empty list\nColumns: Name | Email | Phone"]
+
+
+def _with_cached_results(xlsx: bytes, results: dict[str, str]) -> bytes:
+    """The workbook as a spreadsheet program saves it: ``results`` (formula -> value) cached in <v>."""
+    source = zipfile.ZipFile(io.BytesIO(xlsx))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for member in source.infolist():
+            content = source.read(member)
+            if member.filename.startswith("xl/worksheets/"):
+                for formula, value in results.items():
+                    content = content.replace(
+                        f"<f>{formula}</f><v></v>".encode(), f"<f>{formula}</f><v>{value}</v>".encode()
+                    )
+            target.writestr(member, content)
+    return out.getvalue()
+
+
+def test_formulas_without_cached_results_keep_their_text_and_cached_results_win() -> None:
+    # Given a workbook written by a library (openpyxl stores formulas, never their results), one of
+    # whose formulas a spreadsheet program has since computed and cached
+    written = make_xlsx(
+        {
+            "Orders": [
+                ["Item", "Qty", "Price", "Total"],
+                ["Pens", 3, 2, "=B2*C2"],
+                ["Ink", 2, 5, "=B3*C3"],
+                ["All", None, None, "=SUM(D2:D3)"],
+            ]
+        }
+    )
+    data = _with_cached_results(written, {"B2*C2": "6"})
+    # When it is parsed
+    [table] = tables_of(parse_document("acme/orders.xlsx", data))
+    # Then the computed cell shows its result, the others their formula, and no column is left empty
+    assert "Item: Pens | Qty: 3 | Price: 2 | Total: 6" in table
+    assert "Item: Ink | Qty: 2 | Price: 5 | Total: =B3*C3" in table
+    assert "Item: All | Total: =SUM(D2:D3)" in table
+
+
+def test_a_workbook_whose_formulas_are_all_cached_is_read_for_its_values_only() -> None:
+    # Given every formula computed by a spreadsheet program
+    written = make_xlsx({"S": [["Label", "Total"], ["One", 1], ["Sum", "=B2*2"]]})
+    data = _with_cached_results(written, {"B2*2": "2"})
+    # When it is parsed
+    assert not office._has_uncached_formulas(data)  # (so it is read once)
+    [table] = tables_of(parse_document("acme/s.xlsx", data))
+    # Then it reads as the program shows it
+    assert "Label: Sum | Total: 2" in table and "=B2" not in table
 
 
 def test_a_huge_sheet_is_refused_with_a_reason() -> None:
@@ -298,6 +349,32 @@ def test_epub_chapters_in_spine_order_with_their_headings() -> None:
     ]
 
 
+def test_an_xhtml_chapter_declaring_entities_in_its_doctype_leaks_no_markup() -> None:
+    # Given chapters whose XHTML declares entities in an internal DTD subset, as EPUB tools write
+    doctype = (
+        '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" "http://www.w3.org/TR/xhtml11/DTD/xhtml11.dtd" [\n'
+        '<!ENTITY nbsp "&#160;">\n<!ENTITY mdash "&#8212;">\n]>\n'
+    )
+    data = make_epub("Field guide", [("Herons", "Herons&nbsp;wade &mdash; slowly.")], doctype=doctype)
+    # When the book is parsed
+    doc = parse_document("acme/guide.epub", data)
+    # Then the chapter reads as its text under its heading: no "]>" and no title turned into text
+    assert [(b.text, b.section_path) for b in doc.blocks] == [("Herons wade \u2014 slowly.", ("Herons",))]
+
+
+def test_a_chapter_listed_many_times_in_the_spine_is_read_once() -> None:
+    # Given a book whose spine lists its first chapter again and again (a tool's repeated itemrefs)
+    data = make_epub(
+        "Field guide",
+        [("Birds", "Herons wade in shallow water."), ("Trees", "Oaks live for centuries.")],
+        spine=[1, 2, 1, 1, 2, 1],
+    )
+    # When it is parsed
+    doc = parse_document("acme/guide.epub", data)
+    # Then each chapter is indexed once, in the order of its first appearance
+    assert [b.text for b in doc.blocks] == ["Herons wade in shallow water.", "Oaks live for centuries."]
+
+
 # --- sniffing -----------------------------------------------------------------------------------------
 def test_files_without_an_extension_are_sniffed() -> None:
     assert detect_type("acme/README", b"Plain words in a readme.\n") == "text"
@@ -305,6 +382,82 @@ def test_files_without_an_extension_are_sniffed() -> None:
     assert detect_type("acme/deck", make_pptx([Slide("A", ["b"])])) == "pptx"
     assert detect_type("acme/book", make_xlsx({"S": STAFF})) == "xlsx"
     assert detect_type("acme/scan", b"\x89PNG\r\n\x1a\n" + bytes(40)) == "image"
+
+
+@pytest.mark.parametrize(
+    ("key", "data", "expected"),
+    [
+        ("acme/README.Debian", b"Notes for Debian\n================\n\nThe daemon starts on boot.\n", "text"),
+        ("acme/NEWS.old", "Version 1.2: fixed the caf\u00e9 crash.\n".encode("cp1252"), "text"),
+        ("acme/app.conf", b"# where logs go\nlog_dir = /var/log/app\n", "text"),
+        ("acme/build.log", b"\x1b[32mok\x1b[0m compiled 12 files\n", "text"),
+        ("acme/manual.html.en", b"<!DOCTYPE html><html><body><p>Hello</p></body></html>", "html"),
+        ("acme/page.php", b"<?xml version='1.0'?>\n<html xmlns='urn:x'><p>x</p>", "html"),
+    ],
+)
+def test_an_unknown_extension_holding_text_is_read_by_its_content(
+    key: str, data: bytes, expected: str
+) -> None:
+    # Given a file whose extension names no type Winnow reads, but whose bytes are text
+    # When its type is decided
+    # Then the content decides, as for a file without an extension
+    assert detect_type(key, data) == expected
+
+
+@pytest.mark.parametrize(
+    ("key", "title"),
+    [
+        ("acme/README.Debian", "README.Debian"),
+        ("acme/resolv.conf", "resolv.conf"),
+        ("acme/q3_notes.txt", "q3 notes"),
+    ],
+)
+def test_a_file_named_with_no_document_extension_keeps_its_whole_name_as_title(key: str, title: str) -> None:
+    # Given text without a heading, under a name whose suffix is part of the name, not a format
+    # When it is parsed, its title is the name people call it by; only a format's extension goes
+    assert parse_document(key, b"nameserver 10.0.0.53\n").title == title
+
+
+def test_readme_debian_gzipped_is_read_as_text_with_its_heading() -> None:
+    # Given a Debian changelog as packages ship it: changelog.Debian.gz
+    import gzip
+
+    text = b"Release notes\n=============\n\nThe cache is now flushed on shutdown.\n"
+    # When it is parsed
+    doc = parse_document("acme/changelog.Debian.gz", gzip.compress(text))
+    # Then its words are indexed, under its heading
+    assert doc.source_type == "text" and doc.title == "Release notes"
+    assert [block.text for block in doc.blocks] == ["The cache is now flushed on shutdown."]
+
+
+@pytest.mark.parametrize(
+    ("key", "data", "reason_part"),
+    [
+        ("acme/sheet.xls", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), "legacy Office (OLE2)"),
+        ("acme/letter.odt", make_xlsx({"S": STAFF}), "zip archive"),
+        ("acme/report.bak", b"%PDF-1.7\n1 0 obj", "content is a PDF"),
+        ("acme/photo.gif", b"GIF89a\x01\x00\x01\x00\x00\x00\x00" + bytes(64), "binary"),
+        ("acme/tool.exe", b"MZ\x90\x00\x03" + bytes(200), "binary"),
+        ("acme/logo.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><path d="M0 0"/></svg>', "SVG"),
+        ("acme/data.xml", b'<?xml version="1.0"?>\n<catalog><book id="1"/></catalog>', "XML"),
+        ("acme/letter.rtf", b"{\\rtf1\\ansi Dear reader}", "RTF"),
+        ("acme/figure.eps", b"%!PS-Adobe-3.0 EPSF-3.0\n", "PostScript"),
+        ("acme/ls.1", b'.\\" DO NOT MODIFY THIS FILE!\n.TH LS "1" "2022"\n.SH NAME\nls \\- list\n', "troff"),
+        ("acme/init.1", b".so man1/systemd.1\n", "troff"),
+    ],
+)
+def test_an_unknown_extension_holding_binary_or_markup_is_refused_in_one_line(
+    key: str, data: bytes, reason_part: str
+) -> None:
+    # Given a file whose extension names no type Winnow reads and whose bytes are no text to index
+    # When it is parsed
+    with pytest.raises(UnsupportedDocument) as caught:
+        parse_document(key, data)
+    # Then it is refused with one line naming the extension, what the bytes are, and what is read
+    # (or how to make it readable)
+    reason = str(caught.value)
+    assert reason_part in reason and repr(key[key.rindex(".") :]) in reason
+    assert "\n" not in reason and ("supported:" in reason or "save it as text" in reason)
 
 
 def test_extension_is_checked_against_the_first_bytes() -> None:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from winnow.ports import Ocr
     from winnow.settings import OcrSettings
 
-__all__ = ["SOURCE_TYPES", "detect_type", "parse_document"]
+__all__ = ["SOURCE_TYPES", "detect_type", "is_document_extension", "parse_document"]
 
 _TYPE_BY_EXTENSION: dict[str, str] = {
     ".pdf": "pdf",
@@ -83,6 +83,16 @@ _INFO_PART = re.compile(r"^\.info-\d{1,4}$")  # find.info-1: the parts of a spli
 _OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_MAGIC = b"PK\x03\x04"
 _EMPTY_ZIP_MAGIC = b"PK\x05\x06"
+# Text that is really markup of a format we do not read: indexed as text it would be tags and drawing.
+_MARKUP_SIGNATURES = (
+    ("<?xml", "XML markup"),
+    ("<svg", "an SVG drawing"),
+    ("{\\rtf", "RTF (save it as DOCX or PDF)"),
+    ("%!ps", "PostScript (save it as PDF)"),
+)
+# A manual page's source (ls.1.gz): a .TH (man) or .Dd (mdoc) request near the top, or a .so link.
+_TROFF_WINDOW = 16 * 1024
+_TROFF_PAGE = re.compile(r"^\.(?:TH|Dd|so)[ \t]", re.MULTILINE)
 # The PDF spec lets a few bytes of junk precede the header; readers accept it within the first KiB.
 _PDF_HEADER_WINDOW = 1024
 
@@ -148,6 +158,11 @@ def detect_type(key: str, data: bytes) -> str:
     return _detect(*_gunzipped(key, data, IngestSettings().max_object_bytes))[0]
 
 
+def is_document_extension(suffix: str) -> bool:
+    """Whether ``suffix`` (``.pdf``, ``.info-2``) names a document type, not part of a file's name."""
+    return _INFO_PART.sub(".info", suffix.lower()) in _TYPE_BY_EXTENSION
+
+
 def _gunzipped(key: str, data: bytes, limit: int) -> tuple[str, bytes]:
     """A single gzip'd document (``changelog.gz``, ``grep.info.gz``) as the file it holds: its name
     without ``.gz`` and at most ``limit`` bytes of content, inflated in bounded steps (a gzip bomb
@@ -177,16 +192,16 @@ def _gunzipped(key: str, data: bytes, limit: int) -> tuple[str, bytes]:
 
 
 def _detect(key: str, data: bytes) -> tuple[str, DecodedText | None]:
-    extension = _INFO_PART.sub(".info", PurePosixPath(key).suffix.lower())
+    extension = _INFO_PART.sub(".info", PurePosixPath(key).suffix.lower())  # as is_document_extension
     if not extension:
         if not data:
             raise EmptyDocument("empty file (0 bytes)")
         return _sniff(data)
     source_type = _TYPE_BY_EXTENSION.get(extension)
-    if source_type is None:
-        raise UnsupportedDocument(f"unsupported file type {extension!r}; supported: {_supported_list()}")
     if not data:
         raise EmptyDocument("empty file (0 bytes)")
+    if source_type is None:
+        return _sniff_unknown(data, extension)
     if source_type == "pdf":
         if b"%PDF-" not in data[:_PDF_HEADER_WINDOW]:
             raise UnsupportedDocument(f"named {extension} but {_describe(data)}, not a PDF")
@@ -224,10 +239,55 @@ def _sniff(data: bytes) -> tuple[str, DecodedText | None]:
     reason = binary_reason(decoded.text)
     if reason:
         raise UnsupportedDocument(f"file has no extension and {reason}; supported: {_supported_list()}")
+    return _text_or_markup(decoded, "file has no extension and")
+
+
+def _sniff_unknown(data: bytes, extension: str) -> tuple[str, DecodedText]:
+    """A file whose extension names no type we read (``README.Debian``, ``NEWS.old``, ``app.conf``,
+    ``build.log``): read when its bytes are text, refused when they are binary. A document format
+    under a name we do not know (a ``.xls`` zip, a ``.doc``, a PDF named ``.bak``) is refused, not
+    guessed at: its name says it is something else."""
+    refusal = f"unsupported file type {extension!r}:"
+    kind = _binary_kind(data)
+    if kind:
+        raise UnsupportedDocument(f"{refusal} {kind}; supported: {_supported_list()}")
+    decoded = _without_terminal_codes(decode_text(data))
+    reason = binary_reason(decoded.text)
+    if reason:
+        raise UnsupportedDocument(f"{refusal} {reason}; supported: {_supported_list()}")
+    return _text_or_markup(decoded, refusal)
+
+
+def _text_or_markup(decoded: DecodedText, refusal: str) -> tuple[str, DecodedText]:
+    """Text typed by its content alone: HTML (XHTML too) is read as a page; other markup that would
+    index as tags and drawing commands (XML, SVG, RTF, PostScript, troff) is refused, all else is text."""
     head = decoded.text[:_PDF_HEADER_WINDOW].lstrip().lower()
     if head.startswith(("<!doctype html", "<html")):
         return "html", decoded
+    if head.startswith("<?xml") and re.search(r"<(!doctype\s+)?html[\s>]", head):
+        return "html", decoded
+    for signature, kind in _MARKUP_SIGNATURES:
+        if head.startswith(signature):
+            raise UnsupportedDocument(f"{refusal} content is {kind}; supported: {_supported_list()}")
+    if head.startswith((".", "'", '\\"')) and _TROFF_PAGE.search(decoded.text[:_TROFF_WINDOW]):
+        raise UnsupportedDocument(
+            f"{refusal} content is a manual page's troff source; save it as text"
+            " (man -P cat NAME > NAME.txt) and upload that"
+        )
     return "text", decoded
+
+
+def _binary_kind(data: bytes) -> str | None:
+    """What a document format's magic bytes say the data is, or None."""
+    if b"%PDF-" in data[:_PDF_HEADER_WINDOW]:
+        return "content is a PDF"
+    if data.startswith((_ZIP_MAGIC, _EMPTY_ZIP_MAGIC)):
+        return "content is a zip archive"
+    if data.startswith(_OLE2_MAGIC):
+        return "content is a legacy Office (OLE2) file"
+    if sniff_image(data) is not None:
+        return "content is an image"
+    return None
 
 
 def _check_zip_container(data: bytes, extension: str, source_type: str) -> None:
@@ -294,4 +354,4 @@ def _describe(data: bytes) -> str:
 
 
 def _supported_list() -> str:
-    return ", ".join(sorted(_TYPE_BY_EXTENSION)) + ", and any of them as .gz"
+    return ", ".join(sorted(_TYPE_BY_EXTENSION)) + ", any of them .gz'd, or text of any name"

@@ -103,9 +103,14 @@ class BlockCollector:
 
 
 def title_from_key(key: str) -> str:
-    """A readable title from the object key: ``acme/q3_sales-report.pdf`` -> ``q3 sales report``."""
+    """A readable title from the object key: ``acme/q3_sales-report.pdf`` -> ``q3 sales report``.
+    Only a document type's extension goes: ``README.Debian`` and ``resolv.conf`` keep their names."""
+    from winnow.parsing import is_document_extension
+
     name = PurePosixPath(key).name
-    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    stem, dot, suffix = name.rpartition(".")
+    if not (stem.strip(".") and is_document_extension(dot + suffix)):
+        stem = name
     readable = clean_inline(stem.replace("_", " ").replace("-", " "))
     return readable or clean_inline(name) or key
 

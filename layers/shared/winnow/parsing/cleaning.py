@@ -52,10 +52,16 @@ _SEPARATING_TAGS = frozenset(
 _MIN_MENU_LINKS = 4
 _MAX_LABEL_CHARS = 40
 _MENU_OUTSIDE_SHARE = 0.1
+_MIN_LETTER_LINKS = 3
+_MAX_LETTER_CHARS = 2
 PERMALINK_MARKS = frozenset({"¶", "#", "§", "🔗", "link"})
 _PERMALINK_CLASSES = frozenset(
-    {"headerlink", "anchor", "mark", "anchorjs-link", "heading-anchor", "permalink"}
-)
+    {
+        "headerlink", "anchor", "mark", "anchorjs-link", "heading-anchor", "permalink",
+        "copiable-anchor", "copiable-link",  # makeinfo 6.8 / 7: "¶" after each definition and index entry
+    }
+)  # fmt: skip
+_MARK_SYMBOLS = frozenset({"¶", "§", "🔗"})
 _TRAILING_MARKS = re.compile(r"\s*[¶§\U0001f517]+\s*$")
 
 
@@ -82,11 +88,12 @@ class _TextStats:
     """Characters of an element's subtree, split into link text and the rest (kept only up to a cap:
     past it, the block is prose whatever its links)."""
 
-    __slots__ = ("link_chars", "links", "menu_links", "outside", "outside_chars")
+    __slots__ = ("letter_links", "link_chars", "links", "menu_links", "outside", "outside_chars")
 
     def __init__(self) -> None:
         self.link_chars = 0
         self.links = 0
+        self.letter_links = 0  # links whose text is a letter or two: an index's "Jump to: A B C" bar
         self.menu_links = 0  # links of menus found inside, already doomed
         self.outside_chars = 0
         self.outside: list[str] = []
@@ -102,6 +109,7 @@ class _TextStats:
     def absorb(self, child: _TextStats) -> None:
         self.link_chars += child.link_chars
         self.links += child.links
+        self.letter_links += child.letter_links
         self.menu_links += child.menu_links
         if self.outside_chars + child.outside_chars <= _MAX_OUTSIDE_CHARS:
             self.outside.extend(child.outside)
@@ -132,9 +140,13 @@ def link_furniture(root: Any) -> list[Any]:
         stats = stack.pop()
         if is_link:
             link_depth -= 1
+            stats.letter_links = int(stats.links == 1 and 0 < stats.link_chars <= _MAX_LETTER_CHARS)
         data_tables -= is_data_table
-        # Inside a table of data, links in a cell are the cell's value, never a menu.
-        is_menu = not data_tables and element.tag in _LINK_BLOCK_TAGS and _is_link_block(stats)
+        # Inside a table of data, links in a cell are the cell's value, never a menu; a bar of letters
+        # is a menu wherever it is (makeinfo puts "Jump to:" in a header cell of its own table).
+        is_menu = element.tag in _LINK_BLOCK_TAGS and (
+            _is_letter_bar(stats) or (not data_tables and _is_link_block(stats))
+        )
         if is_menu:
             doomed.append(element)
         if stack:
@@ -159,6 +171,15 @@ def _has_header(table: Any) -> bool:
         if row is not None:
             return row.find("th") is not None
     return False
+
+
+def _is_letter_bar(stats: _TextStats) -> bool:
+    """An index's letter bar ("Jump to: A C F V"): links of a letter or two each, under a label."""
+    return (
+        stats.links >= _MIN_LETTER_LINKS
+        and stats.letter_links == stats.links
+        and stats.outside_chars <= _MAX_LABEL_CHARS
+    )
 
 
 def _is_link_block(stats: _TextStats) -> bool:
@@ -200,6 +221,18 @@ def heading_text(element: Any) -> str:
         elif node is not element:
             parts.append(node.tail or "")
     return _TRAILING_MARKS.sub("", "".join(parts))
+
+
+def is_permalink_anchor(node: Any) -> bool:
+    """A permalink outside a heading (makeinfo's ``<a class="copiable-anchor"> ¶</a>`` after each
+    definition term): a mark symbol, or a permalink class on a link of a character or two."""
+    if node.tag != "a":
+        return False
+    text = node.text_content().strip()
+    if text in _MARK_SYMBOLS:
+        return True
+    classes = (node.get("class") or "").split()
+    return len(text) <= 2 and any(name in _PERMALINK_CLASSES for name in classes)
 
 
 def _is_permalink(node: Any) -> bool:

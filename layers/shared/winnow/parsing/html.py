@@ -10,13 +10,14 @@ guesses; lxml then parses UTF-8 we hand it, so a wrong declaration cannot garble
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
-from winnow.parsing.cleaning import heading_text, is_named_furniture, link_furniture
+from winnow.parsing.cleaning import heading_text, is_named_furniture, is_permalink_anchor, link_furniture
 from winnow.parsing.tables import html_table
 from winnow.parsing.text_decoding import DecodedText, decode_text
 
@@ -39,6 +40,12 @@ _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 # [^<>]: a scan from one "<meta" ends where the next tag begins, so a head full of "<meta" stays linear.
 _META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+# A document type declaration with an internal subset (XHTML chapters of EPUBs declare entities so):
+# the HTML parser ends the declaration at its first ">" and reads the rest, down to "]>", as text.
+# Anchored at the start (after an XML declaration), so a page of "<!DOCTYPE [" costs one scan.
+_DOCTYPE_WITH_SUBSET = re.compile(
+    r"\A(\ufeff?\s*(?:<\?xml[^<>]*\?>\s*)?)<!DOCTYPE[^<>\[]*\[.*?\]\s*>", re.IGNORECASE | re.DOTALL
+)
 _MAX_HTML_DEPTH = 2048  # libxml2's limit with XML_PARSE_HUGE
 _UNICODE_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 
@@ -73,6 +80,7 @@ def _parse(key: str, text: str) -> ParsedDocument:
     # huge_tree lifts libxml2's nesting limit from 256 to 2,048 levels (pages built by tools nest deep);
     # size stays bounded by the object size limit and the parse budget.
     parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
+    text = _DOCTYPE_WITH_SUBSET.sub(r"\1", text, count=1)
     try:
         root = lxml.html.document_fromstring(text.encode("utf-8", "replace"), parser=parser)
     except etree.ParserError as error:
@@ -84,7 +92,7 @@ def _parse(key: str, text: str) -> ParsedDocument:
             f"HTML nests elements deeper than {_MAX_HTML_DEPTH} levels; cannot read it whole"
         )
     title = _title(root)
-    _drop_invisible(root)
+    navigation_only = _drop_invisible(root)
     body = root.find("body")
     collector = BlockCollector()
     headings = HeadingStack()
@@ -138,7 +146,11 @@ def _parse(key: str, text: str) -> ParsedDocument:
         title=title or first_h1,
         key=key,
         source_type="html",
-        empty_reason="HTML has no visible text",
+        empty_reason=(
+            "HTML has no text besides navigation (menus, link bars, lists of links)"
+            if navigation_only
+            else "HTML has no visible text"
+        ),
     )
 
 
@@ -149,13 +161,45 @@ def _title(root: Any) -> str | None:
     return clean_inline(element.text_content()) or None
 
 
-def _drop_invisible(root: Any) -> None:
+def _drop_invisible(root: Any) -> bool:
     """What is hidden or named as furniture goes first, then link bars and menus (judged on what is
-    left, so a hidden block cannot make its neighbours look like prose)."""
-    for doomed in ([element for element in root.iter() if _is_invisible(element)], link_furniture(root)):
-        for element in doomed:
-            if element.getparent() is not None:
-                element.drop_tree()  # keeps the element's tail text, which belongs to its parent
+    left, so a hidden block cannot make its neighbours look like prose). Whether any menu went."""
+    invisible = [element for element in root.iter() if _is_invisible(element)]
+    rescued = _rescue_header_heading(root, invisible)
+    _drop(invisible)
+    furniture = link_furniture(root)
+    _drop(furniture)
+    others = rescued is not None and any(heading is not rescued for heading in root.iter(*_HEADING_TAGS))
+    if others and rescued.getparent() is not None:
+        rescued.drop_tree()  # the page has headings of its own: the header's was the site's name
+    return bool(furniture)
+
+
+def _drop(elements: list[Any]) -> None:
+    for element in elements:
+        if element.getparent() is not None:
+            element.drop_tree()  # keeps the element's tail text, which belongs to its parent
+
+
+def _rescue_header_heading(root: Any, invisible: list[Any]) -> Any:
+    """The page's only ``h1`` when it sits in the page header (outside ``article``/``main``), moved
+    out before the header so it survives it: kept when it turns out to be the page's only heading
+    (it names the page, and without it the page has no section), dropped again otherwise."""
+    h1s = list(itertools.islice(root.iter("h1"), 2))
+    if len(h1s) != 1:
+        return None
+    heading = h1s[0]
+    doomed = set(invisible)
+    holders = [ancestor for ancestor in heading.iterancestors() if ancestor in doomed]
+    if len(holders) != 1 or not _is_page_header(holders[0]) or heading in doomed:
+        return None  # kept already, or inside something hidden or named as furniture
+    heading.tail = None  # the header's text after it goes with the header
+    holders[0].addprevious(heading)
+    return heading
+
+
+def _is_page_header(element: Any) -> bool:
+    return element.tag == "header" or element.get("role", "").lower() == "banner"
 
 
 def _is_layout_table(table: Any) -> bool:
@@ -174,6 +218,8 @@ def _is_invisible(element: Any) -> bool:
         return False
     tag = element.tag
     if tag in _DROPPED_TAGS:
+        return True
+    if tag == "a" and is_permalink_anchor(element):
         return True
     if tag == "header":
         return not any(

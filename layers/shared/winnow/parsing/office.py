@@ -53,6 +53,17 @@ _NS = {
     "ncx": "http://www.daisy.org/z3986/2005/ncx/",
     "dgm": "http://schemas.openxmlformats.org/drawingml/2006/diagram",
 }
+# A formula cell of a sheet's XML without a cached result: <c r="D2"><f>B2*C2</f><v></v></c> (or no
+# <v>); prefixes allowed (<x:c>). Shared-formula followers (<f t="shared" si="0"/>) count too. Tag
+# attributes are matched up to a bound, so hostile XML costs linear time.
+_P = rb"(?:[\w.-]+:)?"
+_UNCACHED_FORMULA = re.compile(
+    rb"<" + _P + rb"c\b(?![^<>]{0,1000}\bt=[\"'](?:str|e)[\"'])[^<>]{0,1000}>\s*"
+    rb"(?:<" + _P + rb"f\b[^<>]{0,1000}/>|<" + _P + rb"f\b[^<>]{0,1000}>[^<]*</" + _P + rb"f>)\s*"
+    rb"(?:<" + _P + rb"v\s*/>|<" + _P + rb"v>\s*</" + _P + rb"v>)?\s*</" + _P + rb"c>"
+)
+_SCAN_STEP_BYTES = 1024 * 1024
+_SCAN_OVERLAP_BYTES = 64 * 1024  # longer than a formula cell (formulas are at most 8,192 characters)
 _FILE_NAME = re.compile(r"\.x?html?$", re.IGNORECASE)
 _TITLE_PLACEHOLDERS = frozenset({"title", "ctrTitle"})
 _FURNITURE_PLACEHOLDERS = frozenset({"dt", "ftr", "sldNum", "hdr"})
@@ -255,6 +266,13 @@ def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
         warnings.simplefilter("ignore")  # "unknown extension", "no default style": not the reader's concern
         try:
             workbook = openpyxl.load_workbook(BytesIO(data), read_only=True, data_only=True, keep_links=False)
+            # Formulas a library wrote without computing them (openpyxl) have no cached value:
+            # their text is read beside the values, so a reader sees "=B2*C2", not an empty column.
+            formulas = (
+                openpyxl.load_workbook(BytesIO(data), read_only=True, data_only=False, keep_links=False)
+                if _has_uncached_formulas(data)
+                else None
+            )
         except InvalidFileException as error:
             raise CorruptDocument(f"corrupt XLSX ({one_line(error)})") from error
         try:
@@ -267,7 +285,14 @@ def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
                 if sheet.sheet_state != "visible":
                     continue  # a hidden sheet is not what a reader of the workbook sees
                 rows: list[list[str]] = []
+                texts = (
+                    formulas[sheet.title].iter_rows(max_col=MAX_COLUMNS, values_only=True)
+                    if formulas
+                    else None
+                )
                 for values in sheet.iter_rows(max_col=MAX_COLUMNS, values_only=True):
+                    if texts is not None:  # the same XML read twice: its rows come in step
+                        values = _with_formula_text(values, next(texts, ()))
                     spanned_rows += 1
                     if spanned_rows > MAX_ROWS_SPANNED:
                         raise OversizedDocument(f"XLSX sheets span more than {MAX_ROWS_SPANNED} rows (limit)")
@@ -288,12 +313,49 @@ def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
             doc_title = clean_inline(str(workbook.properties.title or "")) if workbook.properties else ""
         finally:
             workbook.close()
+            if formulas is not None:
+                formulas.close()
     return finish_document(
         collector.blocks,
         title=doc_title or None,
         key=key,
         source_type="xlsx",
         empty_reason="workbook has no cells",
+    )
+
+
+def _has_uncached_formulas(data: bytes) -> bool:
+    """Whether a sheet holds a formula cell without a cached result (an empty or missing ``<v>``;
+    a ``t="str"`` cell's empty value is a computed empty string). Inflates the sheets once more,
+    in steps, stopping at the first one: far cheaper than parsing them twice."""
+    with zipfile.ZipFile(BytesIO(data)) as archive:
+        for member in archive.infolist():
+            name = member.filename
+            if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
+                continue
+            with archive.open(member) as stream:
+                tail = b""
+                while chunk := stream.read(_SCAN_STEP_BYTES):
+                    window = tail + chunk
+                    if _UNCACHED_FORMULA.search(window):
+                        return True
+                    tail = window[-_SCAN_OVERLAP_BYTES:]
+    return False
+
+
+def _with_formula_text(values: tuple[Any, ...], formulas: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Each empty value whose cell holds a formula, as the formula's text (``=SUM(D2:D3)``)."""
+
+    def text(value: Any, formula: Any) -> Any:
+        if value is not None:
+            return value
+        if isinstance(formula, str) and formula.startswith("="):
+            return formula
+        array_text = getattr(formula, "text", None)  # an array formula ({=...})
+        return array_text if isinstance(array_text, str) and array_text.startswith("=") else None
+
+    return tuple(
+        text(value, formula) for value, formula in itertools.zip_longest(values, formulas[: len(values)])
     )
 
 
@@ -339,10 +401,12 @@ def _parse_epub(key: str, package: _Package) -> ParsedDocument:
     title = clean_inline(title_element.text or "") if title_element is not None else ""
     labels = _contents_labels(package, opf, manifest)
     blocks: list[Block] = []
+    read: set[str] = set()
     for idref in spine:
         part = manifest.get(idref)
-        if part is None or not package.has(part):
-            continue
+        if part is None or part in read or not package.has(part):
+            continue  # a chapter the spine lists again (some tools repeat itemrefs) is read once
+        read.add(part)
         try:
             chapter = parse_html(part, package.read(part))
         except EmptyDocument:

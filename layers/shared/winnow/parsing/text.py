@@ -16,6 +16,8 @@ So is a GNU info file (``grep.info``, its ``.info-1`` parts, either gzip'd): nod
 ``\x1f`` with a ``File: …, Node: …, Next: …, Up: …`` line, which is navigation and dropped, as are each
 node's ``* Menu:`` of links to other nodes, the directory entry and the tag tables. Headings underlined
 with ``*``, ``=``, ``-`` or ``.`` (chapter to subsubsection) become the section path.
+
+A Debian changelog (``changelog.Debian.gz``) has each entry's first line as the section of its items.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ _HYPHENATED = re.compile("(?<=\\w)\u2010\n[ \t]*(?=[a-z])")
 # A line of one repeated character drawn under a heading ("History" over "-------").
 _UNDERLINE = re.compile(r"^[ \t]*([=\-~*#^+])\1{2,}[ \t]*$")
 _MAX_PLAIN_HEADING_CHARS = 100
+
+# A Debian changelog entry's first line: "bash (5.2.15-2) unstable; urgency=medium" (Debian policy 4.4).
+_DEBIAN_ENTRY = re.compile(r"[a-z0-9][a-z0-9+.-]* \([^()\s]+\)(?: +[-+0-9a-zA-Z./]+)+ *;")
 
 _INFO_SAMPLE_CHARS = 64 * 1024
 _INFO_MARK = re.compile(r"\x1f\n(?:File: [^\n]*Node: |Indirect:|Tag Table:)")
@@ -188,6 +193,9 @@ def _collect_plain(text: str, collector: BlockCollector) -> str | None:
     styles: list[str] = []
     first_heading: str | None = None
     paragraph: list[str] = []
+    # A Debian changelog: each entry's line ("bash (5.2-3) unstable; urgency=medium") is its section,
+    # so a passage keeps the version it belongs to; the file's name stays its title.
+    changelog = _DEBIAN_ENTRY.match(text.lstrip()) is not None
 
     def flush() -> None:
         if paragraph:
@@ -202,6 +210,10 @@ def _collect_plain(text: str, collector: BlockCollector) -> str | None:
             line = after.replace("\f", " ")
         if not line.strip():
             flush()
+            continue
+        if changelog and _DEBIAN_ENTRY.match(line):
+            flush()
+            headings.push(1, line)
             continue
         underline = _UNDERLINE.match(line)
         if underline and not paragraph:

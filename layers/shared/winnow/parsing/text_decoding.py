@@ -40,6 +40,10 @@ _MAX_CONTROL_SHARE = 0.05
 # "chaos", in percent) and at least this much coherence with one language's letter frequencies (0-1).
 _MAX_CHAOS_PERCENT = 10.0
 _MIN_COHERENCE = 0.1
+# A cp1252 reading this much accented (share of letters, and at least this many) is no Western text.
+_MIN_ACCENTED_SHARE = 0.6
+_MIN_ACCENTED_LETTERS = 12
+_MIN_SPACE_SHARE = 0.05
 # C0 and C1 controls except tab, line feed, vertical tab, form feed, carriage return and escape.
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f-\x9f]")
 
@@ -82,16 +86,61 @@ def decode_text(data: bytes, declared_encoding: str | None = None) -> DecodedTex
 def _detected_encoding(sample: bytes) -> str | None:
     """A legacy encoding other than Western (KOI8-R, cp1251, Shift-JIS, GBK, ...) when the text does
     not read as cp1252 and a detector (charset-normalizer) finds one that reads as a language. Random
-    bytes "decode" without a visible error as Big5 or cp949 too, but match no language's letters."""
+    bytes "decode" without a visible error as Big5 or cp949 too, but match no language's letters.
+    Text too short for letter frequencies (a file of short Cyrillic headings) is read as Cyrillic
+    (cp1251, else KOI8-R) when its cp1252 reading is nearly all accented letters."""
     from charset_normalizer import from_bytes
 
+    unlike_western = _unlike_western(sample)
     western = from_bytes(sample, cp_isolation=["cp1252"]).best()
-    if western is not None and western.percent_chaos <= _MAX_CHAOS_PERCENT:
+    if western is not None and western.percent_chaos <= _MAX_CHAOS_PERCENT and not unlike_western:
         return None
-    best = from_bytes(sample).best()
-    if best is None or best.percent_chaos > _MAX_CHAOS_PERCENT or best.coherence < _MIN_COHERENCE:
-        return None
-    return best.encoding
+    readable = [match for match in from_bytes(sample) if match.percent_chaos <= _MAX_CHAOS_PERCENT]
+    if readable:
+        best = readable[0]  # the detector's order: least chaos, then most coherence
+        cyrillic = next((match for match in readable if match.encoding == "cp1251"), None)
+        if (
+            cyrillic is not None
+            and best.encoding == "mac_cyrillic"
+            and cyrillic.percent_chaos <= best.percent_chaos
+        ):
+            # They differ in capitals only: cp1251's read as Mac's are dashes and signs ("—реда"), a
+            # "coherent" reading of too few words. Windows' is by far the more common, so on a tie it wins.
+            best = cyrillic
+        if best.coherence >= _MIN_COHERENCE:
+            return best.encoding
+    if unlike_western and _spaced_like_words(sample):
+        return _likeliest_cyrillic(sample)
+    return None
+
+
+def _likeliest_cyrillic(sample: bytes) -> str | None:
+    """cp1251 or KOI8-R, whichever reads with words cased as words are ("Журнал", "план"): the two
+    swap capitals and small letters, so the wrong one reads "жУРНАЛ". A tie goes to cp1251."""
+    best: tuple[int, str] | None = None
+    for encoding in ("cp1251", "koi8-r"):
+        try:
+            text = sample.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        words = re.findall(r"[^\W\d_]+", text)
+        cased = sum(1 for word in words if word.islower() or word.istitle() or word.isupper())
+        if best is None or cased > best[0]:
+            best = (cased, encoding)
+    return best[1] if best is not None else None
+
+
+def _spaced_like_words(sample: bytes) -> bool:
+    """Text has spaces or line breaks between its words; random high bytes have none."""
+    return sample.count(b" ") + sample.count(b"\n") >= len(sample) * _MIN_SPACE_SHARE
+
+
+def _unlike_western(sample: bytes) -> bool:
+    """Whether the cp1252 reading of ``sample`` is mostly accented letters: Western languages write
+    a few in many plain ones, while Cyrillic or Greek bytes read as cp1252 are nearly all of them."""
+    letters = [char for char in sample.decode("cp1252", errors="replace") if char.isalpha()]
+    accented = sum(1 for char in letters if ord(char) > 0x7F)
+    return accented >= _MIN_ACCENTED_LETTERS and accented >= _MIN_ACCENTED_SHARE * len(letters)
 
 
 def _guess_utf16(data: bytes) -> str | None:
