@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "winnow")
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Winnow")
@@ -65,6 +66,19 @@ def _tracer() -> Any:
 
 
 tracer: Any = _tracer()
-metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+
+
+class _Metrics(Metrics):
+    """Powertools' Metrics, recording nothing while metrics are disabled (the CLI, the local server):
+    Powertools prints a set that reaches 100 values as EMF on stdout even then, which broke
+    ``winnow ingest --json`` output on a folder of more than 100 documents."""
+
+    def add_metric(self, name: str, unit: Any, value: float, resolution: Any = 60) -> None:
+        if is_metrics_disabled():
+            return
+        super().add_metric(name=name, unit=unit, value=value, resolution=resolution)
+
+
+metrics = _Metrics(namespace=NAMESPACE, service=SERVICE)
 
 __all__ = ["IN_LAMBDA", "TRACING", "MetricUnit", "NoopTracer", "logger", "metrics", "tracer"]
