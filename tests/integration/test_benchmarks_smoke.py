@@ -234,4 +234,7 @@ def test_documents_benchmark_prints_ocr_and_hit_rates(capsys: pytest.CaptureFixt
     assert result["ocr_pages_ingested"] == 3
     assert result["scan_questions"] >= 1 and result["table_questions"] == 40
     assert 0.0 <= result["hit3_scans"] <= 1.0 and result["hit3_tables"] > 0.5
+    # And the scanned-page rate at the default threshold (a refused question counts as a miss) is no higher
+    assert 0.0 <= result["hit3_scans_default"] <= result["hit3_scans"]
+    assert 0 < result["default_threshold"] < 1
     assert result["table_questions_pdf"] >= 13 and result["hit3_tables_pdf"] > 0.5
