@@ -34,7 +34,8 @@ from winnow.errors import (
     WinnowError,
 )
 from winnow.models import Block, ParsedDocument
-from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line
+from winnow.parsing.blocks import BlockCollector, finish_document, one_line
+from winnow.parsing.pdf_outline import OutlineEntry, heading_positions, metadata_title, outline_entries
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
@@ -52,12 +53,6 @@ _HYPHENATED_END = re.compile(r"[^\W\d_]-$")
 _HYPHENATED_WORD = re.compile(r"(?<![\w-])[^\W\d_]{1,40}(?:-[^\W\d_]{1,40}){1,4}(?![\w-])")
 _WORD_EDGE = re.compile(r"^[^\w-]+|[^\w-]+$")
 _MAX_WORD_CHARS = 100
-_FILE_NAME_TITLE = re.compile(r"\.(docx?|pdf|tex|dvi|indd|pptx?|xlsx?|odt|rtf|txt)$", re.IGNORECASE)
-# "(anonymous)" is what reportlab writes when its caller sets no title.
-_JUNK_TITLES = frozenset(
-    {"untitled", "unknown", "title", "no title", "document", "microsoft word", "(anonymous)", "anonymous"}
-)
-_MAX_OUTLINE_ENTRIES = 10_000
 _MARK = "\x00"
 _SENTENCE_ENDS = (".", "!", "?", ":", ";", "\u201d", '"')
 _HEADING_CHARS = 80
@@ -78,13 +73,6 @@ class _TableCarry:
     """What one page hands the next about tables: the open table, if any."""
 
     open: _OpenTable | None = None
-
-
-@dataclass(frozen=True)
-class _OutlineEntry:
-    page_index: int
-    path: tuple[str, ...]
-    order: int
 
 
 def parse_pdf(
@@ -121,8 +109,8 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     page_count = len(reader.pages)
     if page_count == 0:
         raise EmptyDocument("PDF has no pages")
-    bookmarks_by_page: dict[int, list[_OutlineEntry]] = {}
-    for entry in _outline_entries(reader):
+    bookmarks_by_page: dict[int, list[OutlineEntry]] = {}
+    for entry in outline_entries(reader):
         bookmarks_by_page.setdefault(entry.page_index, []).append(entry)
     texts: list[str] = []
     tables: list[list[PdfTable]] = []
@@ -168,7 +156,7 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
     elif ocr_read:
         empty_reason = f"PDF has no text layer and OCR found no text on {len(ocr_read)} page(s)"
     parsed = finish_document(
-        collector.blocks, title=_metadata_title(reader), key=key, source_type="pdf", empty_reason=empty_reason
+        collector.blocks, title=metadata_title(reader), key=key, source_type="pdf", empty_reason=empty_reason
     )
     return ParsedDocument(parsed.title, parsed.blocks, parsed.source_type, ocr_pages=len(ocr_read))
 
@@ -278,95 +266,12 @@ def _open(data: bytes) -> PdfReader:
     return reader
 
 
-def _metadata_title(reader: PdfReader) -> str | None:
-    try:
-        metadata = reader.metadata
-        raw = metadata.title if metadata is not None else None
-    except Exception:
-        return None
-    if not isinstance(raw, str):
-        return None
-    title = clean_inline(raw)
-    if title.lower().startswith("microsoft word - "):
-        title = title[len("microsoft word - ") :]
-    if not title or title.lower() in _JUNK_TITLES or _FILE_NAME_TITLE.search(title):
-        return None
-    return title
-
-
-def _outline_entries(reader: PdfReader) -> list[_OutlineEntry]:
-    """Bookmarks flattened to (page, path), sorted by page then outline order. A damaged outline is
-    ignored: sections are a bonus, the text is what matters."""
-    try:
-        outline = reader.outline
-    except Exception:
-        return []
-    entries: list[_OutlineEntry] = []
-
-    def walk(items: list[Any], parents: tuple[str, ...]) -> None:
-        last_path: tuple[str, ...] | None = None
-        for item in items:
-            if len(entries) >= _MAX_OUTLINE_ENTRIES:
-                return
-            if isinstance(item, list):
-                walk(item, last_path if last_path is not None else parents)
-                continue
-            title = clean_inline(str(getattr(item, "title", "") or ""))
-            if not title:
-                last_path = parents
-                continue
-            last_path = (*parents, title)
-            try:
-                page_index = reader.get_destination_page_number(item)
-            except Exception:
-                page_index = None
-            if page_index is not None and page_index >= 0:
-                entries.append(_OutlineEntry(page_index, last_path, len(entries)))
-
-    try:
-        walk(outline, ())
-    except RecursionError:
-        return []
-    return sorted(entries, key=lambda entry: (entry.page_index, entry.order))
-
-
-def _normalise_heading(text: str) -> str:
-    return clean_inline(text).casefold()
-
-
-def _heading_positions(
-    lines: list[str], entries: list[_OutlineEntry]
-) -> list[tuple[int, _OutlineEntry, bool]]:
-    """Where each bookmark of this page takes effect: (line index, entry, whether that line is the
-    heading itself). A bookmark whose title is not found takes effect where the previous one did."""
-    positions: list[tuple[int, _OutlineEntry, bool]] = []
-    cursor = 0
-    normalised = [_normalise_heading(line) for line in lines]
-    for entry in entries:
-        wanted = entry.path[-1].casefold()
-        found = next(
-            (
-                index
-                for index in range(cursor, len(lines))
-                if normalised[index] == wanted
-                or (normalised[index].endswith(wanted) and len(normalised[index]) - len(wanted) <= 8)
-            ),
-            None,
-        )
-        if found is None:
-            positions.append((cursor, entry, False))
-        else:
-            positions.append((found, entry, True))
-            cursor = found + 1
-    return positions
-
-
 def _collect_page(
     collector: BlockCollector,
     text: str,
     page: int,
     path: tuple[str, ...],
-    bookmarks: list[_OutlineEntry],
+    bookmarks: list[OutlineEntry],
     *,
     ocr: bool = False,
     tables: Sequence[PdfTable] = (),
@@ -380,7 +285,7 @@ def _collect_page(
 
     lines = [line.strip() for line in text.splitlines()]
     markers = {_table_marker(number): table for number, table in enumerate(tables)}
-    switches = _heading_positions(lines, bookmarks)
+    switches = heading_positions(lines, bookmarks)
     heading_lines = {index for index, _, is_heading in switches if is_heading}
     # Each table's caption, and the "Table N" lines it takes out of the text (the table carries them;
     # left as a passage of their own they would outrank the table they name).
