@@ -257,6 +257,18 @@ def control_hit_rate(
         return hit_rate(stack, wanted, lambda r, key: r["key"] == key)
 
 
+def on_scanned_page(result: dict[str, Any], want: tuple[str, int]) -> bool:
+    """A hit for a scanned-page question: the right PDF and page, read by OCR."""
+    return (result["key"], result["page"]) == want and bool(result["ocr"])
+
+
+def scanned_pages_wanted(
+    stack: EmbeddedStack, questions: list[tuple[str, str, int]]
+) -> list[tuple[str, tuple[str, int]]]:
+    """Each scanned-page question with the (key, page) that answers it in ``stack``."""
+    return [(q, (stack.key_for(name), page)) for q, name, page in questions]
+
+
 def scan_hit_rate(
     questions: list[tuple[str, str, int]], scans: list[tuple[str, bytes]], others: list[tuple[str, bytes]]
 ) -> float:
@@ -266,11 +278,7 @@ def scan_hit_rate(
         EmbeddedStack(Path(home), {"WINNOW_OCR_ENGINE": "local"}) as stack,
     ):
         stack.ingest([*others, *scans], per_event=200)
-        return hit_rate(
-            stack,
-            [(q, (stack.key_for(name), page)) for q, name, page in questions],
-            lambda r, want: (r["key"], r["page"]) == want and r["ocr"],
-        )
+        return hit_rate(stack, scanned_pages_wanted(stack, questions), on_scanned_page)
 
 
 def wilson_interval(rate: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -316,11 +324,7 @@ def run(pages_count: int, services: int) -> dict[str, Any]:
             for name, _ in files
         )
         figures["chunks"] = sum(r.get("chunks", 0) for r in results)
-        scan_wanted = [(q, (stack.key_for(name), page)) for q, name, page in scan_qs]
-
-        def on_scanned_page(r: dict[str, Any], want: tuple[str, int]) -> bool:
-            return (r["key"], r["page"]) == want and bool(r["ocr"])
-
+        scan_wanted = scanned_pages_wanted(stack, scan_qs)
         figures["hit3_scans"] = hit_rate(stack, scan_wanted, on_scanned_page)
         # What a client gets without choosing a threshold: a refused question is a miss.
         figures["default_threshold"] = stack.container.settings.search.relevance_threshold

@@ -222,6 +222,7 @@ def run(
         note(f"embedding profile {profile}: shipped relevance model {'found' if shipped else 'absent'}")
 
         modes = list(MODES) + ([RERANK_MODE] if stack.has_reranker else [])
+        default_mode = RERANK_MODE if stack.has_reranker else DEFAULT_MODE  # what a client gets
         # Cross-validation: each fold's models are fitted on the other folds, installed in the running
         # service, and the held-out queries go through the search handler.
         started = time.perf_counter()
@@ -296,17 +297,14 @@ def run(
                 held_out_hits[mode].update(winnow_hits(stack, fold_queries, mode))
             if known_split:
                 held_known = {q: known_queries[q] for q in known_split[i]}
-                known_hits.update(
-                    winnow_hits(stack, held_known, RERANK_MODE if stack.has_reranker else DEFAULT_MODE)
-                )
+                known_hits.update(winnow_hits(stack, held_known, default_mode))
             # The threshold rule runs on the training queries, scored by this fold's model.
             hybrid_model = models.for_mode(DEFAULT_MODE) if models is not None else None
             off_train = {q: off_fit[q] for q in train_ids(off_split, i)} if off_split else {}
             off_held = {q: off_fit[q] for q in off_split[i]} if off_split else {}
             if stack.has_reranker or hybrid_model is None:
-                default = RERANK_MODE if stack.has_reranker else DEFAULT_MODE
 
-                def tops(texts: dict[str, str], mode: str = default) -> list[float]:
+                def tops(texts: dict[str, str], mode: str = default_mode) -> list[float]:
                     hits = winnow_hits(stack, texts, mode)
                     return [max((h.score for h in hs), default=0.0) for hs in hits.values()]
 
@@ -356,7 +354,6 @@ def run(
         seconds["baseline dense"] = time.perf_counter() - started
         note(f"baseline dense: nDCG@10 {dense['ndcg@10']:.4f}")
 
-        default_mode = RERANK_MODE if stack.has_reranker else DEFAULT_MODE
         for name, values in per_query_ndcg.items():
             cv[name] = fold_summary(values, split)
         bm25_q = per_query_ndcg["baseline bm25"]
