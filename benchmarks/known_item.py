@@ -59,13 +59,14 @@ def known_item_queries(
             candidates = sentences(documents[doc_id])
             if not candidates:
                 continue
-            words = rng.choice(candidates).split()
+            sentence = rng.choice(candidates)
+            words = sentence.split()
             if style == "phrase":
                 length = rng.randint(5, 9)
                 start = rng.randint(0, len(words) - length)
                 text = " ".join(words[start : start + length])
             else:
-                content = content_words(" ".join(words))
+                content = content_words(sentence)
                 if len(content) < 3:
                     continue
                 picks = sorted(rng.sample(range(len(content)), rng.randint(2, min(4, len(content)))))
