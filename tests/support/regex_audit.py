@@ -127,7 +127,9 @@ class _Collector(ast.NodeVisitor):
                 if func.attr in METHODS | {"compile"} and node.args:
                     self._literal(node, func.attr)
             elif func.attr in METHODS:
-                bound = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)
+                bound = (
+                    receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)
+                )
                 if bound is not None:
                     self.method_calls.append((bound, func.attr))
         self.generic_visit(node)
@@ -192,7 +194,9 @@ def _defined_here(tree: ast.Module, name: str) -> bool:
 
 def _line_of(tree: ast.Module, name: str) -> int:
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
             return node.lineno
     return 0
 
@@ -202,7 +206,9 @@ def named_characters(pattern: re.Pattern[Any]) -> tuple[str, list[str]]:
     """The characters a pattern mentions (literals, class members and ends of ranges, representatives
     of ``\\d \\s \\w``), and the literal text a match must start with, when there is one."""
     source = pattern.pattern.decode("latin-1") if isinstance(pattern.pattern, bytes) else pattern.pattern
-    tree = sre_parse.parse(source, pattern.flags & ~re.UNICODE if isinstance(pattern.pattern, bytes) else pattern.flags)
+    tree = sre_parse.parse(
+        source, pattern.flags & ~re.UNICODE if isinstance(pattern.pattern, bytes) else pattern.flags
+    )
     chars: dict[str, None] = dict.fromkeys(BASE_CHARS)
     _walk(tree, chars)
     return "".join(chars), _leading_literals(tree)
@@ -270,7 +276,7 @@ def adversarial_inputs(pattern: re.Pattern[Any]) -> Iterator[tuple[str, Callable
 
 
 # --- timing ---------------------------------------------------------------------------------------------
-SMALL = 2_500
+SMALL = 1_500
 LARGE = 4 * SMALL
 # Below this at LARGE characters a call is linear whatever the ratio says (linear work on 10,000
 # characters takes well under a millisecond; a quadratic pattern takes tens of milliseconds or more).
@@ -318,9 +324,8 @@ def _methods_to_time(methods: set[str]) -> list[str]:
     return ["sub" if "sub" in scanning else scanning[0]] + [m for m in ("match", "fullmatch") if m in methods]
 
 
-def super_linear(found: FoundPattern) -> list[Growth]:
-    """The inputs on which a method of the pattern grows clearly faster than the input."""
-    flagged = []
+def super_linear(found: FoundPattern) -> Growth | None:
+    """The first input on which a method of the pattern grows clearly faster than the input."""
     as_bytes = isinstance(found.pattern.pattern, bytes)
     for label, build in adversarial_inputs(found.pattern):
         small_text: Any = build(SMALL)
@@ -336,5 +341,5 @@ def super_linear(found: FoundPattern) -> list[Growth]:
             small = _best_time(found.pattern, method, small_text, 3)
             growth = Growth(label, method, small, large)
             if large >= FLOOR_SECONDS and growth.ratio > MAX_RATIO:
-                flagged.append(growth)
-    return flagged
+                return growth
+    return None

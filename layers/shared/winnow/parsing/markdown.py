@@ -96,14 +96,21 @@ def parse_markdown(key: str, text: str) -> ParsedDocument:
     )
 
 
+def _closes_fence(line: str, fence: str) -> bool:
+    """Up to three spaces, at least as many of the fence's characters, then only blanks: the line that
+    closes a code fence (string code, so no pattern is built per fence)."""
+    body = line.rstrip(" \t")
+    marks = body.lstrip(" ")
+    return len(body) - len(marks) <= 3 and len(marks) >= len(fence) and marks == fence[0] * len(marks)
+
+
 def _code_block(
     lines: list[str], index: int, fence: str, collector: BlockCollector, path: tuple[str, ...]
 ) -> int:
     """Collect a fenced code block as one line-preserving block; returns the index after it. An
     unclosed fence runs to the end of the file, as CommonMark says."""
-    closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
     body: list[str] = []
-    while index < len(lines) and not closing.match(lines[index]):
+    while index < len(lines) and not _closes_fence(lines[index], fence):
         body.append(lines[index])
         index += 1
     collector.add("\n".join(body), path, keep_lines=True)

@@ -45,7 +45,9 @@ _MAX_PLAIN_HEADING_CHARS = 100
 # A Debian changelog entry's first line: "bash (5.2.15-2) unstable; urgency=medium" (Debian policy 4.4).
 # Possessive runs, starting only where a package name can start: linear whichever method calls it (the
 # backtracking form was quadratic under search on a line of "4z" pairs).
-_DEBIAN_ENTRY = re.compile(r"(?<![a-z0-9+.-])[a-z0-9][a-z0-9+.-]*+ \([^()\s]++\)(?: ++[-+0-9a-zA-Z./]++)++ *+;")
+_DEBIAN_ENTRY = re.compile(
+    r"(?<![a-z0-9+.-])[a-z0-9][a-z0-9+.-]*+ \([^()\s]++\)(?: ++[-+0-9a-zA-Z./]++)++ *+;"
+)
 
 _INFO_SAMPLE_CHARS = 64 * 1024
 _INFO_MARK = re.compile(r"\x1f\n(?:File: [^\n]*Node: |Indirect:|Tag Table:)")
