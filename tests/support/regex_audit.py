@@ -20,14 +20,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from re import _parser as sre_parse  # type: ignore[attr-defined]  # Python 3.11+: sre_parse
 from typing import Any
-
-try:  # Python 3.11+ names the parser re._parser; sre_parse is its deprecated alias
-    from re import _constants as sre_constants  # type: ignore[attr-defined]
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    import sre_constants  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE_ROOTS = (ROOT / "layers" / "shared", ROOT)
@@ -130,7 +124,7 @@ class _Collector(ast.NodeVisitor):
                 bound = (
                     receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)
                 )
-                if bound is not None:
+                if bound:
                     self.method_calls.append((bound, func.attr))
         self.generic_visit(node)
 
@@ -140,8 +134,8 @@ class _Collector(ast.NodeVisitor):
             if keyword.arg == "flags":
                 flags_node = keyword.value
         try:
-            source = eval(compile(ast.Expression(node.args[0]), self.module_name, "eval"), self.namespace)  # noqa: S307
-            flags = eval(compile(ast.Expression(flags_node), "", "eval"), self.namespace) if flags_node else 0  # noqa: S307
+            source = eval(compile(ast.Expression(node.args[0]), self.module_name, "eval"), self.namespace)
+            flags = eval(compile(ast.Expression(flags_node), "", "eval"), self.namespace) if flags_node else 0
             pattern = re.compile(source, flags)
         except Exception:  # a local variable or a call result: only the test's table can name it
             self.dynamic.append((self._function, node.lineno))

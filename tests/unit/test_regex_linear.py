@@ -58,12 +58,12 @@ def _audit_in_child(found: FoundPattern, send: Connection) -> None:
     send.send(super_linear(found))
 
 
-def _audit(found: FoundPattern) -> Growth | None | str:
+def _audit(found: FoundPattern) -> Growth | str | None:
     """The audit's verdict, from a forked child killed at the deadline."""
     receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
     child = multiprocessing.get_context("fork").Process(target=_audit_in_child, args=(found, send))
     child.start()
-    verdict: Growth | None | str = f"did not finish within {DEADLINE_SECONDS:.0f} s (exponential?)"
+    verdict: Growth | str | None = f"did not finish within {DEADLINE_SECONDS:.0f} s (exponential?)"
     if receive.poll(DEADLINE_SECONDS):
         verdict = receive.recv()
     child.kill()
