@@ -272,9 +272,9 @@ def adversarial_inputs(pattern: re.Pattern[Any]) -> Iterator[tuple[str, Callable
 # --- timing ---------------------------------------------------------------------------------------------
 SMALL = 1_500
 LARGE = 4 * SMALL
-# Below this at LARGE characters a call is linear whatever the ratio says (linear work on 10,000
-# characters takes well under a millisecond; a quadratic pattern takes tens of milliseconds or more).
-FLOOR_SECONDS = 0.02
+# Below this at LARGE characters a call is linear whatever the ratio says (linear work on 6,000
+# characters takes well under a millisecond; the patterns this replaced took 28 ms to 1.2 s).
+FLOOR_SECONDS = 0.005
 # Four times the input: linear work takes about 4x as long, quadratic 16x.
 MAX_RATIO = 8.0
 
