@@ -258,9 +258,12 @@ def _leading_literals(tree: Any) -> list[str]:
 
 
 def adversarial_inputs(pattern: re.Pattern[Any]) -> Iterator[tuple[str, Callable[[int], str]]]:
-    """(label, build(n)) for runs of each named character and of each pair, after each prefix."""
+    """(label, build(n)) for runs of each named character and of each pair, alone and after each
+    prefix; and runs of each prefix, alone and followed by each character (``<meta`` repeated: every
+    start of a match then scans to the end)."""
     chars, prefixes = named_characters(pattern)
     units = list(chars) + [a + b for a, b in itertools.permutations(chars, 2) if a < b]
+    units += [prefix + tail for prefix in prefixes for tail in ["", *chars]]
     for prefix in ["", *prefixes]:
         for unit in units:
             yield (

@@ -25,7 +25,6 @@ from winnow.errors import EmptyDocument
 from winnow.models import Block, ParsedDocument
 from winnow.parsing import cleaning, markdown, parse_document, rst, tables
 from winnow.parsing import text as text_parser
-from winnow.parsing.html import _META_CHARSET
 from winnow.parsing.pdf import _join_lines
 from winnow.settings import ChunkingSettings
 from winnow.text.chunking import chunk_document
@@ -97,19 +96,6 @@ def test_a_front_matter_title_with_a_megabyte_of_spaces_is_read_in_linear_time()
     # When it is parsed
     # Then the title is read within the deadline
     assert _finishes(_front_matter_title, text)
-
-
-def _no_charset(head: bytes) -> None:
-    assert _META_CHARSET.search(head) is None
-
-
-def test_a_head_full_of_meta_tags_is_scanned_for_its_charset_in_linear_time() -> None:
-    # Given the start of an HTML page that repeats an unfinished "<meta charset=" many times
-    head = b"<meta charset=" * (MEGABYTE // 14)
-    # When the charset declaration is looked for (the parser looks in the first 4 KiB; here in all)
-    # Then the scan finishes within the deadline, and a real declaration after the noise is found
-    assert _finishes(_no_charset, head)
-    assert _META_CHARSET.search(head[-200:] + b'<meta charset="latin-1">').group(1) == b"latin-1"  # type: ignore[union-attr]
 
 
 def _parse_html(data: bytes) -> None:

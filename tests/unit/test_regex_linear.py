@@ -39,8 +39,8 @@ for _site, _build in DYNAMIC.items():
     for _pattern in _build():
         PATTERNS.append(FoundPattern(_pattern, [Site(_site.module, 0)], {"match", "search"}))
 
-# The patterns issues 29 and 31 found quadratic, as they were, with the methods their code called:
-# the audit must flag each one, or it could not fail.
+# The patterns issues 13, 29 and 31 found quadratic (and one this audit found), as they were, with the
+# methods their code called: the audit must flag each one, or it could not fail.
 ONCE_QUADRATIC = {
     "tables._PIPE_DELIMITER": (r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$", {"match"}),
     "text._DEBIAN_ENTRY": (r"[a-z0-9][a-z0-9+.-]* \([^()\s]+\)(?: +[-+0-9a-zA-Z./]+)+ *;", {"match"}),
@@ -51,6 +51,8 @@ ONCE_QUADRATIC = {
     "citations._MARKER": (r"\s*\[(\s*\d{1,4}(?:\s*[,;]\s*\d{1,4})*\s*)\]", {"sub"}),
     "citations._SPACE_BEFORE_PUNCT": (r"[ \t]+([.,;:!?])", {"sub"}),
     "apigw route split": (r"(\{[^}]+\})", {"split"}),
+    "text._INFO_NODE": (r"File: [^,\n]*, +Node: ([^,\n]+)", {"match"}),  # found by this audit
+    "html._META_CHARSET (issue 13)": (r"<meta[^>]+charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", {"search"}),
 }
 
 

@@ -51,7 +51,8 @@ _DEBIAN_ENTRY = re.compile(
 
 _INFO_SAMPLE_CHARS = 64 * 1024
 _INFO_MARK = re.compile(r"\x1f\n(?:File: [^\n]*Node: |Indirect:|Tag Table:)")
-_INFO_NODE = re.compile(r"File: [^,\n]*, +Node: ([^,\n]+)")
+# The file name stops at the next "File: ", so a line of them is scanned once, not once per "File: ".
+_INFO_NODE = re.compile(r"File: (?:[^,\nF]|F(?!ile: ))*+, +Node: ([^,\n]+)")
 _INFO_TABLES = ("Tag Table:", "End Tag Table", "Indirect:", "Local Variables:")
 _INFO_LEVELS = {"*": 1, "=": 2, "-": 3, ".": 4}
 
