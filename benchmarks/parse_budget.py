@@ -2,6 +2,12 @@
 budgeted worker process (``winnow.parsing.budget``), same documents, same run.
 
 ``python -m benchmarks.parse_budget [--runs N] [--json]``
+``python -m benchmarks.parse_budget --hostile [--mb N]``: what an attacker's worst upload costs.
+
+With ``--hostile``, documents built to be expensive (one long line of each syntax character and of the
+shapes reported quadratic, as Markdown, text, reStructuredText and HTML) are parsed through the budgeted
+worker at ``N`` and ``4 N`` MB: each shape's seconds per MB, the worst, and what the largest upload the
+ingest function accepts would cost at that rate (Lambda seconds, capped by the parse budget).
 
 Documents are generated (no shared data needed): a short Markdown note, a 40-section Markdown guide, a
 20-page PDF, a 30-section DOCX, an HTML page, and a 1 MB text file. Each is parsed ``--runs`` times both
@@ -14,14 +20,17 @@ container) is timed separately.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
 from collections.abc import Callable
 
 from tests.support.documents import DocxHeading, DocxParagraph, make_docx, make_html, make_markdown, make_pdf
+from winnow.errors import DocumentError
 from winnow.parsing import parse_document
 from winnow.parsing.budget import parse_within_budget, shutdown_workers
+from winnow.settings import IngestSettings
 
 SENTENCE = "Budgets keep one hostile upload from stalling the documents queued behind it. "
 
@@ -61,11 +70,99 @@ def _timings_ms(
     return timings
 
 
+# One-character units: the syntax every hand-written parser reads; then the shapes issues 29 and 31
+# reported quadratic (whose patterns tests/unit/test_regex_linear.py now holds to linear time).
+_SYNTAX_UNITS = [*"# \t|-:[]()!.?`~*_=>'\"a1+<;\\", "<!--", "-->", "4z", "+-", "1:", ". ", "[a]("]
+_REPORTED = {
+    "md: pipe header, spaces": ("md", "| a |\n", " "),
+    "text: changelog 4z pairs": ("txt", "", "4z"),
+    "text: man header +- runs": ("txt", "", "+-"),
+    "rst: roles 1: x n": ("rst", "", "1:"),
+    "rst: backtick, spaces": ("rst", "`", " "),
+    "html: heading whitespace": ("html", "<html><body><h2>a", " "),
+}
+_FORMATS = ("md", "txt", "rst", "html")
+
+
+def _hostile(prefix: str, unit: str, size: int, form: str) -> bytes:
+    body = prefix + unit * (size // len(unit)) + "x\n"
+    if form == "html" and not prefix:
+        body = f"<html><body><p>{body}</p></body></html>"
+    return body.encode()
+
+
+def _parse_seconds(key: str, data: bytes) -> float:
+    started = time.perf_counter()
+    with contextlib.suppress(DocumentError):  # refused or over the budget: the time is the cost either way
+        parse_within_budget(key, data)
+    return time.perf_counter() - started
+
+
+def hostile(megabytes: float, as_json: bool) -> None:
+    """Screen every shape at ``megabytes`` through the worker, then time the slowest ones at 4x."""
+    size = int(megabytes * 1_000_000)
+    budget = IngestSettings().parse_timeout_seconds
+    largest_mb = IngestSettings().max_object_bytes / 1_000_000
+    shapes = {f"{form}: {unit!r} x n": (form, "", unit) for form in _FORMATS for unit in _SYNTAX_UNITS}
+    shapes.update(_REPORTED)
+    parse_within_budget("b/start.txt", b"Start the worker.")
+    screened = {
+        name: _parse_seconds(f"h/x.{form}", _hostile(prefix, unit, size, form))
+        for name, (form, prefix, unit) in shapes.items()
+    }
+    slowest = sorted(screened, key=screened.__getitem__, reverse=True)[:6]
+    rows = []
+    for name in dict.fromkeys([*slowest, *_REPORTED]):
+        form, prefix, unit = shapes[name]
+        small = min(_parse_seconds(f"h/x.{form}", _hostile(prefix, unit, size, form)) for _ in range(2))
+        large = min(_parse_seconds(f"h/x.{form}", _hostile(prefix, unit, 4 * size, form)) for _ in range(2))
+        rows.append(
+            {
+                "shape": name,
+                "seconds_at_n": round(small, 3),
+                "seconds_at_4n": round(large, 3),
+                "growth_4x": round(large / small, 2),
+                "seconds_per_mb": round(large / (4 * megabytes), 3),
+            }
+        )
+    shutdown_workers()
+    worst = max(rows, key=lambda row: row["seconds_per_mb"])
+    worst_upload = min(budget, worst["seconds_per_mb"] * largest_mb)
+    summary = {
+        "shapes_screened": len(shapes),
+        "megabytes": megabytes,
+        "worst_shape": worst["shape"],
+        "worst_seconds_per_mb": worst["seconds_per_mb"],
+        "largest_upload_mb": round(largest_mb, 1),
+        "worst_upload_seconds": round(worst_upload, 1),
+        "parse_budget_seconds": budget,
+    }
+    if as_json:
+        print(json.dumps({"summary": summary, "shapes": rows}, indent=2))
+        return
+    print(f"{len(shapes)} shapes screened at {megabytes} MB; the slowest and the reported ones at n and 4 n:")
+    print(f"{'shape':30} {'s at n':>8} {'s at 4n':>8} {'growth':>7} {'s per MB':>9}")
+    for row in rows:
+        print(
+            f"{row['shape']:30} {row['seconds_at_n']:>8.3f} {row['seconds_at_4n']:>8.3f}"
+            f" {row['growth_4x']:>6.2f}x {row['seconds_per_mb']:>9.3f}"
+        )
+    print(
+        f"worst: {worst['shape']}, {worst['seconds_per_mb']:.3f} s per MB; the largest upload "
+        f"({largest_mb:.1f} MB) at that rate: {worst_upload:.1f} s of parsing (budget {budget:.0f} s)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--hostile", action="store_true", help="time documents built to be expensive")
+    parser.add_argument("--mb", type=float, default=1.0, help="size of each hostile document (and 4x)")
     args = parser.parse_args()
+    if args.hostile:
+        hostile(args.mb, args.json)
+        return
 
     shutdown_workers()
     started = time.perf_counter()

@@ -29,7 +29,7 @@ QueryValue = str | int | float | bool | Sequence[str]
 def _route_pattern(template: str) -> re.Pattern[str]:
     """``/documents/{key+}`` → a regex whose named groups are the path parameters (greedy ``+``)."""
     parts: list[str] = []
-    for piece in re.split(r"(\{[^}]+\})", template):
+    for piece in re.split(r"(\{[^{}]+\})", template):
         if piece.startswith("{") and piece.endswith("}"):
             name = piece[1:-1]
             if name.endswith("+"):

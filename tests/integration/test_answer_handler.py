@@ -134,7 +134,7 @@ def test_a_fabricated_citation_is_removed_and_logged(
     assert body["answer"] == "Employees get twenty-eight days [1]. They may carry some over."
     assert [c["rank"] for c in body["citations"]] == [1]
     (record,) = [r for r in caplog.records if "answer cited passages that were not sent" in r.getMessage()]
-    assert record.levelname == "WARNING" and record.removed == [7, 12]
+    assert record.levelname == "WARNING" and record.removed == ["7", "12"]
 
 
 def test_an_answer_that_cites_nothing_says_the_passages_do_not_answer(

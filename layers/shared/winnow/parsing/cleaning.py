@@ -62,7 +62,7 @@ _PERMALINK_CLASSES = frozenset(
     }
 )  # fmt: skip
 _MARK_SYMBOLS = frozenset({"¶", "§", "🔗"})
-_TRAILING_MARKS = re.compile(r"\s*[¶§\U0001f517]+\s*$")
+_MARK_CHARS = "".join(_MARK_SYMBOLS)
 
 
 def strip_terminal_codes(text: str) -> str:
@@ -220,7 +220,15 @@ def heading_text(element: Any) -> str:
             parts.append(node.text or "")
         elif node is not element:
             parts.append(node.tail or "")
-    return _TRAILING_MARKS.sub("", "".join(parts))
+    return strip_trailing_marks("".join(parts))
+
+
+def strip_trailing_marks(text: str) -> str:
+    """A heading's text without the permalink marks (and the spaces around them) at its end. String
+    operations: the pattern ``\\s*[¶§]+\\s*$`` was quadratic on whitespace inside a heading."""
+    body = text.rstrip()
+    unmarked = body.rstrip(_MARK_CHARS)
+    return text if len(unmarked) == len(body) else unmarked.rstrip()
 
 
 def is_permalink_anchor(node: Any) -> bool:

@@ -1,7 +1,8 @@
 """Markdown: ATX (``# Title``) and setext (underlined) headings become the section path.
 
 A small line scanner instead of a Markdown library: we need headings, paragraphs and code fences,
-not HTML rendering, and it keeps the layer free of another dependency. It follows CommonMark where it
+not HTML rendering, and it keeps the layer free of another dependency (markdown-it-py was measured
+slower on the same documents: docs/benchmarks.md). It follows CommonMark where it
 matters for structure: a ``#`` inside a code fence is not a heading, ``---`` under a paragraph is a
 setext heading but after a blank line is a rule, closing ``#``s are trimmed. YAML front matter is
 not indexed; its ``title:`` is the document title.
@@ -16,18 +17,17 @@ import re
 
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document
-from winnow.parsing.tables import pipe_table
+from winnow.parsing.tables import is_pipe_delimiter_row, pipe_table
 
 # Every pattern here runs on lines an uploader controls, so none may backtrack: no two adjacent
 # quantifiers that can match the same characters, and a lazy match is never followed by an optional
 # suffix. Where CommonMark needs more than that (the ATX closing sequence, table delimiter cells),
-# plain string operations do the rest. tests/unit/test_parsing_linear.py holds them to linear time.
+# plain string operations do the rest. tests/unit/test_regex_linear.py holds every pattern to linear time.
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _THEMATIC_BREAK = re.compile(r"^ {0,3}((\*[ \t]*){3,}|(-[ \t]*){3,}|(_[ \t]*){3,})$")
 _STRUCTURED_LINE = re.compile(r"^\s*([-*+][ \t]|\d{1,9}[.)][ \t]|\||>)")
-_DELIMITER_CELL = re.compile(r":?-+:?")
 # Link text stops at the next bracket and the destination at the next parenthesis (one balanced pair
 # allowed inside, as in Wikipedia URLs): a scan that fails ends where the next candidate starts, so
 # a line of a million unclosed "[a](" costs one pass, not one pass per bracket.
@@ -97,14 +97,21 @@ def parse_markdown(key: str, text: str) -> ParsedDocument:
     )
 
 
+def _closes_fence(line: str, fence: str) -> bool:
+    """Up to three spaces, at least as many of the fence's characters, then only blanks: the line that
+    closes a code fence (string code, so no pattern is built per fence)."""
+    body = line.rstrip(" \t")
+    marks = body.lstrip(" ")
+    return len(body) - len(marks) <= 3 and len(marks) >= len(fence) and marks == fence[0] * len(marks)
+
+
 def _code_block(
     lines: list[str], index: int, fence: str, collector: BlockCollector, path: tuple[str, ...]
 ) -> int:
     """Collect a fenced code block as one line-preserving block; returns the index after it. An
     unclosed fence runs to the end of the file, as CommonMark says."""
-    closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
     body: list[str] = []
-    while index < len(lines) and not closing.match(lines[index]):
+    while index < len(lines) and not _closes_fence(lines[index], fence):
         body.append(lines[index])
         index += 1
     collector.add("\n".join(body), path, keep_lines=True)
@@ -144,13 +151,7 @@ def _atx_heading(line: str) -> tuple[int, str] | None:
 
 def _is_table_delimiter_row(line: str) -> bool:
     """``| --- | :-: |``: the row under a table's header, which carries no text. Two cells at least."""
-    row = line.strip()
-    if row.startswith("|"):
-        row = row[1:]
-    if row.endswith("|"):
-        row = row[:-1]
-    cells = row.split("|")
-    return len(cells) >= 2 and all(_DELIMITER_CELL.fullmatch(cell.strip()) for cell in cells)
+    return is_pipe_delimiter_row(line, min_cells=2)
 
 
 def _strip_html_comments(text: str) -> str:

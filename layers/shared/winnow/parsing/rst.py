@@ -33,8 +33,11 @@ _DROPPED_DIRECTIVES = frozenset(
 _CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "parsed-literal"})
 _ARGUMENT_IS_A_PATH = frozenset({"figure"})
 _VERSION_DIRECTIVES = frozenset({"versionadded", "versionchanged", "deprecated"})
-_ROLE = re.compile(r":[\w:+.-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
-_LINK = re.compile(r"`([^`<]+?)\s*<[^>]*>`_{1,2}")
+# A role (":py:func:`name <target>`") starts where a run of name characters starts and every run is
+# read possessively; the text before a target is trimmed in code. The lazy text followed by an optional
+# ``\s*<`` was quadratic on a run of spaces, and a start at every colon on ``1:`` repeated.
+_ROLE = re.compile(r"(?<![\w:+.-]):[\w:+.-]{2,}+(?<=:)`([^`<]*+)(<[^>`]*+>)?`")
+_LINK = re.compile(r"`([^`<]++)<[^>`]*+>`_{1,2}")
 _INLINE = re.compile(r"\*\*(.+?)\*\*|\*(.+?)\*|``(.+?)``|`([^`]+)`_{0,2}")
 _FOOTNOTE_REFERENCE = re.compile(r" ?\[(?:#[\w-]*|\d+|\*|[A-Za-z][\w.-]*)\]_")
 _GRID_BORDER = re.compile(r"^\+[-=+]+\+$")
@@ -201,6 +204,6 @@ def _table(lines: list[str], index: int, collector: BlockCollector, path: tuple[
 
 def _inline(text: str) -> str:
     text = _FOOTNOTE_REFERENCE.sub("", text)
-    text = _LINK.sub(r"\1", text)
-    text = _ROLE.sub(r"\1", text)
+    text = _LINK.sub(lambda m: m.group(1).rstrip() or m.group(1)[0], text)
+    text = _ROLE.sub(lambda m: m.group(1).rstrip() if m.group(2) else m.group(1), text)
     return _INLINE.sub(lambda m: next(group for group in m.groups() if group is not None), text)

@@ -89,14 +89,26 @@ def html_table(table: Any) -> tuple[str, list[list[str]], bool]:
     return caption, rows, has_header
 
 
-_PIPE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_DELIMITER_CELL = re.compile(r":?-+:?")
 _PIPE_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def is_pipe_delimiter_row(line: str, min_cells: int = 1) -> bool:
+    """``| --- | :-: |``: the row under a pipe table's header. Split on pipes and checked cell by cell:
+    the one-regex form (``^\\s*\\|?\\s*:?-+…``) backtracked quadratically on a line of spaces."""
+    row = line.strip()
+    if row.startswith("|"):
+        row = row[1:]
+    if row.endswith("|"):
+        row = row[:-1]
+    cells = row.split("|")
+    return len(cells) >= min_cells and all(_DELIMITER_CELL.fullmatch(cell.strip()) for cell in cells)
 
 
 def pipe_table(lines: Sequence[str]) -> list[list[str]] | None:
     """The rows of a Markdown (GFM) pipe table, header first, or None when ``lines`` are not one: a
     header line, a delimiter line of dashes, then rows, every line holding a ``|``."""
-    if len(lines) < 2 or not _PIPE_DELIMITER.match(lines[1]) or not all("|" in line for line in lines):
+    if len(lines) < 2 or not is_pipe_delimiter_row(lines[1]) or not all("|" in line for line in lines):
         return None
     rows = []
     for index, line in enumerate(lines):

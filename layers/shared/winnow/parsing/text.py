@@ -29,7 +29,9 @@ from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, fi
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\v]*\n|\f")
 # "GREP(1)    User Commands    GREP(1)": a name and a manual section at both ends of the first line.
-_MAN_HEADER = re.compile(r"([\w.:+\[-]+)\((\d\w{0,8})\)")
+# A name starts where a run of name characters starts (every later start would fail the same way) and
+# is read possessively: without both, a run of name characters cost time quadratic in its length.
+_MAN_HEADER = re.compile(r"(?<![\w.:+\[-])([\w.:+\[-]++)\((\d\w{0,8})\)")
 _MAX_HEADER_CHARS = 200
 _SUBSECTION_INDENT = range(1, 5)  # groff's .SS indent is 3; the text sits at 7 or more
 _MAX_HEADING_CHARS = 80
@@ -41,11 +43,16 @@ _UNDERLINE = re.compile(r"^[ \t]*([=\-~*#^+])\1{2,}[ \t]*$")
 _MAX_PLAIN_HEADING_CHARS = 100
 
 # A Debian changelog entry's first line: "bash (5.2.15-2) unstable; urgency=medium" (Debian policy 4.4).
-_DEBIAN_ENTRY = re.compile(r"[a-z0-9][a-z0-9+.-]* \([^()\s]+\)(?: +[-+0-9a-zA-Z./]+)+ *;")
+# Possessive runs, starting only where a package name can start: linear whichever method calls it (the
+# backtracking form was quadratic under search on a line of "4z" pairs).
+_DEBIAN_ENTRY = re.compile(
+    r"(?<![a-z0-9+.-])[a-z0-9][a-z0-9+.-]*+ \([^()\s]++\)(?: ++[-+0-9a-zA-Z./]++)++ *+;"
+)
 
 _INFO_SAMPLE_CHARS = 64 * 1024
 _INFO_MARK = re.compile(r"\x1f\n(?:File: [^\n]*Node: |Indirect:|Tag Table:)")
-_INFO_NODE = re.compile(r"File: [^,\n]*, +Node: ([^,\n]+)")
+# The file name stops at the next "File: ", so a line of them is scanned once, not once per "File: ".
+_INFO_NODE = re.compile(r"File: (?:[^,\nF]|F(?!ile: ))*+, +Node: ([^,\n]+)")
 _INFO_TABLES = ("Tag Table:", "End Tag Table", "Indirect:", "Local Variables:")
 _INFO_LEVELS = {"*": 1, "=": 2, "-": 3, ".": 4}
 
