@@ -23,7 +23,7 @@ from winnow_local.cli.common import (
 )
 from winnow_local.cli.filters import FilterSyntaxError, parse_filters
 from winnow_local.errors import CliError
-from winnow_local.runtime import DEFAULT_TENANT, LocalRuntime
+from winnow_local.runtime import DEFAULT_TENANT, ApiResponse, LocalRuntime
 
 
 def search_request(args: argparse.Namespace) -> dict[str, Any]:
@@ -88,7 +88,19 @@ def post_query(
     """POST a search or answer request and return its payload (``echo``: the raw JSON goes to stdout
     first). A failed request is the API's one-line error; nothing ``found`` for a tenant without
     documents says to ingest some, as that, not relevance, is why."""
-    response = runtime.call_api("POST", route, body=body, tenant=tenant)
+    return query_payload(
+        runtime, runtime.call_api("POST", route, body=body, tenant=tenant), tenant, echo, found
+    )
+
+
+def query_payload(
+    runtime: LocalRuntime,
+    response: ApiResponse,
+    tenant: str,
+    echo: bool,
+    found: Callable[[dict[str, Any]], bool],
+) -> dict[str, Any]:
+    """``post_query`` for a response already in hand."""
     if echo:
         sys.stdout.write(response.body.decode("utf-8"))
         sys.stdout.write("\n")
