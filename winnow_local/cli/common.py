@@ -13,7 +13,7 @@ from typing import IO, Any, NoReturn
 from winnow.ingest.results import IngestOutcome
 from winnow.rules import TENANT_RULE, is_tenant, path_in_tenant
 from winnow_local.errors import CliError
-from winnow_local.runtime import DEFAULT_TENANT, ApiResponse, LocalRuntime
+from winnow_local.runtime import DEFAULT_TENANT, ApiResponse
 
 SIDECAR_SUFFIX = ".metadata.json"
 INGEST_FIELDS = ("key", "status", "chunks", "embedded", "reused", "error")
@@ -73,28 +73,6 @@ def check_prefix(prefix: str) -> str:
     if prefix.startswith("/") or ".." in prefix.split("/"):
         raise CliError(f"invalid prefix {prefix!r}: give a relative path such as 'docs/'")
     return prefix
-
-
-def state_folder() -> str:
-    """Where this command keeps its state, as an absolute path (WINNOW_HOME is relative to the current
-    folder, so the same command run elsewhere looks in another place)."""
-    from winnow.factory import get_container
-
-    return str(get_container().settings.storage.home.expanduser().resolve())
-
-
-def no_documents(tenant: str) -> str:
-    return (
-        f"no documents for tenant {tenant} in {state_folder()} (WINNOW_HOME); "
-        f"ingest some with `winnow ingest PATH --tenant {tenant}`, or run from the folder you ingested in"
-    )
-
-
-def tenant_has_documents(runtime: LocalRuntime, tenant: str) -> bool:
-    response = runtime.call_api("GET", "/documents", query={"limit": 1}, tenant=tenant)
-    if response.status != 200:
-        return True  # cannot tell; let the search answer stand
-    return bool(response.json().get("documents"))
 
 
 def wrap(text: str, indent: str = "    ", width: int = 100) -> str:

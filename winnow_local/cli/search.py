@@ -14,16 +14,14 @@ from winnow_local.cli.common import (
     check_tenant,
     document_name,
     fail_response,
-    no_documents,
     print_json,
-    tenant_has_documents,
     unit_float,
     whole_number,
     wrap,
 )
 from winnow_local.cli.filters import FilterSyntaxError, parse_filters
 from winnow_local.errors import CliError
-from winnow_local.runtime import DEFAULT_TENANT, ApiResponse, LocalRuntime
+from winnow_local.runtime import DEFAULT_TENANT, ApiResponse, LocalRuntime, no_documents
 
 
 def search_request(args: argparse.Namespace) -> dict[str, Any]:
@@ -108,7 +106,7 @@ def query_payload(
     if response.status >= 400:
         fail_response(response)
     payload: dict[str, Any] = response.json()
-    if not found(payload) and not tenant_has_documents(runtime, tenant):
+    if not found(payload) and not runtime.has_documents(tenant):
         raise CliError(no_documents(tenant))
     return payload
 
