@@ -84,6 +84,77 @@ def wrap(text: str, indent: str = "    ", width: int = 100) -> str:
     )
 
 
+def table_text(caption: str, columns: list[str], rows: list[dict[str, str]], indent: str = "    ") -> str:
+    """A table passage as a reader expects it at a terminal: a header, a rule, one row a line, columns
+    aligned, long cells wrapped within their column to fit ``width``; too many columns for that, one
+    block of ``column: value`` lines per row."""
+    width = 100 - len(indent)
+    gap = " | "
+    natural = [max([len(name), *(len(row.get(name, "")) for row in rows)]) for name in columns]
+    room = width - len(gap) * (len(columns) - 1)
+    if room < 8 * len(columns):  # too narrow for a grid: one block per row
+        name_width = max(len(name) for name in columns)
+        blocks = []
+        for row in rows:
+            blocks.append(
+                "\n".join(
+                    textwrap.fill(
+                        row[name],
+                        width,
+                        initial_indent=f"{indent}{name:<{name_width}}  ",
+                        subsequent_indent=indent + " " * (name_width + 2),
+                    )
+                    for name in columns
+                    if row.get(name)
+                )
+            )
+        head = (
+            [textwrap.fill(caption, width, initial_indent=indent, subsequent_indent=indent)]
+            if caption
+            else []
+        )
+        return "\n\n".join(head + blocks)
+    widths = list(natural)
+    while sum(widths) > room:  # narrow the widest column a step at a time
+        widest = max(range(len(widths)), key=widths.__getitem__)
+        widths[widest] -= 1
+
+    def line(cells: list[str]) -> list[str]:
+        wrapped = [
+            textwrap.wrap(cell, w, break_on_hyphens=False) or [""]
+            for cell, w in zip(cells, widths, strict=True)
+        ]
+        height = max(len(lines) for lines in wrapped)
+        return [
+            (
+                indent
+                + gap.join(
+                    f"{(c[i] if i < len(c) else ''):<{w}}" for c, w in zip(wrapped, widths, strict=True)
+                )
+            ).rstrip()
+            for i in range(height)
+        ]
+
+    out = [textwrap.fill(caption, width, initial_indent=indent, subsequent_indent=indent)] if caption else []
+    out += line(columns)
+    out.append(indent + "-+-".join("-" * w for w in widths))
+    for row in rows:
+        out += line([row.get(name, "") for name in columns])
+    return "\n".join(out)
+
+
+def passage_text(result: dict[str, Any], indent: str = "    ") -> str:
+    """A search result's text for the terminal: a table passage drawn as a table, prose wrapped."""
+    text = str(result.get("text") or "")
+    if result.get("kind") == "table":
+        from winnow.text.tables import read_rendered
+
+        table = read_rendered(text)
+        if table is not None:
+            return table_text(*table, indent=indent)
+    return wrap(text, indent=indent)
+
+
 # The API's request fields, as this command spells them.
 _FLAGS = {
     "query": "QUERY",

@@ -14,10 +14,10 @@ from winnow_local.cli.common import (
     check_tenant,
     document_name,
     fail_response,
+    passage_text,
     print_json,
     unit_float,
     whole_number,
-    wrap,
 )
 from winnow_local.cli.filters import FilterSyntaxError, parse_filters
 from winnow_local.errors import CliError
@@ -69,7 +69,7 @@ def print_search_results(payload: dict[str, Any], tenant: str, out: IO[str] | No
     for result in results:
         title = result.get("title") or document_name(str(result.get("key")), tenant)
         print(f"\n[{result.get('rank')}] {title}", file=out)
-        print(wrap(str(result.get("text") or "")), file=out)
+        print(passage_text(result), file=out)
         print(f"    -- {citation(result, tenant)}", file=out)
     out.flush()
 
