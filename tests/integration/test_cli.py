@@ -414,3 +414,20 @@ def test_search_prints_a_table_passage_as_a_table(tmp_path: Path) -> None:
     rows = [line.split("|")[0].strip() for line in lines[header + 2 : header + 5]]
     assert rows == ["451", "500", "503"]
     assert "Columns:" not in run.stdout
+
+
+def test_demo_json_prints_one_json_line_per_document_and_per_question(tmp_path: Path) -> None:
+    # Given a fresh home, when the demo runs with --json (the README says every such command has it)
+    run = Winnow(tmp_path / "home")("demo", "--json")
+    assert run.code == 0, run.stderr
+    # Then stdout is JSON lines only: the documents as `winnow ingest --json` prints them, all indexed
+    lines = run.json_lines()
+    documents = [line for line in lines if "status" in line]
+    questions = [line for line in lines if "query" in line]
+    assert len(documents) + len(questions) == len(lines)
+    assert documents and all(set(d) == INGEST_FIELDS and d["status"] == "indexed" for d in documents)
+    # and each question with the API's response: the expected document first, nothing for the last
+    *answered, nothing = questions
+    for question in answered:
+        assert question["response"]["results"][0]["key"] == question["expected_key"], question["query"]
+    assert nothing["expected_key"] is None and nothing["response"]["relevant"] is False
