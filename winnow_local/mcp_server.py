@@ -233,7 +233,14 @@ def build_server(tools: WinnowTools) -> Any:
 
     server = MCPServer(name="winnow", version=winnow.__version__, instructions=INSTRUCTIONS)
 
-    @server.tool()
+    def tool(function: Any) -> Any:
+        """``server.tool()`` with the docstring dedented: the SDK sends it as written in the source, every
+        line after the first indented by eight spaces, to the agent."""
+        import inspect
+
+        return server.tool(description=inspect.cleandoc(function.__doc__ or ""))(function)
+
+    @tool
     def search(
         query: str,
         top_k: int = 5,
@@ -246,7 +253,7 @@ def build_server(tools: WinnowTools) -> Any:
         dense or sparse. `relevant: false` means nothing relevant was found."""
         return tools.search(query, top_k, filters, mode)
 
-    @server.tool()
+    @tool
     def answer(
         query: str,
         top_k: int = 5,
@@ -259,13 +266,13 @@ def build_server(tools: WinnowTools) -> Any:
         how to enable answers when no model is configured."""
         return tools.answer(query, top_k, filters, mode)
 
-    @server.tool()
+    @tool
     def list_documents(limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
         """The indexed documents and their ingest status (indexed, failed with a reason, deleted), a page at
         a time: pass `next_cursor` back as `cursor` for the next page (limit 1-100)."""
         return tools.list_documents(limit, cursor)
 
-    @server.tool()
+    @tool
     def get_document(key: str) -> dict[str, Any]:
         """One document's status by its key (as `list_documents` or a search citation shows it, with or
         without the tenant prefix): status, chunks, title, error, metadata."""

@@ -133,6 +133,10 @@ def test_an_agent_lists_the_tools_and_searches_local_documents_with_citations(ho
         assert schema["required"] == ["query"]
         assert schema["properties"]["mode"]["enum"] == ["hybrid", "dense", "sparse"]
         assert tools["get_document"].input_schema["required"] == ["key"]
+        # and every description reads as prose, without the source's indentation
+        for tool in tools.values():
+            lines = (tool.description or "").splitlines()
+            assert len(lines) > 1 and not [line for line in lines if line.startswith(" ")], tool.name
 
         # When it searches the ingested documents
         result = await session.call_tool("search", {"query": "how many days of paid holiday", "top_k": 3})
