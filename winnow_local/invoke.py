@@ -250,6 +250,42 @@ def invoke(spec: FunctionSpec, event: Any, root: Path = ROOT) -> Outcome:
     return Outcome(True, result)
 
 
+def hints(event: Any, payload: Any) -> list[str]:
+    """What to do next when a direct S3 event changed nothing a user expected: the object was not in the
+    bucket (so a create recorded ``deleted``), or the event is no newer than the one last applied (so
+    invoking it again is ``skipped``). Reconcile compares the bucket with the index, whatever the events."""
+    from winnow.errors import InvalidKey
+    from winnow.factory import get_container
+    from winnow.ingest.events import parse_s3_notification
+    from winnow.ingest.results import IngestOutcome
+    from winnow.rules import split_key
+
+    if not isinstance(event, dict) or not isinstance(payload, dict):
+        return []
+    created = {e.key for e in parse_s3_notification(event) if e.action == "created"}
+    storage = get_container().settings.storage
+    bucket = "the bucket" if storage.bucket else str(storage.local_bucket_dir.expanduser().resolve())
+    lines = []
+    for result in payload.get("results") or []:
+        key, status = str(result.get("key")), result.get("status")
+        try:
+            tenant = split_key(key)[0]
+        except InvalidKey:
+            continue
+        reconcile = f"`winnow reconcile --tenant {tenant}`"
+        if status == IngestOutcome.DELETED and key in created:
+            lines.append(
+                f"{key} is not in {bucket}, so this create event recorded it as deleted; put the file at "
+                f"{bucket}/{key} and run {reconcile} to index it (the same event again is skipped)"
+            )
+        elif status == IngestOutcome.SKIPPED and result.get("error") == "stale or duplicate event":
+            lines.append(
+                f"{key}: this event is no newer than the last one applied to the object, so it changes "
+                f"nothing; {reconcile} indexes the object as the bucket holds it now"
+            )
+    return lines
+
+
 # --- the command ---------------------------------------------------------------------------------------
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
@@ -286,6 +322,8 @@ def cmd_invoke(args: Any) -> int:
     except InvokeError as exc:
         raise CliError(str(exc)) from exc
     print(json.dumps(outcome.payload, ensure_ascii=False, default=str), flush=True)
+    for hint in hints(event, outcome.payload):
+        print(f"winnow: {hint}", file=sys.stderr)
     if not outcome.ok:
         error = outcome.payload
         print(

@@ -33,6 +33,11 @@ class Backend(Protocol):
         self, method: str, path: str, *, body: Any = None, query: Mapping[str, Any] | None = None
     ) -> tuple[int, Any]: ...
 
+    def why_nothing(self) -> str | None:
+        """When a search found nothing for a reason other than relevance (no documents at all), that
+        reason; None otherwise."""
+        ...
+
 
 class LocalBackend:
     """The search handler in this process, as ``winnow search`` calls it, for one tenant."""
@@ -51,6 +56,11 @@ class LocalBackend:
             return response.status, response.json()
         except ValueError:
             return response.status, response.body.decode("utf-8", "replace")
+
+    def why_nothing(self) -> str | None:
+        from winnow_local.runtime import no_documents
+
+        return None if self._runtime.has_documents(self.tenant) else no_documents(self.tenant)
 
 
 class HttpBackend:
@@ -81,6 +91,9 @@ class HttpBackend:
             return response.status_code, response.json()
         except ValueError:
             return response.status_code, response.text
+
+    def why_nothing(self) -> str | None:
+        return None  # a deployed API: its documents are not this machine's business
 
 
 class ApiUnavailable(Exception):
@@ -147,6 +160,15 @@ class WinnowTools:
             raise ToolError(error_message(status, payload))
         return payload
 
+    def _nothing_found(self) -> None:
+        """The CLI's rule: nothing found for a tenant without documents is an error saying where this
+        server looked, not "nothing relevant"."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        reason = self.backend.why_nothing()
+        if reason:
+            raise ToolError(reason)
+
     def search(
         self,
         query: str,
@@ -165,6 +187,8 @@ class WinnowTools:
             }
             for r in payload.get("results") or []
         ]
+        if not passages:
+            self._nothing_found()
         return {
             "relevant": bool(payload.get("relevant")),
             "message": payload.get("message"),
@@ -179,6 +203,8 @@ class WinnowTools:
         mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
     ) -> dict[str, Any]:
         payload = self._call("POST", "/answer", body=_search_body(query, top_k, filters, mode))
+        if payload.get("answer") is None:
+            self._nothing_found()
         return {
             "relevant": bool(payload.get("relevant")),
             "answer": payload.get("answer"),
@@ -207,7 +233,14 @@ def build_server(tools: WinnowTools) -> Any:
 
     server = MCPServer(name="winnow", version=winnow.__version__, instructions=INSTRUCTIONS)
 
-    @server.tool()
+    def tool(function: Any) -> Any:
+        """``server.tool()`` with the docstring dedented: the SDK sends it as written in the source, every
+        line after the first indented by eight spaces, to the agent."""
+        import inspect
+
+        return server.tool(description=inspect.cleandoc(function.__doc__ or ""))(function)
+
+    @tool
     def search(
         query: str,
         top_k: int = 5,
@@ -220,7 +253,7 @@ def build_server(tools: WinnowTools) -> Any:
         dense or sparse. `relevant: false` means nothing relevant was found."""
         return tools.search(query, top_k, filters, mode)
 
-    @server.tool()
+    @tool
     def answer(
         query: str,
         top_k: int = 5,
@@ -233,13 +266,13 @@ def build_server(tools: WinnowTools) -> Any:
         how to enable answers when no model is configured."""
         return tools.answer(query, top_k, filters, mode)
 
-    @server.tool()
+    @tool
     def list_documents(limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
         """The indexed documents and their ingest status (indexed, failed with a reason, deleted), a page at
         a time: pass `next_cursor` back as `cursor` for the next page (limit 1-100)."""
         return tools.list_documents(limit, cursor)
 
-    @server.tool()
+    @tool
     def get_document(key: str) -> dict[str, Any]:
         """One document's status by its key (as `list_documents` or a search citation shows it, with or
         without the tenant prefix): status, chunks, title, error, metadata."""
@@ -294,6 +327,13 @@ def backend_for(args: Any, environ: Mapping[str, str] | None = None) -> Backend:
 
 
 def cmd_mcp(args: Any) -> int:
-    server = build_server(WinnowTools(backend_for(args)))
+    import sys
+
+    backend = backend_for(args)
+    if isinstance(backend, LocalBackend):
+        reason = backend.why_nothing()
+        if reason:  # stdout is the protocol; the agent's host shows stderr
+            print(f"winnow mcp: {reason}", file=sys.stderr, flush=True)
+    server = build_server(WinnowTools(backend))
     server.run("stdio")
     return 0

@@ -51,6 +51,23 @@ def local_qdrant_path() -> Path | None:
     return Path(settings.qdrant.path) if settings.qdrant.path else settings.storage.qdrant_local_path
 
 
+def state_folder() -> str:
+    """Where this process keeps its state, as an absolute path (WINNOW_HOME is relative to the current
+    folder, so the same command run elsewhere looks in another place)."""
+    from winnow.factory import get_container
+
+    return str(get_container().settings.storage.home.expanduser().resolve())
+
+
+def no_documents(tenant: str) -> str:
+    """Why a search of a tenant without documents finds nothing, and what to do: the one wording of the
+    CLI and ``winnow mcp``."""
+    return (
+        f"no documents for tenant {tenant} in {state_folder()} (WINNOW_HOME); "
+        f"ingest some with `winnow ingest PATH --tenant {tenant}`, or run from the folder you ingested in"
+    )
+
+
 @dataclass(frozen=True)
 class ApiResponse:
     """An HTTP response as a client of the deployed API would receive it."""
@@ -96,6 +113,14 @@ class LocalRuntime:
         self._write_lock = threading.Lock()
 
     # --- search API ------------------------------------------------------------------------------------
+    def has_documents(self, tenant: str) -> bool:
+        """Whether the tenant has any document here: when it has none, "nothing relevant" is the wrong
+        explanation of an empty search (see ``no_documents``)."""
+        response = self.call_api("GET", "/documents", query={"limit": 1}, tenant=tenant)
+        if response.status != 200:
+            return True  # cannot tell; let the search answer stand
+        return bool(response.json().get("documents"))
+
     def call_api(
         self,
         method: str,

@@ -70,10 +70,13 @@ def page(browser: Any, server: WinnowHTTPServer, fake_ollama: FakeOllamaServer) 
 
 def _ask(driver: Any, query: str) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     box = driver.find_element(By.ID, "query")
     box.clear()
     box.send_keys(query)
+    # The button is offered once the page has learnt from the server that an answer model is configured
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "answer-button").is_displayed())
     driver.find_element(By.ID, "answer-button").click()
 
 
@@ -108,9 +111,13 @@ def test_nothing_relevant_shows_the_message_and_calls_no_model(
     page: Any, fake_ollama: FakeOllamaServer
 ) -> None:
     _ask(page, "What is the best recipe for sourdough bread?")
-    [none] = _wait(page, "#answer .answer-none")
+    [none] = _wait(page, "#results li.nothing-relevant")
     assert "No relevant passages found" in none.text
     assert fake_ollama.total_requests == 0
+    # and the page says so once, not in the results, the status line and the answer panel each
+    body = page.find_element("tag name", "body").text
+    assert body.count("No relevant passages found") == 1, body
+    assert not page.find_element("id", "answer").is_displayed()
 
 
 def test_a_model_outage_shows_the_apis_message(page: Any, fake_ollama: FakeOllamaServer) -> None:

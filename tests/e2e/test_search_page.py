@@ -151,6 +151,9 @@ def test_nothing_relevant_state_shows_the_api_message(page: Any) -> None:
     [empty] = _wait(page, "#results li.nothing-relevant")
     assert "No relevant passages found" in empty.text
     assert not page.find_elements("css selector", "#results li.result")
+    # said once: the status line above the list does not repeat it
+    body = page.find_element("tag name", "body").text
+    assert body.count("No relevant passages found") == 1, body
 
 
 def test_filter_rows_narrow_the_search(page: Any) -> None:
@@ -176,6 +179,57 @@ def test_document_list_shows_ingest_status(page: Any) -> None:
     assert by_name["product/beacon-specs-and-warranty.pdf"] == "indexed"
     assert by_name["handbook/travel-and-expenses.docx"] == "indexed"
     assert "documents for tenant pagetest" in _text(page, "#documents-status")
+
+
+def test_the_upload_form_comes_before_the_document_list(page: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    _wait(page, "#documents tbody tr")
+    form = page.find_element(By.ID, "upload-form").rect
+    listed = page.find_element(By.ID, "documents").rect
+    assert form["y"] + form["height"] <= listed["y"]
+
+
+def test_delete_asks_first_and_the_count_leaves_deleted_documents_out(
+    page: Any, server: WinnowHTTPServer
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # Given a document of its own, listed as indexed
+    note = b"# Scratch note\n\nThe scratch note about the blue stapler is kept for this test only.\n"
+    assert upload(server, TENANT, "scratch/delete-me.md", note)["status"] == "indexed"
+    page.refresh()
+
+    def row() -> Any:
+        rows = _wait(page, "#documents tbody tr")
+        return next(r for r in rows if _text(r, "td.doc") == "scratch/delete-me.md")
+
+    def count_line_matches_rows(d: Any) -> bool:
+        statuses = [
+            _text(r, "td.doc-status") for r in d.find_elements(By.CSS_SELECTOR, "#documents tbody tr")
+        ]
+        live, deleted = sum(s != "deleted" for s in statuses), statuses.count("deleted")
+        expected = f"{live} documents for tenant {TENANT}" + (f" (and {deleted} deleted)" if deleted else "")
+        return bool(statuses) and d.find_element(By.ID, "documents-status").text == expected
+
+    WebDriverWait(page, 30).until(count_line_matches_rows)
+    # When Delete is clicked and the confirmation dismissed
+    row().find_element(By.CSS_SELECTOR, "button.delete-document").click()
+    dialog = WebDriverWait(page, 10).until(lambda d: d.switch_to.alert)
+    assert "delete-me.md" in dialog.text
+    dialog.dismiss()
+    # Then nothing is deleted
+    page.find_element(By.ID, "refresh-documents").click()
+    WebDriverWait(page, 30).until(count_line_matches_rows)
+    assert _text(row(), "td.doc-status") == "indexed"
+    # When it is clicked again and confirmed
+    row().find_element(By.CSS_SELECTOR, "button.delete-document").click()
+    WebDriverWait(page, 10).until(lambda d: d.switch_to.alert).accept()
+    # Then the document is deleted, and the count no longer counts it as a document
+    WebDriverWait(page, 30).until(lambda d: _text(row(), "td.doc-status") == "deleted")
+    WebDriverWait(page, 30).until(count_line_matches_rows)
+    assert "(and " in _text(page, "#documents-status")
 
 
 def test_invalid_request_shows_the_error_message(page: Any) -> None:
@@ -258,6 +312,11 @@ def test_options_start_closed_and_re_rank_is_off_without_a_re_ranker(page: Any) 
     assert not rerank.is_selected()
     assert not rerank.is_enabled()
     assert "no re-ranker" in _text(page, "#rerank-help")
+    # And without an answer model, "Answer" is not offered (it could only answer 501)
+    WebDriverWait(page, 30).until(
+        lambda d: d.execute_script("return performance.getEntriesByName(location.origin + '/local/config')")
+    )
+    assert not page.find_element(By.ID, "answer-button").is_displayed()
 
 
 def test_a_390_pixel_wide_screen_shows_everything_without_sideways_scrolling(
@@ -265,33 +324,82 @@ def test_a_390_pixel_wide_screen_shows_everything_without_sideways_scrolling(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    # Given a phone-sized viewport (390 CSS pixels, as an iPhone 12-15)
+    # Given a phone-sized viewport (390 CSS pixels, as an iPhone 12-15), and a table as wide as the HTTP
+    # status table of Python's docs (long names that cannot wrap)
+    upload(server, TENANT, "reference/http-status.md", HTTP_STATUS.encode())
     size = browser.get_window_size()
     browser.set_window_size(390, 844)
     try:
         browser.get(f"{server.url}/?tenant={TENANT}")
         inner = browser.execute_script("return window.innerWidth")
         assert inner <= 400, inner
-        # When the options and a filter row are open and a search has answered
+        # When the options and a filter row are open and a search has answered with the wide table
         _open_options(browser)
         browser.find_element(By.ID, "add-filter").click()
-        _search(browser, "How long is the warranty on the Beacon?")
-        _wait(browser, "#results li.result")
+        _search(browser, "Which status code is REQUEST_HEADER_FIELDS_TOO_LARGE?")
+        [box, *_] = _wait(browser, "#results li.result .table-scroll")
         _wait(browser, "#documents tbody tr")
         browser.save_screenshot(str(tmp_path / "search-page-390.png"))
         # Then nothing is wider than the screen: the page does not scroll sideways and no element
-        # sticks out past the right edge
-        page_width = browser.execute_script("return document.documentElement.scrollWidth")
-        assert page_width <= inner, page_width
+        # sticks out past the right edge; the table, wider than the screen, scrolls inside its own box
         overflowing = browser.execute_script(
             "const w = document.documentElement.clientWidth;"
             "return Array.from(document.querySelectorAll('body *'))"
+            "  .filter(e => !e.parentElement.closest('.table-scroll'))"
             "  .filter(e => e.getClientRects().length && e.getBoundingClientRect().right > w + 0.5)"
             "  .map(e => e.id || e.className || e.tagName);"
         )
         assert overflowing == []
+        page_width = browser.execute_script("return document.documentElement.scrollWidth")
+        assert page_width <= inner, page_width
+        assert browser.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth", box)
+        # And a document name that wraps does so after "/", "-", "_" or ".", never inside a word
+        assert _name_breaks(browser) == []
     finally:
         browser.set_window_size(size["width"], size["height"])
+
+
+HTTP_STATUS = """# HTTP status codes
+
+| Code | Enum Name | Details |
+|---|---|---|
+| 413 | REQUEST_ENTITY_TOO_LARGE | Content Too Large HTTP Semantics RFC 9110, Section 15.5.14 |
+| 416 | REQUESTED_RANGE_NOT_SATISFIABLE | Range Not Satisfiable HTTP Semantics RFC 9110, Section 15.5.17 |
+| 431 | REQUEST_HEADER_FIELDS_TOO_LARGE | Request Header Fields Too Large, RFC 6585 |
+| 511 | NETWORK_AUTHENTICATION_REQUIRED | Network Authentication Required, RFC 6585 |
+"""
+
+
+def _name_breaks(driver: Any) -> list[str]:
+    """Each place a document name in the list wraps to a new line other than after "/", "-", "_" or
+    ".": the text of the line before the break, for the assertion message."""
+    found: list[str] = driver.execute_script(
+        """
+        const bad = [];
+        for (const cell of document.querySelectorAll('#documents td.doc')) {
+          const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT, {
+            acceptNode: (n) => n.parentElement.closest('.doc-error') ? NodeFilter.FILTER_REJECT
+                                                                     : NodeFilter.FILTER_ACCEPT });
+          let text = '', lastTop = null, node;
+          while ((node = walker.nextNode())) {
+            for (let i = 0; i < node.data.length; i += 1) {
+              const range = document.createRange();
+              range.setStart(node, i);
+              range.setEnd(node, i + 1);
+              const rect = range.getClientRects()[0];
+              if (!rect) continue;
+              if (lastTop !== null && rect.top > lastTop + 2 && !'/-_. '.includes(text.slice(-1))) {
+                bad.push(text);
+              }
+              lastTop = rect.top;
+              text += node.data[i];
+            }
+          }
+        }
+        return bad;
+        """
+    )
+    return found
 
 
 DEPOTS = [

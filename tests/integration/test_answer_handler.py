@@ -430,8 +430,14 @@ def test_ollama_unreachable_is_503(tmp_path: Path, fake_voyage: FakeVoyageServer
     stack = stack_with(tmp_path / "home", fake_voyage, settings)
     try:
         load(stack)
-        status, headers, _ = stack.api("POST", "/answer", {"query": HOLIDAY_QUESTION})
+        status, headers, body = stack.api("POST", "/answer", {"query": HOLIDAY_QUESTION})
         assert status == 503 and "Retry-After" in headers
+        # The caller learns which part failed (the search worked), never where it runs or what it is
+        assert body["error"] == {
+            "code": "unavailable",
+            "message": "the answer model is unavailable; retry later",
+        }
+        assert str(port) not in json.dumps(body) and "ollama" not in json.dumps(body).lower()
     finally:
         stack.close()
 

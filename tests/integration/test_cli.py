@@ -390,3 +390,44 @@ def test_reconcile_repairs_a_lost_delete(winnow: Winnow, tmp_path: Path) -> None
     assert "1 deleted" in run.stdout
     gone = winnow("search", "first ferry to Lundy", "--tenant", "recon", "--json", "--threshold", "0")
     assert {r["key"] for r in json.loads(gone.stdout)["results"]} == {"recon/bus.md"}
+
+
+def test_search_prints_a_table_passage_as_a_table(tmp_path: Path) -> None:
+    # Given a Markdown document whose answer is a row of a table
+    runner = Winnow(tmp_path / "home")
+    (tmp_path / "status.md").write_text(
+        "# HTTP status codes\n\n"
+        "| Code | Enum Name | Details |\n|---|---|---|\n"
+        "| 451 | UNAVAILABLE_FOR_LEGAL_REASONS | Unavailable for legal reasons |\n"
+        "| 500 | INTERNAL_SERVER_ERROR | Internal server error |\n"
+        "| 503 | SERVICE_UNAVAILABLE | Service unavailable |\n"
+    )
+    assert runner("ingest", str(tmp_path / "status.md"), "--tenant", "acme").code == 0
+    # When it is searched
+    run = runner("search", "which status code is unavailable for legal reasons", "--tenant", "acme")
+    # Then the passage is a header, a rule and one row a line, not the rows run together
+    assert run.code == 0, run.stderr
+    lines = run.stdout.split("\n")
+    header = next(i for i, line in enumerate(lines) if line.split("|")[0].strip() == "Code")
+    assert [c.strip() for c in lines[header].split("|")] == ["Code", "Enum Name", "Details"]
+    assert set(lines[header + 1].strip()) <= {"-", "+"}
+    rows = [line.split("|")[0].strip() for line in lines[header + 2 : header + 5]]
+    assert rows == ["451", "500", "503"]
+    assert "Columns:" not in run.stdout
+
+
+def test_demo_json_prints_one_json_line_per_document_and_per_question(tmp_path: Path) -> None:
+    # Given a fresh home, when the demo runs with --json (the README says every such command has it)
+    run = Winnow(tmp_path / "home")("demo", "--json")
+    assert run.code == 0, run.stderr
+    # Then stdout is JSON lines only: the documents as `winnow ingest --json` prints them, all indexed
+    lines = run.json_lines()
+    documents = [line for line in lines if "status" in line]
+    questions = [line for line in lines if "query" in line]
+    assert len(documents) + len(questions) == len(lines)
+    assert documents and all(set(d) == INGEST_FIELDS and d["status"] == "indexed" for d in documents)
+    # and each question with the API's response: the expected document first, nothing for the last
+    *answered, nothing = questions
+    for question in answered:
+        assert question["response"]["results"][0]["key"] == question["expected_key"], question["query"]
+    assert nothing["expected_key"] is None and nothing["response"]["relevant"] is False

@@ -3,7 +3,7 @@ model, Qdrant local mode) answering through the real Ollama adapter and the loop
 
 from __future__ import annotations
 
-from pathlib import Path
+import socket
 
 import pytest
 
@@ -67,7 +67,32 @@ def test_ask_with_nothing_relevant_says_so_without_a_model_call(
     assert fake_ollama.total_requests == 0
 
 
-def test_ask_without_a_generator_says_how_to_enable_one(winnow: Winnow, tmp_path: Path) -> None:
+def test_ask_without_a_generator_shows_the_passages_then_how_to_enable_answers(winnow: Winnow) -> None:
+    # Given no answer model configured (no OLLAMA_HOST)
     run = winnow("ask", QUESTION, "--tenant", "acme")
+    # Then the passages the answer would come from are printed, and stderr says how to enable answers
+    assert run.code == 0, run.stderr
+    assert "eighteen weeks" in run.stdout and "leave.md" in run.stdout
+    assert "no answer model is configured" in run.stderr and "OLLAMA_HOST" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_ask_with_nothing_listening_names_the_answer_model_and_its_host(winnow: Winnow) -> None:
+    # Given OLLAMA_HOST naming a port nothing listens on
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = winnow(
+        "ask",
+        QUESTION,
+        "--tenant",
+        "acme",
+        OLLAMA_HOST=f"127.0.0.1:{port}",
+        WINNOW_ANSWER_MAX_ATTEMPTS="1",
+    )
+    # Then the passages are still shown, and the error names the answer model and where it was sought
     assert run.code == 1
-    assert "OLLAMA_HOST" in run.stderr and "Traceback" not in run.stderr
+    assert "eighteen weeks" in run.stdout
+    assert "the answer model (Ollama model 'llama3.2' at" in run.stderr
+    assert f"http://127.0.0.1:{port}" in run.stderr
+    assert "search provider" not in run.stderr and "Traceback" not in run.stderr

@@ -151,6 +151,29 @@ def test_ingested_document_is_then_found_by_the_search_event(tmp_path: Path) -> 
     assert [(d["key"], d["status"]) for d in documents] == [(key, "indexed")]
 
 
+def test_a_put_event_before_its_object_exists_says_how_to_repair_it(tmp_path: Path) -> None:
+    # Given the put event invoked before its object is in the bucket
+    put = json.loads((EVENTS / "s3-put.json").read_text())
+    first = winnow(["invoke", "IngestFunction", "-e", "events/s3-put.json"], tmp_path)
+    (result,) = json.loads(first.stdout)["results"]
+    key = result["key"]
+    # Then it is recorded deleted, and stderr says where the object was looked for and what repairs it
+    assert first.returncode == 0 and result["status"] == "deleted"
+    assert f"{key} is not in {(tmp_path / 'bucket').resolve()}" in first.stderr
+    assert "`winnow reconcile --tenant acme`" in first.stderr
+    # When the file is added and the same event invoked again
+    seed_bucket(tmp_path, put)
+    again = winnow(["invoke", "IngestFunction", "-e", "events/s3-put.json"], tmp_path)
+    # Then it is skipped as before, and now says that reconcile indexes the object as the bucket holds it
+    (skipped,) = json.loads(again.stdout)["results"]
+    assert skipped["status"] == "skipped" and skipped["error"] == "stale or duplicate event"
+    assert "`winnow reconcile --tenant acme` indexes the object as the bucket holds it now" in again.stderr
+    # And that command does repair it
+    assert winnow(["reconcile", "--tenant", "acme"], tmp_path).returncode == 0
+    listed = winnow(["documents", "--tenant", "acme", "--json"], tmp_path)
+    assert [json.loads(line)["status"] for line in listed.stdout.splitlines()] == ["indexed"]
+
+
 def test_an_unhandled_error_prints_lambdas_error_document_and_exits_non_zero(tmp_path: Path) -> None:
     # Given an event the ingest handler cannot read (a JSON string, not an object)
     proc = winnow(["invoke", "IngestFunction", "-e", "-"], tmp_path, stdin='"not an event"')

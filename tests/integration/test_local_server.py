@@ -296,10 +296,10 @@ def test_the_page_learns_whether_a_re_ranker_is_configured(
 ) -> None:
     from winnow.factory import Container
 
-    # Given the embedded default: no re-ranker
+    # Given the embedded default: no re-ranker, no answer model
     status, config = client.json("GET", "/local/config")
-    assert (status, config) == (200, {"reranker": None})
+    assert (status, config) == (200, {"reranker": None, "answers": False})
     # When a Voyage re-ranker is configured, the page is told its model
     monkeypatch.setattr(Container, "uses_voyage_reranker", property(lambda self: True))
     status, config = client.json("GET", "/local/config")
-    assert (status, config) == (200, {"reranker": "rerank-2.5"})
+    assert (status, config) == (200, {"reranker": "rerank-2.5", "answers": False})

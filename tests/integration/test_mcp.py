@@ -69,17 +69,25 @@ def winnow(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[
 Session = Any  # mcp.ClientSession
 
 
-def with_mcp_client(args: list[str], env: dict[str, str], body: Callable[[Session], Awaitable[None]]) -> None:
-    """Spawn ``winnow mcp ARGS`` and run ``body`` with an initialized SDK client session on it."""
+def with_mcp_client(
+    args: list[str],
+    env: dict[str, str],
+    body: Callable[[Session], Awaitable[None]],
+    *,
+    cwd: Path = ROOT,
+    errlog_path: str = os.devnull,
+) -> None:
+    """Spawn ``winnow mcp ARGS`` (in ``cwd``, its stderr to ``errlog_path``) and run ``body`` with an
+    initialized SDK client session on it."""
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "winnow_local", "mcp", *args], env=env, cwd=str(ROOT)
+        command=sys.executable, args=["-m", "winnow_local", "mcp", *args], env=env, cwd=str(cwd)
     )
 
     async def run() -> None:
-        with open(os.devnull, "w") as errlog:  # the server's logs; the protocol is on stdout
+        with open(errlog_path, "w") as errlog:  # the server's logs; the protocol is on stdout
             async with (
                 stdio_client(params, errlog=errlog) as (read, write),
                 ClientSession(read, write) as session,
@@ -125,6 +133,10 @@ def test_an_agent_lists_the_tools_and_searches_local_documents_with_citations(ho
         assert schema["required"] == ["query"]
         assert schema["properties"]["mode"]["enum"] == ["hybrid", "dense", "sparse"]
         assert tools["get_document"].input_schema["required"] == ["key"]
+        # and every description reads as prose, without the source's indentation
+        for tool in tools.values():
+            lines = (tool.description or "").splitlines()
+            assert len(lines) > 1 and not [line for line in lines if line.startswith(" ")], tool.name
 
         # When it searches the ingested documents
         result = await session.call_tool("search", {"query": "how many days of paid holiday", "top_k": 3})
@@ -255,6 +267,26 @@ def gateway(stack: EmbeddedStack) -> Iterator[FakeApiGateway]:
         yield api
     finally:
         api.close()
+
+
+def test_started_from_another_folder_it_says_where_it_looked_for_documents(tmp_path: Path) -> None:
+    # Given `winnow mcp --tenant t` started from a folder with no state, without WINNOW_HOME
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    errlog = tmp_path / "stderr.txt"
+    env = clean_env(PYTHONPATH=os.pathsep.join([str(ROOT / "layers" / "shared"), str(ROOT)]))
+    expected = f"no documents for tenant t in {(elsewhere / '.winnow').resolve()} (WINNOW_HOME)"
+
+    async def body(session: Session) -> None:
+        # When the agent searches and asks
+        found = await session.call_tool("search", {"query": "how many days of paid holiday"})
+        # Then the tool result says there are no documents and where it looked, not "nothing relevant"
+        assert found.is_error and expected in text_of(found)
+        assert "winnow ingest PATH --tenant t" in text_of(found)
+
+    with_mcp_client(["--tenant", "t"], env, body, cwd=elsewhere, errlog_path=str(errlog))
+    # And the server said so on stderr when it started, where the agent's host shows it
+    assert f"winnow mcp: {expected}" in errlog.read_text()
 
 
 def test_against_a_deployed_api_the_bearer_token_comes_from_the_environment(gateway: FakeApiGateway) -> None:

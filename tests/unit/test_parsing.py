@@ -205,6 +205,32 @@ def test_pdf_nested_outline_builds_section_paths_and_switches_at_the_heading_lin
     assert paths["Chapter two begins here."] == (2, ("Chapter Two",))
 
 
+def test_pdf_section_changing_mid_page_under_a_bookmark_spelt_differently_is_cited_where_the_text_is() -> (
+    None
+):
+    # Given (as shared-mime-info's spec, page 15) a section that goes on at the top of a page, and the
+    # next one starting half-way down, whose bookmark says "Nonregular" where the heading says
+    # "Non-regular"
+    pages = [
+        "2.12. Recommended checking order\n\nApplications choose the order of the checks they run.",
+        "If a MIME type is provided explicitly then that should be used instead of guessing.\n\n"
+        "2.13. Non-regular files\n\nSometimes it is useful to assign MIME types to directories.",
+    ]
+    outline = [("2.12. Recommended checking order", 0, 0), ("2.13. Nonregular files", 1, 0)]
+    doc = parse_document("acme/spec.pdf", make_pdf(pages, outline=outline))
+    paths = {block.text: (block.page, block.section_path) for block in doc.blocks}
+    # Then the top of page 2 is still cited as 2.12, and only the text below the heading as 2.13
+    assert paths["If a MIME type is provided explicitly then that should be used instead of guessing."] == (
+        2,
+        ("2.12. Recommended checking order",),
+    )
+    assert paths["Sometimes it is useful to assign MIME types to directories."] == (
+        2,
+        ("2.13. Nonregular files",),
+    )
+    assert "2.13. Non-regular files" not in paths  # the heading is the section's name, not a passage
+
+
 def test_pdf_without_outline_or_title_has_empty_paths_and_a_title_from_the_file_name() -> None:
     doc = parse_document("acme/reports/q3_sales-report.pdf", make_pdf(["Revenue grew.", "Costs fell."]))
     assert doc.title == "q3 sales report"

@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import IO, Any
 
+from winnow.search.http import ANSWER_MODEL_UNAVAILABLE
 from winnow_local.cli.common import (
     TENANT_HELP,
     check_tenant,
@@ -15,7 +16,14 @@ from winnow_local.cli.common import (
     whole_number,
     wrap,
 )
-from winnow_local.cli.search import citation, post_query, search_request
+from winnow_local.cli.search import (
+    citation,
+    post_query,
+    print_search_results,
+    query_payload,
+    search_request,
+)
+from winnow_local.errors import CliError
 from winnow_local.runtime import DEFAULT_TENANT, LocalRuntime
 
 
@@ -44,14 +52,53 @@ def print_answer(payload: dict[str, Any], tenant: str, out: IO[str] | None = Non
     out.flush()
 
 
+def answer_model() -> str:
+    """The answer model this machine is set to use, with where it runs: ``Ollama model 'llama3.2' at
+    http://127.0.0.1:11434`` (for the local user only; the API never names hosts)."""
+    from winnow.factory import get_container
+
+    a = get_container().settings.answer
+    if a.chosen == "bedrock":
+        return f"Bedrock model {a.bedrock_model_id!r} in {a.bedrock_region or 'the default region'}"
+    host = (a.ollama_host or "").strip().rstrip("/")
+    return f"Ollama model {a.ollama_model!r} at {host if '://' in host else 'http://' + host}"
+
+
+ENABLE_ANSWERS = (
+    "no answer model is configured, so these are the passages only; to have answers written from them, "
+    "run an Ollama server and set OLLAMA_HOST (e.g. OLLAMA_HOST=127.0.0.1:11434) and "
+    "WINNOW_ANSWER_OLLAMA_MODEL to a model pulled there (default llama3.2)"
+)
+
+
+def _without_answer(runtime: LocalRuntime, body: dict[str, Any], tenant: str, why: str) -> None:
+    """No answer could be written: print the passages the answer would have come from, then why."""
+    search_body = {name: value for name, value in body.items() if name != "max_answer_tokens"}
+    payload = post_query(
+        runtime, "/search", search_body, tenant, echo=False, found=lambda p: bool(p.get("results"))
+    )
+    print_search_results(payload, tenant)
+    print(f"winnow: {why}", file=sys.stderr)
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant)
     body = search_request(args)
     if args.max_answer_tokens is not None:
         body["max_answer_tokens"] = args.max_answer_tokens
-    payload = post_query(
-        LocalRuntime(), "/answer", body, tenant, echo=args.json, found=lambda p: p.get("answer") is not None
-    )
+    runtime = LocalRuntime()
+    response = runtime.call_api("POST", "/answer", body=body, tenant=tenant)
+    if not args.json and response.status == 501:
+        _without_answer(runtime, body, tenant, ENABLE_ANSWERS)
+        return 0
+    if response.status == 503 and response.error_message == ANSWER_MODEL_UNAVAILABLE:
+        why = f"the answer model ({answer_model()}) is unavailable: is it running there?"
+        if args.json:
+            print(response.body.decode("utf-8"), flush=True)
+            raise CliError(why)
+        _without_answer(runtime, body, tenant, f"{why} The passages above are what it would answer from")
+        return 1
+    payload = query_payload(runtime, response, tenant, args.json, lambda p: p.get("answer") is not None)
     if not args.json:
         print_answer(payload, tenant)
     return 0
@@ -62,7 +109,8 @@ def add_ask_parser(commands: Any) -> None:
         "ask",
         help="answer a question from the documents, with citations",
         description="Run POST /answer through the search handler: the search, then a model answers from "
-        "the passages it kept. Needs OLLAMA_HOST (a running Ollama server) on this machine.",
+        "the passages it kept. Needs OLLAMA_HOST (a running Ollama server) on this machine; without one, or "
+        "when the model does not answer, it prints the passages and says why.",
     )
     ask.add_argument("query", metavar="QUESTION")
     ask.add_argument("--tenant", default=DEFAULT_TENANT, help=TENANT_HELP)

@@ -13,7 +13,7 @@ from typing import IO, Any, NoReturn
 from winnow.ingest.results import IngestOutcome
 from winnow.rules import TENANT_RULE, is_tenant, path_in_tenant
 from winnow_local.errors import CliError
-from winnow_local.runtime import DEFAULT_TENANT, ApiResponse, LocalRuntime
+from winnow_local.runtime import DEFAULT_TENANT, ApiResponse
 
 SIDECAR_SUFFIX = ".metadata.json"
 INGEST_FIELDS = ("key", "status", "chunks", "embedded", "reused", "error")
@@ -75,28 +75,6 @@ def check_prefix(prefix: str) -> str:
     return prefix
 
 
-def state_folder() -> str:
-    """Where this command keeps its state, as an absolute path (WINNOW_HOME is relative to the current
-    folder, so the same command run elsewhere looks in another place)."""
-    from winnow.factory import get_container
-
-    return str(get_container().settings.storage.home.expanduser().resolve())
-
-
-def no_documents(tenant: str) -> str:
-    return (
-        f"no documents for tenant {tenant} in {state_folder()} (WINNOW_HOME); "
-        f"ingest some with `winnow ingest PATH --tenant {tenant}`, or run from the folder you ingested in"
-    )
-
-
-def tenant_has_documents(runtime: LocalRuntime, tenant: str) -> bool:
-    response = runtime.call_api("GET", "/documents", query={"limit": 1}, tenant=tenant)
-    if response.status != 200:
-        return True  # cannot tell; let the search answer stand
-    return bool(response.json().get("documents"))
-
-
 def wrap(text: str, indent: str = "    ", width: int = 100) -> str:
     paragraphs = [" ".join(part.split()) for part in text.split("\n\n")]
     return "\n".join(
@@ -104,6 +82,77 @@ def wrap(text: str, indent: str = "    ", width: int = 100) -> str:
         for p in paragraphs
         if p
     )
+
+
+def table_text(caption: str, columns: list[str], rows: list[dict[str, str]], indent: str = "    ") -> str:
+    """A table passage as a reader expects it at a terminal: a header, a rule, one row a line, columns
+    aligned, long cells wrapped within their column to fit ``width``; too many columns for that, one
+    block of ``column: value`` lines per row."""
+    width = 100 - len(indent)
+    gap = " | "
+    natural = [max([len(name), *(len(row.get(name, "")) for row in rows)]) for name in columns]
+    room = width - len(gap) * (len(columns) - 1)
+    if room < 8 * len(columns):  # too narrow for a grid: one block per row
+        name_width = max(len(name) for name in columns)
+        blocks = []
+        for row in rows:
+            blocks.append(
+                "\n".join(
+                    textwrap.fill(
+                        row[name],
+                        width,
+                        initial_indent=f"{indent}{name:<{name_width}}  ",
+                        subsequent_indent=indent + " " * (name_width + 2),
+                    )
+                    for name in columns
+                    if row.get(name)
+                )
+            )
+        head = (
+            [textwrap.fill(caption, width, initial_indent=indent, subsequent_indent=indent)]
+            if caption
+            else []
+        )
+        return "\n\n".join(head + blocks)
+    widths = list(natural)
+    while sum(widths) > room:  # narrow the widest column a step at a time
+        widest = max(range(len(widths)), key=widths.__getitem__)
+        widths[widest] -= 1
+
+    def line(cells: list[str]) -> list[str]:
+        wrapped = [
+            textwrap.wrap(cell, w, break_on_hyphens=False) or [""]
+            for cell, w in zip(cells, widths, strict=True)
+        ]
+        height = max(len(lines) for lines in wrapped)
+        return [
+            (
+                indent
+                + gap.join(
+                    f"{(c[i] if i < len(c) else ''):<{w}}" for c, w in zip(wrapped, widths, strict=True)
+                )
+            ).rstrip()
+            for i in range(height)
+        ]
+
+    out = [textwrap.fill(caption, width, initial_indent=indent, subsequent_indent=indent)] if caption else []
+    out += line(columns)
+    out.append(indent + "-+-".join("-" * w for w in widths))
+    for row in rows:
+        out += line([row.get(name, "") for name in columns])
+    return "\n".join(out)
+
+
+def passage_text(result: dict[str, Any], indent: str = "    ") -> str:
+    """A search result's text for the terminal: a table passage drawn as a table, prose wrapped."""
+    text = str(result.get("text") or "")
+    if result.get("kind") == "table":
+        from winnow.text.tables import read_rendered
+
+        table = read_rendered(text)
+        if table is not None:
+            return table_text(*table, indent=indent)
+    return wrap(text, indent=indent)
 
 
 # The API's request fields, as this command spells them.

@@ -11,13 +11,15 @@ re-indexes nothing because the staged files are byte-identical.
 
 from __future__ import annotations
 
+import io
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from winnow_local.cli.common import FAILED_STATUSES
+from winnow.rules import object_key
+from winnow_local.cli.common import FAILED_STATUSES, print_json
 from winnow_local.cli.ingest import collect_files, ingest_files, summary
 from winnow_local.cli.search import print_search_results
 from winnow_local.docgen import render
@@ -72,43 +74,51 @@ def _command(query: DemoQuery, tenant: str) -> str:
     return f'$ winnow search "{query.query}" --tenant {tenant} --top-k 2{filters}'
 
 
-def run_demo(tenant: str = "demo", out: IO[str] | None = None) -> int:
-    """Stage, ingest and query; 0 when every step worked."""
+def run_demo(tenant: str = "demo", out: IO[str] | None = None, *, as_json: bool = False) -> int:
+    """Stage, ingest and query; 0 when every step worked. ``as_json``: one JSON line per document (as
+    ``winnow ingest --json``), then one per question, ``{"query", "filters", "expected_key",
+    "response"}`` with the search API's response body."""
     from winnow.factory import get_container
 
     out = out or sys.stdout
+    say = io.StringIO() if as_json else out  # the narration, dropped when the output is JSON
     home = get_container().settings.storage.home.resolve()
     staged = stage_samples(home / "demo-samples")
     runtime = LocalRuntime()
 
-    print(f"Winnow demo: tenant {tenant!r}, state in {home}\n", file=out)
+    print(f"Winnow demo: tenant {tenant!r}, state in {home}\n", file=say)
     files = collect_files([str(staged)], tenant, "")
     print(
         f"1. Ingesting {len(files)} sample documents (Markdown, text, HTML, DOCX, PDF) from {staged}",
-        file=out,
+        file=say,
     )
-    results = ingest_files(runtime, files, as_json=False, out=out)
-    print(f"   {summary(results)}", file=out)
+    results = ingest_files(runtime, files, as_json=as_json, out=out)
+    print(f"   {summary(results)}", file=say)
     if any(r.get("status") in FAILED_STATUSES for r in results):
         print("winnow: some samples failed to index (see above)", file=sys.stderr)
         return 1
 
-    print("\n2. Asking questions the samples answer", file=out)
+    print("\n2. Asking questions the samples answer", file=say)
     for query in (*QUERIES, NOTHING_RELEVANT):
         if query is NOTHING_RELEVANT:
-            print("\n3. Asking about something the samples do not cover", file=out)
-        print(f"\n{_command(query, tenant)}", file=out)
+            print("\n3. Asking about something the samples do not cover", file=say)
+        print(f"\n{_command(query, tenant)}", file=say)
         body: dict[str, Any] = {"query": query.query, "top_k": 2}
         if query.filters:
             body["filters"] = query.filters
         response = runtime.call_api("POST", "/search", body=body, tenant=tenant)
         if response.status >= 400:
             raise CliError(response.error_message)
-        print_search_results(response.json(), tenant, out)
+        if as_json:
+            expected = object_key(tenant, query.expected) if query.expected else None
+            line = {"query": query.query, "filters": query.filters, "expected_key": expected}
+            print_json(line | {"response": response.json()}, out)
+        else:
+            print_search_results(response.json(), tenant, out)
 
     print(
         f"\nNext: `winnow serve` and open http://127.0.0.1:3000/?tenant={tenant}, "
         f'or try `winnow search "..." --tenant {tenant}` and `winnow documents --tenant {tenant}`.',
-        file=out,
+        file=say,
     )
     return 0

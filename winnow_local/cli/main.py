@@ -32,7 +32,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from winnow_local.cli.demo import run_demo
 
-    return run_demo(tenant=check_tenant(args.tenant))
+    return run_demo(tenant=check_tenant(args.tenant), as_json=args.json)
 
 
 def reconcile_available() -> bool:
@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="ingest the shipped samples and run a few queries")
     demo.add_argument("--tenant", default="demo", help="tenant for the samples (default 'demo')")
+    demo.add_argument(
+        "--json", action="store_true", help="one JSON line per document, then one per question's response"
+    )
     demo.set_defaults(func=cmd_demo)
 
     if reconcile_available():

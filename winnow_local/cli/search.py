@@ -14,16 +14,14 @@ from winnow_local.cli.common import (
     check_tenant,
     document_name,
     fail_response,
-    no_documents,
+    passage_text,
     print_json,
-    tenant_has_documents,
     unit_float,
     whole_number,
-    wrap,
 )
 from winnow_local.cli.filters import FilterSyntaxError, parse_filters
 from winnow_local.errors import CliError
-from winnow_local.runtime import DEFAULT_TENANT, LocalRuntime
+from winnow_local.runtime import DEFAULT_TENANT, ApiResponse, LocalRuntime, no_documents
 
 
 def search_request(args: argparse.Namespace) -> dict[str, Any]:
@@ -71,7 +69,7 @@ def print_search_results(payload: dict[str, Any], tenant: str, out: IO[str] | No
     for result in results:
         title = result.get("title") or document_name(str(result.get("key")), tenant)
         print(f"\n[{result.get('rank')}] {title}", file=out)
-        print(wrap(str(result.get("text") or "")), file=out)
+        print(passage_text(result), file=out)
         print(f"    -- {citation(result, tenant)}", file=out)
     out.flush()
 
@@ -88,7 +86,19 @@ def post_query(
     """POST a search or answer request and return its payload (``echo``: the raw JSON goes to stdout
     first). A failed request is the API's one-line error; nothing ``found`` for a tenant without
     documents says to ingest some, as that, not relevance, is why."""
-    response = runtime.call_api("POST", route, body=body, tenant=tenant)
+    return query_payload(
+        runtime, runtime.call_api("POST", route, body=body, tenant=tenant), tenant, echo, found
+    )
+
+
+def query_payload(
+    runtime: LocalRuntime,
+    response: ApiResponse,
+    tenant: str,
+    echo: bool,
+    found: Callable[[dict[str, Any]], bool],
+) -> dict[str, Any]:
+    """``post_query`` for a response already in hand."""
     if echo:
         sys.stdout.write(response.body.decode("utf-8"))
         sys.stdout.write("\n")
@@ -96,7 +106,7 @@ def post_query(
     if response.status >= 400:
         fail_response(response)
     payload: dict[str, Any] = response.json()
-    if not found(payload) and not tenant_has_documents(runtime, tenant):
+    if not found(payload) and not runtime.has_documents(tenant):
         raise CliError(no_documents(tenant))
     return payload
 

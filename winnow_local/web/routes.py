@@ -102,12 +102,14 @@ class WinnowRequestHandler(RequestPlumbing):
         self._send(200, headers, file.read_bytes())
 
     def _page_config(self) -> None:
-        """What the page needs to know about this server: whether a re-ranker is configured."""
+        """What the page needs to know about this server: whether a re-ranker and an answer model are
+        configured (the page offers Re-rank and Answer only then)."""
         from winnow.factory import get_container
 
         container = get_container()
         reranker = container.settings.voyage.rerank_model if container.uses_voyage_reranker else None
-        self._send_json(200, {"reranker": reranker})
+        answers = container.settings.answer.chosen != "none"
+        self._send_json(200, {"reranker": reranker, "answers": answers})
 
     def _api(self) -> None:
         headers = {name.lower(): value for name, value in self.headers.items()}

@@ -84,6 +84,11 @@ class EnqueueFailed(ProviderUnavailable):
         self.keys = keys
 
 
+class AnswerModelUnavailable(ProviderUnavailable):
+    """The answer model (Bedrock, Ollama) is unavailable after retries: the search itself worked, so the
+    caller is told which part failed."""
+
+
 class ProviderRejected(PermanentError):
     """The provider refused the request itself (HTTP 4xx other than 429): retrying will not help."""
 

@@ -110,7 +110,7 @@
       api().renderResults(searched.payload);
       labelResults(searched.payload.results || []);
       if (!(searched.payload.results || []).length) {
-        renderAnswer({ answer: null, message: searched.payload.message }); // /answer would call no model
+        box.hidden = true; // /answer would call no model; the results list already says nothing was found
         return;
       }
       box.replaceChildren(api().element("p", "answer-pending", "Writing an answer…"));

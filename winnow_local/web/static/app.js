@@ -151,7 +151,13 @@
       body.appendChild(row);
     }
     table.appendChild(body);
-    return table;
+    // A wide table scrolls inside its own box: the page itself never scrolls sideways on a phone.
+    const box = element("div", "table-scroll");
+    box.tabIndex = 0;
+    box.setAttribute("role", "region");
+    box.setAttribute("aria-label", "Table passage (scrolls sideways)");
+    box.appendChild(table);
+    return box;
   }
 
   function renderResults(payload) {
@@ -161,7 +167,7 @@
     if (!results.length) {
       const empty = element("li", "nothing-relevant", payload.message || "No relevant passages found.");
       list.appendChild(empty);
-      $("search-status").textContent = payload.message || "No relevant passages found.";
+      $("search-status").textContent = ""; // the list says it; once is enough
       return;
     }
     const total = payload.timings_ms && payload.timings_ms.total;
@@ -254,7 +260,8 @@
     tbody.replaceChildren();
     for (const doc of rows) {
       const tr = element("tr", `document status-${doc.status}`);
-      const name = element("td", "doc", documentName(doc.key));
+      const name = element("td", "doc");
+      name.appendChild(breakableName(documentName(doc.key)));
       if (doc.error) name.appendChild(element("span", "doc-error", doc.error));
       tr.appendChild(name);
       const statusCell = element("td", "doc-status");
@@ -274,9 +281,23 @@
       tr.appendChild(actions);
       tbody.appendChild(tr);
     }
-    status.textContent = rows.length
-      ? `${rows.length} document${rows.length === 1 ? "" : "s"} for tenant ${tenant()}`
-      : `No documents for tenant ${tenant()} yet: add some below, or run winnow ingest.`;
+    // Deleted documents are listed (their status matters) but are no longer documents of the tenant.
+    const deleted = rows.filter((doc) => doc.status === "deleted").length;
+    const live = rows.length - deleted;
+    status.textContent = live
+      ? `${live} document${live === 1 ? "" : "s"} for tenant ${tenant()}` +
+        (deleted ? ` (and ${deleted} deleted)` : "")
+      : `No documents for tenant ${tenant()} yet: add some above, or run winnow ingest.`;
+  }
+
+  // A file name that may wrap after "/", "-", "_" or "." (a <wbr> there), never inside a word.
+  function breakableName(name) {
+    const fragment = document.createDocumentFragment();
+    for (const part of name.split(/(?<=[\/\-_.])/)) {
+      if (fragment.childNodes.length) fragment.appendChild(document.createElement("wbr"));
+      fragment.appendChild(document.createTextNode(part));
+    }
+    return fragment;
   }
 
   // "2024-05-01T12:34:56.789+00:00" → "2024-05-01 12:34" (UTC, as stored); anything else unchanged.
@@ -326,6 +347,10 @@
   }
 
   async function deleteDocument(key, button) {
+    const name = documentName(key);
+    if (!window.confirm(`Delete ${name}? Its file and its passages are removed; this cannot be undone.`)) {
+      return;
+    }
     button.disabled = true;
     const status = $("documents-status");
     try {
@@ -396,11 +421,13 @@
   // What answer.js (the "Answer" button) reuses.
   window.winnowPage = { searchBody, renderResults, element, headers, readJson, errorMessage };
 
-  // Re-rank is offered (and ticked, as the API's default) only when the server has a re-ranker.
+  // Re-rank is offered (and ticked, as the API's default) only when the server has a re-ranker, and
+  // "Answer" only when it has an answer model.
   async function loadConfig() {
     try {
       const response = await fetch("/local/config");
       const config = await readJson(response);
+      if (response.ok && config && config.answers) $("answer-button").hidden = false;
       if (response.ok && config && config.reranker) {
         $("rerank").disabled = false;
         $("rerank").checked = true;

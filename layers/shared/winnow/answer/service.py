@@ -11,6 +11,7 @@ import time
 from winnow.answer.citations import check_citations
 from winnow.answer.prompt import NO_ANSWER, build_prompt
 from winnow.answer.schemas import AnswerRequest, AnswerResponse, AnswerTimings, Citation, Usage
+from winnow.errors import AnswerModelUnavailable, TransientError
 from winnow.observability import logger
 from winnow.ports import Generator, Passage
 from winnow.search.service import NOTHING_RELEVANT, SearchService
@@ -64,7 +65,10 @@ class AnswerService:
             temperature=self.settings.temperature,
         )
         t0 = time.perf_counter()
-        generation = self.generator.generate(prompt, deadline=deadline)
+        try:
+            generation = self.generator.generate(prompt, deadline=deadline)
+        except TransientError as exc:
+            raise AnswerModelUnavailable(str(exc), retry_after=exc.retry_after) from exc
         generate_ms = (time.perf_counter() - t0) * 1000
 
         checked = check_citations(generation.text, {p.number for p in passages})

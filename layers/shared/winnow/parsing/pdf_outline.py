@@ -81,7 +81,9 @@ def outline_entries(reader: PdfReader) -> list[OutlineEntry]:
 
 
 def _normalise_heading(text: str) -> str:
-    return clean_inline(text).casefold()
+    """Letters and digits only: a bookmark's title and its printed heading often differ in hyphens,
+    dots or spaces ("2.13. Nonregular files" over "2.13. Non-regular files")."""
+    return "".join(char for char in clean_inline(text).casefold() if char.isalnum())
 
 
 def heading_positions(lines: list[str], entries: list[OutlineEntry]) -> list[tuple[int, OutlineEntry, bool]]:
@@ -91,7 +93,7 @@ def heading_positions(lines: list[str], entries: list[OutlineEntry]) -> list[tup
     cursor = 0
     normalised = [_normalise_heading(line) for line in lines]
     for entry in entries:
-        wanted = entry.path[-1].casefold()
+        wanted = _normalise_heading(entry.path[-1]) or entry.path[-1].casefold()  # a title of only "—"
         found = next(
             (
                 index

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from winnow.errors import (
+    AnswerModelUnavailable,
     BadRequest,
     BodyTooLarge,
     ConfigurationError,
@@ -34,6 +35,7 @@ from winnow.settings import SearchSettings
 PUBLIC_ROUTES = frozenset({"/health", "/openapi.json"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # What a caller sees of any failure on our side; the details go to the logs under the correlation id.
+ANSWER_MODEL_UNAVAILABLE = "the answer model is unavailable; retry later"
 INTERNAL_MESSAGE = "internal error: the service could not answer; quote the correlation id when reporting it"
 _CORRELATION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
@@ -78,6 +80,10 @@ ERROR_RULES: tuple[tuple[type[BaseException], ErrorRule], ...] = (
             "a search provider rejected the request",
             ("error", "provider rejected the request"),
         ),
+    ),
+    (
+        AnswerModelUnavailable,
+        ErrorRule(503, "unavailable", ANSWER_MODEL_UNAVAILABLE, ("warning", "answer model unavailable")),
     ),
     (
         TransientError,

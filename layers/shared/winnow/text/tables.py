@@ -157,3 +157,32 @@ def _split_cell(name: str, value: str, room: int) -> list[str]:
     width = max(1, room - len(name))
     pieces = textwrap.wrap(value, width, break_on_hyphens=False, drop_whitespace=True) or [value[:width]]
     return [name + piece for piece in pieces]
+
+
+def read_rendered(text: str) -> tuple[str, list[str], list[dict[str, str]]] | None:
+    """A table chunk read back (the reverse of ``table_pieces``, for whoever draws it as a table):
+    caption, column names and rows as ``{column: value}``; None for text without a column line. A
+    column named only in the rows (a shortened column line) is added in order of appearance."""
+    lines = text.split("\n")
+    at = next((i for i, line in enumerate(lines) if line.startswith(COLUMNS_PREFIX)), None)
+    if at is None:
+        return None
+
+    def cells(line: str) -> list[str]:
+        return [cell.replace("\\|", "|") for cell in line.split(PAIR_SEPARATOR)]
+
+    def label(name: str) -> str:
+        return name.replace(":\u00a0", NAME_SEPARATOR)
+
+    columns = [label(name) for name in cells(lines[at][len(COLUMNS_PREFIX) :])]
+    rows: list[dict[str, str]] = []
+    for line in lines[at + 1 :]:
+        row: dict[str, str] = {}
+        for pair in cells(line):
+            name, sep, value = pair.partition(NAME_SEPARATOR)
+            name, value = (label(name), value) if sep else ("", pair)
+            if name not in columns:
+                columns.append(name)
+            row[name] = value
+        rows.append(row)
+    return " ".join(lines[:at]), columns, rows
