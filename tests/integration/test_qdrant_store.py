@@ -496,6 +496,32 @@ def test_sparse_search_only_finds_documents_sharing_terms(filled: CollectionStor
     assert filled.search(query("acme", "unknown words", mode="sparse")) == []
 
 
+def sparse_scores(store: CollectionStore, tenant: str, text: str) -> dict[str, float | None]:
+    """Each hit's BM25 score in sparse mode and in hybrid mode (its ``sparse_score``)."""
+    found = {f"sparse {h.key}": h.score for h in store.search(query(tenant, text, mode="sparse", limit=200))}
+    found.update({f"hybrid {h.key}": h.sparse_score for h in store.search(query(tenant, text, limit=200))})
+    return found
+
+
+def test_a_tenants_bm25_scores_ignore_other_tenants_documents(store: CollectionStore) -> None:
+    # Given each tenant holds a document with the term "zeta" and the scores each gets for it
+    store.upsert([point("bravo", "own.txt", "zeta eta"), point("bravo", "misc.txt", "alpha beta")])
+    store.upsert([point("acme", "mine.txt", "zeta theta")])
+    bravo_before = sparse_scores(store, "bravo", "zeta eta")
+    # When acme indexes 50 documents sharing the term (collection-wide IDF made "zeta" common)
+    store.upsert([point("acme", f"zeta{i}.txt", "zeta theta", index=i) for i in range(50)])
+    # Then bravo's BM25 scores for its own document are exactly what they were, in both modes
+    assert sparse_scores(store, "bravo", "zeta eta") == bravo_before
+    assert bravo_before["sparse own.txt"] is not None and bravo_before["hybrid own.txt"] is not None
+    # And the other way round: bravo's 50 documents with "eta" and "zeta" leave acme's scores alone
+    acme_before = sparse_scores(store, "acme", "zeta theta")
+    store.upsert([point("bravo", f"eta{i}.txt", "eta zeta theta", index=i) for i in range(50)])
+    assert sparse_scores(store, "acme", "zeta theta") == acme_before
+    assert len(acme_before) == 2 * 51
+    # While IDF still works within a tenant: bravo's own 50 new "zeta" documents make the term common
+    assert sparse_scores(store, "bravo", "zeta eta")["sparse own.txt"] < bravo_before["sparse own.txt"]  # type: ignore[operator]
+
+
 def test_hybrid_fuses_dense_and_sparse_with_configurable_rrf_k(engine: Engine) -> None:
     for k in (10, 60):
         name = f"rrf{k}"

@@ -376,7 +376,15 @@ def _request(plan: QueryPlan, dense_params: qm.SearchParams | None) -> qm.QueryR
         query=qm.SparseVector(indices=list(plan.vector.indices), values=list(plan.vector.values)),
         using=plan.using,
         filter=plan.where,
+        params=None if plan.idf_corpus is None else _tenant_idf(plan.idf_corpus),
         limit=plan.limit,
         with_payload=SEARCH_PAYLOAD,
         with_vector=[DENSE_VECTOR] if plan.with_dense else False,
     )
+
+
+def _tenant_idf(corpus: Any) -> qm.SearchParams:
+    """IDF counted over ``corpus`` (the tenant's points), not the whole collection (Qdrant >= 1.19)."""
+    from qdrant_client.http import models as qm
+
+    return qm.SearchParams(idf=qm.IdfCorpusParams(corpus=corpus))
