@@ -100,7 +100,7 @@ class CountingOcr(Ocr):
     def name(self) -> str:
         return "counting"
 
-    def read(self, pages: Sequence[OcrPage]) -> list[str]:
+    def read(self, pages: Sequence[OcrPage], *, deadline: float | None = None) -> list[str]:
         self.pages.extend(pages)
         return [f"Scanned words on a page of {len(page.data)} bytes." for page in pages]
 
@@ -120,7 +120,7 @@ def test_scanned_pages_are_read_by_the_ocr_of_the_ingest_process() -> None:
 def test_an_ocr_outage_reaches_the_caller_and_the_worker_is_not_reused() -> None:
     # Given an OCR engine that is unavailable
     class DownOcr(CountingOcr):
-        def read(self, pages: Sequence[OcrPage]) -> list[str]:
+        def read(self, pages: Sequence[OcrPage], *, deadline: float | None = None) -> list[str]:
             raise ProviderUnavailable("ocr is down")
 
     # When a scan is parsed under the budget
