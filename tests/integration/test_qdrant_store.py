@@ -723,9 +723,15 @@ def test_concurrent_writers_on_one_local_client(store: CollectionStore) -> None:
 
 
 class FakeQdrant:
-    """A loopback HTTP server standing in for Qdrant Cloud that answers every request the same way."""
+    """A loopback HTTP server standing in for Qdrant Cloud that answers every request the same way, but
+    for the paths in ``routes``, answered 200 with their own body."""
 
-    def __init__(self, status: int, body: bytes = b'{"status":{"error":"boom"}}') -> None:
+    def __init__(
+        self,
+        status: int,
+        body: bytes = b'{"status":{"error":"boom"}}',
+        routes: dict[str, bytes] | None = None,
+    ) -> None:
         self.status, self.body, self.requests = status, body, 0
         owner = self
 
@@ -733,11 +739,13 @@ class FakeQdrant:
             def _answer(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 owner.requests += 1
-                self.send_response(owner.status)
+                routed = (routes or {}).get(self.path.split("?")[0])
+                body = owner.body if routed is None else routed
+                self.send_response(owner.status if routed is None else 200)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(owner.body)))
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(owner.body)
+                self.wfile.write(body)
 
             do_GET = do_POST = do_PUT = do_DELETE = _answer
 
@@ -757,8 +765,10 @@ class FakeQdrant:
 def fake_qdrant() -> Iterator[Any]:
     servers: list[FakeQdrant] = []
 
-    def start(status: int, body: bytes = b'{"status":{"error":"boom"}}') -> FakeQdrant:
-        servers.append(FakeQdrant(status, body))
+    def start(
+        status: int, body: bytes = b'{"status":{"error":"boom"}}', routes: dict[str, bytes] | None = None
+    ) -> FakeQdrant:
+        servers.append(FakeQdrant(status, body, routes))
         return servers[-1]
 
     yield start
@@ -808,3 +818,16 @@ def test_a_rejected_search_is_a_bad_request(fake_qdrant: Any) -> None:
     with pytest.raises(BadRequest, match="wrong filter"):
         store.search(query("acme", "alpha"))
     assert sleeps == []
+
+
+def test_a_qdrant_server_that_cannot_count_idf_per_tenant_is_refused(fake_qdrant: Any) -> None:
+    # Given a Qdrant 1.18 server (no SearchParams.idf: its BM25 statistics would span every tenant)
+    exists = b'{"result":{"exists":true},"status":"ok","time":0}'
+    version = b'{"title":"qdrant - vector search engine","version":"1.18.2","commit":"abc"}'
+    routes = {"/": version}
+    server = fake_qdrant(500, routes=routes)
+    store = remote_store(server.url, [])
+    routes[f"/collections/{store.collection_name}/exists"] = exists
+    # When the store first searches, Then it refuses the server, saying which version is needed
+    with pytest.raises(ConfigurationError, match=r"^Qdrant 1\.18\.2 cannot keep BM25 statistics per tenant"):
+        store.search(query("acme", "alpha"))
