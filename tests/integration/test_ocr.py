@@ -6,6 +6,7 @@ the local engine is Debian's tesseract itself."""
 
 from __future__ import annotations
 
+import time
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,19 @@ def test_a_throttle_within_the_retries_is_absorbed(fake_textract: FakeTextract) 
     # Then botocore's retry absorbed the throttle
     assert "Tuesdays and Fridays" in read
     assert len(fake_textract.calls) == 2
+
+
+def test_textract_starts_no_page_after_the_deadline(fake_textract: FakeTextract) -> None:
+    # Given two pages and a parse deadline that has passed
+    image, text = render_page(PAGE_TWO)
+    fake_textract.register(image, text)
+    ocr = TextractOcr(OcrSettings(engine="textract"), client=fake_textract.client())
+    pages = [OcrPage(png_bytes(image), "image/png")] * 2
+    # When they are read, Then no page is sent and each gives no text
+    assert ocr.read(pages, deadline=time.monotonic() - 1) == ["", ""]
+    assert fake_textract.calls == []
+    # while with time left both are read
+    assert all("thirty-six months" in page for page in ocr.read(pages, deadline=time.monotonic() + 60))
 
 
 def test_an_outage_surfaces_as_a_transient_error(fake_textract: FakeTextract) -> None:
