@@ -21,6 +21,7 @@ import random
 import statistics
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from winnow.adapters.qdrant_collection import CollectionStore, QueryPlan
@@ -125,17 +126,17 @@ def measure(engine: str, points: int, queries: int, seed: int = 7) -> dict[str, 
     }
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--points", type=int, default=5_000, help="chunks per tenant (Edge)")
     parser.add_argument("--local-points", type=int, default=1_000, help="chunks per tenant (local mode)")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rows = [measure("edge", args.points, args.queries), measure("local", args.local_points, args.queries)]
     if args.json:
         print(json.dumps(rows, indent=2))
-        return
+        return 0
     print("| engine | chunks per tenant | IDF over | largest change of eve's scores | median ms per query |")
     print("|---|---|---|---|---|")
     for r in rows:
@@ -143,7 +144,8 @@ def main() -> None:
             change, ms = r[f"eve_change_idf_over_{scope}"], r[f"median_ms_idf_over_{scope}"]
             print(f"| {r['engine']} | {r['points_per_tenant']:,} | {scope} | {change:.1%} | {ms} |")
         print(f"| {r['engine']} | | tenant / collection | | {r['ratio']}x |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
