@@ -238,3 +238,17 @@ def test_documents_benchmark_prints_ocr_and_hit_rates(capsys: pytest.CaptureFixt
     assert 0.0 <= result["hit3_scans_default"] <= result["hit3_scans"]
     assert 0 < result["default_threshold"] < 1
     assert result["table_questions_pdf"] >= 13 and result["hit3_tables_pdf"] > 0.5
+
+
+def test_tenant_idf_shows_scores_isolated_on_both_engines(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import tenant_idf
+
+    # When the benchmark runs on a small collection of two tenants
+    assert tenant_idf.main(["--json", "--points", "150", "--local-points", "60", "--queries", "6"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    # Then on each engine the victim's flood moves eve's scores only with the collection-wide IDF
+    assert [row["engine"] for row in rows] == ["edge", "local"]
+    for row in rows:
+        assert row["eve_change_idf_over_tenant"] == 0.0
+        assert row["eve_change_idf_over_collection"] > 0.05
+        assert row["ratio"] > 0

@@ -6,19 +6,29 @@ the local engine is Debian's tesseract itself."""
 
 from __future__ import annotations
 
+import time
 from io import BytesIO
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks.scans import character_error_rate, huge_png_header, png_bytes, render_page, scanned_pdf
+from benchmarks.scans import (
+    character_error_rate,
+    checkerboard_page,
+    huge_png_header,
+    png_bytes,
+    render_page,
+    scanned_pdf,
+)
 from tests.support.documents import make_pdf
 from tests.support.stack import EmbeddedStack
 from tests.support.textract import FakeTextract
 from winnow.adapters.ocr import TesseractOcr, TextractOcr, tesseract_installed
-from winnow.errors import ProviderRateLimited
+from winnow.errors import ParseBudgetExceeded, ProviderRateLimited
+from winnow.parsing.budget import parse_within_budget
 from winnow.ports import OcrPage
-from winnow.settings import OcrSettings
+from winnow.settings import IngestSettings, OcrSettings
 
 PAGE_TWO = (
     "Warranty claims for the Beacon sensor are accepted for thirty-six months after purchase.\n\n"
@@ -131,6 +141,19 @@ def test_a_throttle_within_the_retries_is_absorbed(fake_textract: FakeTextract) 
     assert len(fake_textract.calls) == 2
 
 
+def test_textract_starts_no_page_after_the_deadline(fake_textract: FakeTextract) -> None:
+    # Given two pages and a parse deadline that has passed
+    image, text = render_page(PAGE_TWO)
+    fake_textract.register(image, text)
+    ocr = TextractOcr(OcrSettings(engine="textract"), client=fake_textract.client())
+    pages = [OcrPage(png_bytes(image), "image/png")] * 2
+    # When they are read, Then no page is sent and each gives no text
+    assert ocr.read(pages, deadline=time.monotonic() - 1) == ["", ""]
+    assert fake_textract.calls == []
+    # while with time left both are read
+    assert all("thirty-six months" in page for page in ocr.read(pages, deadline=time.monotonic() + 60))
+
+
 def test_an_outage_surfaces_as_a_transient_error(fake_textract: FakeTextract) -> None:
     image, text = render_page("Pallets ship on Tuesdays and Fridays only.")
     fake_textract.register(image, text)
@@ -223,3 +246,62 @@ def test_tesseract_reads_a_clean_200_dpi_scan_within_two_percent_cer() -> None:
     # Then each is within the 2 % character error goal
     assert character_error_rate(text, from_png) <= 0.02, from_png
     assert character_error_rate(text, from_pdf) <= 0.02, from_pdf
+
+
+def counting_tesseract(folder: Path) -> tuple[str, Path]:
+    """The real tesseract behind a script that notes each start in a file (the work done, counted)."""
+    starts = folder / "starts"
+    script = folder / "tesseract"
+    script.write_text(f'#!/bin/sh\necho started >> "{starts}"\nexec tesseract "$@"\n')
+    script.chmod(0o755)
+    return str(script), starts
+
+
+def repeated_page(pdf: bytes, times: int) -> bytes:
+    """The PDF's one page ``times`` over, every page drawing the same image object (1.6 MB for 100)."""
+    from pypdf import PdfReader, PdfWriter
+
+    page = PdfReader(BytesIO(pdf)).pages[0]
+    writer = PdfWriter()
+    for _ in range(times):
+        writer.add_page(page)
+    out = BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def started(starts: Path) -> int:
+    return len(starts.read_text().splitlines()) if starts.exists() else 0
+
+
+@needs_tesseract
+def test_a_scan_of_a_hundred_hostile_pages_fails_within_the_parse_budget(tmp_path: Path) -> None:
+    # Given a PDF of 100 checkerboard scans (each costs tesseract seconds) and a 10 s parse budget
+    pdf = repeated_page(scanned_pdf([checkerboard_page()]), 100)
+    command, starts = counting_tesseract(tmp_path)
+    ocr = TesseractOcr(OcrSettings(), command=command)
+    # When it is parsed under the budget with the local engine
+    with pytest.raises(ParseBudgetExceeded) as raised:
+        parse_within_budget("acme/boards.pdf", pdf, IngestSettings(parse_timeout_seconds=10), ocr=ocr)
+    # Then the document fails with a one-line reason naming the budget, OCR included
+    assert str(raised.value) == "parsing took longer than the 10 s time budget (OCR included)"
+    # and OCR stopped at the deadline: some pages were started, far from the hundred
+    assert 1 <= started(starts) <= 50
+
+
+@needs_tesseract
+def test_local_ocr_runs_under_its_memory_cap(tmp_path: Path) -> None:
+    # Given a 200 MB cap on each tesseract process
+    settings = OcrSettings(local_memory_mb=200)
+    ocr = TesseractOcr(settings)
+    # When a page of text is read, it is read as before
+    image, text = render_page(PAGE_TWO, seed=1)
+    parsed = parse_within_budget("acme/notice.png", png_bytes(image), ocr=ocr, ocr_settings=settings)
+    assert character_error_rate(text, " ".join(b.text for b in parsed.blocks)) <= 0.02
+    # But a 12 KB checkerboard image that needs about 190 MB of tesseract's memory fails with the cap's
+    # reason, on one line (without the cap it is read to no text at all, after seconds)
+    with pytest.raises(ParseBudgetExceeded) as raised:
+        parse_within_budget("acme/board.png", png_bytes(checkerboard_page()), ocr=ocr, ocr_settings=settings)
+    assert str(raised.value) == (
+        "OCR of a page needs more than the 200 MB memory budget of local OCR (WINNOW_OCR_LOCAL_MEMORY_MB)"
+    )

@@ -29,7 +29,8 @@ class RecordingQdrant:
     """A loopback Qdrant REST server that knows one collection: it records each request's method, path
     and JSON body, creates the collection from the PUT it receives and answers queries with no points."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: str = "1.19.0") -> None:
+        self.version = version
         self.requests: list[tuple[str, str, Any]] = []
         self.created: dict[str, Any] | None = None
         recorder = self
@@ -45,10 +46,16 @@ class RecordingQdrant:
                 body = json.loads(self.rfile.read(length) or b"null")
                 path = self.path.split("?", 1)[0]
                 recorder.requests.append((self.command, path, body))
+                if path == "/":  # the server's version, answered bare as Qdrant does
+                    self._send(
+                        {"title": "qdrant - vector search engine", "version": recorder.version}, bare=True
+                    )
+                    return
                 self._send(recorder.result(self.command, path, body))
 
-            def _send(self, result: Any) -> None:
-                payload = json.dumps({"result": result, "status": "ok", "time": 0.0}).encode()
+            def _send(self, result: Any, bare: bool = False) -> None:
+                answer = result if bare else {"result": result, "status": "ok", "time": 0.0}
+                payload = json.dumps(answer).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -190,6 +197,24 @@ def test_dense_search_rescores_quantized_candidates(cloud: RecordingQdrant, mode
     if mode == "hybrid":
         sparse = next(s for s in searches if s["using"] == "bm25")
         assert "quantization" not in (sparse.get("params") or {})
+
+
+@pytest.mark.parametrize("mode", ["sparse", "hybrid"])
+def test_sparse_searches_count_idf_over_the_tenants_points_only(cloud: RecordingQdrant, mode: str) -> None:
+    # Given a store on a Qdrant 1.19 server
+    store = remote_store(cloud, qsettings())
+    store.ensure_collection()
+    # When acme searches with a metadata filter
+    store.search(query("acme", "alpha beta", mode=mode, filters={"department": "eng"}))
+    # Then the sparse request names acme's points, and only them, as the IDF corpus (not the metadata
+    # filter: filters narrow results, they do not re-weigh terms)
+    (body,) = cloud.named("POST", "/points/query/batch")
+    sparse = next(s for s in body["searches"] if s["using"] == "bm25")
+    tenant = {"key": "tenant", "match": {"value": "acme"}}
+    assert sparse["params"]["idf"] == {"corpus": {"must": [tenant]}}
+    assert tenant in sparse["filter"]["must"] and len(sparse["filter"]["must"]) == 2
+    # And the server's version was checked once, before the collection was read
+    assert [p for m, p, _ in cloud.requests if p == "/"] == ["/"]
 
 
 def test_without_quantization_searches_ask_for_no_rescoring(cloud: RecordingQdrant) -> None:

@@ -496,6 +496,32 @@ def test_sparse_search_only_finds_documents_sharing_terms(filled: CollectionStor
     assert filled.search(query("acme", "unknown words", mode="sparse")) == []
 
 
+def sparse_scores(store: CollectionStore, tenant: str, text: str) -> dict[str, float | None]:
+    """Each hit's BM25 score in sparse mode and in hybrid mode (its ``sparse_score``)."""
+    found = {f"sparse {h.key}": h.score for h in store.search(query(tenant, text, mode="sparse", limit=200))}
+    found.update({f"hybrid {h.key}": h.sparse_score for h in store.search(query(tenant, text, limit=200))})
+    return found
+
+
+def test_a_tenants_bm25_scores_ignore_other_tenants_documents(store: CollectionStore) -> None:
+    # Given each tenant holds a document with the term "zeta" and the scores each gets for it
+    store.upsert([point("bravo", "own.txt", "zeta eta"), point("bravo", "misc.txt", "alpha beta")])
+    store.upsert([point("acme", "mine.txt", "zeta theta")])
+    bravo_before = sparse_scores(store, "bravo", "zeta eta")
+    # When acme indexes 50 documents sharing the term (collection-wide IDF made "zeta" common)
+    store.upsert([point("acme", f"zeta{i}.txt", "zeta theta", index=i) for i in range(50)])
+    # Then bravo's BM25 scores for its own document are exactly what they were, in both modes
+    assert sparse_scores(store, "bravo", "zeta eta") == bravo_before
+    assert bravo_before["sparse own.txt"] is not None and bravo_before["hybrid own.txt"] is not None
+    # And the other way round: bravo's 50 documents with "eta" and "zeta" leave acme's scores alone
+    acme_before = sparse_scores(store, "acme", "zeta theta")
+    store.upsert([point("bravo", f"eta{i}.txt", "eta zeta theta", index=i) for i in range(50)])
+    assert sparse_scores(store, "acme", "zeta theta") == acme_before
+    assert len(acme_before) == 2 * 51
+    # While IDF still works within a tenant: bravo's own 50 new "zeta" documents make the term common
+    assert sparse_scores(store, "bravo", "zeta eta")["sparse own.txt"] < bravo_before["sparse own.txt"]  # type: ignore[operator]
+
+
 def test_hybrid_fuses_dense_and_sparse_with_configurable_rrf_k(engine: Engine) -> None:
     for k in (10, 60):
         name = f"rrf{k}"
@@ -697,9 +723,15 @@ def test_concurrent_writers_on_one_local_client(store: CollectionStore) -> None:
 
 
 class FakeQdrant:
-    """A loopback HTTP server standing in for Qdrant Cloud that answers every request the same way."""
+    """A loopback HTTP server standing in for Qdrant Cloud that answers every request the same way, but
+    for the paths in ``routes``, answered 200 with their own body."""
 
-    def __init__(self, status: int, body: bytes = b'{"status":{"error":"boom"}}') -> None:
+    def __init__(
+        self,
+        status: int,
+        body: bytes = b'{"status":{"error":"boom"}}',
+        routes: dict[str, bytes] | None = None,
+    ) -> None:
         self.status, self.body, self.requests = status, body, 0
         owner = self
 
@@ -707,11 +739,13 @@ class FakeQdrant:
             def _answer(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 owner.requests += 1
-                self.send_response(owner.status)
+                routed = (routes or {}).get(self.path.split("?")[0])
+                body = owner.body if routed is None else routed
+                self.send_response(owner.status if routed is None else 200)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(owner.body)))
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(owner.body)
+                self.wfile.write(body)
 
             do_GET = do_POST = do_PUT = do_DELETE = _answer
 
@@ -731,8 +765,10 @@ class FakeQdrant:
 def fake_qdrant() -> Iterator[Any]:
     servers: list[FakeQdrant] = []
 
-    def start(status: int, body: bytes = b'{"status":{"error":"boom"}}') -> FakeQdrant:
-        servers.append(FakeQdrant(status, body))
+    def start(
+        status: int, body: bytes = b'{"status":{"error":"boom"}}', routes: dict[str, bytes] | None = None
+    ) -> FakeQdrant:
+        servers.append(FakeQdrant(status, body, routes))
         return servers[-1]
 
     yield start
@@ -782,3 +818,16 @@ def test_a_rejected_search_is_a_bad_request(fake_qdrant: Any) -> None:
     with pytest.raises(BadRequest, match="wrong filter"):
         store.search(query("acme", "alpha"))
     assert sleeps == []
+
+
+def test_a_qdrant_server_that_cannot_count_idf_per_tenant_is_refused(fake_qdrant: Any) -> None:
+    # Given a Qdrant 1.18 server (no SearchParams.idf: its BM25 statistics would span every tenant)
+    exists = b'{"result":{"exists":true},"status":"ok","time":0}'
+    version = b'{"title":"qdrant - vector search engine","version":"1.18.2","commit":"abc"}'
+    routes = {"/": version}
+    server = fake_qdrant(500, routes=routes)
+    store = remote_store(server.url, [])
+    routes[f"/collections/{store.collection_name}/exists"] = exists
+    # When the store first searches, Then it refuses the server, saying which version is needed
+    with pytest.raises(ConfigurationError, match=r"^Qdrant 1\.18\.2 cannot keep BM25 statistics per tenant"):
+        store.search(query("acme", "alpha"))

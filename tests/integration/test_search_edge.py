@@ -364,6 +364,29 @@ def test_the_query_cache_never_serves_one_tenant_anothers_query(loaded: Embedded
     assert embed_calls() == before + 1
 
 
+# --- 13: BM25 statistics are the tenant's own (issue 31) ---------------------------------------------------
+def test_another_tenants_documents_never_move_a_tenants_keyword_scores(loaded: EmbeddedStack) -> None:
+    def scores(tenant: str) -> list[tuple[str, float, float]]:
+        status, body = loaded.search(
+            "turbine pallets", tenant=tenant, mode="sparse", relevance_threshold=0, top_k=50, candidates=50
+        )
+        assert status == 200, body
+        return [(r["key"], r["score"], r["vector_score"]) for r in body["results"]]
+
+    # Given globex's keyword scores for its own document
+    globex_before = scores("globex")
+    assert [key for key, _, _ in globex_before] == ["globex/notes.md"]
+    # When acme indexes 30 documents full of the same words (collection-wide IDF made them common)
+    for number in range(30):
+        text = f"Turbine pallets, batch {number}: turbine blades on pallets of turbine parts."
+        assert loaded.upload(f"acme/batch{number}.txt", text.encode())["status"] == "indexed"
+    # Then globex's passage scores exactly as before: nothing tells globex what acme holds
+    assert scores("globex") == globex_before
+    # And acme's own documents do count for acme (IDF is per tenant, not switched off)
+    acme = {key: vector for key, _, vector in scores("acme")}
+    assert acme["acme/notes.md"] < globex_before[0][2]
+
+
 # --- 12: the tenant rule at the edge ----------------------------------------------------------------------
 @pytest.mark.parametrize("claim", ["acme\n", "acme\r\n", " acme", "acme ", "acme/x", "-acme", "a" * 129, ""])
 def test_a_tenant_claim_that_breaks_the_rule_is_403(loaded: EmbeddedStack, claim: str) -> None:

@@ -4,6 +4,7 @@ cannot allocate past the memory budget; the answer is the same as an in-process 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -100,7 +101,7 @@ class CountingOcr(Ocr):
     def name(self) -> str:
         return "counting"
 
-    def read(self, pages: Sequence[OcrPage]) -> list[str]:
+    def read(self, pages: Sequence[OcrPage], *, deadline: float | None = None) -> list[str]:
         self.pages.extend(pages)
         return [f"Scanned words on a page of {len(page.data)} bytes." for page in pages]
 
@@ -120,7 +121,7 @@ def test_scanned_pages_are_read_by_the_ocr_of_the_ingest_process() -> None:
 def test_an_ocr_outage_reaches_the_caller_and_the_worker_is_not_reused() -> None:
     # Given an OCR engine that is unavailable
     class DownOcr(CountingOcr):
-        def read(self, pages: Sequence[OcrPage]) -> list[str]:
+        def read(self, pages: Sequence[OcrPage], *, deadline: float | None = None) -> list[str]:
             raise ProviderUnavailable("ocr is down")
 
     # When a scan is parsed under the budget
@@ -129,6 +130,29 @@ def test_an_ocr_outage_reaches_the_caller_and_the_worker_is_not_reused() -> None
     # Then the outage is the caller's to retry, and no worker waiting for an answer is kept
     assert _worker_pids() == set()
     assert parse_within_budget("acme/a.md", b"# A\n\nText.") == parse_document("acme/a.md", b"# A\n\nText.")
+
+
+def test_ocr_time_counts_against_the_parse_budget() -> None:
+    # Given a warm worker and an OCR engine that takes 3.5 s for a page
+    parse_within_budget("acme/warm.txt", b"Warm up the worker.")
+    deadlines: list[float | None] = []
+
+    class SlowOcr(CountingOcr):
+        def read(self, pages: Sequence[OcrPage], *, deadline: float | None = None) -> list[str]:
+            deadlines.append(deadline)
+            time.sleep(3.5)
+            return super().read(pages, deadline=deadline)
+
+    # When a one-page scan is parsed under a 3 s budget
+    scan, settings = _scan(1), IngestSettings(parse_timeout_seconds=3)
+    started = time.monotonic()
+    with pytest.raises(ParseBudgetExceeded) as raised:
+        parse_within_budget("acme/scan.pdf", scan, settings, ocr=SlowOcr(), ocr_settings=OcrSettings())
+    # Then OCR spent the parse budget (it used to be added back): the document fails, saying so
+    assert str(raised.value) == "parsing took longer than the 3 s time budget (OCR included)"
+    # and the engine was told the budget's deadline, so it could stop there
+    (deadline,) = deadlines
+    assert deadline is not None and 0 <= deadline - (started + 3) < 1
 
 
 def test_a_document_error_comes_back_with_its_class_and_reason() -> None:

@@ -282,9 +282,11 @@ class Ocr(ABC):
     def name(self) -> str: ...
 
     @abstractmethod
-    def read(self, pages: Sequence[OcrPage]) -> list[str]:
+    def read(self, pages: Sequence[OcrPage], *, deadline: float | None = None) -> list[str]:
         """Each page's text, lines separated by newlines, in order. A page the engine cannot read gives
-        an empty string; provider outages raise ``TransientError`` subclasses."""
+        an empty string; provider outages raise ``TransientError`` subclasses. ``deadline`` (a
+        ``time.monotonic()`` instant, the parse budget's): no page is started after it and a local read
+        still running then is stopped, its page giving no text; the caller decides what that means."""
 
 
 class EventQueue(ABC):

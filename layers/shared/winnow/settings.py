@@ -195,6 +195,9 @@ class OcrSettings(BaseSettings):
         default=60_000_000, ge=1, description="Larger page images are refused before any decoding."
     )
     max_side_pixels: int = Field(default=20_000, ge=1, description="Longest side of a page image.")
+    local_memory_mb: int = Field(
+        default=512, ge=128, le=10_240, description="Address-space cap of one local OCR (tesseract) process."
+    )
     textract_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1, description="Textract's sync limit.")
 
 

@@ -7,7 +7,9 @@
   document later). A page Textract cannot read (bad or unsupported image, too large) gives no text and
   does not fail the document. No new package: boto3 comes from the Lambda runtime.
 - ``TesseractOcr``: Debian's ``tesseract-ocr`` (its English model comes in the package, so nothing is
-  downloaded at run time), run as a command. Chosen by measurement over PyPI's ``rapidocr-onnxruntime``,
+  downloaded at run time), run as a command under an address-space cap (``local_memory_mb``, set with
+  ``prlimit`` on the child before it is handed the page: no ``preexec_fn``, which is unsafe in a threaded
+  process), one process per core at most. Chosen by measurement over PyPI's ``rapidocr-onnxruntime``,
   which ships its models in the wheel but missed whole lines and dropped spaces on the same 200-dpi
   scans (docs/benchmarks.md, "Documents as people have them"). ``make demo`` installs it with apt.
 """
@@ -15,12 +17,13 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
 
-from winnow.errors import ConfigurationError, ProviderRateLimited, ProviderRejected
+from winnow.errors import ConfigurationError, ParseBudgetExceeded, ProviderRateLimited, ProviderRejected
 from winnow.observability import IN_LAMBDA, logger
 from winnow.ports import Ocr, OcrPage
 
@@ -69,18 +72,18 @@ class TextractOcr(Ocr):
                 self._client = make_client("textract", self._settings.max_attempts)
             return self._client
 
-    def read(self, pages: Sequence[OcrPage]) -> list[str]:
+    def read(self, pages: Sequence[OcrPage], *, deadline: float | None = None) -> list[str]:
         if not pages:
             return []
         client = self._textract()
         workers = min(self._settings.max_concurrency, len(pages))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="textract") as pool:
-            return list(pool.map(lambda page: self._read_page(client, page), pages))
+            return list(pool.map(lambda page: self._read_page(client, page, deadline), pages))
 
-    def _read_page(self, client: Any, page: OcrPage) -> str:
+    def _read_page(self, client: Any, page: OcrPage, deadline: float | None) -> str:
         from winnow.adapters._aws import error_code, translate
 
-        if len(page.data) > self._settings.textract_max_bytes:
+        if len(page.data) > self._settings.textract_max_bytes or _past(deadline):
             return ""
         try:
             response = client.detect_document_text(Document={"Bytes": page.data})
@@ -128,44 +131,79 @@ class TesseractOcr(Ocr):
     def name(self) -> str:
         return "tesseract"
 
-    def read(self, pages: Sequence[OcrPage]) -> list[str]:
+    def read(self, pages: Sequence[OcrPage], *, deadline: float | None = None) -> list[str]:
+        import os
+
         if not pages:
             return []
-        workers = min(self._settings.max_concurrency, len(pages))
+        # One page per core (each process is single-threaded): more only adds processes' memory.
+        workers = min(self._settings.max_concurrency, len(pages), os.cpu_count() or 1)
+        stop = threading.Event()  # a page over the memory cap fails the document: start no other page
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tesseract") as pool:
-            return list(pool.map(self._read_page, pages))
+            return list(pool.map(lambda page: self._read_page(page, deadline, stop), pages))
 
-    def _read_page(self, page: OcrPage) -> str:
+    def _read_page(self, page: OcrPage, deadline: float | None, stop: threading.Event) -> str:
         import os
+        import signal
         import subprocess
 
+        if stop.is_set() or _past(deadline):
+            return ""
         prepared = page_png(page, self._settings)
-        if prepared is None:
+        timeout = self._timeout if deadline is None else min(self._timeout, deadline - time.monotonic())
+        if prepared is None or timeout <= 0:
             return ""
         png, dpi = prepared
         command = [self._command, "stdin", "stdout", "-l", "eng", "--psm", "3"]
         if dpi:
             command += ["--dpi", str(dpi)]
         try:
-            completed = subprocess.run(  # noqa: S603 - fixed command, image bytes on stdin
+            process = subprocess.Popen(  # noqa: S603 - fixed command, image bytes on stdin
                 command,
-                input=png,
-                capture_output=True,
-                timeout=self._timeout,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 env={**os.environ, "OMP_THREAD_LIMIT": "1"},
-                check=False,
             )
         except FileNotFoundError as exc:
             raise ConfigurationError(
                 "local OCR needs Debian's tesseract-ocr: run `make demo`, or set WINNOW_OCR_ENGINE=none"
             ) from exc
+        try:
+            cap_address_space(process.pid, self._settings.local_memory_mb)
+            out, err = process.communicate(png, timeout=timeout)
         except subprocess.TimeoutExpired:
             logger.info("tesseract timed out on a page")
             return ""
-        if completed.returncode != 0:
-            logger.info("tesseract could not read a page", extra={"returncode": completed.returncode})
-            return ""
-        return completed.stdout.decode("utf-8", errors="replace")
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+        if process.returncode == 0:
+            return out.decode("utf-8", errors="replace")
+        if b"bad_alloc" in err or process.returncode in (-signal.SIGABRT, -signal.SIGKILL):
+            stop.set()
+            raise ParseBudgetExceeded(
+                f"OCR of a page needs more than the {self._settings.local_memory_mb} MB memory budget"
+                " of local OCR (WINNOW_OCR_LOCAL_MEMORY_MB)"
+            )
+        logger.info("tesseract could not read a page", extra={"returncode": process.returncode})
+        return ""
+
+
+def cap_address_space(pid: int, memory_mb: int) -> None:
+    """Lower a child's address-space limit (``RLIMIT_AS``): an allocation past it fails in that process
+    (tesseract aborts with ``bad_alloc``), never in ours. Lowering a limit needs no privilege."""
+    import resource
+    from contextlib import suppress
+
+    limit = memory_mb * 1024 * 1024
+    with suppress(ProcessLookupError):  # it already exited: nothing left to cap
+        resource.prlimit(pid, resource.RLIMIT_AS, (limit, limit))
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def tesseract_installed(command: str = "tesseract") -> bool:

@@ -1,9 +1,11 @@
 """What every Qdrant engine's ``VectorStore`` shares: the collection rules, written once.
 
 One collection per embedding profile (``<prefix>_<profile slug>``) with a named dense vector ``dense``
-(cosine) and a sparse vector ``bm25`` whose IDF the engine computes (``Modifier.IDF``). The profile is
-recorded in the collection's metadata and checked before any vector is written or searched, so vectors of
-two models can never meet. Every read and write is scoped by tenant (``qdrant_filters``).
+(cosine) and a sparse vector ``bm25`` whose IDF the engine computes (``Modifier.IDF``), counted over the
+searching tenant's points only (``QueryPlan.idf_corpus``): one tenant's documents never move another's
+scores. The profile is recorded in the collection's metadata and checked before any vector is written
+or searched, so vectors of two models can never meet. Every read and write is scoped by tenant
+(``qdrant_filters``).
 
 ``CollectionStore`` implements the ``VectorStore`` port in terms of a dozen engine calls; the engines
 (``QdrantVectorStore`` on qdrant-client, ``EdgeVectorStore`` on Qdrant Edge) implement only those, so
@@ -111,6 +113,7 @@ class QueryPlan:
     limit: int
     score_threshold: float | None = None
     with_dense: bool = False
+    idf_corpus: Any = None  # sparse: the points IDF is counted over (the tenant's), None = collection-wide
 
 
 class CollectionStore(VectorStore):
@@ -428,13 +431,18 @@ class CollectionStore(VectorStore):
         if query.mode == "sparse" and not has_sparse:
             return []  # nothing to match on (e.g. a query of stop words only)
         where = self._search_filter(query.tenant, query.filters)
+        idf_corpus = tenant_filter(self.conditions, query.tenant)
         if not self._require_for_search():
             return []
         dense = QueryPlan(list(query.dense or []), DENSE_VECTOR, where, query.limit, query.score_threshold)
 
         def sparse(with_dense: bool) -> QueryPlan:
             assert query.sparse is not None
-            return QueryPlan(query.sparse, SPARSE_VECTOR, where, query.limit, with_dense=with_dense)
+            # IDF over the tenant's own points, not the metadata filter's: filters narrow results, they
+            # do not re-weigh terms, and no other tenant's documents make a term common or rare.
+            return QueryPlan(
+                query.sparse, SPARSE_VECTOR, where, query.limit, with_dense=with_dense, idf_corpus=idf_corpus
+            )
 
         if query.mode == "dense":
             plans = [dense]

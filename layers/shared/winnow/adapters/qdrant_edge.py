@@ -369,6 +369,7 @@ class EdgeVectorStore(CollectionStore):
                 score_threshold=p.score_threshold,
                 with_payload=SEARCH_PAYLOAD,
                 with_vector=[DENSE_VECTOR] if p.with_dense else False,
+                params=None if p.idf_corpus is None else E.SearchParams(idf=E.IdfParams(corpus=p.idf_corpus)),
             )
             for p in plans
         ]

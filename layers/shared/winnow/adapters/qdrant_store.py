@@ -7,6 +7,7 @@ The collection rules are ``CollectionStore``'s; filters are ``qdrant_filters``';
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["QdrantVectorStore", "fuse_rrf", "make_qdrant_client", "open_store", "profile_from_metadata"]
 
 T = TypeVar("T")
+MIN_SERVER_VERSION = (1, 19)  # IDF counted over a filter (the tenant's points), SearchParams.idf
 
 # Local mode mutates numpy arrays and a SQLite file without locks of its own: one lock per process
 # serialises every call on a local client (threads of a test, or the local server's workers).
@@ -273,6 +275,8 @@ class QdrantVectorStore(CollectionStore):
         )
 
     def _facts(self) -> CollectionFacts:
+        if not self._local:  # once per container, with the profile check: one round trip
+            require_tenant_idf(self._client.info().version)
         info = self._client.get_collection(self._name)
         vectors = info.config.params.vectors
         dense = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
@@ -376,7 +380,27 @@ def _request(plan: QueryPlan, dense_params: qm.SearchParams | None) -> qm.QueryR
         query=qm.SparseVector(indices=list(plan.vector.indices), values=list(plan.vector.values)),
         using=plan.using,
         filter=plan.where,
+        params=None if plan.idf_corpus is None else _tenant_idf(plan.idf_corpus),
         limit=plan.limit,
         with_payload=SEARCH_PAYLOAD,
         with_vector=[DENSE_VECTOR] if plan.with_dense else False,
     )
+
+
+def require_tenant_idf(version: str) -> None:
+    """Refuse a server that cannot count IDF over one tenant's points (``SearchParams.idf``, Qdrant 1.19):
+    on it one tenant's documents would move every other tenant's BM25 scores."""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    if found is None or (int(found.group(1)), int(found.group(2))) < MIN_SERVER_VERSION:
+        wanted = ".".join(map(str, MIN_SERVER_VERSION))
+        raise ConfigurationError(
+            f"Qdrant {version[:40]} cannot keep BM25 statistics per tenant: "
+            f"Winnow needs Qdrant {wanted} or newer"
+        )
+
+
+def _tenant_idf(corpus: Any) -> qm.SearchParams:
+    """IDF counted over ``corpus`` (the tenant's points), not the whole collection (Qdrant >= 1.19)."""
+    from qdrant_client.http import models as qm
+
+    return qm.SearchParams(idf=qm.IdfCorpusParams(corpus=corpus))

@@ -91,8 +91,9 @@ def parse_within_budget(
     plus whatever ``ocr`` raises (a provider outage is retried, not a broken document).
 
     Pages that need OCR are sent back to this process, which reads them with ``ocr``: the provider's
-    client, its retries and its error translation stay here, and the worker does only parsing. The
-    time spent in OCR is not counted against the parse time budget."""
+    client, its retries and its error translation stay here, and the worker does only parsing. OCR
+    runs inside the same time budget: a scan of many hostile pages cannot take longer than any other
+    document."""
     settings = settings or IngestSettings()
     worker = _POOL.take(settings.parse_memory_mb)
     try:
@@ -206,6 +207,7 @@ class _Worker:
             }
         ).encode()
         key_bytes = key.encode("utf-8", "surrogatepass")
+        ocr_asked = False
         try:
             process.stdin.write(REQUEST_HEADER.pack(len(settings_json), len(key_bytes), len(data)))
             process.stdin.write(settings_json)
@@ -223,9 +225,11 @@ class _Worker:
                 pages = _read_pages(process.stdout, message["ocr"], deadline)
                 if pages is None:
                     break
-                started = time.monotonic()
-                texts = ocr.read(pages)  # raises on an outage: the caller stops this worker
-                deadline += time.monotonic() - started  # the provider's time, not the parser's
+                # raises on an outage (the caller stops this worker); no page is started past the deadline
+                texts = ocr.read(pages, deadline=deadline)
+                ocr_asked = True
+                if time.monotonic() >= deadline:
+                    break  # pages after the deadline were not read: the document is over its budget
                 reply = json.dumps({"texts": list(texts)}).encode("utf-8", "surrogatepass")
                 process.stdin.write(ANSWER_HEADER.pack(len(reply)))
                 process.stdin.write(reply)
@@ -234,8 +238,9 @@ class _Worker:
             pass  # the worker died mid-request, or sent what it should not: judged below
         self.stop()
         if time.monotonic() >= deadline:
+            with_ocr = " (OCR included)" if ocr_asked else ""
             raise ParseBudgetExceeded(
-                f"parsing took longer than the {settings.parse_timeout_seconds:g} s time budget"
+                f"parsing took longer than the {settings.parse_timeout_seconds:g} s time budget{with_ocr}"
             )
         raise ParseBudgetExceeded(
             f"parser process stopped (exit {process.returncode}): the file needs more than the"

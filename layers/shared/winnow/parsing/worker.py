@@ -104,7 +104,8 @@ class ParentOcr:
     def __init__(self, requests: IO[bytes], answers: IO[bytes]) -> None:
         self._requests, self._answers = requests, answers
 
-    def read(self, pages: Sequence[Any]) -> list[str]:
+    def read(self, pages: Sequence[Any], *, deadline: float | None = None) -> list[str]:
+        """``deadline`` is the ingest process's to keep (it holds the budget's clock)."""
         described = [{"media_type": page.media_type, "length": len(page.data)} for page in pages]
         body = json.dumps({"ocr": described}).encode()
         self._answers.write(ANSWER_HEADER.pack(len(body)))

@@ -2,7 +2,9 @@
 
 BM25 scores a document for a query as ``sum over query terms of IDF(t) * tf_weight(t, d)``. The
 IDF needs corpus statistics that change with every upload, so Qdrant keeps them and applies them at
-query time; what stays in the vector is the document side,
+query time, counted over the searching tenant's points only (the store passes the tenant filter as
+the IDF corpus: another tenant's documents never make a term common or rare); what stays in the
+vector is the document side,
 
     tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl))
 
