@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from winnow_local.runtime import ApiResponse, Upload
 from winnow_local.web.forms import UploadError, bucket_key, read_form
+from winnow_local.web.lanes import SERVER
 from winnow_local.web.plumbing import TENANT_HEADER, RequestPlumbing
 
 STATIC_DIR = Path(__file__).with_name("static")
@@ -125,21 +126,34 @@ class WinnowRequestHandler(RequestPlumbing):
             except UnicodeDecodeError:
                 payload = body
         runtime = self.server.runtime
-        response: ApiResponse = self.server.lane.submit(
-            runtime.call_api, self.command, self.path, body=payload, headers=headers
-        ).result()
         path = urlsplit(self.path).path
-        if self.command == "POST" and path == "/uploads" and response.status == 201:
-            response = self._form_for_this_host(response)
-        elif self.command == "DELETE" and path.startswith("/documents/") and response.status == 202:
-            # In AWS the bucket notification runs the removal through ingest; here the server does.
-            from winnow.adapters.objects_local import LocalObjectSource
-            from winnow.factory import get_container
+        method, target = self.command, self.path
 
-            if isinstance(get_container().objects, LocalObjectSource):
-                key = str(response.json()["key"])
-                self.server.lane.submit(runtime.delete_and_ingest, [key]).result()
+        def call() -> ApiResponse:
+            """The request and, for a delete, its removal event, in one lane task: a re-upload queued
+            behind it is written after the removal, as on S3, never removed by it."""
+            response = runtime.call_api(method, target, body=payload, headers=headers)
+            if method == "DELETE" and path.startswith("/documents/") and response.status == 202:
+                # In AWS the bucket notification runs the removal through ingest; here the server does.
+                from winnow.adapters.objects_local import LocalObjectSource
+                from winnow.factory import get_container
+
+                if isinstance(get_container().objects, LocalObjectSource):
+                    runtime.ingest_removals([str(response.json()["key"])])
+            return response
+
+        response = self.server.lane.submit(self._lane_tenant(), call).result()
+        if method == "POST" and path == "/uploads" and response.status == 201:
+            response = self._form_for_this_host(response)
         self._send(response.status, response.headers, response.body)
+
+    def _lane_tenant(self) -> str:
+        """Whose turn on the lane this request waits for: its tenant header (checked by then), else the
+        server's own queue (``/health``)."""
+        from winnow.rules import is_tenant
+
+        tenant = self.headers.get(TENANT_HEADER)
+        return tenant if tenant is not None and is_tenant(tenant) else SERVER
 
     def _form_for_this_host(self, response: ApiResponse) -> ApiResponse:
         """The form's URL on the host the caller used (localhost or 127.0.0.1, a LAN name it allows), so
@@ -189,7 +203,7 @@ class WinnowRequestHandler(RequestPlumbing):
             return
         upload = Upload(signed.key, form.file, signed.metadata, signed.content_type)
         try:
-            self.server.lane.submit(self.server.runtime.put_and_ingest, [upload]).result()
+            self.server.lane.submit(tenant, self.server.runtime.put_and_ingest, [upload]).result()
         except InvalidKey as exc:
             self._send_error(400, "bad_request", f"unusable key: {exc}")
             return
@@ -216,7 +230,9 @@ class WinnowRequestHandler(RequestPlumbing):
 
         runtime = self.server.runtime
         try:
-            results = self.server.lane.submit(runtime.put_and_ingest, [Upload(full_key, data)]).result()
+            results = self.server.lane.submit(
+                tenant, runtime.put_and_ingest, [Upload(full_key, data)]
+            ).result()
         except InvalidKey as exc:  # the bucket's own refusal, e.g. a key that runs through an object
             self._send_error(400, "bad_request", f"unusable key: {exc}")
             return
