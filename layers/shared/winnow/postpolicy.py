@@ -112,6 +112,7 @@ class SignedObject:
     key: str
     content_type: str | None
     metadata: dict[str, str]
+    fields: dict[str, str]  # every checked field: a field a policy comes to pin is read from here
 
 
 def signed_object(fields: dict[str, str]) -> SignedObject:
@@ -120,4 +121,4 @@ def signed_object(fields: dict[str, str]) -> SignedObject:
     if isinstance(given, str):
         raise ValueError(given)
     metadata = {n[len(_META) :]: v for n, v in given.items() if n.startswith(_META)}
-    return SignedObject(given["key"], given.get("content-type"), metadata)
+    return SignedObject(given["key"], given.get("content-type"), metadata, given)
