@@ -7,7 +7,7 @@ searches one after another while 20 clients of tenant ``a`` send the most expens
 latency alone, then under that load with every task in one queue (the lane before issue 31) and with the
 lane's per-tenant turns. Loopback only; every loop is bounded.
 
-Run: ``.venv/bin/python -m benchmarks.serve_search_cost`` (about 2 minutes; ``--docs`` sets the size)."""
+Run: ``.venv/bin/python -m benchmarks.serve_search_cost`` (about 3 minutes; ``--docs`` sets the size)."""
 
 from __future__ import annotations
 
@@ -99,20 +99,26 @@ def _service_call(body: dict[str, Any]) -> Callable[[], Any]:
 def server(home: Path) -> Iterator[Any]:
     import os
 
-    os.environ["WINNOW_HOME"] = str(home)
     from winnow.factory import reset_container
     from winnow_local.web.server import make_server, warm_up
 
+    before = os.environ.get("WINNOW_HOME")
+    os.environ["WINNOW_HOME"] = str(home)
     reset_container()
     httpd = make_server("127.0.0.1", 0, quiet=True)
-    warm_up(httpd)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
     try:
+        warm_up(httpd)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
         yield httpd
     finally:
         httpd.shutdown()
         httpd.server_close()
+        if before is None:
+            os.environ.pop("WINNOW_HOME", None)
+        else:
+            os.environ["WINNOW_HOME"] = before
+        reset_container()
 
 
 def _search(url: str, tenant: str, body: dict[str, Any], client: httpx.Client) -> tuple[int, float]:

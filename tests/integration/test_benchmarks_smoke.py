@@ -238,3 +238,21 @@ def test_documents_benchmark_prints_ocr_and_hit_rates(capsys: pytest.CaptureFixt
     assert 0.0 <= result["hit3_scans_default"] <= result["hit3_scans"]
     assert 0 < result["default_threshold"] < 1
     assert result["table_questions_pdf"] >= 13 and result["hit3_tables_pdf"] > 0.5
+
+
+def test_search_cost_benchmark_prints_costs_and_the_lanes(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import serve_search_cost
+
+    serve_search_cost.main(
+        ["--docs", "3", "--repeats", "1", "--clients", "2", "--each", "2", "--b-count", "2"]
+    )
+    out = capsys.readouterr().out
+    rows = {
+        line.split("  ")[0]: line.split() for line in out.splitlines() if line.startswith(("old", "worst"))
+    }
+    # the old limits' bodies are refused now, the worst valid body is answered
+    old = [r for name, r in rows.items() if name.startswith("old")]
+    assert len(old) == 2 and all("422" in r for r in old), rows
+    assert "200" in rows["worst valid now"]
+    for lane in ("b alone", "one queue (before)", "per-tenant turns"):
+        assert lane in out
