@@ -326,8 +326,68 @@ def backend_for(args: Any, environ: Mapping[str, str] | None = None) -> Backend:
     return HttpBackend(args.api_url, token, args.tenant)
 
 
+def unreadable_reply(error: Exception) -> Any:
+    """The JSON-RPC error for a line the SDK could not read, or None when none is owed (a notification).
+    The SDK drops such lines, so a request holding a lone surrogate (``"\\ud800"``, valid JSON to Python
+    but not to pydantic, and not text) was never answered: the agent waited forever."""
+    import json
+
+    from mcp_types import JSONRPCError
+    from mcp_types.jsonrpc import ErrorData
+    from pydantic import ValidationError
+
+    line = (
+        next((e.get("input") for e in error.errors()), None) if isinstance(error, ValidationError) else None
+    )
+    try:
+        message = json.loads(line) if isinstance(line, str | bytes) else None
+    except ValueError:
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=-32700, message="Parse error"))
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    request_id = (
+        message["id"]
+        if isinstance(message["id"], str | int) and not isinstance(message["id"], bool)
+        else None
+    )
+    try:
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        text = "Invalid params: text must be valid Unicode (a lone UTF-16 surrogate such as \\ud800 is not)"
+        return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=-32602, message=text))
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=-32600, message="Invalid Request"))
+
+
+async def serve_stdio(server: Any) -> None:
+    """``MCPServer.run_stdio_async``, plus an answer to every request the SDK cannot read (it has no hook
+    for those: its stdio transport queues the parse error, and its dispatcher logs and drops it)."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    # The server run_stdio_async runs, with our screen in front of it (the SDK offers no public hook).
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def screen() -> None:
+            async with send:
+                async for item in read_stream:
+                    reply = unreadable_reply(item) if isinstance(item, Exception) else None
+                    if reply is not None:
+                        await write_stream.send(SessionMessage(reply))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(screen)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+
+
 def cmd_mcp(args: Any) -> int:
     import sys
+
+    import anyio
 
     backend = backend_for(args)
     if isinstance(backend, LocalBackend):
@@ -335,5 +395,5 @@ def cmd_mcp(args: Any) -> int:
         if reason:  # stdout is the protocol; the agent's host shows stderr
             print(f"winnow mcp: {reason}", file=sys.stderr, flush=True)
     server = build_server(WinnowTools(backend))
-    server.run("stdio")
+    anyio.run(serve_stdio, server)
     return 0

@@ -252,3 +252,21 @@ def test_tenant_idf_shows_scores_isolated_on_both_engines(capsys: pytest.Capture
         assert row["eve_change_idf_over_tenant"] == 0.0
         assert row["eve_change_idf_over_collection"] > 0.05
         assert row["ratio"] > 0
+
+
+def test_search_cost_benchmark_prints_costs_and_the_lanes(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import serve_search_cost
+
+    serve_search_cost.main(
+        ["--docs", "3", "--repeats", "1", "--clients", "2", "--each", "2", "--b-count", "2"]
+    )
+    out = capsys.readouterr().out
+    rows = {
+        line.split("  ")[0]: line.split() for line in out.splitlines() if line.startswith(("old", "worst"))
+    }
+    # the old limits' bodies are refused now, the worst valid body is answered
+    old = [r for name, r in rows.items() if name.startswith("old")]
+    assert len(old) == 2 and all("422" in r for r in old), rows
+    assert "200" in rows["worst valid now"]
+    for lane in ("b alone", "one queue (before)", "per-tenant turns"):
+        assert lane in out

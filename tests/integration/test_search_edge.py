@@ -202,6 +202,36 @@ def test_error_messages_say_what_is_wrong_and_what_to_send(
     assert "function-after" not in message and "Value error" not in message
 
 
+def test_filters_over_the_cost_limits_are_422_naming_the_limit(loaded: EmbeddedStack) -> None:
+    """Issue 31: 19 fields x 100 values made one search cost 1.65 s against 2.7 ms; the limits are the
+    schema's (one rule for AWS and ``winnow serve``), chosen by benchmarks/serve_search_cost.py."""
+    from winnow.search.schemas import MAX_FILTER_FRACTIONS, MAX_FILTER_VALUES
+
+    def search(filters: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+        body = json.dumps({"query": "holiday", "top_k": 50, "candidates": 200, "filters": filters})
+        return loaded.api("POST", "/search", body, headers={"content-type": "application/json"})
+
+    # Given the most each limit allows: 20 lists of the most values, the most fractional numbers
+    most = {f"f{j}": [f"v{k}" for k in range(MAX_FILTER_VALUES)] for j in range(19)}
+    most["g"] = [k + 0.5 for k in range(MAX_FILTER_FRACTIONS)]
+    assert search(most)[0] == 200
+    # When a list holds one value more, or the lists one fractional number more
+    longer = search({"f": [f"v{k}" for k in range(MAX_FILTER_VALUES + 1)]})
+    split = MAX_FILTER_FRACTIONS // 2 + 1
+    fractions = search({"f": [k + 0.5 for k in range(split)], "g": [k + 0.25 for k in range(split)]})
+    # Then each is a 422 that names the limit
+    assert longer[0] == 422
+    assert f"at most {MAX_FILTER_VALUES}" in error_of(*longer)["message"]
+    assert fractions[0] == 422
+    message = error_of(*fractions)["message"]
+    assert f"{2 * split} fractional numbers" in message and f"at most {MAX_FILTER_FRACTIONS}" in message
+    # and the issue's body, 19 fields x 100 values, is refused as well
+    assert search({f"f{j}": [k + 0.5 for k in range(100)] for j in range(19)})[0] == 422
+    assert search({f"f{j}": [f"v{k}" for k in range(100)] for j in range(19)})[0] == 422
+    # and whole numbers in a list are not fractional numbers (2020.0 is 2020)
+    assert search({"f": [float(2000 + k) for k in range(MAX_FILTER_VALUES)]})[0] == 200
+
+
 def test_a_flood_of_unknown_fields_gets_a_bounded_answer(loaded: EmbeddedStack) -> None:
     # Given a body with 50,000 unknown fields (50,000 validation errors)
     status, headers, body = loaded.api("POST", "/search", {f"x{i}": 1 for i in range(50_000)})

@@ -13,7 +13,6 @@ import sys
 import time
 import traceback
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
@@ -21,6 +20,7 @@ from typing import Any, Protocol
 from winnow.rules import is_tenant
 from winnow_local.runtime import LocalRuntime
 from winnow_local.web.access import ServeSettings
+from winnow_local.web.lanes import FairLane
 
 TENANT_HEADER = "x-winnow-tenant"
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,18}")
@@ -32,7 +32,7 @@ class ServerState(Protocol):
 
     settings: ServeSettings
     runtime: LocalRuntime
-    lane: ThreadPoolExecutor
+    lane: FairLane
     quiet: bool
     upload_secret: bytes
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from winnow_local.runtime import ApiResponse, Upload
-from winnow_local.web.forms import UploadError, bucket_key, parse_form, parse_multipart
+from winnow_local.web.forms import UploadError, bucket_key, read_form
+from winnow_local.web.lanes import SERVER
 from winnow_local.web.plumbing import TENANT_HEADER, RequestPlumbing
 
 STATIC_DIR = Path(__file__).with_name("static")
@@ -127,21 +128,34 @@ class WinnowRequestHandler(RequestPlumbing):
             except UnicodeDecodeError:
                 payload = body
         runtime = self.server.runtime
-        response: ApiResponse = self.server.lane.submit(
-            runtime.call_api, self.command, self.path, body=payload, headers=headers
-        ).result()
         path = urlsplit(self.path).path
-        if self.command == "POST" and path == "/uploads" and response.status == 201:
-            response = self._form_for_this_host(response)
-        elif self.command == "DELETE" and path.startswith("/documents/") and response.status == 202:
-            # In AWS the bucket notification runs the removal through ingest; here the server does.
-            from winnow.adapters.objects_local import LocalObjectSource
-            from winnow.factory import get_container
+        method, target = self.command, self.path
 
-            if isinstance(get_container().objects, LocalObjectSource):
-                key = str(response.json()["key"])
-                self.server.lane.submit(runtime.delete_and_ingest, [key]).result()
+        def call() -> ApiResponse:
+            """The request and, for a delete, its removal event, in one lane task: a re-upload queued
+            behind it is written after the removal, as on S3, never removed by it."""
+            response = runtime.call_api(method, target, body=payload, headers=headers)
+            if method == "DELETE" and path.startswith("/documents/") and response.status == 202:
+                # In AWS the bucket notification runs the removal through ingest; here the server does.
+                from winnow.adapters.objects_local import LocalObjectSource
+                from winnow.factory import get_container
+
+                if isinstance(get_container().objects, LocalObjectSource):
+                    runtime.ingest_removals([str(response.json()["key"])])
+            return response
+
+        response = self.server.lane.submit(self._lane_tenant(), call).result()
+        if method == "POST" and path == "/uploads" and response.status == 201:
+            response = self._form_for_this_host(response)
         self._send(response.status, response.headers, response.body)
+
+    def _lane_tenant(self) -> str:
+        """Whose turn on the lane this request waits for: its tenant header (checked by then), else the
+        server's own queue (``/health``)."""
+        from winnow.rules import is_tenant
+
+        tenant = self.headers.get(TENANT_HEADER)
+        return tenant if tenant is not None and is_tenant(tenant) else SERVER
 
     def _form_for_this_host(self, response: ApiResponse) -> ApiResponse:
         """The form's URL on the host the caller used (localhost or 127.0.0.1, a LAN name it allows), so
@@ -153,43 +167,45 @@ class WinnowRequestHandler(RequestPlumbing):
         return ApiResponse(response.status, response.headers, json.dumps(payload).encode("utf-8"))
 
     def _signed_upload(self) -> None:
-        """A browser's POST of a form from ``/uploads``: verified as S3 verifies a presigned POST."""
-        from winnow.postpolicy import SIGNATURE_FIELD, decode_policy, policy_problem, verify
+        """A browser's POST of a form from ``/uploads``: verified as S3 verifies a presigned POST, and
+        stored exactly as checked (one parse; ``signed_object`` reads the checked fields)."""
+        from winnow.errors import InvalidKey
+        from winnow.postpolicy import SIGNATURE_FIELD, decode_policy, policy_problem, signed_object, verify
+        from winnow.rules import split_key
 
         limit = self.server.max_upload_bytes()
         body = self._read_body(limit + 64 * 1024, required=True)
         if body is None:
             return
         try:
-            fields, data = parse_form(self.headers.get("content-type", ""), body)
+            form = read_form(self.headers.get("content-type", ""), body)
         except UploadError as exc:
             self._send_error(exc.status, exc.code, str(exc))
             return
-        policy = fields.get("policy", "")
-        if not policy or not verify(self.server.upload_secret, policy, fields.get(SIGNATURE_FIELD, "")):
+        policy = form.fields.get("policy", "")
+        if not policy or not verify(self.server.upload_secret, policy, form.fields.get(SIGNATURE_FIELD, "")):
             self._send_error(403, "forbidden", "the upload form's signature does not match: ask /uploads")
             return
-        if data is None:
+        if form.file is None:
             self._send_error(400, "bad_request", "the form has no 'file' field (it must come last)")
             return
         try:
-            problem = policy_problem(decode_policy(policy), fields, len(data))
+            problem = policy_problem(decode_policy(policy), form.fields, len(form.file))
         except ValueError:
             problem = "the policy is not readable"
         if problem is not None:
             self._send_error(403, "forbidden", problem)
             return
-        metadata = {
-            name.lower()[len("x-amz-meta-") :]: value
-            for name, value in fields.items()
-            if name.lower().startswith("x-amz-meta-")
-        }
-        content_type = next((v for k, v in fields.items() if k.lower() == "content-type"), None)
-        upload = Upload(fields["key"], data, metadata, content_type)
-        from winnow.errors import InvalidKey
-
+        signed = signed_object(form.fields)
+        try:  # what this server signs is always an upload key; a policy naming another is not ours
+            tenant, path = split_key(signed.key)
+            bucket_key(tenant, path)
+        except (UploadError, InvalidKey) as exc:
+            self._send_error(403, "forbidden", f"the upload form's key cannot be written: {exc}")
+            return
+        upload = Upload(signed.key, form.file, signed.metadata, signed.content_type)
         try:
-            self.server.lane.submit(self.server.runtime.put_and_ingest, [upload]).result()
+            self.server.lane.submit(tenant, self.server.runtime.put_and_ingest, [upload]).result()
         except InvalidKey as exc:
             self._send_error(400, "bad_request", f"unusable key: {exc}")
             return
@@ -216,7 +232,9 @@ class WinnowRequestHandler(RequestPlumbing):
 
         runtime = self.server.runtime
         try:
-            results = self.server.lane.submit(runtime.put_and_ingest, [Upload(full_key, data)]).result()
+            results = self.server.lane.submit(
+                tenant, runtime.put_and_ingest, [Upload(full_key, data)]
+            ).result()
         except InvalidKey as exc:  # the bucket's own refusal, e.g. a key that runs through an object
             self._send_error(400, "bad_request", f"unusable key: {exc}")
             return
@@ -234,10 +252,15 @@ class WinnowRequestHandler(RequestPlumbing):
         query = parse_qs(urlsplit(self.path).query)
         key: str | None = query["key"][0] if query.get("key") else None
         if content_type.lower().startswith("multipart/form-data"):
-            form_key, data = parse_multipart(content_type, body)
-            if data is None:
+            form = read_form(content_type, body)
+            if form.file is None:
                 raise UploadError(400, "bad_request", "the multipart body has no 'file' part")
-            key = key or form_key
+            form_key = (form.fields.get("key") or "").strip() or None
+            if key is not None and form_key is not None and form_key != key:
+                raise UploadError(
+                    400, "bad_request", "the key is given twice: send it in the URL or the form"
+                )
+            key, data = key or form_key or form.file_name(), form.file
         else:
             data = body
         if not key:

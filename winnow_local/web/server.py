@@ -30,7 +30,9 @@ Routes besides the API:
   unavailable (retry).
 
 Handler calls run on one worker thread: Qdrant's local mode and the SQLite ledger are single-process,
-single-writer stores, and one lane keeps them consistent without locking inside the handlers.
+single-writer stores, and one lane keeps them consistent without locking inside the handlers. The lane
+takes one task from each tenant with work in turn (``winnow_local.web.lanes``), so one tenant's backlog
+never holds another tenant's request behind all of it.
 """
 
 from __future__ import annotations
@@ -42,13 +44,13 @@ import socket
 import sys
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
 from winnow_local.runtime import LocalRuntime, close_local_qdrant, local_qdrant_path
 from winnow_local.web.access import ServeSettings, host_name, is_loopback_name
+from winnow_local.web.lanes import SERVER, FairLane
 from winnow_local.web.routes import WinnowRequestHandler
 
 __all__ = ["ServeSettings", "WinnowHTTPServer", "make_server", "serve", "warm_up"]
@@ -68,7 +70,7 @@ class WinnowHTTPServer(ThreadingHTTPServer):
         super().__init__(address, WinnowRequestHandler)
         self.settings = settings or ServeSettings()
         self.runtime = LocalRuntime()
-        self.lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="winnow-handlers")
+        self.lane = FairLane("winnow-handlers")
         self.quiet = quiet
         self.qdrant_path = local_qdrant_path()
         self._slots = threading.BoundedSemaphore(self.settings.max_connections)
@@ -191,7 +193,7 @@ def warm_up(server: WinnowHTTPServer) -> None:
         _ = container.ledger
         _ = container.objects
 
-    server.lane.submit(load).result()
+    server.lane.submit(SERVER, load).result()
 
 
 def _stop_on_sigterm() -> None:

@@ -65,6 +65,25 @@ def path_problem(tenant: str, path: object) -> str | None:
     return None
 
 
+# A Bedrock-style metadata sidecar: ``<document key>.metadata.json`` carries the document's metadata.
+SIDECAR_SUFFIX = ".metadata.json"
+
+
+def is_sidecar(key: str) -> bool:
+    """Whether ``key`` names a metadata sidecar (of the document whose key it ends)."""
+    return key.endswith(SIDECAR_SUFFIX) and len(key) > len(SIDECAR_SUFFIX)
+
+
+def upload_path_problem(tenant: str, path: object) -> str | None:
+    """Why a caller may not upload a file to ``<tenant>/<path>``, or None. The one rule of every upload
+    route (the search API's signed forms, ``winnow serve``'s ``/upload``): a caller path, and never a
+    sidecar, whose metadata would override the document's."""
+    problem = path_problem(tenant, path)
+    if problem is None and isinstance(path, str) and is_sidecar(object_key(tenant, path)):
+        problem = "the path names a metadata sidecar (*.metadata.json): send metadata in 'metadata'"
+    return problem
+
+
 def object_key(tenant: str, path: str) -> str:
     """The object key of ``path`` within ``tenant``: the first key segment names the tenant."""
     return f"{tenant}/{path}"

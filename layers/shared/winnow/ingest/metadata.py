@@ -11,16 +11,13 @@ from typing import Any
 from winnow.errors import InvalidMetadata
 from winnow.jsonbounds import nesting_depth
 from winnow.rules import FIELD_NAME_RULE, is_field_name
+from winnow.rules import SIDECAR_SUFFIX as SIDECAR_SUFFIX  # defined once there; ingest reads it here
+from winnow.rules import is_sidecar as is_sidecar
 
-SIDECAR_SUFFIX = ".metadata.json"
 MAX_KEY_BYTES = 1024  # S3's limit on an object key, in UTF-8 bytes
 MetadataValue = str | int | float | bool | list[str]
 # The deepest valid sidecar: {"metadataAttributes": {"field": ["a", "b"]}}.
 _MAX_SIDECAR_DEPTH = 3
-
-
-def is_sidecar(key: str) -> bool:
-    return key.endswith(SIDECAR_SUFFIX) and len(key) > len(SIDECAR_SUFFIX)
 
 
 def sidecar_key(document_key: str) -> str:

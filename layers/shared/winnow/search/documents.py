@@ -10,10 +10,9 @@ import mimetypes
 from dataclasses import dataclass
 
 from winnow.errors import BadRequest, InvalidKey, NotFound, ObjectGone
-from winnow.ingest.metadata import is_sidecar
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger, ObjectSource, UploadForm, UploadPolicy
-from winnow.rules import object_key, path_in_tenant, path_problem
+from winnow.rules import object_key, path_in_tenant, path_problem, upload_path_problem
 
 MAX_METADATA_BYTES = 2048  # S3's limit on user metadata, names and values together
 _CONTENT_TYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$&^_.+-")
@@ -24,14 +23,6 @@ class SignedUpload:
     key: str
     form: UploadForm
     expires_in: int
-
-
-def tenant_key(tenant: str, path: str) -> str:
-    """``<tenant>/<path>`` for a path within the tenant, refusing every path that could leave it."""
-    problem = path_problem(tenant, path)
-    if problem is not None:
-        raise BadRequest(problem)
-    return object_key(tenant, path)
 
 
 def _content_type(value: str | None, path: str) -> str:
@@ -56,9 +47,10 @@ def sign_upload(
     """A form that writes exactly ``<tenant>/<path>``: never a sidecar (``*.metadata.json``, whose
     metadata would override the document's), never more than ``max_bytes``. Field names and values were
     checked by the request schema; S3 stores names lowercased, so two names differing only in case clash."""
-    key = tenant_key(tenant, path)
-    if is_sidecar(key):
-        raise BadRequest("the path names a metadata sidecar (*.metadata.json): send metadata in 'metadata'")
+    problem = upload_path_problem(tenant, path)
+    if problem is not None:
+        raise BadRequest(problem)
+    key = object_key(tenant, path)
     lowered: dict[str, str] = {}
     for name, value in metadata.items():
         if name.lower() in lowered:

@@ -94,6 +94,14 @@ class RangeCondition(BaseModel):
         return self
 
 
+# What one search's filters may cost, the same rule in AWS and on `winnow serve` (docs/benchmarks.md,
+# "Search cost"): the engine checks a list's values per point. Past 50 values a list cost 20 x more on
+# Qdrant Edge (20 lists of 100 strings 163 ms, of 50 7 ms, at 300 chunks), and a fractional number in a
+# list is a range condition of its own (about 7 ms each there; an integer or a string joins one MatchAny).
+MAX_FILTER_VALUES = 50
+MAX_FILTER_FRACTIONS = 10
+
+
 def _condition_kind(value: Any) -> str:
     if isinstance(value, dict | RangeCondition):
         return "range"
@@ -102,7 +110,7 @@ def _condition_kind(value: Any) -> str:
 
 FilterCondition = Annotated[
     Annotated[Scalar, Tag("value")]
-    | Annotated[list[Scalar], Field(min_length=1, max_length=100), Tag("list")]
+    | Annotated[list[Scalar], Field(min_length=1, max_length=MAX_FILTER_VALUES), Tag("list")]
     | Annotated[RangeCondition, Tag("range")],
     Discriminator(_condition_kind),
 ]
@@ -141,8 +149,9 @@ class SearchRequest(BaseModel):
     filters: dict[str, FilterCondition] = Field(
         default_factory=dict,
         max_length=20,
-        description="Metadata field → value, list of values (any of), or {gte, lte} for numbers. Also "
-        '`kind` ("text" or "table") and `ocr` (true for text read from scans).',
+        description="Metadata field → value, list of values (any of; at most "
+        f"{MAX_FILTER_VALUES}, and at most {MAX_FILTER_FRACTIONS} fractional numbers in all lists), or "
+        '{gte, lte} for numbers. Also `kind` ("text" or "table") and `ocr` (true for text read from scans).',
     )
     mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
     rerank: Annotated[bool, Field(strict=True)] | None = Field(
@@ -179,6 +188,18 @@ class SearchRequest(BaseModel):
                 raise ValueError(
                     f"filter field {name[:40]!r} is not a metadata field name: use {FIELD_NAME_RULE}"
                 )
+        fractions = sum(
+            1
+            for condition in value.values()
+            if isinstance(condition, list)
+            for item in condition
+            if isinstance(item, float) and not item.is_integer()
+        )
+        if fractions > MAX_FILTER_FRACTIONS:
+            raise ValueError(
+                f"filter lists hold {fractions} fractional numbers: at most {MAX_FILTER_FRACTIONS} in all "
+                '(each is a condition of its own); use a range such as {"gte": 1.5, "lte": 2.5}'
+            )
         return value
 
     @property
