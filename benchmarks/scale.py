@@ -237,6 +237,7 @@ def load(store: Any, corpus: Corpus, progress: Progress) -> float:
 def time_queries(
     store: Any, corpus: Corpus, tenant: str, count: int, max_seconds: float, progress: Progress
 ) -> dict[str, dict[str, float]]:
+    from winnow.access import ReadScope
     from winnow.models import SparseVector
     from winnow.ports import SearchQuery
 
@@ -253,6 +254,7 @@ def time_queries(
                 mode=mode,  # type: ignore[arg-type]
                 limit=LIMIT,
                 filters={},
+                reader=ReadScope(everything=True),
             )
             for dense, terms in queries
         ]

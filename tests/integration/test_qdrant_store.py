@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
+from winnow.access import ReadScope
 from winnow.adapters.qdrant_collection import CollectionStore
 from winnow.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 from winnow.adapters.qdrant_errors import CollectionNotFound
@@ -36,6 +37,8 @@ from winnow.errors import BadRequest, ConfigurationError, ProfileMismatch, Provi
 from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector
 from winnow.ports import FilterValue, RangeFilter, SearchQuery
 from winnow.settings import QdrantSettings
+
+EVERYTHING = ReadScope(everything=True)
 
 # A toy embedding that makes expected rankings obvious: one dense axis and one sparse term per word.
 VOCAB = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
@@ -85,6 +88,7 @@ def query(
     limit: int = 10,
     filters: dict[str, FilterValue] | None = None,
     score_threshold: float | None = None,
+    reader: ReadScope = EVERYTHING,
 ) -> SearchQuery:
     return SearchQuery(
         tenant=tenant,
@@ -93,6 +97,7 @@ def query(
         mode=mode,  # type: ignore[arg-type]
         limit=limit,
         filters=filters or {},
+        reader=reader,
         score_threshold=score_threshold,
     )
 
@@ -264,11 +269,14 @@ def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(en
     assert profile_from_metadata(metadata) == PROFILE
     # And payload indexes were requested: tenant (is_tenant), key, kind, and each configured metadata field
     assert dict(indexes) == {
-        "tenant": True,
-        "key": False,
-        "kind": False,
-        "meta.department": False,
-        "meta.year": False,
+        "tenant": "tenant",
+        "key": "keyword",
+        "kind": "keyword",
+        "access_users": "keyword",
+        "access_groups": "keyword",
+        "access_open": "bool",
+        "meta.department": "keyword",
+        "meta.year": "keyword",
     }
     # When a second store (another container) ensures it again, Then nothing is created again
     again = engine.store()
@@ -405,6 +413,10 @@ def test_the_payload_carries_citation_fields_and_user_metadata(
         "ocr": False,
         "doc_version": '"etag-1"',
         "meta": {"department": "hr", "year": 2021, "public": True},
+        # no access list: open, both lists empty (winnow.access)
+        "access_users": [],
+        "access_groups": [],
+        "access_open": True,
     }
 
 
@@ -509,7 +521,7 @@ def test_hybrid_fuses_dense_and_sparse_with_configurable_rrf_k(engine: Engine) -
 
 def test_hybrid_without_sparse_terms_still_answers_from_dense(filled: CollectionStore) -> None:
     q = query("acme", "alpha")
-    no_terms = SearchQuery(q.tenant, q.dense, SparseVector([], []), "hybrid", 5, {})
+    no_terms = SearchQuery(q.tenant, q.dense, SparseVector([], []), "hybrid", 5, {}, EVERYTHING)
     assert keys(filled.search(no_terms))[0] == "alpha.txt"
 
 
@@ -583,11 +595,11 @@ def test_malformed_filters_are_bad_requests(filled: CollectionStore, filters: di
 def test_malformed_queries_are_refused(filled: CollectionStore) -> None:
     q = query("acme", "alpha")
     with pytest.raises(BadRequest):
-        filled.search(SearchQuery("acme", None, q.sparse, "dense", 5, {}))
+        filled.search(SearchQuery("acme", None, q.sparse, "dense", 5, {}, EVERYTHING))
     with pytest.raises(BadRequest):
-        filled.search(SearchQuery("", q.dense, q.sparse, "dense", 5, {}))
+        filled.search(SearchQuery("", q.dense, q.sparse, "dense", 5, {}, EVERYTHING))
     with pytest.raises(ProfileMismatch):
-        filled.search(SearchQuery("acme", [1.0, 0.0], q.sparse, "dense", 5, {}))
+        filled.search(SearchQuery("acme", [1.0, 0.0], q.sparse, "dense", 5, {}, EVERYTHING))
 
 
 _TENANTS = ["acme", "globex", "initech"]

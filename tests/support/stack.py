@@ -171,8 +171,12 @@ class EmbeddedStack:
         tenant: str | None = "acme",
         query: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        claims: dict[str, Any] | None = None,
     ) -> tuple[int, dict[str, str], Any]:
-        event = http_api_event(method, path, body=body, query=query, headers=headers, tenant=tenant)
+        """One request through the search handler; ``claims``: the JWT's other claims (user, groups)."""
+        event = http_api_event(
+            method, path, body=body, query=query, headers=headers, tenant=tenant, claims=claims
+        )
         response = search_app.handler(event, LocalLambdaContext())
         raw = response.get("body") or ""
         try:

@@ -9,8 +9,10 @@ from typing import IO, Any
 
 from winnow_local.cli.common import (
     TENANT_HELP,
+    add_identity_arguments,
     check_tenant,
     document_name,
+    identity,
     unit_float,
     whole_number,
     wrap,
@@ -50,7 +52,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.max_answer_tokens is not None:
         body["max_answer_tokens"] = args.max_answer_tokens
     payload = post_query(
-        LocalRuntime(), "/answer", body, tenant, echo=args.json, found=lambda p: p.get("answer") is not None
+        LocalRuntime(*identity(args)),
+        "/answer",
+        body,
+        tenant,
+        echo=args.json,
+        found=lambda p: p.get("answer") is not None,
     )
     if not args.json:
         print_answer(payload, tenant)
@@ -66,6 +73,7 @@ def add_ask_parser(commands: Any) -> None:
     )
     ask.add_argument("query", metavar="QUESTION")
     ask.add_argument("--tenant", default=DEFAULT_TENANT, help=TENANT_HELP)
+    add_identity_arguments(ask)
     ask.add_argument("--top-k", type=whole_number, default=None, help="most passages (API default 5)")
     ask.add_argument("--candidates", type=whole_number, default=None, help="candidates per retriever")
     ask.add_argument(

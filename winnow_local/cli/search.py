@@ -11,9 +11,11 @@ from typing import IO, Any
 from winnow.models import DocumentStatus
 from winnow_local.cli.common import (
     TENANT_HELP,
+    add_identity_arguments,
     check_tenant,
     document_name,
     fail_response,
+    identity,
     no_documents,
     print_json,
     tenant_has_documents,
@@ -104,7 +106,7 @@ def post_query(
 def cmd_search(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant)
     body = search_request(args)
-    runtime = LocalRuntime()
+    runtime = LocalRuntime(*identity(args))
     payload = post_query(
         runtime, "/search", body, tenant, echo=args.json, found=lambda p: bool(p.get("results"))
     )
@@ -146,7 +148,7 @@ def list_documents(runtime: LocalRuntime, tenant: str) -> list[dict[str, Any]]:
 
 def cmd_documents(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant)
-    documents = list_documents(LocalRuntime(), tenant)
+    documents = list_documents(LocalRuntime(*identity(args)), tenant)
     if args.json:
         for document in documents:
             print_json(document)
@@ -187,6 +189,7 @@ def add_search_parser(commands: Any) -> None:
     )
     search.add_argument("query", metavar="QUERY")
     search.add_argument("--tenant", default=DEFAULT_TENANT, help=TENANT_HELP)
+    add_identity_arguments(search)
     search.add_argument("--top-k", type=whole_number, default=None, help="most results, 1-50 (default 5)")
     search.add_argument(
         "--candidates", type=whole_number, default=None, help="candidates per retriever, top-k to 200"
@@ -208,5 +211,6 @@ def add_search_parser(commands: Any) -> None:
 def add_documents_parser(commands: Any) -> None:
     documents = commands.add_parser("documents", help="list documents and their ingest status")
     documents.add_argument("--tenant", default=DEFAULT_TENANT, help=TENANT_HELP)
+    add_identity_arguments(documents)
     documents.add_argument("--json", action="store_true", help="one JSON object per document")
     documents.set_defaults(func=cmd_documents)

@@ -18,10 +18,26 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from winnow.access import (
+    GROUPS_FIELD,
+    OPEN_FIELD,
+    PAYLOAD_FIELDS,
+    USERS_FIELD,
+    AccessList,
+    ReadScope,
+    access_of_payload,
+    split_metadata,
+)
 from winnow.adapters.qdrant_errors import CollectionNotFound, QdrantCaller
-from winnow.adapters.qdrant_filters import Conditions, document_filter, search_filter, tenant_filter
+from winnow.adapters.qdrant_filters import (
+    Conditions,
+    document_filter,
+    readable_filter,
+    search_filter,
+    tenant_filter,
+)
 from winnow.adapters.qdrant_points import DENSE_VECTOR, SPARSE_VECTOR, dense_of, fuse_rrf, stored_chunk
 from winnow.errors import (
     BadRequest,
@@ -39,6 +55,7 @@ if TYPE_CHECKING:
     from winnow.settings import QdrantSettings
 
 T = TypeVar("T")
+IndexSchema = Literal["tenant", "keyword", "bool"]
 
 METADATA_KEY = "winnow"  # collection metadata: {"winnow": {"profile": {...}, "schema": 1}}
 SCHEMA_VERSION = 1
@@ -53,6 +70,7 @@ SEARCH_PAYLOAD = [
     "meta",
     "kind",
     "ocr",
+    *PAYLOAD_FIELDS,
 ]
 SCROLL_PAGE = 256
 DELETE_BATCH = 1000
@@ -172,8 +190,9 @@ class CollectionStore(VectorStore):
     def _facts(self) -> CollectionFacts: ...
 
     @abstractmethod
-    def _create_index(self, field: str, is_tenant: bool) -> None:
-        """A keyword payload index (``is_tenant``: the tenant index Qdrant co-locates points by)."""
+    def _create_index(self, field: str, schema: IndexSchema) -> None:
+        """A payload index: ``keyword``, ``bool``, or ``tenant`` (the keyword index Qdrant co-locates
+        points by)."""
 
     @abstractmethod
     def _collection_names(self) -> list[str]: ...
@@ -189,7 +208,8 @@ class CollectionStore(VectorStore):
     def _delete_where(self, where: Any) -> None: ...
 
     @abstractmethod
-    def _set_meta_where(self, where: Any, metadata: dict[str, Any]) -> None: ...
+    def _set_payload_where(self, where: Any, payload: dict[str, Any]) -> None:
+        """Set these top-level payload fields (each replaced whole) on every point ``where`` selects."""
 
     @abstractmethod
     def _count_where(self, where: Any) -> int: ...
@@ -243,13 +263,15 @@ class CollectionStore(VectorStore):
                         raise
             facts = self._call("read collection", self._facts)
             self._verify(facts)
-            wanted = [("tenant", True), ("key", False), ("kind", False)]
-            wanted += [(f"meta.{field}", False) for field in self._settings.metadata_indexes]
-            for field, is_tenant in wanted:
+            wanted: list[tuple[str, IndexSchema]] = [("tenant", "tenant"), ("key", "keyword")]
+            wanted += [("kind", "keyword"), (USERS_FIELD, "keyword"), (GROUPS_FIELD, "keyword")]
+            wanted += [(OPEN_FIELD, "bool")]
+            wanted += [(f"meta.{field}", "keyword") for field in self._settings.metadata_indexes]
+            for field, schema in wanted:
                 if field not in facts.indexed:
                     self._call(
                         "create payload index",
-                        lambda f=field, t=is_tenant: self._create_index(f, t),  # type: ignore[misc]
+                        lambda f=field, t=schema: self._create_index(f, t),  # type: ignore[misc]
                     )
             self._ready = True
 
@@ -345,14 +367,16 @@ class CollectionStore(VectorStore):
         return count
 
     def set_metadata(self, tenant: str, key: str, metadata: dict[str, Any]) -> int:
-        """Replace ``meta`` wholesale: a top-level payload key set replaces its value (it is not deep
-        merged), so fields dropped from the metadata disappear from the points too."""
+        """Replace ``meta`` and the access fields wholesale: a top-level payload key set replaces its
+        value (it is not deep merged), so fields dropped from the metadata disappear from the points too."""
         if not self._require(create=False):
             return 0
         document = document_filter(self.conditions, tenant, key)
         count = self._call("count", lambda: self._count_where(document))
         if count:
-            self._call("set metadata", lambda: self._set_meta_where(document, dict(metadata)))
+            user_meta, access = split_metadata(metadata)
+            payload = {"meta": user_meta, **access}
+            self._call("set metadata", lambda: self._set_payload_where(document, payload))
         return count
 
     # --- reads --------------------------------------------------------------------------------------
@@ -408,8 +432,32 @@ class CollectionStore(VectorStore):
             if offset is None:
                 return
 
-    def _search_filter(self, tenant: str, filters: dict[str, FilterValue]) -> Any:
-        return search_filter(self.conditions, tenant, filters)
+    def _search_filter(
+        self, tenant: str, filters: dict[str, FilterValue], reader: ReadScope | None = None
+    ) -> Any:
+        return search_filter(self.conditions, tenant, reader or ReadScope(), filters)
+
+    def readable_keys(self, tenant: str, reader: ReadScope, keys: Sequence[str]) -> set[str]:
+        """One scroll over each document's first chunk (``chunk_index`` 0): a page of 100 keys reads at
+        most 100 points, however long the documents."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted or not self._require(create=False):
+            return set()
+        c = self.conditions
+        where = readable_filter(c, tenant, reader, c.match_any("key", wanted), c.match("chunk_index", 0))
+        points, _ = self._call("scroll", lambda: self._scroll_page(where, ["key"], False, len(wanted), None))
+        return {str((p.payload or {}).get("key")) for p in points}
+
+    def document_access(self, tenant: str, key: str) -> tuple[bool, AccessList | None]:
+        if not self._require(create=False):
+            return False, None
+        where = document_filter(self.conditions, tenant, key)
+        points, _ = self._call(
+            "scroll", lambda: self._scroll_page(where, list(PAYLOAD_FIELDS), False, 1, None)
+        )
+        if not points:
+            return False, None
+        return True, access_of_payload(points[0].payload or {})
 
     def search(self, query: SearchQuery) -> list[StoredChunk]:
         if query.limit < 1:
@@ -427,7 +475,7 @@ class CollectionStore(VectorStore):
         has_sparse = query.sparse is not None and len(query.sparse.indices) > 0
         if query.mode == "sparse" and not has_sparse:
             return []  # nothing to match on (e.g. a query of stop words only)
-        where = self._search_filter(query.tenant, query.filters)
+        where = self._search_filter(query.tenant, query.filters, query.reader)
         if not self._require_for_search():
             return []
         dense = QueryPlan(list(query.dense or []), DENSE_VECTOR, where, query.limit, query.score_threshold)
