@@ -61,9 +61,9 @@ def service() -> SearchService:
 def _rights() -> documents.Rights:
     """Who may see and change which documents: asked of the store searches read (access lists live on
     its points), the ledger and the bucket."""
-    container = get_container()
-    deny = container.settings.search.default_access == "deny"
-    return documents.Rights(service().store, container.ledger, container.objects, deny)
+    container, searches = get_container(), service()
+    deny = searches.settings.default_access == "deny"  # the rule searches apply, from the same settings
+    return documents.Rights(searches.store, container.ledger, container.objects, deny)
 
 
 def _error(
