@@ -360,9 +360,7 @@ def test_a_groups_claim_is_read_as_identity_providers_send_it(hr: EmbeddedStack,
 
 def test_results_say_restricted_and_show_the_list_only_to_those_who_may_change_it(hr: EmbeddedStack) -> None:
     def result(**who: Any) -> dict[str, Any]:
-        _, _, body = hr.api(
-            "POST", "/search", {"query": "zephyr salary", **_wide()}, claims=claims(**who)
-        )
+        _, _, body = hr.api("POST", "/search", {"query": "zephyr salary", **_wide()}, claims=claims(**who))
         return next(r for r in body["results"] if r["key"] == "acme/hr/pay.md")
 
     member = result(user="bob", groups=["hr"])

@@ -185,8 +185,12 @@ class EmbeddedStack:
             payload = raw
         return int(response["statusCode"]), dict(response.get("headers") or {}), payload
 
-    def search(self, query: str, tenant: str | None = "acme", **fields: Any) -> tuple[int, Any]:
-        status, _, payload = self.api("POST", "/search", {"query": query, **fields}, tenant=tenant)
+    def search(
+        self, query: str, tenant: str | None = "acme", claims: dict[str, Any] | None = None, **fields: Any
+    ) -> tuple[int, Any]:
+        status, _, payload = self.api(
+            "POST", "/search", {"query": query, **fields}, tenant=tenant, claims=claims
+        )
         return status, payload
 
     def embed_calls(self) -> int:
