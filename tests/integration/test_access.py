@@ -11,6 +11,7 @@ grants, in-place access changes without embedding, bad access lists, identity fr
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import json
 from collections.abc import Iterator
@@ -367,3 +368,38 @@ def test_results_say_restricted_and_show_the_list_only_to_those_who_may_change_i
     assert member["restricted"] is True and member["access"] is None
     assert result(user="ann")["access"] == {"users": ["ann"], "groups": ["hr"]}
     assert result(groups=[ADMIN])["access"] == {"users": ["ann"], "groups": ["hr"]}
+
+
+# --- winnow serve's own upload route --------------------------------------------------------------------
+def raw_upload(httpd: Any, key: str, data: bytes, headers: dict[str, str]) -> tuple[int, Any]:
+    host, port = str(httpd.server_address[0]), int(httpd.server_address[1])
+    connection = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        sent = {"x-winnow-tenant": "acme", **headers}
+        connection.request("POST", f"/upload?key={key}", body=data, headers=sent)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
+
+
+def test_winnow_serve_raw_uploads_follow_the_same_write_rules(tmp_path: Path) -> None:
+    from tests.support.serve import serving
+
+    ann = {"x-winnow-user": "ann", "x-winnow-groups": "hr"}
+    sidecar = b'{"access": {"users": ["ann"], "groups": ["hr"]}}'
+    with serving(tmp_path / "home") as httpd:
+        # An anonymous sidecar that grants a group its uploader is not in: refused, nothing stored
+        status, body = raw_upload(httpd, "hr/pay.md.metadata.json", sidecar, {})
+        assert status == 403 and "'hr'" in body["error"]["message"]
+        # ann, in hr, may; and her document is then hers and hr's
+        assert raw_upload(httpd, "hr/pay.md.metadata.json", sidecar, ann)[0] == 200
+        status, body = raw_upload(httpd, "hr/pay.md", b"Salary bands for the zephyr grade.", ann)
+        assert status == 200 and body["status"] == "indexed"
+        # An hr member who is not listed may read it but not replace it; nor may anyone else
+        status, body = raw_upload(httpd, "hr/pay.md", b"Replaced.", {"x-winnow-groups": "hr"})
+        assert status == 403 and "listed users" in body["error"]["message"]
+        assert raw_upload(httpd, "hr/pay.md", b"Replaced.", {"x-winnow-user": "eve"})[0] == 403
+        # and nobody may re-open it through its sidecar
+        status, _ = raw_upload(httpd, "hr/pay.md.metadata.json", b'{"access": {"groups": []}}', {})
+        assert status == 403
