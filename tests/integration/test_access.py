@@ -14,6 +14,7 @@ from __future__ import annotations
 import http.client
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -292,6 +293,20 @@ def test_a_re_upload_with_new_access_updates_the_payload_and_embeds_nothing(stac
     assert again["embedded"] == 0 and again["status"] in ("unchanged", "indexed"), again
     assert found(stack, "zephyr board minutes", groups=["board"]) == set()
     assert found(stack, "zephyr board minutes", user="ann") == {"acme/board.md"}
+
+
+def test_reconcile_repairs_an_access_change_whose_event_was_lost(hr: EmbeddedStack) -> None:
+    time.sleep(1.1)  # reconcile compares whole seconds: the sidecar must be newer than the record
+    # Given the HR file's sidecar moved it from hr to legal, and its S3 event never arrived
+    hr.put_object("acme/hr/pay.md.metadata.json", b'{"access": {"users": ["ann"], "groups": ["legal"]}}')
+    assert "acme/hr/pay.md" in found(hr, "zephyr salary bands", user="bob", groups=["hr"])
+    embedded = hr.embedded_texts()  # the query's vector is cached from here on
+    # When reconcile runs, Then it re-applies the metadata in place: the new list holds, nothing embedded
+    stats = hr.container.reconciler().run("acme").totals
+    assert stats.metadata_modified == 1
+    assert "acme/hr/pay.md" not in found(hr, "zephyr salary bands", user="bob", groups=["hr"])
+    assert "acme/hr/pay.md" in found(hr, "zephyr salary bands", groups=["legal"])
+    assert hr.embedded_texts() == embedded
 
 
 @pytest.mark.parametrize(
