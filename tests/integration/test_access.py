@@ -244,6 +244,28 @@ def test_deleting_needs_the_admin_group_or_a_listed_user(hr: EmbeddedStack) -> N
     assert hr.api("DELETE", "/documents/notice.md", claims=claims(None, [ADMIN]))[0] == 202
 
 
+def test_an_unreadable_key_costs_the_same_lookups_as_a_missing_one(
+    hr: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Counting the real ledger's and bucket's calls (they still run): the work, hence the timing, of a
+    # 404 must not tell "exists but not yours" from "does not exist"
+    calls: list[str] = []
+    for name, part in (("ledger", hr.container.ledger), ("bucket", hr.container.objects)):
+        method = "get" if name == "ledger" else "head"
+        real = getattr(part, method)
+        monkeypatch.setattr(
+            part, method, lambda *a, _r=real, _n=name, **k: (calls.append(_n), _r(*a, **k))[1]
+        )
+
+    def lookups(path: str) -> list[str]:
+        calls.clear()
+        status, _, body = hr.api("GET", path, claims=claims("eve", ["sales"]))
+        assert status == 404 and body["error"]["code"] == "not_found"
+        return sorted(calls)
+
+    assert lookups("/documents/hr%2Fpay.md") == lookups("/documents/hr%2Fnone.md") == ["bucket", "ledger"]
+
+
 def test_an_upload_cannot_replace_a_document_or_grant_a_group_without_the_right(hr: EmbeddedStack) -> None:
     objects = hr.container.objects
     objects.accept_signed_uploads("http://127.0.0.1:9/local/uploads", b"secret")  # type: ignore[attr-defined]

@@ -439,13 +439,16 @@ class CollectionStore(VectorStore):
 
     def readable_keys(self, tenant: str, reader: ReadScope, keys: Sequence[str]) -> set[str]:
         """One scroll over each document's first chunk (``chunk_index`` 0): a page of 100 keys reads at
-        most 100 points, however long the documents."""
+        most 200 points, however long the documents (two versions of a chunk 0 coexist for a moment
+        while a document is re-indexed: new points first, then the old ones go)."""
         wanted = list(dict.fromkeys(keys))
         if not wanted or not self._require(create=False):
             return set()
         c = self.conditions
         where = readable_filter(c, tenant, reader, c.match_any("key", wanted), c.match("chunk_index", 0))
-        points, _ = self._call("scroll", lambda: self._scroll_page(where, ["key"], False, len(wanted), None))
+        points, _ = self._call(
+            "scroll", lambda: self._scroll_page(where, ["key"], False, 2 * len(wanted), None)
+        )
         return {str((p.payload or {}).get("key")) for p in points}
 
     def document_access(self, tenant: str, key: str) -> tuple[bool, AccessList | None]:

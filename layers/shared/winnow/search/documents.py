@@ -8,6 +8,7 @@ import base64
 import binascii
 import mimetypes
 from dataclasses import dataclass
+from typing import NoReturn
 
 from winnow.access import UPLOAD_METADATA_NAME, AccessList, Caller, ReadScope
 from winnow.errors import BadRequest, Forbidden, InvalidKey, NotFound, ObjectGone
@@ -133,6 +134,13 @@ class Rights:
             return caller.can_read(access, self.default_deny)
         return not self.default_deny
 
+    def hidden(self, caller: Caller, key: str) -> NoReturn:
+        """NotFound for a key the caller may not read, exactly as for one that does not exist: the same
+        answer after the same lookups (ledger, bucket), so neither body nor timing tells them apart."""
+        self.ledger.get(caller.tenant, key)
+        _in_bucket(self.objects, key)
+        raise NotFound(f"no document {key!r} for this tenant")
+
     def write_problem(self, caller: Caller, key: str) -> str | None:
         """Why ``caller`` may not replace or delete ``key`` (None: they may, or it does not exist)."""
         indexed, access = self.store.document_access(caller.tenant, key)
@@ -167,7 +175,7 @@ def status(rights: Rights, caller: Caller, key: str) -> LedgerRecord | None:
     recorded yet: just uploaded, or uploaded again after a delete. NotFound when neither knows the key,
     and exactly the same NotFound when the caller may not read it."""
     if not rights.can_see(caller, key):
-        raise NotFound(f"no document {key!r} for this tenant")
+        rights.hidden(caller, key)
     ledger, objects, tenant = rights.ledger, rights.objects, caller.tenant
     record = ledger.get(tenant, key)
     if record is not None and record.status != DocumentStatus.DELETED:
@@ -184,7 +192,7 @@ def delete(rights: Rights, caller: Caller, key: str) -> None:
     accepted as long as the ledger remembers the key; a key neither the ledger nor the bucket knows is
     NotFound, as is one the caller may not read; one they may read but not change is Forbidden."""
     if not rights.can_see(caller, key):
-        raise NotFound(f"no document {key!r} for this tenant")
+        rights.hidden(caller, key)
     problem = rights.write_problem(caller, key)
     if problem is not None:
         raise Forbidden(problem)
