@@ -34,7 +34,7 @@ from winnow.adapters.qdrant_store import (
     store_on,
 )
 from winnow.errors import BadRequest, ConfigurationError, ProfileMismatch, ProviderUnavailable
-from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector
+from winnow.models import AccessList, Chunk, ChunkPoint, EmbeddingProfile, SparseVector
 from winnow.ports import FilterValue, RangeFilter, SearchQuery
 from winnow.settings import QdrantSettings
 
@@ -418,6 +418,55 @@ def test_the_payload_carries_citation_fields_and_user_metadata(
         "access_groups": [],
         "access_open": True,
     }
+
+
+def test_the_read_condition_sits_in_the_query_on_every_engine(engine: Engine) -> None:
+    # Given an open document, one for ann and the hr group, one for the admins only, and one written
+    # before access lists existed (no access fields at all)
+    store = engine.store()
+    hr = {"_access": {"users": ["ann"], "groups": ["hr"]}}
+    admins = {"_access": {"users": [], "groups": []}}
+    docs = {"open.txt": {}, "hr.txt": hr, "admins.txt": admins, "legacy.txt": {}}
+    store.upsert([point("acme", key, "alpha beta", metadata=m) for key, m in docs.items()])
+    legacy = str(uuid.uuid5(uuid.NAMESPACE_URL, "acme/legacy.txt#0"))
+    if engine.name == "edge":
+        import qdrant_edge as E
+
+        update = E.UpdateOperation.delete_payload([legacy], ["access_users", "access_groups", "access_open"])
+        engine.raw.shard(store.collection_name).update(update)
+    else:
+        engine.raw.delete_payload(
+            store.collection_name, keys=["access_users", "access_groups", "access_open"], points=[legacy]
+        )
+    assert "access_open" not in engine.payload(store.collection_name, legacy)
+
+    def read(reader: ReadScope) -> set[str]:
+        found = keys(store.search(query("acme", "alpha", limit=10, reader=reader)))
+        listed = store.readable_keys("acme", reader, list(docs))
+        assert set(found) == listed  # the listing's probe and the search agree
+        return listed
+
+    # Then each caller's search holds exactly what they may read, whatever the limit asks for
+    assert read(ReadScope(open_documents=True)) == {"open.txt", "legacy.txt"}
+    assert read(ReadScope()) == set()  # anonymous with DefaultAccess=deny: nothing, not everything
+    assert read(ReadScope(users=("ann",))) == {"hr.txt"}
+    assert read(ReadScope(open_documents=True, groups=("hr", "x"))) == {"open.txt", "legacy.txt", "hr.txt"}
+    assert read(ReadScope(users=("bob",), groups=("legal",))) == set()
+    assert read(EVERYTHING) == set(docs)
+    # and a user filter on the access fields addresses user metadata: it narrows, never widens
+    narrowed = store.search(query("acme", "alpha", filters={"access_users": ["ann"]}, reader=ReadScope()))
+    assert narrowed == []
+    # Each document's own list, read back for the write rules
+    assert store.document_access("acme", "hr.txt") == (True, AccessList(users=("ann",), groups=("hr",)))
+    assert store.document_access("acme", "admins.txt") == (True, AccessList())
+    assert store.document_access("acme", "legacy.txt") == (True, None)
+    assert store.document_access("acme", "none.txt") == (False, None)
+    # When the hr document's list changes in place, Then the next search follows, vectors untouched
+    before = store.existing_vectors("acme", "hr.txt")
+    assert store.set_metadata("acme", "hr.txt", {"_access": {"users": [], "groups": ["legal"]}}) == 1
+    assert read(ReadScope(users=("ann",))) == set()
+    assert read(ReadScope(groups=("legal",))) == {"hr.txt"}
+    assert store.existing_vectors("acme", "hr.txt") == before
 
 
 def test_set_metadata_replaces_the_whole_metadata_of_one_document(filled: CollectionStore) -> None:
