@@ -1,6 +1,7 @@
 """Warm search latency and memory of the embedded Qdrant engine at a given collection size, no model needed.
 
-``python -m benchmarks.scale [--chunks 50000] [--engine local|edge] [--queries 200] [--tenants 1] [--json]``
+``python -m benchmarks.scale [--chunks 50000] [--engine local|edge] [--queries 200] [--tenants 1] [--access]
+[--json]``
 
 Synthetic points stand in for a real corpus, shaped like Winnow's: 384-d unit vectors (the local
 model's dimension) drawn around topic centroids, so neighbours are meaningful and HNSW/brute force have
@@ -16,6 +17,12 @@ worst case of the embedded default). Each mode is warmed up, then timed through
 search, the part that grows with the collection; the query embedding (~3 ms with the local model,
 ``benchmarks.speed``) comes on top. ``--max-seconds`` caps each mode's timing loop (at least 20 queries
 run), so a slow engine still finishes. Peak RSS is this process's high-water mark (``VmHWM``).
+
+``--access``: document-level access lists (``winnow.access``). Each document (8 chunks) lists one user
+and 1-3 of 1,000 groups, except a fifth of them that have no list; each query comes from a caller in
+1-20 random groups (plus their user id and the open documents), and hybrid search is timed again with
+that caller's read condition in the filter. Both figures come from the same run and the same loaded
+collection: the ratio is the cost of the access filter.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +56,36 @@ MIN_QUERIES = 20
 MODES = ("sparse", "dense", "hybrid")
 GOAL_HYBRID_P50_MS = 25.0
 SEED = 18
+ACCESS_GROUPS = 1000
+ACCESS_OPEN_SHARE = 0.2
+CALLER_GROUPS = (1, 20)
+GOAL_ACCESS_RATIO = 1.5
+
+
+def document_access(document: int) -> dict[str, list[str]] | None:
+    """The access list of synthetic document ``document``: None for about a fifth of them."""
+    rnd = random.Random(f"access/{document}")
+    if rnd.random() < ACCESS_OPEN_SHARE:
+        return None
+    groups = {f"g{rnd.randrange(ACCESS_GROUPS):04d}" for _ in range(rnd.randint(1, 3))}
+    return {"users": [f"user{rnd.randrange(5000)}"], "groups": sorted(groups)}
+
+
+def caller_scopes(count: int) -> list[Any]:
+    """``count`` callers' read scopes: a user id, 1-20 of the 1,000 groups, the open documents."""
+    from winnow.models import ReadScope
+
+    rnd = random.Random(SEED)
+    return [
+        ReadScope(
+            open_documents=True,
+            users=(f"user{rnd.randrange(5000)}",),
+            groups=tuple(
+                sorted(f"g{g:04d}" for g in rnd.sample(range(ACCESS_GROUPS), rnd.randint(*CALLER_GROUPS)))
+            ),
+        )
+        for _ in range(count)
+    ]
 
 
 def peak_rss_mb() -> float:
@@ -200,8 +237,13 @@ def open_store(home: Path, engine: str) -> Any:
     return store_on(client, profile, settings)
 
 
-def load(store: Any, corpus: Corpus, progress: Progress) -> float:
+def load(store: Any, corpus: Corpus, progress: Progress, access: bool = False) -> float:
+    from winnow.access import ACCESS_KEY
     from winnow.models import Chunk, ChunkPoint, SparseVector
+
+    def metadata(chunk: SyntheticChunk) -> dict[str, Any]:
+        listed = document_access(chunk.index // 8) if access else None
+        return {"department": f"d{chunk.topic % 7}", **({ACCESS_KEY: listed} if listed else {})}
 
     store.ensure_collection()
     started = time.perf_counter()
@@ -221,7 +263,7 @@ def load(store: Any, corpus: Corpus, progress: Progress) -> float:
                 ),
                 dense=c.dense,
                 sparse=SparseVector(indices=list(c.term_ids), values=list(c.term_values)),
-                metadata={"department": f"d{c.topic % 7}"},
+                metadata=metadata(c),
                 source_type="markdown",
                 doc_version="v1",
             )
@@ -235,12 +277,19 @@ def load(store: Any, corpus: Corpus, progress: Progress) -> float:
 
 
 def time_queries(
-    store: Any, corpus: Corpus, tenant: str, count: int, max_seconds: float, progress: Progress
+    store: Any,
+    corpus: Corpus,
+    tenant: str,
+    count: int,
+    max_seconds: float,
+    progress: Progress,
+    access: bool = False,
 ) -> dict[str, dict[str, float]]:
-    from winnow.models import SparseVector
+    from winnow.models import ReadScope, SparseVector
     from winnow.ports import SearchQuery
 
     queries = corpus.queries(count + WARMUP, tenant)
+    scopes = caller_scopes(len(queries)) if access else []
     out: dict[str, dict[str, float]] = {}
     for mode in MODES:
         built = [
@@ -253,34 +302,52 @@ def time_queries(
                 mode=mode,  # type: ignore[arg-type]
                 limit=LIMIT,
                 filters={},
+                reader=ReadScope(everything=True),
             )
             for dense, terms in queries
         ]
-        hits = 0
-        for query in built[:WARMUP]:
-            store.search(query)
-        timings: list[float] = []
-        loop_started = time.perf_counter()
-        for query in built[WARMUP:]:
-            started = time.perf_counter()
-            found = store.search(query)
-            timings.append((time.perf_counter() - started) * 1000)
-            hits += len(found)
-            if len(timings) >= MIN_QUERIES and time.perf_counter() - loop_started > max_seconds:
-                break
-        out[mode] = {
-            "queries": len(timings),
-            "p50_ms": round(percentile(timings, 0.50), 2),
-            "p95_ms": round(percentile(timings, 0.95), 2),
-            "mean_ms": round(statistics.fmean(timings), 2) if timings else 0.0,
-            "mean_hits": round(hits / len(timings), 1) if timings else 0.0,
-        }
-        progress(f"{mode}: p50 {out[mode]['p50_ms']} ms over {len(timings)} queries")
+        out[mode] = _timed(store, built, max_seconds)
+        progress(f"{mode}: p50 {out[mode]['p50_ms']} ms over {out[mode]['queries']} queries")
+        if mode == "hybrid" and access:
+            # The same queries again, each from a caller whose read condition joins the tenant's.
+            filtered = [replace(query, reader=scope) for query, scope in zip(built, scopes, strict=True)]
+            out["hybrid+access"] = _timed(store, filtered, max_seconds)
+            progress(f"hybrid+access: p50 {out['hybrid+access']['p50_ms']} ms")
     return out
 
 
+def _timed(store: Any, built: list[Any], max_seconds: float) -> dict[str, float]:
+    """Warm up, then time each query; at least ``MIN_QUERIES``, at most ``max_seconds`` of them."""
+    hits = 0
+    for query in built[:WARMUP]:
+        store.search(query)
+    timings: list[float] = []
+    loop_started = time.perf_counter()
+    for query in built[WARMUP:]:
+        started = time.perf_counter()
+        found = store.search(query)
+        timings.append((time.perf_counter() - started) * 1000)
+        hits += len(found)
+        if len(timings) >= MIN_QUERIES and time.perf_counter() - loop_started > max_seconds:
+            break
+    return {
+        "queries": len(timings),
+        "p50_ms": round(percentile(timings, 0.50), 2),
+        "p95_ms": round(percentile(timings, 0.95), 2),
+        "mean_ms": round(statistics.fmean(timings), 2) if timings else 0.0,
+        "mean_hits": round(hits / len(timings), 1) if timings else 0.0,
+    }
+
+
 def run(
-    chunks: int, engine: str, queries: int, tenants: int, max_seconds: float, home: Path, progress: Progress
+    chunks: int,
+    engine: str,
+    queries: int,
+    tenants: int,
+    max_seconds: float,
+    home: Path,
+    progress: Progress,
+    access: bool = False,
 ) -> dict[str, Any]:
     import numpy  # noqa: F401  (imported before the baseline, as the engine needs it anyway)
 
@@ -290,11 +357,24 @@ def run(
     corpus = Corpus(chunks, tenants)
     store = open_store(home, engine)
     progress(f"loading {chunks:,} synthetic chunks into the {engine} engine")
-    load_seconds = load(store, corpus, progress)
+    load_seconds = load(store, corpus, progress, access)
     loaded_rss = current_rss_mb()
-    search = time_queries(store, corpus, corpus.tenant_of(0), queries, max_seconds, progress)
+    search = time_queries(store, corpus, corpus.tenant_of(0), queries, max_seconds, progress, access)
     store.close()
     hybrid = search["hybrid"]
+    extra: dict[str, Any] = {}
+    if access:
+        filtered = search["hybrid+access"]
+        ratio = filtered["p50_ms"] / hybrid["p50_ms"] if hybrid["p50_ms"] else 0.0
+        extra["access"] = {
+            "groups": ACCESS_GROUPS,
+            "caller_groups": list(CALLER_GROUPS),
+            "hybrid_p50_ms": filtered["p50_ms"],
+            "hybrid_p95_ms": filtered["p95_ms"],
+            "p50_ratio": round(ratio, 2),
+            "goal_ratio": GOAL_ACCESS_RATIO,
+            "meets_goal": ratio <= GOAL_ACCESS_RATIO and filtered["p50_ms"] <= GOAL_HYBRID_P50_MS,
+        }
     return {
         "chunks": chunks,
         "engine": engine,
@@ -311,6 +391,7 @@ def run(
         "goal_hybrid_p50_ms": GOAL_HYBRID_P50_MS,
         "meets_goal": hybrid["p50_ms"] <= GOAL_HYBRID_P50_MS,
         "machine": machine(),
+        **extra,
     }
 
 
@@ -320,6 +401,16 @@ def render(result: dict[str, Any]) -> str:
         for mode, s in result["search"].items()
     ]
     verdict = "meets" if result["meets_goal"] else "misses"
+    access = result.get("access")
+    access_lines = []
+    if access:
+        access_verdict = "meets" if access["meets_goal"] else "misses"
+        access_lines.append(
+            f"access filter ({access['groups']:,} groups, callers in {access['caller_groups'][0]}-"
+            f"{access['caller_groups'][1]}): hybrid p50 {access['hybrid_p50_ms']:.1f} ms, p95 "
+            f"{access['hybrid_p95_ms']:.1f} ms, {access['p50_ratio']:.2f}x unfiltered p50: {access_verdict} "
+            f"the goal of <= {access['goal_ratio']}x and {result['goal_hybrid_p50_ms']:.0f} ms"
+        )
     return "\n".join(
         [
             f"{result['chunks']:,} chunks ({result['tenant_chunks']:,} in the searched tenant), "
@@ -330,6 +421,7 @@ def render(result: dict[str, Any]) -> str:
             f"load {result['load_seconds']:.1f} s ({result['load_chunks_per_s']} chunks/s); RSS "
             f"{result['baseline_rss_mb']:.0f} MB before, {result['loaded_rss_mb']:.0f} MB loaded, "
             f"peak {result['peak_rss_mb']:.0f} MB",
+            *access_lines,
         ]
     )
 
@@ -346,6 +438,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tenants", type=positive_int, default=1, help="tenants the chunks are spread over")
     parser.add_argument(
         "--max-seconds", type=float, default=120.0, help="cap on each mode's timing loop (>= 20 queries run)"
+    )
+    parser.add_argument(
+        "--access",
+        action="store_true",
+        help="access lists on documents; time hybrid with a caller's filter too",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
@@ -364,7 +461,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.pop("QDRANT_URL", None)
     with tempfile.TemporaryDirectory(prefix="winnow-scale-") as tmp:
         result = run(
-            args.chunks, engine, args.queries, args.tenants, args.max_seconds, Path(tmp), Progress(args.quiet)
+            args.chunks,
+            engine,
+            args.queries,
+            args.tenants,
+            args.max_seconds,
+            Path(tmp),
+            Progress(args.quiet),
+            args.access,
         )
     print(json.dumps(result) if args.json else render(result))
     return 0

@@ -81,6 +81,7 @@ def http_api_event(
     claim: str = "tenant",
     *,
     source_ip: str = "127.0.0.1",
+    claims: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A payload v2 event for ``method path``.
 
@@ -143,7 +144,7 @@ def http_api_event(
         "timeEpoch": int(now * 1000),
     }
     if tenant is not None:
-        request_context["authorizer"] = {"jwt": {"claims": {claim: tenant, "sub": "local"}, "scopes": []}}
+        request_context["authorizer"] = {"jwt": {"claims": {**(claims or {}), claim: tenant}, "scopes": []}}
 
     event: dict[str, Any] = {
         "version": "2.0",

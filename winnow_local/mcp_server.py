@@ -11,7 +11,7 @@ tenant rules apply unchanged; its error messages come back to the agent as tool 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
@@ -42,16 +42,20 @@ class Backend(Protocol):
 class LocalBackend:
     """The search handler in this process, as ``winnow search`` calls it, for one tenant."""
 
-    def __init__(self, tenant: str) -> None:
+    def __init__(self, tenant: str, user: str | None = None, groups: Sequence[str] = ()) -> None:
         from winnow_local.runtime import LocalRuntime
 
         self.tenant = tenant
+        self.user = user
+        self.groups = tuple(groups)
         self._runtime = LocalRuntime()
 
     def request(
         self, method: str, path: str, *, body: Any = None, query: Mapping[str, Any] | None = None
     ) -> tuple[int, Any]:
-        response = self._runtime.call_api(method, path, body=body, query=query, tenant=self.tenant)
+        response = self._runtime.call_api(
+            method, path, body=body, query=query, tenant=self.tenant, user=self.user, groups=self.groups
+        )
         try:
             return response.status, response.json()
         except ValueError:
@@ -67,14 +71,25 @@ class HttpBackend:
     """A deployed API (API Gateway, JWT authorizer): the bearer token names the tenant. For a local
     ``winnow serve`` (no authorizer) the tenant header stands in for the token."""
 
-    def __init__(self, api_url: str, token: str | None, tenant_header: str | None = None) -> None:
+    def __init__(
+        self,
+        api_url: str,
+        token: str | None,
+        tenant_header: str | None = None,
+        user: str | None = None,
+        groups: Sequence[str] = (),
+    ) -> None:
         import httpx
 
         headers = {"accept": "application/json", "user-agent": "winnow-mcp"}
         if token:
             headers["authorization"] = f"Bearer {token}"
-        if tenant_header:
+        if tenant_header:  # a local `winnow serve`: headers stand in for the token's claims
             headers["x-winnow-tenant"] = tenant_header
+            if user:
+                headers["x-winnow-user"] = user
+            if groups:
+                headers["x-winnow-groups"] = ",".join(groups)
         self.api_url = api_url.rstrip("/")
         self._client = httpx.Client(base_url=self.api_url, headers=headers, timeout=35.0)
 
@@ -298,6 +313,12 @@ def add_parser(commands: Any) -> None:
         "sent as x-winnow-tenant for a local `winnow serve` instead of a token",
     )
     parser.add_argument(
+        "--user", default=None, help="local user id (the token's user claim); without it: anonymous"
+    )
+    parser.add_argument(
+        "--groups", default="", help="local groups, comma-separated (the token's groups claim)"
+    )
+    parser.add_argument(
         "--api-url", default=None, metavar="URL", help="a deployed API, e.g. the stack's ApiUrl"
     )
     parser.add_argument(
@@ -309,12 +330,18 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(func=cmd_mcp)
 
 
+def split_groups(text: str | None) -> list[str]:
+    """``--groups hr,legal`` as a list (the CLI's and MCP's one reading of the flag)."""
+    return [g.strip() for g in (text or "").split(",") if g.strip()]
+
+
 def backend_for(args: Any, environ: Mapping[str, str] | None = None) -> Backend:
     from winnow_local.errors import CliError
 
     env = os.environ if environ is None else environ
+    user, groups = getattr(args, "user", None), split_groups(getattr(args, "groups", ""))
     if args.api_url is None:
-        return LocalBackend(args.tenant or "default")
+        return LocalBackend(args.tenant or "default", user, groups)
     if not args.api_url.startswith(("https://", "http://127.", "http://localhost")):
         raise CliError(f"--api-url {args.api_url!r}: use https:// (plain http only to this machine)")
     token = env.get(args.token_env) or None
@@ -323,7 +350,7 @@ def backend_for(args: Any, environ: Mapping[str, str] | None = None) -> Backend:
             f"set {args.token_env} to a bearer token for {args.api_url} (or name another variable with "
             "--token-env); for a local `winnow serve`, pass --tenant instead"
         )
-    return HttpBackend(args.api_url, token, args.tenant)
+    return HttpBackend(args.api_url, token, args.tenant, user, groups)
 
 
 def unreadable_reply(error: Exception) -> Any:

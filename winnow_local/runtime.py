@@ -109,8 +109,11 @@ class LocalRuntime:
     Qdrant's local mode and the SQLite ledger are single-writer, so ingests (and deletes) run one at a
     time; searches share the same container and can run alongside."""
 
-    def __init__(self) -> None:
+    def __init__(self, user: str | None = None, groups: Sequence[str] = ()) -> None:
         self._write_lock = threading.Lock()
+        # Who the CLI's requests come from (``--user``/``--groups``): claims of the event, as a token's.
+        self.user = user
+        self.groups = tuple(groups)
 
     # --- search API ------------------------------------------------------------------------------------
     def has_documents(self, tenant: str) -> bool:
@@ -130,9 +133,12 @@ class LocalRuntime:
         query: Mapping[str, QueryValue] | str | None = None,
         headers: Mapping[str, str] | None = None,
         tenant: str | None = None,
+        user: str | None = None,
+        groups: Sequence[str] = (),
     ) -> ApiResponse:
-        """One request through the search handler. With ``tenant``, the event carries the JWT claim the
-        settings name; without, the handler sees no authorizer (the local server's header mode)."""
+        """One request through the search handler. With ``tenant``, the event carries the JWT claims the
+        settings name (tenant, and ``user`` and ``groups`` when given: the CLI's ``--user``/``--groups``);
+        without, the handler sees no authorizer (the local server's header mode)."""
         from functions.search.app import handler
         from winnow.factory import get_container
 
@@ -142,8 +148,13 @@ class LocalRuntime:
                 update={"show_configuration_errors": True}
             )
         claim = search.tenant_claim
+        claims: dict[str, Any] = {}
+        if user or self.user:
+            claims[search.user_claim] = user or self.user
+        if groups or self.groups:
+            claims[search.groups_claim] = list(groups or self.groups)
         event = http_api_event(
-            method, path, body=body, query=query, headers=headers, tenant=tenant, claim=claim
+            method, path, body=body, query=query, headers=headers, tenant=tenant, claim=claim, claims=claims
         )
         status, response_headers, payload = to_http_response(handler(event, LocalLambdaContext()))
         return ApiResponse(status, response_headers, payload)

@@ -58,6 +58,14 @@ def service() -> SearchService:
     return get_container().search_service()
 
 
+def _rights() -> documents.Rights:
+    """Who may see and change which documents: asked of the store searches read (access lists live on
+    its points), the ledger and the bucket."""
+    container, searches = get_container(), service()
+    deny = searches.settings.default_access == "deny"  # the rule searches apply, from the same settings
+    return documents.Rights(searches.store, container.ledger, container.objects, deny)
+
+
 def _error(
     status: int,
     code: str,
@@ -80,7 +88,7 @@ def _error_response(description: str) -> OpenAPIResponse:
 
 _AUTH_ERRORS: dict[int, OpenAPIResponse] = {
     401: _error_response("No tenant in the authorizer context"),
-    403: _error_response("The tenant claim is not a valid tenant"),
+    403: _error_response("The tenant, user or groups claim is not valid"),
 }
 
 
@@ -99,7 +107,7 @@ _AUTH_ERRORS: dict[int, OpenAPIResponse] = {
 )
 @tracer.capture_method
 def search(request: SearchRequest) -> SearchResponse:
-    return service().search(app.context["tenant"], request)
+    return service().search(app.context["caller"], request)
 
 
 @app.post(
@@ -121,7 +129,7 @@ def answer(request: AnswerRequest) -> AnswerResponse:
     # Never start a model call that the function's timeout would cut off: stop 1.5 s before it.
     remaining_ms = app.lambda_context.get_remaining_time_in_millis()
     result = answers.answer(
-        app.context["tenant"], request, deadline=time.monotonic() + remaining_ms / 1000 - 1.5
+        app.context["caller"], request, deadline=time.monotonic() + remaining_ms / 1000 - 1.5
     )
     if result.model is not None:
         metrics.add_metric(name="AnswerInputTokens", unit=MetricUnit.Count, value=result.usage.input_tokens)
@@ -141,7 +149,7 @@ def list_documents(
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> DocumentsPage:
-    records, next_cursor = documents.page(get_container().ledger, app.context["tenant"], limit, cursor)
+    records, next_cursor = documents.page(_rights(), app.context["caller"], limit, cursor)
     return DocumentsPage(
         documents=[DocumentStatusModel.of(r, r.key) for r in records], next_cursor=next_cursor
     )
@@ -159,10 +167,8 @@ def list_documents(
     },
 )
 def document_status(key: Annotated[str, Path(min_length=1, max_length=1024)]) -> DocumentStatusModel:
-    tenant = app.context["tenant"]
-    container = get_container()
-    full_key = documents.full_key(tenant, unquote(key))
-    record = documents.status(container.ledger, container.objects, tenant, full_key)
+    full_key = documents.full_key(app.context["tenant"], unquote(key))
+    record = documents.status(_rights(), app.context["caller"], full_key)
     return DocumentStatusModel.of(record, full_key)
 
 
@@ -172,14 +178,13 @@ def document_status(key: Annotated[str, Path(min_length=1, max_length=1024)]) ->
     responses={
         202: OpenAPIResponse(description="The object is deleted; poll GET /documents/{key} for 'deleted'"),
         **_AUTH_ERRORS,
-        404: _error_response("Unknown to this tenant"),
+        403: _error_response("The caller may read the document but not change it: the message says why"),
+        404: _error_response("Unknown to this tenant, or not readable by the caller"),
     },
 )
 def delete_document(key: Annotated[str, Path(min_length=1, max_length=1024)]) -> Response[DeleteResponse]:
-    tenant = app.context["tenant"]
-    container = get_container()
-    full_key = documents.full_key(tenant, unquote(key))
-    documents.delete(container.ledger, container.objects, tenant, full_key)
+    full_key = documents.full_key(app.context["tenant"], unquote(key))
+    documents.delete(_rights(), app.context["caller"], full_key)
     body = DeleteResponse(key=full_key, status="deleting")
     return Response(202, content_types.APPLICATION_JSON, body)
 
@@ -194,17 +199,19 @@ def delete_document(key: Annotated[str, Path(min_length=1, max_length=1024)]) ->
         ),
         400: _error_response("The path leaves the tenant, names a sidecar or is too long"),
         **_AUTH_ERRORS,
+        403: _error_response("The caller may not replace this document or grant a group: the message says"),
         422: _error_response("Invalid request, with field-level messages"),
     },
 )
 def create_upload(request: UploadRequest) -> Response[UploadResponse]:
     container = get_container()
     signed = documents.sign_upload(
-        container.objects,
-        app.context["tenant"],
+        _rights(),
+        app.context["caller"],
         request.path,
         content_type=request.content_type,
         metadata=request.metadata,
+        access=request.access.as_list() if request.access is not None else None,
         max_bytes=container.settings.ingest.max_object_bytes,
         expires_in=container.settings.search.upload_expires_seconds,
     )
@@ -296,7 +303,8 @@ def _unknown_route(exc: Exception) -> Response:
 def guarded(
     handle: Callable[[dict[str, Any], LambdaContext], dict[str, Any]],
 ) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
-    """Before the resolver: the correlation id, the tenant (private routes), the body checks; whatever
+    """Before the resolver: the correlation id, the tenant and the caller (private routes: built here
+    once, from the authorizer only, and passed to every route), the body checks; whatever
     happens, the caller gets a structured answer carrying the correlation id."""
 
     @wraps(handle)
@@ -304,9 +312,11 @@ def guarded(
         cid = http.correlation_id(event)
         app.append_context(correlation_id=cid)
         try:
-            tenant = http.require_tenant(event, get_container().settings.search)
+            settings = get_container().settings.search
+            tenant = http.require_tenant(event, settings)
             if tenant is not None:
-                app.append_context(tenant=tenant)
+                caller = http.resolve_caller(event, tenant, settings)
+                app.append_context(tenant=tenant, caller=caller)
                 logger.append_keys(tenant=tenant)
             http.check_body(event)
             http.normalise_document_path(event)

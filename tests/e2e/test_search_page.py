@@ -543,3 +543,37 @@ def test_a_table_passage_without_column_names_shows_its_pipes_as_written(
     # Then the passage shows the cell as written, without the escape the rendering adds
     passage = _text(result, ".passage")
     assert "graph all | dot -Tpng" in passage and "\\|" not in passage
+
+
+def test_a_restricted_result_is_marked_and_names_its_readers_only_to_those_who_may_change_it(
+    page: Any, server: WinnowHTTPServer
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # Given a board memo readable by ann and the board group only, uploaded by an admin
+    admin = {"x-winnow-groups": "winnow-admins"}
+    sidecar = b'{"access": {"users": ["ann"], "groups": ["board"]}}'
+    upload(server, TENANT, "board/memo.md.metadata.json", sidecar, admin)
+    memo = b"# Board memo\n\nThe quokka merger closes in the spring, pending the regulator's approval.\n"
+    assert upload(server, TENANT, "board/memo.md", memo, admin)["status"] == "indexed"
+    page.refresh()
+
+    def memo_results() -> list[Any]:
+        _search(page, "When does the quokka merger close?")
+        WebDriverWait(page, 60).until(lambda d: d.find_element(By.ID, "search-status").text)
+        results = page.find_elements(By.CSS_SELECTOR, "#results li.result")
+        return [r for r in results if "board/memo.md" in r.text]
+
+    # When nobody is named (anonymous), Then the memo is not among the results
+    assert memo_results() == []
+    # When a board member searches, Then it is marked restricted, without saying to whom
+    page.find_element(By.ID, "groups").send_keys("board")
+    [member] = memo_results()
+    assert _text(member, ".citation .access-badge") == "Restricted"
+    # When ann (a listed user, who may change it) searches, Then the badge names its readers
+    page.find_element(By.ID, "groups").clear()
+    page.find_element(By.ID, "user").send_keys("ann")
+    [owner] = memo_results()
+    assert _text(owner, ".citation .access-badge") == "Restricted to users ann; groups board"
+    page.find_element(By.ID, "user").clear()

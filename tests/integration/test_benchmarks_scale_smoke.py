@@ -35,6 +35,24 @@ def test_scale_prints_latency_and_memory_for_the_engine_it_ran(
     assert result["meets_goal"] == (result["hybrid_p50_ms"] <= 25.0)
 
 
+@pytest.mark.parametrize("engine", ["local", "edge"])
+def test_scale_times_hybrid_with_and_without_the_access_filter(
+    engine: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # When the scale benchmark runs its access scenario on 400 chunks
+    argv = ["--json", "--quiet", "--chunks", "400", "--queries", "20", "--engine", engine, "--access"]
+    assert scale.main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Then hybrid was timed with callers' read conditions too, against the same run's unfiltered p50
+    access = result["access"]
+    filtered = result["search"]["hybrid+access"]
+    assert filtered["queries"] == 20 and 0 < access["hybrid_p50_ms"] <= access["hybrid_p95_ms"]
+    assert access["p50_ratio"] == round(access["hybrid_p50_ms"] / result["hybrid_p50_ms"], 2)
+    # and the filtered search still fills the candidate list: 400 chunks hold more readable ones than 15
+    assert filtered["mean_hits"] == 15
+    assert access["groups"] == 1000 and access["caller_groups"] == [1, 20]
+
+
 def test_scale_refuses_more_tenants_than_chunks(capsys: pytest.CaptureFixture[str]) -> None:
     assert scale.main(["--quiet", "--chunks", "5", "--tenants", "6"]) == 2
     assert "--tenants" in capsys.readouterr().err

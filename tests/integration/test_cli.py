@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 INGEST_FIELDS = {"key", "status", "chunks", "embedded", "reused", "error"}
 RESULT_FIELDS = {"rank", "score", "vector_score", "chunk_id", "key", "title", "page", "section", "text"}
-RESULT_FIELDS |= {"metadata", "kind", "ocr"}
+RESULT_FIELDS |= {"metadata", "kind", "ocr", "restricted", "access"}
 
 LEAVE = """# Parental Leave
 
@@ -431,3 +431,25 @@ def test_demo_json_prints_one_json_line_per_document_and_per_question(tmp_path: 
     for question in answered:
         assert question["response"]["results"][0]["key"] == question["expected_key"], question["query"]
     assert nothing["expected_key"] is None and nothing["response"]["relevant"] is False
+
+
+def test_user_and_groups_say_who_is_asking(winnow: Winnow, tmp_path: Path) -> None:
+    # Given a board memo readable by ann and the board group only, ingested from a folder with its sidecar
+    folder = tmp_path / "board"
+    folder.mkdir()
+    (folder / "memo.md").write_text("# Board memo\n\nThe quokka merger closes in the spring.\n")
+    (folder / "memo.md.metadata.json").write_text('{"access": {"users": ["ann"], "groups": ["board"]}}')
+    assert winnow("ingest", str(folder), "--tenant", "board25", "--json").code == 0
+
+    def keys(*who: str) -> tuple[set[str], set[str]]:
+        query = ("search", "when does the quokka merger close", "--tenant", "board25", "--json")
+        run = winnow(*query, "--threshold", "0", *who)
+        listed = winnow("documents", "--tenant", "board25", "--json", *who)
+        found = {r["key"] for r in json.loads(run.stdout)["results"]} if run.stdout.strip() else set()
+        return found, {d["key"] for d in listed.json_lines()}
+
+    memo = {"board25/memo.md"}
+    # When nobody is named, Then the memo is neither found nor listed; as ann, or a board member, it is
+    assert keys() == (set(), set())
+    assert keys("--user", "ann") == (memo, memo)
+    assert keys("--groups", "legal,board") == (memo, memo)

@@ -238,11 +238,22 @@ def test_metadata_and_sidecar_become_filterable_and_sidecar_change_needs_no_embe
     assert by_old["results"] == [] and by_new["results"]
 
 
-def test_invalid_sidecar_is_recorded_and_the_document_still_indexes(stack: EmbeddedStack) -> None:
+def test_invalid_sidecar_fails_its_document_until_it_is_fixed(stack: EmbeddedStack) -> None:
+    # Given an unreadable sidecar (it may have meant to restrict who reads the document)
     stack.put_object("acme/x.md.metadata.json", b"{not json")
     out = stack.invoke_ingest(s3_event([stack.created_record("acme/x.md.metadata.json")]))
     assert out["results"][0]["status"] == "failed" and "JSON" in out["results"][0]["error"]
-    assert stack.upload("acme/x.md", HANDBOOK)["status"] == "indexed"
+    # When the document arrives, Then it fails with a one-line reason naming the sidecar: never indexed
+    # readable by all because its access list could not be read
+    result = stack.upload("acme/x.md", HANDBOOK)
+    assert result["status"] == "failed" and "sidecar" in result["error"] and "\n" not in result["error"]
+    assert stack.search("paid holiday per year", relevance_threshold=0)[1]["results"] == []
+    # When the sidecar is fixed, Then the document is indexed from that event alone
+    stack.put_object("acme/x.md.metadata.json", b'{"metadataAttributes": {"department": "hr"}}')
+    out = stack.invoke_ingest(s3_event([stack.created_record("acme/x.md.metadata.json")]))
+    assert out["results"][0]["status"] == "indexed"
+    _, body = stack.search("paid holiday per year", relevance_threshold=0)
+    assert {r["key"] for r in body["results"]} == {"acme/x.md"}
 
 
 def test_corrupt_file_fails_alone_in_a_batch(stack: EmbeddedStack) -> None:

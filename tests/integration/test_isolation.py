@@ -1,7 +1,9 @@
 """Tenant isolation as a property: for random documents spread over 2-4 tenants (with names chosen to
 collide: prefixes of each other, case variants, keys that embed another tenant's name), random metadata
-(including a ``tenant`` field naming someone else) and random filters (including ones on ``tenant``,
-``key`` and other tenants' keys), no search ever returns another tenant's chunk, and neither the
+(including a ``tenant`` field naming someone else), random access lists (the same user and group names
+in every tenant) and random filters (including ones on ``tenant``, ``key``, other tenants' keys and the
+access fields), searched by callers whose claims name those users, groups and the admin group, no search
+ever returns another tenant's chunk, and neither the
 document listing nor the status route ever reveals another tenant's key; no upload form writes outside
 the caller's prefix and no delete removes another tenant's object.
 
@@ -44,6 +46,10 @@ WORDS = [
 ]
 PATHS = ["notes.md", "docs/plan.txt", "a b+c.md", "reports/2024/q1.md", "x.html"]
 DEPARTMENTS = ["finance", "legal", "ops", "FINANCE"]
+# Every tenant's documents list the same names: a user or group of one tenant is nobody in another.
+ACCESS_NAMES = ["u1", "u2"]
+ADMIN = "winnow-admins"
+ADMIN_CLAIMS = {"sub": "u1", "cognito:groups": [ADMIN]}  # the most any caller of a tenant can hold
 _counter = itertools.count()
 
 
@@ -90,7 +96,9 @@ def corpora(draw: st.DrawFn) -> dict[str, list[dict[str, Any]]]:
 
 
 def filter_values(all_tenants: list[str], all_keys: list[str]) -> st.SearchStrategy[Any]:
-    scalar = st.sampled_from([*all_tenants, *all_keys, *DEPARTMENTS, "markdown", "text", "html"])
+    scalar = st.sampled_from(
+        [*all_tenants, *all_keys, *DEPARTMENTS, *ACCESS_NAMES, ADMIN, "markdown", "text", "html"]
+    )
     return st.one_of(
         scalar,
         st.lists(scalar, min_size=1, max_size=4),
@@ -134,7 +142,9 @@ def test_no_tenant_ever_sees_another_tenants_chunks_or_keys(
                     "metadataAttributes": {"year": data.draw(st.integers(1990, 2030)), "tenant": tenants[0]}
                 }
                 stack.put_object(doc["key"] + ".metadata.json", json.dumps(sidecar).encode())
-            result = stack.upload(doc["key"], doc["body"], doc["metadata"])
+            pinned = data.draw(st.sampled_from([None, {"users": ["u1"]}, {"groups": ["u2"]}]), label="access")
+            metadata = {**doc["metadata"], **({"winnow-access": json.dumps(pinned)} if pinned else {})}
+            result = stack.upload(doc["key"], doc["body"], metadata)
             assert result["status"] == "indexed", result
     own_points = {
         t: set().union(*(stack.container.store.point_ids(t, d["key"]) for d in docs))
@@ -150,7 +160,12 @@ def test_no_tenant_ever_sees_another_tenants_chunks_or_keys(
             query = data.draw(st.sampled_from([*other_texts, " ".join(WORDS[:5])]), label="query")
             names = data.draw(
                 st.lists(
-                    st.sampled_from(["tenant", "key", "department", "owner", "year", "source_type", "title"]),
+                    st.sampled_from(
+                        [
+                            *("tenant", "key", "department", "owner", "year", "source_type", "title"),
+                            *("access_users", "access_groups", "access_open"),
+                        ]
+                    ),
                     max_size=3,
                     unique=True,
                 ),
@@ -158,9 +173,14 @@ def test_no_tenant_ever_sees_another_tenants_chunks_or_keys(
             )
             filters = {n: data.draw(filter_values(tenants, all_keys), label=f"filter {n}") for n in names}
             mode = data.draw(st.sampled_from(["hybrid", "dense", "sparse"]), label="mode")
+            who = data.draw(
+                st.sampled_from([{}, {"sub": "u1"}, {"cognito:groups": ["u2"]}, ADMIN_CLAIMS]),
+                label="claims",
+            )
             status, body = stack.search(
                 query,
                 tenant=tenant,
+                claims=who,
                 filters=filters,
                 mode=mode,
                 relevance_threshold=0,
@@ -177,7 +197,12 @@ def test_no_tenant_ever_sees_another_tenants_chunks_or_keys(
         # and an unfiltered search for its own text finds it (isolation is not achieved by finding nothing)
         mine = corpus[tenant][0]
         status, body = stack.search(
-            mine["text"], tenant=tenant, relevance_threshold=0, top_k=50, candidates=200
+            mine["text"],
+            tenant=tenant,
+            claims=ADMIN_CLAIMS,
+            relevance_threshold=0,
+            top_k=50,
+            candidates=200,
         )
         assert status == 200 and mine["key"] in {r["key"] for r in body["results"]}
 
@@ -186,7 +211,9 @@ def test_no_tenant_ever_sees_another_tenants_chunks_or_keys(
         cursor = None
         for _ in range(20):
             query_params = {"limit": 2, **({"cursor": cursor} if cursor else {})}
-            status, _, page = stack.api("GET", "/documents", tenant=tenant, query=query_params)
+            status, _, page = stack.api(
+                "GET", "/documents", tenant=tenant, query=query_params, claims=ADMIN_CLAIMS
+            )
             assert status == 200, page
             listed += [d["key"] for d in page["documents"]]
             cursor = page["next_cursor"]
@@ -206,7 +233,9 @@ def test_no_tenant_ever_sees_another_tenants_chunks_or_keys(
                 continue
             relative = key.split("/", 1)[1]
             for spelling in (quote(key, safe=""), quote(relative, safe=""), f"../{key}"):
-                status, _, doc = stack.api("GET", f"/documents/{spelling}", tenant=tenant)
+                status, _, doc = stack.api(
+                    "GET", f"/documents/{spelling}", tenant=tenant, claims=ADMIN_CLAIMS
+                )
                 if status == 200:  # only possible when the tenant has a document at that same relative path
                     assert doc["key"] in own_keys, (tenant, spelling, doc["key"])
                 else:
@@ -219,13 +248,17 @@ def test_no_tenant_ever_sees_another_tenants_chunks_or_keys(
                 continue
             relative = key.split("/", 1)[1]
             for path in (key, relative, f"../{key}", f"/{key}", f"{tenant}/../{key}"):
-                status, _, form = stack.api("POST", "/uploads", {"path": path}, tenant=tenant)
+                status, _, form = stack.api(
+                    "POST", "/uploads", {"path": path}, tenant=tenant, claims=ADMIN_CLAIMS
+                )
                 if status == 201:
                     assert form["key"].startswith(f"{tenant}/") and form["fields"]["key"] == form["key"]
                 else:
                     assert status in (400, 422) and "url" not in form, (path, form)
             for spelling in (quote(key, safe=""), f"../{key}", quote(f"{tenant}/../{key}", safe="")):
-                status, _, doc = stack.api("DELETE", f"/documents/{spelling}", tenant=tenant)
+                status, _, doc = stack.api(
+                    "DELETE", f"/documents/{spelling}", tenant=tenant, claims=ADMIN_CLAIMS
+                )
                 if status == 202:  # the tenant's own document at that same relative path
                     assert doc["key"] in own_keys, (tenant, spelling, doc)
                     deleted.add(doc["key"])

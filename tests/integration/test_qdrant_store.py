@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
+from winnow.access import ReadScope
 from winnow.adapters.qdrant_collection import CollectionStore
 from winnow.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 from winnow.adapters.qdrant_errors import CollectionNotFound
@@ -33,9 +34,11 @@ from winnow.adapters.qdrant_store import (
     store_on,
 )
 from winnow.errors import BadRequest, ConfigurationError, ProfileMismatch, ProviderUnavailable
-from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector
+from winnow.models import AccessList, Chunk, ChunkPoint, EmbeddingProfile, SparseVector
 from winnow.ports import FilterValue, RangeFilter, SearchQuery
 from winnow.settings import QdrantSettings
+
+EVERYTHING = ReadScope(everything=True)
 
 # A toy embedding that makes expected rankings obvious: one dense axis and one sparse term per word.
 VOCAB = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
@@ -85,6 +88,7 @@ def query(
     limit: int = 10,
     filters: dict[str, FilterValue] | None = None,
     score_threshold: float | None = None,
+    reader: ReadScope = EVERYTHING,
 ) -> SearchQuery:
     return SearchQuery(
         tenant=tenant,
@@ -93,6 +97,7 @@ def query(
         mode=mode,  # type: ignore[arg-type]
         limit=limit,
         filters=filters or {},
+        reader=reader,
         score_threshold=score_threshold,
     )
 
@@ -264,11 +269,14 @@ def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(en
     assert profile_from_metadata(metadata) == PROFILE
     # And payload indexes were requested: tenant (is_tenant), key, kind, and each configured metadata field
     assert dict(indexes) == {
-        "tenant": True,
-        "key": False,
-        "kind": False,
-        "meta.department": False,
-        "meta.year": False,
+        "tenant": "tenant",
+        "key": "keyword",
+        "kind": "keyword",
+        "access_users": "keyword",
+        "access_groups": "keyword",
+        "access_open": "bool",
+        "meta.department": "keyword",
+        "meta.year": "keyword",
     }
     # When a second store (another container) ensures it again, Then nothing is created again
     again = engine.store()
@@ -405,7 +413,60 @@ def test_the_payload_carries_citation_fields_and_user_metadata(
         "ocr": False,
         "doc_version": '"etag-1"',
         "meta": {"department": "hr", "year": 2021, "public": True},
+        # no access list: open, both lists empty (winnow.access)
+        "access_users": [],
+        "access_groups": [],
+        "access_open": True,
     }
+
+
+def test_the_read_condition_sits_in_the_query_on_every_engine(engine: Engine) -> None:
+    # Given an open document, one for ann and the hr group, one for the admins only, and one written
+    # before access lists existed (no access fields at all)
+    store = engine.store()
+    hr = {"_access": {"users": ["ann"], "groups": ["hr"]}}
+    admins = {"_access": {"users": [], "groups": []}}
+    docs = {"open.txt": {}, "hr.txt": hr, "admins.txt": admins, "legacy.txt": {}}
+    store.upsert([point("acme", key, "alpha beta", metadata=m) for key, m in docs.items()])
+    legacy = str(uuid.uuid5(uuid.NAMESPACE_URL, "acme/legacy.txt#0"))
+    if engine.name == "edge":
+        import qdrant_edge as E
+
+        update = E.UpdateOperation.delete_payload([legacy], ["access_users", "access_groups", "access_open"])
+        engine.raw.shard(store.collection_name).update(update)
+    else:
+        engine.raw.delete_payload(
+            store.collection_name, keys=["access_users", "access_groups", "access_open"], points=[legacy]
+        )
+    assert "access_open" not in engine.payload(store.collection_name, legacy)
+
+    def read(reader: ReadScope) -> set[str]:
+        found = keys(store.search(query("acme", "alpha", limit=10, reader=reader)))
+        listed = store.readable_keys("acme", reader, list(docs))
+        assert set(found) == listed  # the listing's probe and the search agree
+        return listed
+
+    # Then each caller's search holds exactly what they may read, whatever the limit asks for
+    assert read(ReadScope(open_documents=True)) == {"open.txt", "legacy.txt"}
+    assert read(ReadScope()) == set()  # anonymous with DefaultAccess=deny: nothing, not everything
+    assert read(ReadScope(users=("ann",))) == {"hr.txt"}
+    assert read(ReadScope(open_documents=True, groups=("hr", "x"))) == {"open.txt", "legacy.txt", "hr.txt"}
+    assert read(ReadScope(users=("bob",), groups=("legal",))) == set()
+    assert read(EVERYTHING) == set(docs)
+    # and a user filter on the access fields addresses user metadata: it narrows, never widens
+    narrowed = store.search(query("acme", "alpha", filters={"access_users": ["ann"]}, reader=ReadScope()))
+    assert narrowed == []
+    # Each document's own list, read back for the write rules
+    assert store.document_access("acme", "hr.txt") == (True, AccessList(users=("ann",), groups=("hr",)))
+    assert store.document_access("acme", "admins.txt") == (True, AccessList())
+    assert store.document_access("acme", "legacy.txt") == (True, None)
+    assert store.document_access("acme", "none.txt") == (False, None)
+    # When the hr document's list changes in place, Then the next search follows, vectors untouched
+    before = store.existing_vectors("acme", "hr.txt")
+    assert store.set_metadata("acme", "hr.txt", {"_access": {"users": [], "groups": ["legal"]}}) == 1
+    assert read(ReadScope(users=("ann",))) == set()
+    assert read(ReadScope(groups=("legal",))) == {"hr.txt"}
+    assert store.existing_vectors("acme", "hr.txt") == before
 
 
 def test_set_metadata_replaces_the_whole_metadata_of_one_document(filled: CollectionStore) -> None:
@@ -535,7 +596,7 @@ def test_hybrid_fuses_dense_and_sparse_with_configurable_rrf_k(engine: Engine) -
 
 def test_hybrid_without_sparse_terms_still_answers_from_dense(filled: CollectionStore) -> None:
     q = query("acme", "alpha")
-    no_terms = SearchQuery(q.tenant, q.dense, SparseVector([], []), "hybrid", 5, {})
+    no_terms = SearchQuery(q.tenant, q.dense, SparseVector([], []), "hybrid", 5, {}, EVERYTHING)
     assert keys(filled.search(no_terms))[0] == "alpha.txt"
 
 
@@ -609,11 +670,11 @@ def test_malformed_filters_are_bad_requests(filled: CollectionStore, filters: di
 def test_malformed_queries_are_refused(filled: CollectionStore) -> None:
     q = query("acme", "alpha")
     with pytest.raises(BadRequest):
-        filled.search(SearchQuery("acme", None, q.sparse, "dense", 5, {}))
+        filled.search(SearchQuery("acme", None, q.sparse, "dense", 5, {}, EVERYTHING))
     with pytest.raises(BadRequest):
-        filled.search(SearchQuery("", q.dense, q.sparse, "dense", 5, {}))
+        filled.search(SearchQuery("", q.dense, q.sparse, "dense", 5, {}, EVERYTHING))
     with pytest.raises(ProfileMismatch):
-        filled.search(SearchQuery("acme", [1.0, 0.0], q.sparse, "dense", 5, {}))
+        filled.search(SearchQuery("acme", [1.0, 0.0], q.sparse, "dense", 5, {}, EVERYTHING))
 
 
 _TENANTS = ["acme", "globex", "initech"]

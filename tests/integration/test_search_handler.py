@@ -13,6 +13,7 @@ import pytest
 
 from functions.search import app as search_app
 from tests.support.stack import EmbeddedStack
+from winnow.access import ReadScope
 from winnow.ports import SearchQuery
 from winnow_fakes.fake_voyage import Fault
 from winnow_local.context import LocalLambdaContext
@@ -181,8 +182,11 @@ def test_every_mode_finds_the_document_with_a_citation(loaded: EmbeddedStack, mo
         "metadata",
         "kind",
         "ocr",
+        "restricted",
+        "access",
     }
     assert top["kind"] == "text" and top["ocr"] is False
+    assert top["restricted"] is False and top["access"] is None
     assert set(body["timings_ms"]) == {"embed", "search", "rerank", "total"}
 
 
@@ -220,6 +224,7 @@ def test_without_reranker_or_relevance_model_hybrid_returns_the_fused_top_k_orde
             mode="hybrid",
             limit=max(15, 3 * top_k),
             filters={},
+            reader=ReadScope(open_documents=True),
         )
     )
     _, dense_body = stack.search(query, mode="dense", top_k=top_k, relevance_threshold=0)

@@ -1067,6 +1067,7 @@ def test_search_worst_case_provider_time_fits_its_timeout_and_api_gateway(
     template's attempts, sleeping no longer than its cap; the worst case (attempts x timeout + the sleeps)
     of the three calls fits inside every timeout the function may have, so an outage is the function's own
     503, and that timeout is inside API Gateway's."""
+    from winnow.access import ReadScope
     from winnow.adapters import qdrant_errors
     from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
     from winnow.adapters.voyage import VoyageEmbedder, VoyageReranker
@@ -1110,7 +1111,9 @@ def test_search_worst_case_provider_time_fits_its_timeout_and_api_gateway(
         profile = EmbeddingProfile("voyage", voyage.embed_model, voyage.output_dimension or 1024)
         slept = []
         store = QdrantVectorStore(client, profile, settings, sleep=slept.append)
-        query = SearchQuery("acme", [0.1] * profile.dimension, None, "dense", 15, {})
+        query = SearchQuery(
+            "acme", [0.1] * profile.dimension, None, "dense", 15, {}, ReadScope(everything=True)
+        )
         with pytest.raises(TransientError):
             store.search(query)
         client.close()

@@ -39,12 +39,16 @@ def serving(
             reset_container()
 
 
-def upload(httpd: WinnowHTTPServer, tenant: str, key: str, data: bytes) -> dict[str, Any]:
-    """One document through the server's own upload route, as the search page sends it; its answer."""
+def upload(
+    httpd: WinnowHTTPServer, tenant: str, key: str, data: bytes, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """One document through the server's own upload route, as the search page sends it; its answer.
+    ``headers``: who uploads (``x-winnow-user``, ``x-winnow-groups``)."""
     host, port = str(httpd.server_address[0]), int(httpd.server_address[1])
     connection = http.client.HTTPConnection(host, port, timeout=120)
     try:
-        connection.request("POST", f"/upload?key={key}", body=data, headers={"X-Winnow-Tenant": tenant})
+        sent = {"X-Winnow-Tenant": tenant, **(headers or {})}
+        connection.request("POST", f"/upload?key={key}", body=data, headers=sent)
         response = connection.getresponse()
         body = json.loads(response.read() or b"{}")
     finally:

@@ -171,8 +171,12 @@ class EmbeddedStack:
         tenant: str | None = "acme",
         query: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        claims: dict[str, Any] | None = None,
     ) -> tuple[int, dict[str, str], Any]:
-        event = http_api_event(method, path, body=body, query=query, headers=headers, tenant=tenant)
+        """One request through the search handler; ``claims``: the JWT's other claims (user, groups)."""
+        event = http_api_event(
+            method, path, body=body, query=query, headers=headers, tenant=tenant, claims=claims
+        )
         response = search_app.handler(event, LocalLambdaContext())
         raw = response.get("body") or ""
         try:
@@ -181,8 +185,12 @@ class EmbeddedStack:
             payload = raw
         return int(response["statusCode"]), dict(response.get("headers") or {}), payload
 
-    def search(self, query: str, tenant: str | None = "acme", **fields: Any) -> tuple[int, Any]:
-        status, _, payload = self.api("POST", "/search", {"query": query, **fields}, tenant=tenant)
+    def search(
+        self, query: str, tenant: str | None = "acme", claims: dict[str, Any] | None = None, **fields: Any
+    ) -> tuple[int, Any]:
+        status, _, payload = self.api(
+            "POST", "/search", {"query": query, **fields}, tenant=tenant, claims=claims
+        )
         return status, payload
 
     def embed_calls(self) -> int:

@@ -10,8 +10,10 @@ from typing import IO, Any
 from winnow.search.http import ANSWER_MODEL_UNAVAILABLE
 from winnow_local.cli.common import (
     TENANT_HELP,
+    add_identity_arguments,
     check_tenant,
     document_name,
+    identity,
     unit_float,
     whole_number,
     wrap,
@@ -86,7 +88,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     body = search_request(args)
     if args.max_answer_tokens is not None:
         body["max_answer_tokens"] = args.max_answer_tokens
-    runtime = LocalRuntime()
+    runtime = LocalRuntime(*identity(args))
     response = runtime.call_api("POST", "/answer", body=body, tenant=tenant)
     if not args.json and response.status == 501:
         _without_answer(runtime, body, tenant, ENABLE_ANSWERS)
@@ -114,6 +116,7 @@ def add_ask_parser(commands: Any) -> None:
     )
     ask.add_argument("query", metavar="QUESTION")
     ask.add_argument("--tenant", default=DEFAULT_TENANT, help=TENANT_HELP)
+    add_identity_arguments(ask)
     ask.add_argument("--top-k", type=whole_number, default=None, help="most passages (API default 5)")
     ask.add_argument("--candidates", type=whole_number, default=None, help="candidates per retriever")
     ask.add_argument(

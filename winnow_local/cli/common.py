@@ -63,6 +63,19 @@ def document_name(key: str, tenant: str) -> str:
     return path_in_tenant(tenant, key)
 
 
+def add_identity_arguments(parser: Any) -> None:
+    """``--user`` and ``--groups``: who the request comes from, as a token's claims would say."""
+    parser.add_argument("--user", default=None, help="user id (the token's user claim); default: anonymous")
+    parser.add_argument("--groups", default="", help="groups, comma-separated (the token's groups claim)")
+
+
+def identity(args: Any) -> tuple[str | None, list[str]]:
+    """The ``--user`` and ``--groups`` of a command (the same reading as ``winnow mcp``'s)."""
+    from winnow_local.mcp_server import split_groups
+
+    return getattr(args, "user", None), split_groups(getattr(args, "groups", ""))
+
+
 def check_tenant(tenant: str) -> str:
     if not is_tenant(tenant):
         raise CliError(f"invalid tenant {tenant!r}: use {TENANT_RULE}")

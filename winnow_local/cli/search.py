@@ -11,9 +11,11 @@ from typing import IO, Any
 from winnow.models import DocumentStatus
 from winnow_local.cli.common import (
     TENANT_HELP,
+    add_identity_arguments,
     check_tenant,
     document_name,
     fail_response,
+    identity,
     passage_text,
     print_json,
     unit_float,
@@ -114,7 +116,7 @@ def query_payload(
 def cmd_search(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant)
     body = search_request(args)
-    runtime = LocalRuntime()
+    runtime = LocalRuntime(*identity(args))
     payload = post_query(
         runtime, "/search", body, tenant, echo=args.json, found=lambda p: bool(p.get("results"))
     )
@@ -156,7 +158,7 @@ def list_documents(runtime: LocalRuntime, tenant: str) -> list[dict[str, Any]]:
 
 def cmd_documents(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant)
-    documents = list_documents(LocalRuntime(), tenant)
+    documents = list_documents(LocalRuntime(*identity(args)), tenant)
     if args.json:
         for document in documents:
             print_json(document)
@@ -197,6 +199,7 @@ def add_search_parser(commands: Any) -> None:
     )
     search.add_argument("query", metavar="QUERY")
     search.add_argument("--tenant", default=DEFAULT_TENANT, help=TENANT_HELP)
+    add_identity_arguments(search)
     search.add_argument("--top-k", type=whole_number, default=None, help="most results, 1-50 (default 5)")
     search.add_argument(
         "--candidates", type=whole_number, default=None, help="candidates per retriever, top-k to 200"
@@ -218,5 +221,6 @@ def add_search_parser(commands: Any) -> None:
 def add_documents_parser(commands: Any) -> None:
     documents = commands.add_parser("documents", help="list documents and their ingest status")
     documents.add_argument("--tenant", default=DEFAULT_TENANT, help=TENANT_HELP)
+    add_identity_arguments(documents)
     documents.add_argument("--json", action="store_true", help="one JSON object per document")
     documents.set_defaults(func=cmd_documents)

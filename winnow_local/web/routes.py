@@ -82,7 +82,9 @@ class WinnowRequestHandler(RequestPlumbing):
             HTTPStatus.NO_CONTENT,
             {
                 "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
-                "access-control-allow-headers": f"content-type, {TENANT_HEADER}, x-correlation-id",
+                "access-control-allow-headers": (
+                    f"content-type, {TENANT_HEADER}, x-winnow-user, x-winnow-groups, x-correlation-id"
+                ),
                 "access-control-max-age": "600",
             },
             b"",
@@ -231,6 +233,10 @@ class WinnowRequestHandler(RequestPlumbing):
         from winnow.ingest.results import IngestOutcome
 
         runtime = self.server.runtime
+        refused = self._write_refused(full_key, data)
+        if refused is not None:
+            self._send(refused.status, refused.headers, refused.body)
+            return
         try:
             results = self.server.lane.submit(
                 tenant, runtime.put_and_ingest, [Upload(full_key, data)]
@@ -246,6 +252,31 @@ class WinnowRequestHandler(RequestPlumbing):
         answers: dict[str, int] = {IngestOutcome.FAILED: 422, IngestOutcome.RETRY: 503}
         status = answers.get(str(result.get("status")), 200)
         self._send_json(status, record, {"retry-after": "5"} if status == 503 else None)
+
+    def _write_refused(self, full_key: str, data: bytes) -> ApiResponse | None:
+        """The API's answer when this caller may not write ``full_key`` (None: they may). One rule: the
+        search handler's ``POST /uploads`` is asked, with the caller's headers; a sidecar is judged as
+        a change of its document that grants the sidecar's access list."""
+        from winnow.ingest.metadata import document_key_of, is_sidecar
+        from winnow.rules import split_key
+
+        _, path = split_key(full_key)
+        probe: dict[str, object] = {"path": path}
+        if is_sidecar(full_key):
+            probe["path"] = document_key_of(path)
+            try:
+                access = json.loads(data).get("access")
+            except (ValueError, AttributeError):
+                access = None  # unreadable: ingest fails it and closes the document to admins
+            if isinstance(access, dict):
+                probe["access"] = access
+        wanted = (TENANT_HEADER, "x-winnow-user", "x-winnow-groups")
+        headers = {name: value for name, value in self.headers.items() if name.lower() in wanted}
+        runtime = self.server.runtime
+        response: ApiResponse = self.server.lane.submit(
+            runtime.call_api, "POST", "/uploads", body=probe, headers=headers
+        ).result()
+        return None if response.status == 201 else response
 
     def _upload_parts(self, body: bytes) -> tuple[str, bytes]:
         content_type = self.headers.get("content-type", "")

@@ -3,7 +3,9 @@
 Every API route goes HTTP request → API Gateway (payload v2) event → ``functions.search.app.handler`` →
 HTTP response, so a web app developed against this server behaves the same against AWS. The tenant comes
 from the ``x-winnow-tenant`` header (default ``default``): the server turns on the handler's header mode
-(``allow_tenant_header`` on its own container only); deployed APIs take it from the JWT.
+(``allow_tenant_header`` on its own container only); deployed APIs take it from the JWT. In the same
+mode ``x-winnow-user`` and ``x-winnow-groups`` stand for the token's user and groups claims (without
+them the caller is anonymous: documents without an access list only).
 
 Who may call it: requests whose ``Host`` is not a loopback name (or one allowed by
 ``WINNOW_SERVE_ALLOWED_HOSTS``) are refused, which stops DNS rebinding; a browser ``Origin`` must be the
@@ -27,7 +29,8 @@ Routes besides the API:
   and ingested. ``multipart/form-data`` works too: a ``file`` part, and an optional ``key`` field (else the
   file's name). Answers the ingest result ``{"key", "status", "chunks", "embedded", "reused", "error"}``:
   200 when indexed or unchanged, 422 when the document could not be indexed, 503 when a provider was
-  unavailable (retry).
+  unavailable (retry). The API's write rules apply first (``POST /uploads`` is asked with the caller's
+  headers; a sidecar counts as a change of its document granting its access list).
 
 Handler calls run on one worker thread: Qdrant's local mode and the SQLite ledger are single-process,
 single-writer stores, and one lane keeps them consistent without locking inside the handlers. The lane

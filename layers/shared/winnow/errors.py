@@ -146,4 +146,5 @@ class UnsupportedMediaType(BadRequest):
 
 
 class Forbidden(WinnowError):
-    """The authorizer context names a tenant, but not one that is a valid tenant name."""
+    """The caller is known but may not do this: a claim that is not a valid tenant, user or groups, or a
+    change to a document they may not make (the message says what is missing)."""

@@ -106,6 +106,37 @@ class ChunkPoint:
 
 
 @dataclass(frozen=True)
+class AccessList:
+    """Who may read a document besides the tenant's admins. Both empty: the admins only."""
+
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, list[str]]:
+        return {"users": list(self.users), "groups": list(self.groups)}
+
+    def encoded(self) -> str:
+        """Compact ASCII JSON: what S3 user metadata can carry."""
+        import json
+
+        return json.dumps(self.as_json(), separators=(",", ":"), ensure_ascii=True)
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    """What a caller may read, as the vector store's filter needs it. ``everything``: the admins."""
+
+    everything: bool = False
+    open_documents: bool = False
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    @property
+    def nothing(self) -> bool:
+        return not (self.everything or self.open_documents or self.users or self.groups)
+
+
+@dataclass(frozen=True)
 class StoredChunk:
     """A chunk as the vector store returns it from a search or a scroll."""
 
@@ -128,6 +159,8 @@ class StoredChunk:
     dense_rank: int | None = None
     sparse_score: float | None = None
     sparse_rank: int | None = None
+    # Who may read the document ({"users": [...], "groups": [...]}); None: no access list.
+    access: dict[str, list[str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from winnow.models import (
+    AccessList,
     ChunkPoint,
     EmbeddingProfile,
     LedgerRecord,
     ObjectEvent,
     ObjectInfo,
+    ReadScope,
     SparseVector,
     StoredChunk,
 )
@@ -76,12 +78,15 @@ FilterValue = str | int | float | bool | list[str | int | float | bool] | RangeF
 
 @dataclass(frozen=True)
 class SearchQuery:
+    """One search of one tenant's points that ``reader`` may read (required: no default can widen it)."""
+
     tenant: str
     dense: list[float] | None
     sparse: SparseVector | None
     mode: SearchMode
     limit: int
     filters: dict[str, FilterValue]
+    reader: ReadScope
     score_threshold: float | None = None
     with_dense: bool = False  # sparse mode: return each hit's dense vector too (its cosine, no 2nd call)
 
@@ -119,6 +124,14 @@ class VectorStore(ABC):
     @abstractmethod
     def search(self, query: SearchQuery) -> list[StoredChunk]:
         """Best first. For ``hybrid``: one call, dense and sparse prefetches fused with RRF."""
+
+    @abstractmethod
+    def readable_keys(self, tenant: str, reader: ReadScope, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` have points ``reader`` may read (one filtered query, the listing routes)."""
+
+    @abstractmethod
+    def document_access(self, tenant: str, key: str) -> tuple[bool, AccessList | None]:
+        """Whether the document has points, and the access list they carry (None: no list)."""
 
     @abstractmethod
     def dense_vectors(self, point_ids: Sequence[str]) -> dict[str, list[float]]: ...

@@ -38,6 +38,18 @@ def is_field_name(name: object) -> bool:
     return isinstance(name, str) and _FIELD_NAME.fullmatch(name) is not None
 
 
+# A user id or group name in a document's access list or a caller's token (``auth0|64f1``, a Cognito
+# group, an Entra ID group GUID). No whitespace or commas: a groups claim may arrive as one string
+# separated by either. ``*`` is reserved.
+_PRINCIPAL = re.compile(r"[^\s,\x00-\x1f\x7f]{1,256}")
+PRINCIPAL_RULE = "1-256 characters without spaces, commas or control characters (and not '*')"
+
+
+def is_principal(name: object) -> bool:
+    """Whether ``name`` may name a user or a group: in an ``access`` list, a JWT claim, a header."""
+    return isinstance(name, str) and name != "*" and _PRINCIPAL.fullmatch(name) is not None
+
+
 # A path a caller chooses inside their tenant (``handbook/leave.pdf``): the object key is
 # ``<tenant>/<path>``, and S3 keys are at most 1,024 bytes of UTF-8.
 MAX_KEY_BYTES = 1024

@@ -212,6 +212,19 @@ class SearchSettings(BaseSettings):
         default=False, description="Embedded default only: let a header name the tenant. Never in AWS."
     )
     tenant_header: str = "x-winnow-tenant"
+    # Document-level access (winnow.access): who the caller is comes from these claims only.
+    user_claim: str = Field(default="sub", description="JWT claim (or Lambda authorizer key): the user id.")
+    groups_claim: str = Field(
+        default="cognito:groups", description="JWT claim holding the caller's groups (list or string)."
+    )
+    admin_group: str = Field(
+        default="winnow-admins", description="Group whose members read and change every document."
+    )
+    default_access: Literal["allow", "deny"] = Field(
+        default="allow", description="deny: documents without an access list are for admins only."
+    )
+    user_header: str = "x-winnow-user"  # embedded default only, with allow_tenant_header
+    groups_header: str = "x-winnow-groups"
     show_configuration_errors: bool = Field(
         default=False,
         description="Embedded default only (the CLI and winnow serve turn it on): the caller is the "

@@ -10,8 +10,26 @@
     return $("tenant").value.trim() || "default";
   }
 
+  // Who is asking, as a token's claims would say: sent only when filled in (empty: anonymous).
   function headers(extra) {
-    return Object.assign({ "x-winnow-tenant": tenant() }, extra || {});
+    const who = { "x-winnow-tenant": tenant() };
+    const user = $("user") ? $("user").value.trim() : "";
+    const groups = $("groups") ? $("groups").value.trim() : "";
+    if (user) who["x-winnow-user"] = user;
+    if (groups) who["x-winnow-groups"] = groups;
+    return Object.assign(who, extra || {});
+  }
+
+  // A restricted result says so; who may read it only comes back to those who may change it.
+  function accessBadge(result) {
+    const badge = element("span", "access-badge", "Restricted");
+    const access = result.access;
+    const names = [];
+    if (access && access.users && access.users.length) names.push(`users ${access.users.join(", ")}`);
+    if (access && access.groups && access.groups.length) names.push(`groups ${access.groups.join(", ")}`);
+    if (access) badge.textContent = `Restricted to ${names.length ? names.join("; ") : "the admins"}`;
+    badge.title = "This document has an access list: not every member of the tenant can find it.";
+    return badge;
   }
 
   async function readJson(response) {
@@ -185,6 +203,7 @@
         badge.title = "Read from a scanned page or image by OCR: words may be misread.";
         cite.appendChild(badge);
       }
+      if (result.restricted) cite.appendChild(accessBadge(result));
       for (const part of citationParts(result)) {
         const span = element("span", part.cls);
         span.appendChild(element("span", "label", part.label + ": "));
@@ -410,6 +429,7 @@
       $("search-status").textContent = "";
       loadDocuments();
     });
+    for (const id of ["user", "groups"]) $(id).addEventListener("change", loadDocuments);
     $("search-form").addEventListener("submit", search);
     $("add-filter").addEventListener("click", addFilterRow);
     $("refresh-documents").addEventListener("click", loadDocuments);

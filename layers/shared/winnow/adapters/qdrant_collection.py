@@ -2,10 +2,10 @@
 
 One collection per embedding profile (``<prefix>_<profile slug>``) with a named dense vector ``dense``
 (cosine) and a sparse vector ``bm25`` whose IDF the engine computes (``Modifier.IDF``), counted over the
-searching tenant's points only (``QueryPlan.idf_corpus``): one tenant's documents never move another's
-scores. The profile is recorded in the collection's metadata and checked before any vector is written
-or searched, so vectors of two models can never meet. Every read and write is scoped by tenant
-(``qdrant_filters``).
+points the caller may read in their tenant (``QueryPlan.idf_corpus``): another tenant's documents, or a
+restricted one of the caller's own tenant, never move their scores. The profile is recorded in the
+collection's metadata and checked before any vector is written or searched, so vectors of two models can
+never meet. Every read and write is scoped by tenant (``qdrant_filters``).
 
 ``CollectionStore`` implements the ``VectorStore`` port in terms of a dozen engine calls; the engines
 (``QdrantVectorStore`` on qdrant-client, ``EdgeVectorStore`` on Qdrant Edge) implement only those, so
@@ -20,10 +20,26 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from winnow.access import (
+    GROUPS_FIELD,
+    OPEN_FIELD,
+    PAYLOAD_FIELDS,
+    USERS_FIELD,
+    AccessList,
+    ReadScope,
+    access_of_payload,
+    split_metadata,
+)
 from winnow.adapters.qdrant_errors import CollectionNotFound, QdrantCaller
-from winnow.adapters.qdrant_filters import Conditions, document_filter, search_filter, tenant_filter
+from winnow.adapters.qdrant_filters import (
+    Conditions,
+    document_filter,
+    readable_filter,
+    search_filter,
+    tenant_filter,
+)
 from winnow.adapters.qdrant_points import DENSE_VECTOR, SPARSE_VECTOR, dense_of, fuse_rrf, stored_chunk
 from winnow.errors import (
     BadRequest,
@@ -41,6 +57,7 @@ if TYPE_CHECKING:
     from winnow.settings import QdrantSettings
 
 T = TypeVar("T")
+IndexSchema = Literal["tenant", "keyword", "bool"]
 
 METADATA_KEY = "winnow"  # collection metadata: {"winnow": {"profile": {...}, "schema": 1}}
 SCHEMA_VERSION = 1
@@ -55,6 +72,7 @@ SEARCH_PAYLOAD = [
     "meta",
     "kind",
     "ocr",
+    *PAYLOAD_FIELDS,
 ]
 SCROLL_PAGE = 256
 DELETE_BATCH = 1000
@@ -113,7 +131,7 @@ class QueryPlan:
     limit: int
     score_threshold: float | None = None
     with_dense: bool = False
-    idf_corpus: Any = None  # sparse: the points IDF is counted over (the tenant's), None = collection-wide
+    idf_corpus: Any = None  # sparse: the points IDF is counted over (the caller's readable ones), None = all
 
 
 class CollectionStore(VectorStore):
@@ -175,8 +193,9 @@ class CollectionStore(VectorStore):
     def _facts(self) -> CollectionFacts: ...
 
     @abstractmethod
-    def _create_index(self, field: str, is_tenant: bool) -> None:
-        """A keyword payload index (``is_tenant``: the tenant index Qdrant co-locates points by)."""
+    def _create_index(self, field: str, schema: IndexSchema) -> None:
+        """A payload index: ``keyword``, ``bool``, or ``tenant`` (the keyword index Qdrant co-locates
+        points by)."""
 
     @abstractmethod
     def _collection_names(self) -> list[str]: ...
@@ -192,7 +211,8 @@ class CollectionStore(VectorStore):
     def _delete_where(self, where: Any) -> None: ...
 
     @abstractmethod
-    def _set_meta_where(self, where: Any, metadata: dict[str, Any]) -> None: ...
+    def _set_payload_where(self, where: Any, payload: dict[str, Any]) -> None:
+        """Set these top-level payload fields (each replaced whole) on every point ``where`` selects."""
 
     @abstractmethod
     def _count_where(self, where: Any) -> int: ...
@@ -246,13 +266,15 @@ class CollectionStore(VectorStore):
                         raise
             facts = self._call("read collection", self._facts)
             self._verify(facts)
-            wanted = [("tenant", True), ("key", False), ("kind", False)]
-            wanted += [(f"meta.{field}", False) for field in self._settings.metadata_indexes]
-            for field, is_tenant in wanted:
+            wanted: list[tuple[str, IndexSchema]] = [("tenant", "tenant"), ("key", "keyword")]
+            wanted += [("kind", "keyword"), (USERS_FIELD, "keyword"), (GROUPS_FIELD, "keyword")]
+            wanted += [(OPEN_FIELD, "bool")]
+            wanted += [(f"meta.{field}", "keyword") for field in self._settings.metadata_indexes]
+            for field, schema in wanted:
                 if field not in facts.indexed:
                     self._call(
                         "create payload index",
-                        lambda f=field, t=is_tenant: self._create_index(f, t),  # type: ignore[misc]
+                        lambda f=field, t=schema: self._create_index(f, t),  # type: ignore[misc]
                     )
             self._ready = True
 
@@ -348,14 +370,16 @@ class CollectionStore(VectorStore):
         return count
 
     def set_metadata(self, tenant: str, key: str, metadata: dict[str, Any]) -> int:
-        """Replace ``meta`` wholesale: a top-level payload key set replaces its value (it is not deep
-        merged), so fields dropped from the metadata disappear from the points too."""
+        """Replace ``meta`` and the access fields wholesale: a top-level payload key set replaces its
+        value (it is not deep merged), so fields dropped from the metadata disappear from the points too."""
         if not self._require(create=False):
             return 0
         document = document_filter(self.conditions, tenant, key)
         count = self._call("count", lambda: self._count_where(document))
         if count:
-            self._call("set metadata", lambda: self._set_meta_where(document, dict(metadata)))
+            user_meta, access = split_metadata(metadata)
+            payload = {"meta": user_meta, **access}
+            self._call("set metadata", lambda: self._set_payload_where(document, payload))
         return count
 
     # --- reads --------------------------------------------------------------------------------------
@@ -411,8 +435,35 @@ class CollectionStore(VectorStore):
             if offset is None:
                 return
 
-    def _search_filter(self, tenant: str, filters: dict[str, FilterValue]) -> Any:
-        return search_filter(self.conditions, tenant, filters)
+    def _search_filter(
+        self, tenant: str, filters: dict[str, FilterValue], reader: ReadScope | None = None
+    ) -> Any:
+        return search_filter(self.conditions, tenant, reader or ReadScope(), filters)
+
+    def readable_keys(self, tenant: str, reader: ReadScope, keys: Sequence[str]) -> set[str]:
+        """One scroll over each document's first chunk (``chunk_index`` 0): a page of 100 keys reads at
+        most 200 points, however long the documents (two versions of a chunk 0 coexist for a moment
+        while a document is re-indexed: new points first, then the old ones go)."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted or not self._require(create=False):
+            return set()
+        c = self.conditions
+        where = readable_filter(c, tenant, reader, c.match_any("key", wanted), c.match("chunk_index", 0))
+        points, _ = self._call(
+            "scroll", lambda: self._scroll_page(where, ["key"], False, 2 * len(wanted), None)
+        )
+        return {str((p.payload or {}).get("key")) for p in points}
+
+    def document_access(self, tenant: str, key: str) -> tuple[bool, AccessList | None]:
+        if not self._require(create=False):
+            return False, None
+        where = document_filter(self.conditions, tenant, key)
+        points, _ = self._call(
+            "scroll", lambda: self._scroll_page(where, list(PAYLOAD_FIELDS), False, 1, None)
+        )
+        if not points:
+            return False, None
+        return True, access_of_payload(points[0].payload or {})
 
     def search(self, query: SearchQuery) -> list[StoredChunk]:
         if query.limit < 1:
@@ -430,16 +481,17 @@ class CollectionStore(VectorStore):
         has_sparse = query.sparse is not None and len(query.sparse.indices) > 0
         if query.mode == "sparse" and not has_sparse:
             return []  # nothing to match on (e.g. a query of stop words only)
-        where = self._search_filter(query.tenant, query.filters)
-        idf_corpus = tenant_filter(self.conditions, query.tenant)
+        where = self._search_filter(query.tenant, query.filters, query.reader)
+        idf_corpus = readable_filter(self.conditions, query.tenant, query.reader or ReadScope())
         if not self._require_for_search():
             return []
         dense = QueryPlan(list(query.dense or []), DENSE_VECTOR, where, query.limit, query.score_threshold)
 
         def sparse(with_dense: bool) -> QueryPlan:
             assert query.sparse is not None
-            # IDF over the tenant's own points, not the metadata filter's: filters narrow results, they
-            # do not re-weigh terms, and no other tenant's documents make a term common or rare.
+            # IDF over the points this caller may read in their tenant, not the metadata filter's: filters
+            # narrow results, they do not re-weigh terms, and no document the caller cannot read (another
+            # tenant's, or a restricted one of their own) makes a term common or rare.
             return QueryPlan(
                 query.sparse, SPARSE_VECTOR, where, query.limit, with_dense=with_dense, idf_corpus=idf_corpus
             )

@@ -31,6 +31,7 @@ from winnow.adapters.qdrant_collection import (
     SPARSE_VECTOR,
     CollectionFacts,
     CollectionStore,
+    IndexSchema,
     QueryPlan,
     alias_name,
     collection_metadata,
@@ -236,6 +237,11 @@ class EdgeConditions:
         bounds = E.RangeFloat(gte=_float(gte), lte=_float(lte))
         return E.FieldCondition(key=path, range=bounds)
 
+    def is_empty(self, path: str) -> Any:
+        import qdrant_edge as E
+
+        return E.IsEmptyCondition(key=path)
+
     def filter(self, must: list[Any] | None = None, should: list[Any] | None = None) -> Any:
         import qdrant_edge as E
 
@@ -293,11 +299,12 @@ class EdgeVectorStore(CollectionStore):
             indexed=frozenset(self.folder.shard(self._name).info().payload_schema),
         )
 
-    def _create_index(self, field: str, is_tenant: bool) -> None:
+    def _create_index(self, field: str, schema: IndexSchema) -> None:
         import qdrant_edge as E
 
-        schema = E.KeywordIndexParams(is_tenant=True) if is_tenant else E.PayloadSchemaType.Keyword
-        self._update(E.UpdateOperation.create_field_index(field, schema))
+        kinds = {"keyword": E.PayloadSchemaType.Keyword, "bool": E.PayloadSchemaType.Bool}
+        params = E.KeywordIndexParams(is_tenant=True) if schema == "tenant" else kinds[schema]
+        self._update(E.UpdateOperation.create_field_index(field, params))
 
     def _collection_names(self) -> list[str]:
         return self.folder.names()
@@ -330,10 +337,10 @@ class EdgeVectorStore(CollectionStore):
 
         self._update(E.UpdateOperation.delete_points_by_filter(where))
 
-    def _set_meta_where(self, where: Any, metadata: dict[str, Any]) -> None:
+    def _set_payload_where(self, where: Any, payload: dict[str, Any]) -> None:
         import qdrant_edge as E
 
-        self._update(E.UpdateOperation.set_payload_by_filter(where, {"meta": metadata}, None))
+        self._update(E.UpdateOperation.set_payload_by_filter(where, payload, None))
 
     def _count_where(self, where: Any) -> int:
         import qdrant_edge as E

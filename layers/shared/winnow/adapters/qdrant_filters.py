@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from winnow.access import GROUPS_FIELD, OPEN_FIELD, USERS_FIELD, ReadScope
 from winnow.errors import BadRequest
 from winnow.ports import FilterValue, RangeFilter
 from winnow.rules import FIELD_NAME_RULE, is_field_name, is_tenant
@@ -25,6 +26,8 @@ class Conditions(Protocol):
     def match_any(self, path: str, values: list[str] | list[int]) -> Any: ...
 
     def range(self, path: str, gte: float | None, lte: float | None) -> Any: ...
+
+    def is_empty(self, path: str) -> Any: ...
 
     def filter(self, must: list[Any] | None = None, should: list[Any] | None = None) -> Any: ...
 
@@ -46,6 +49,11 @@ class QdrantConditions:
         from qdrant_client.http import models as qm
 
         return qm.FieldCondition(key=path, range=qm.Range(gte=gte, lte=lte))
+
+    def is_empty(self, path: str) -> Any:
+        from qdrant_client.http import models as qm
+
+        return qm.IsEmptyCondition(is_empty=qm.PayloadField(key=path))
 
     def filter(self, must: list[Any] | None = None, should: list[Any] | None = None) -> Any:
         from qdrant_client.http import models as qm
@@ -70,10 +78,43 @@ def document_filter(c: Conditions, tenant: str, key: str) -> Any:
     return c.filter(must=[tenant_condition(c, tenant), c.match("key", key)])
 
 
-def search_filter(c: Conditions, tenant: str, filters: dict[str, FilterValue]) -> Any:
-    """The tenant first, then one condition per user filter. A user filter can only ever narrow the
-    tenant's points: its name addresses ``meta.<name>`` (or a reserved top-level field), never ``tenant``."""
+def read_condition(c: Conditions, scope: ReadScope) -> Any | None:
+    """What a caller may read, as one condition beside the tenant (None: everything, the admins).
+
+    A point is readable when it is open (``access_open``; a point written before access lists existed
+    has no such field and stays open), lists the caller's user, or one of their groups. A caller who
+    may read nothing gets a condition no point meets, never an empty ``should`` (which Qdrant ignores)."""
+    if scope.everything:
+        return None
+    should: list[Any] = []
+    if scope.open_documents:
+        should += [c.match(OPEN_FIELD, True), c.is_empty(OPEN_FIELD)]
+    if scope.users:
+        should.append(c.match_any(USERS_FIELD, list(scope.users)))
+    if scope.groups:
+        should.append(c.match_any(GROUPS_FIELD, list(scope.groups)))
+    if not should:
+        return c.filter(must=[c.match(OPEN_FIELD, True), c.match(OPEN_FIELD, False)])
+    return c.filter(should=should)
+
+
+def readable_filter(c: Conditions, tenant: str, scope: ReadScope, *more: Any) -> Any:
+    """The tenant's points this caller may read, narrowed by ``more`` conditions."""
     must: list[Any] = [tenant_condition(c, tenant)]
+    condition = read_condition(c, scope)
+    if condition is not None:
+        must.append(condition)
+    return c.filter(must=must + list(more))
+
+
+def search_filter(c: Conditions, tenant: str, scope: ReadScope, filters: dict[str, FilterValue]) -> Any:
+    """The tenant first, the caller's read condition, then one condition per user filter. A user filter
+    can only ever narrow these points: its name addresses ``meta.<name>`` (or a reserved top-level
+    field), never ``tenant`` or an access field."""
+    must: list[Any] = [tenant_condition(c, tenant)]
+    condition = read_condition(c, scope)
+    if condition is not None:
+        must.append(condition)
     for name, value in filters.items():
         if not is_field_name(name):
             raise BadRequest(f"filter field {str(name)[:40]!r} is not a field name: use {FIELD_NAME_RULE}")

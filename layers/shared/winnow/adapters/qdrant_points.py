@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from winnow.access import access_of_payload, split_metadata
 from winnow.models import ChunkPoint, StoredChunk
 
 DENSE_VECTOR = "dense"
@@ -13,6 +14,8 @@ SPARSE_VECTOR = "bm25"
 
 
 def payload_of(p: ChunkPoint) -> dict[str, Any]:
+    """Every field a point carries; the access list as its own indexed fields (``winnow.access``)."""
+    user_meta, access = split_metadata(p.metadata)
     return {
         "tenant": p.tenant,
         "key": p.key,
@@ -27,7 +30,8 @@ def payload_of(p: ChunkPoint) -> dict[str, Any]:
         "kind": p.chunk.kind,
         "ocr": p.chunk.ocr,
         "doc_version": p.doc_version,
-        "meta": dict(p.metadata),
+        "meta": user_meta,
+        **access,
     }
 
 
@@ -83,6 +87,7 @@ def stored_chunk(point: Any, *, dense_rank: int | None = None, sparse_rank: int 
         dense_rank=dense_rank,
         sparse_score=score if sparse_rank is not None else None,
         sparse_rank=sparse_rank,
+        access=access.as_json() if (access := access_of_payload(payload)) is not None else None,
     )
 
 

@@ -21,6 +21,7 @@ from winnow.adapters.qdrant_collection import (
     SPARSE_VECTOR,
     CollectionFacts,
     CollectionStore,
+    IndexSchema,
     QueryPlan,
     collection_metadata,
     profile_from_metadata,
@@ -287,15 +288,16 @@ class QdrantVectorStore(CollectionStore):
             indexed=frozenset((info.payload_schema or {}).keys()),
         )
 
-    def _create_index(self, field: str, is_tenant: bool) -> None:
+    def _create_index(self, field: str, schema: IndexSchema) -> None:
         from qdrant_client.http import models as qm
 
-        schema: qm.PayloadSchemaType | qm.KeywordIndexParams = (
+        kinds = {"keyword": qm.PayloadSchemaType.KEYWORD, "bool": qm.PayloadSchemaType.BOOL}
+        params: qm.PayloadSchemaType | qm.KeywordIndexParams = (
             qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)
-            if is_tenant
-            else qm.PayloadSchemaType.KEYWORD
+            if schema == "tenant"
+            else kinds[schema]
         )
-        self._client.create_payload_index(self._name, field_name=field, field_schema=schema, wait=True)
+        self._client.create_payload_index(self._name, field_name=field, field_schema=params, wait=True)
 
     def _collection_names(self) -> list[str]:
         return [c.name for c in self._client.get_collections().collections]
@@ -328,11 +330,11 @@ class QdrantVectorStore(CollectionStore):
 
         self._client.delete(self._name, points_selector=qm.FilterSelector(filter=where), wait=True)
 
-    def _set_meta_where(self, where: Any, metadata: dict[str, Any]) -> None:
+    def _set_payload_where(self, where: Any, payload: dict[str, Any]) -> None:
         from qdrant_client.http import models as qm
 
         self._client.set_payload(
-            self._name, payload={"meta": metadata}, points=qm.FilterSelector(filter=where), wait=True
+            self._name, payload=payload, points=qm.FilterSelector(filter=where), wait=True
         )
 
     def _count_where(self, where: Any) -> int:

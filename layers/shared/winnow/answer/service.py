@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from winnow.access import Caller
 from winnow.answer.citations import check_citations
 from winnow.answer.prompt import NO_ANSWER, build_prompt
 from winnow.answer.schemas import AnswerRequest, AnswerResponse, AnswerTimings, Citation, Usage
@@ -31,9 +32,12 @@ class AnswerService:
         self.generator = generator
         self.settings = settings
 
-    def answer(self, tenant: str, request: AnswerRequest, deadline: float | None = None) -> AnswerResponse:
+    def answer(
+        self, who: Caller | str, request: AnswerRequest, deadline: float | None = None
+    ) -> AnswerResponse:
+        """Only passages the caller may read reach the model: the search is filtered in the query."""
         started = time.perf_counter()
-        found = self.search.search(tenant, request)
+        found = self.search.search(who, request)
         timings = found.timings_ms
         if not found.results:
             return AnswerResponse(

@@ -1,6 +1,7 @@
 """User metadata that becomes filterable payload: S3 user metadata (``x-amz-meta-*``) and an optional
-Bedrock-style sidecar ``<key>.metadata.json`` (``{"metadataAttributes": {...}}``). The sidecar wins when
-both name the same field."""
+Bedrock-style sidecar ``<key>.metadata.json`` (``{"metadataAttributes": {...}, "access": {...}}``). The
+sidecar wins when both name the same field, and its ``access`` wins over the one an upload form pinned
+(``winnow.access``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import hashlib
 import json
 from typing import Any
 
+from winnow.access import ACCESS_KEY, UPLOAD_METADATA_NAME, decode_access, parse_access
 from winnow.errors import InvalidMetadata
 from winnow.jsonbounds import nesting_depth
 from winnow.rules import FIELD_NAME_RULE, is_field_name
@@ -40,8 +42,9 @@ def _check_field(name: str) -> str:
     return name
 
 
-def parse_sidecar(data: bytes, max_bytes: int) -> dict[str, MetadataValue]:
-    """Validate a sidecar file. Values may be strings, numbers, booleans or lists of strings."""
+def parse_sidecar(data: bytes, max_bytes: int) -> dict[str, Any]:
+    """Validate a sidecar file. Values may be strings, numbers, booleans or lists of strings; an
+    ``access`` object beside ``metadataAttributes`` becomes ``ACCESS_KEY`` (a bad one fails the file)."""
     if len(data) > max_bytes:
         raise InvalidMetadata(f"sidecar is {len(data)} bytes, over the {max_bytes}-byte limit")
     try:
@@ -57,10 +60,14 @@ def parse_sidecar(data: bytes, max_bytes: int) -> dict[str, MetadataValue]:
         doc = json.loads(text)
     except ValueError as exc:
         raise InvalidMetadata(f"sidecar is not valid JSON: {str(exc)[:80]}") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("metadataAttributes"), dict):
+    if not isinstance(doc, dict) or not isinstance(doc.get("metadataAttributes", {}), dict):
         raise InvalidMetadata('sidecar must be an object with a "metadataAttributes" object')
-    out: dict[str, MetadataValue] = {}
-    for name, value in doc["metadataAttributes"].items():
+    if "metadataAttributes" not in doc and "access" not in doc:
+        raise InvalidMetadata('sidecar must be an object with a "metadataAttributes" object')
+    out: dict[str, Any] = {}
+    if "access" in doc:
+        out[ACCESS_KEY] = parse_access(doc["access"]).as_json()
+    for name, value in doc.get("metadataAttributes", {}).items():
         _check_field(str(name))
         if isinstance(value, bool | str):
             out[name] = value
@@ -77,13 +84,20 @@ def parse_sidecar(data: bytes, max_bytes: int) -> dict[str, MetadataValue]:
     return out
 
 
-def from_user_metadata(user_metadata: dict[str, str]) -> dict[str, MetadataValue]:
+def from_user_metadata(user_metadata: dict[str, str]) -> dict[str, Any]:
     """S3 user metadata, keys lower-cased by S3. Invalid names are dropped rather than failing the
-    document: the uploader may not control them."""
-    return {k: v for k, v in user_metadata.items() if is_field_name(k)}
+    document: the uploader may not control them. The access list an upload form pinned
+    (``x-amz-meta-winnow-access``) is not a field: a bad one fails the document, never opens it."""
+    out: dict[str, Any] = {
+        k: v for k, v in user_metadata.items() if is_field_name(k) and k != UPLOAD_METADATA_NAME
+    }
+    pinned = user_metadata.get(UPLOAD_METADATA_NAME)
+    if pinned is not None:
+        out[ACCESS_KEY] = decode_access(pinned).as_json()
+    return out
 
 
-def merge(user: dict[str, MetadataValue], sidecar: dict[str, MetadataValue] | None) -> dict[str, Any]:
+def merge(user: dict[str, Any], sidecar: dict[str, Any] | None) -> dict[str, Any]:
     merged: dict[str, Any] = dict(user)
     if sidecar:
         merged.update(sidecar)

@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from winnow.access import ACCESS_KEY, AccessList
 from winnow.errors import (
     ConfigurationError,
     CorruptDocument,
@@ -377,14 +378,33 @@ class IngestService:
                 pass
             except InvalidMetadata as exc:
                 self._record_failure(tenant, event, str(exc))
+                with self._lease(tenant, doc_key):
+                    self._close_document(tenant, doc_key)
                 return IngestResult(event.key, IngestOutcome.FAILED, error=str(exc))
         # Under the document's lease: a re-index in flight read the sidecar before this change, and would
         # otherwise write its points with the old metadata after this one applied the new.
         with self._lease(tenant, doc_key):
             return self._apply_sidecar(tenant, event, doc_key)
 
+    def _close_document(self, tenant: str, doc_key: str) -> None:
+        """A sidecar that cannot be read may have meant to restrict the document: until it is fixed,
+        only the tenant's admins read it (an unreadable access list never leaves a document open)."""
+        record = self.ledger.get(tenant, doc_key)
+        if record is None or record.status != DocumentStatus.INDEXED:
+            return
+        closed = {ACCESS_KEY: AccessList().as_json()}
+        self.store.set_metadata(tenant, doc_key, closed)
+        record.metadata_sha256 = meta.metadata_hash(closed)
+        record.updated_at = now_iso()
+        self._put(record, same_event_ok=True)
+
     def _apply_sidecar(self, tenant: str, event: ObjectEvent, doc_key: str) -> IngestResult:
         record = self.ledger.get(tenant, doc_key)
+        if record is not None and record.status == DocumentStatus.FAILED and event.action == "created":
+            # Failed, perhaps because of the sidecar this event fixes: index it again (vectors reused).
+            again = ObjectEvent("created", event.bucket, doc_key, None, None, None, None, event.event_name)
+            result = self._index(tenant, again, record)
+            return IngestResult(event.key, result.status, chunks=result.chunks, error=result.error)
         if record is None or record.status != DocumentStatus.INDEXED:
             return IngestResult(
                 event.key, IngestOutcome.SKIPPED, error="no indexed document for this sidecar yet"
@@ -393,7 +413,11 @@ class IngestService:
             info = self.objects.head(doc_key)
         except ObjectGone:
             return IngestResult(event.key, IngestOutcome.SKIPPED, error="document no longer exists")
-        metadata = self._metadata_for(doc_key, info)
+        try:
+            metadata = self._metadata_for(doc_key, info)
+        except InvalidMetadata as exc:
+            self._close_document(tenant, doc_key)
+            return IngestResult(event.key, IngestOutcome.FAILED, error=str(exc))
         digest = meta.metadata_hash(metadata)
         updated = 0
         if digest != record.metadata_sha256:
@@ -405,6 +429,9 @@ class IngestService:
         return IngestResult(event.key, outcome, chunks=updated)
 
     def _metadata_for(self, key: str, info: ObjectInfo) -> dict[str, Any]:
+        """The document's metadata: S3 user metadata, then its sidecar. A sidecar that is too large or
+        unreadable fails the document (``InvalidMetadata``): it may carry an access list, and a document
+        is never indexed readable by all because its access list could not be read."""
         user = meta.from_user_metadata(info.metadata)
         if not meta.can_have_sidecar(key):
             return meta.merge(user, None)
@@ -412,13 +439,14 @@ class IngestService:
             sidecar_info = self.objects.head(meta.sidecar_key(key))
         except ObjectGone:
             return meta.merge(user, None)
-        if sidecar_info.size > self.settings.max_sidecar_bytes:
-            return meta.merge(user, None)  # recorded as failed by the sidecar's own event
         try:
             data = self.objects.get(meta.sidecar_key(key), sidecar_info)
-            return meta.merge(user, meta.parse_sidecar(data, self.settings.max_sidecar_bytes))
-        except (ObjectGone, InvalidMetadata):
+            sidecar = meta.parse_sidecar(data, self.settings.max_sidecar_bytes)
+        except ObjectGone:
             return meta.merge(user, None)
+        except InvalidMetadata as exc:
+            raise InvalidMetadata(f"its sidecar is invalid: {exc}") from exc
+        return meta.merge(user, sidecar)
 
     # --- helpers ---------------------------------------------------------------------------------------
     def _parse(self, key: str, data: bytes) -> ParsedDocument:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from winnow.access import AccessList, ReadScope
 from winnow.models import ChunkPoint, EmbeddingProfile, StoredChunk
 from winnow.ports import ActiveIndex, SearchQuery, VectorStore
 
@@ -80,6 +81,12 @@ class TransitionStore(VectorStore):
 
     def search(self, query: SearchQuery) -> list[StoredChunk]:
         return self.target.search(query)
+
+    def readable_keys(self, tenant: str, reader: ReadScope, keys: Sequence[str]) -> set[str]:
+        return self.target.readable_keys(tenant, reader, keys)
+
+    def document_access(self, tenant: str, key: str) -> tuple[bool, AccessList | None]:
+        return self.target.document_access(tenant, key)
 
     def dense_vectors(self, point_ids: Sequence[str]) -> dict[str, list[float]]:
         return self.target.dense_vectors(point_ids)

@@ -8,10 +8,12 @@ import base64
 import binascii
 import mimetypes
 from dataclasses import dataclass
+from typing import NoReturn
 
-from winnow.errors import BadRequest, InvalidKey, NotFound, ObjectGone
+from winnow.access import UPLOAD_METADATA_NAME, AccessList, Caller, ReadScope
+from winnow.errors import BadRequest, Forbidden, InvalidKey, NotFound, ObjectGone
 from winnow.models import DocumentStatus, LedgerRecord
-from winnow.ports import Ledger, ObjectSource, UploadForm, UploadPolicy
+from winnow.ports import Ledger, ObjectSource, UploadForm, UploadPolicy, VectorStore
 from winnow.rules import object_key, path_in_tenant, path_problem, upload_path_problem
 
 MAX_METADATA_BYTES = 2048  # S3's limit on user metadata, names and values together
@@ -35,27 +37,35 @@ def _content_type(value: str | None, path: str) -> str:
 
 
 def sign_upload(
-    objects: ObjectSource,
-    tenant: str,
+    rights: Rights,
+    caller: Caller,
     path: str,
     *,
     content_type: str | None,
     metadata: dict[str, str],
     max_bytes: int,
     expires_in: int,
+    access: AccessList | None = None,
 ) -> SignedUpload:
     """A form that writes exactly ``<tenant>/<path>``: never a sidecar (``*.metadata.json``, whose
     metadata would override the document's), never more than ``max_bytes``. Field names and values were
-    checked by the request schema; S3 stores names lowercased, so two names differing only in case clash."""
-    problem = upload_path_problem(tenant, path)
+    checked by the request schema; S3 stores names lowercased, so two names differing only in case clash.
+    ``access`` is pinned in the form (``x-amz-meta-winnow-access``); ``rights`` checks that the caller may
+    replace what is there and grant what they ask (403 saying what is missing)."""
+    problem = upload_path_problem(caller.tenant, path)
     if problem is not None:
         raise BadRequest(problem)
-    key = object_key(tenant, path)
+    key = object_key(caller.tenant, path)
+    problem = caller.grant_problem(access) or rights.write_problem(caller, key)
+    if problem is not None:
+        raise Forbidden(problem)
     lowered: dict[str, str] = {}
     for name, value in metadata.items():
         if name.lower() in lowered:
             raise BadRequest(f"metadata field {name!r} is given twice (names are not case-sensitive)")
         lowered[name.lower()] = value
+    if access is not None:
+        lowered[UPLOAD_METADATA_NAME] = access.encoded()
     size = sum(len(f"x-amz-meta-{k}".encode()) + len(v.encode()) for k, v in lowered.items())
     if size > MAX_METADATA_BYTES:
         raise BadRequest(f"metadata is {size} bytes with its x-amz-meta- prefixes: S3 allows 2 KB")
@@ -67,7 +77,7 @@ def sign_upload(
         expires_in=expires_in,
     )
     try:
-        form = objects.upload_form(policy)
+        form = rights.objects.upload_form(policy)
     except InvalidKey as exc:  # the folder bucket's own limits (a 250-byte file name, reserved names)
         raise BadRequest(f"the path cannot be stored: {exc}") from exc
     return SignedUpload(key=key, form=form, expires_in=expires_in)
@@ -83,16 +93,65 @@ def full_key(tenant: str, key: str) -> str:
     return object_key(tenant, path)
 
 
+@dataclass(frozen=True)
+class Rights:
+    """Who may see and change which of a tenant's documents, asked of the vector store (where access
+    lists live, on every point) and, for documents with no points yet, the ledger and the bucket.
+
+    An indexed document is visible when its points are (the same read condition as every search). One
+    that is not indexed (pending, failed, deleted) has no known access list: it is visible to those who
+    read documents without a list (every member, or only the admins with ``DefaultAccess=deny``)."""
+
+    store: VectorStore
+    ledger: Ledger
+    objects: ObjectSource
+    default_deny: bool
+
+    def scope(self, caller: Caller) -> ReadScope:
+        return caller.scope(self.default_deny)
+
+    def visible(self, caller: Caller, records: list[LedgerRecord]) -> list[LedgerRecord]:
+        if caller.is_admin:
+            return records
+        indexed = [r.key for r in records if r.status == DocumentStatus.INDEXED]
+        readable = self.store.readable_keys(caller.tenant, self.scope(caller), indexed) if indexed else set()
+        unlisted = not self.default_deny
+        return [r for r in records if r.key in readable or (r.status != DocumentStatus.INDEXED and unlisted)]
+
+    def can_see(self, caller: Caller, key: str) -> bool:
+        if caller.is_admin:
+            return True
+        indexed, access = self.store.document_access(caller.tenant, key)
+        if indexed:
+            return caller.can_read(access, self.default_deny)
+        return not self.default_deny
+
+    def hidden(self, caller: Caller, key: str) -> NoReturn:
+        """NotFound for a key the caller may not read, exactly as for one that does not exist: the same
+        answer after the same lookups (ledger, bucket), so neither body nor timing tells them apart."""
+        self.ledger.get(caller.tenant, key)
+        _in_bucket(self.objects, key)
+        raise NotFound(f"no document {key!r} for this tenant")
+
+    def write_problem(self, caller: Caller, key: str) -> str | None:
+        """Why ``caller`` may not replace or delete ``key`` (None: they may, or it does not exist)."""
+        indexed, access = self.store.document_access(caller.tenant, key)
+        exists = indexed or self.ledger.get(caller.tenant, key) is not None or _in_bucket(self.objects, key)
+        return caller.write_problem(exists, access, self.default_deny)
+
+
 def page(
-    ledger: Ledger, tenant: str, limit: int, cursor: str | None
+    rights: Rights, caller: Caller, limit: int, cursor: str | None
 ) -> tuple[list[LedgerRecord], str | None]:
-    """One page of the tenant's records; a cursor this API did not return is a BadRequest."""
+    """One page of the tenant's records that ``caller`` may see (a page may hold fewer than ``limit``;
+    the cursor still leads on); a cursor this API did not return is a BadRequest."""
     try:
         if cursor is not None:
             base64.urlsafe_b64decode(cursor.encode() + b"=" * (-len(cursor) % 4))
-        return ledger.list(tenant, limit=limit, cursor=cursor)
+        records, next_cursor = rights.ledger.list(caller.tenant, limit=limit, cursor=cursor)
     except (binascii.Error, ValueError) as exc:
         raise BadRequest("cursor is not one this API returned") from exc
+    return rights.visible(caller, records), next_cursor
 
 
 def _in_bucket(objects: ObjectSource, key: str) -> bool:
@@ -103,9 +162,13 @@ def _in_bucket(objects: ObjectSource, key: str) -> bool:
     return True
 
 
-def status(ledger: Ledger, objects: ObjectSource, tenant: str, key: str) -> LedgerRecord | None:
+def status(rights: Rights, caller: Caller, key: str) -> LedgerRecord | None:
     """The ledger's record, or None (``pending``) for an object in the bucket that ingest has not
-    recorded yet: just uploaded, or uploaded again after a delete. NotFound when neither knows the key."""
+    recorded yet: just uploaded, or uploaded again after a delete. NotFound when neither knows the key,
+    and exactly the same NotFound when the caller may not read it."""
+    if not rights.can_see(caller, key):
+        rights.hidden(caller, key)
+    ledger, objects, tenant = rights.ledger, rights.objects, caller.tenant
     record = ledger.get(tenant, key)
     if record is not None and record.status != DocumentStatus.DELETED:
         return record
@@ -116,10 +179,16 @@ def status(ledger: Ledger, objects: ObjectSource, tenant: str, key: str) -> Ledg
     raise NotFound(f"no document {key!r} for this tenant")
 
 
-def delete(ledger: Ledger, objects: ObjectSource, tenant: str, key: str) -> None:
+def delete(rights: Rights, caller: Caller, key: str) -> None:
     """Remove the object; its removal event takes the points out of the index. Deleting again is
     accepted as long as the ledger remembers the key; a key neither the ledger nor the bucket knows is
-    NotFound."""
+    NotFound, as is one the caller may not read; one they may read but not change is Forbidden."""
+    if not rights.can_see(caller, key):
+        rights.hidden(caller, key)
+    problem = rights.write_problem(caller, key)
+    if problem is not None:
+        raise Forbidden(problem)
+    ledger, objects, tenant = rights.ledger, rights.objects, caller.tenant
     record = ledger.get(tenant, key)
     if record is None and not _in_bucket(objects, key):
         raise NotFound(f"no document {key!r} for this tenant")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
+from winnow.access import Caller, parse_groups
 from winnow.errors import (
     AnswerModelUnavailable,
     BadRequest,
@@ -27,7 +28,7 @@ from winnow.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from winnow.rules import is_tenant
+from winnow.rules import PRINCIPAL_RULE, is_principal, is_tenant
 from winnow.search.body import check_media_type
 from winnow.search.schemas import ErrorResponse
 from winnow.settings import SearchSettings
@@ -185,6 +186,28 @@ def require_tenant(event: dict[str, Any], settings: SearchSettings) -> str | Non
     if not is_tenant(tenant):
         raise Forbidden("the tenant claim is not a valid tenant")
     return tenant
+
+
+def resolve_caller(event: dict[str, Any], tenant: str, settings: SearchSettings) -> Caller:
+    """Who is asking, built once per request from the same place as the tenant: the JWT claims (or a
+    Lambda authorizer's context); the ``x-winnow-user``/``-groups`` headers only in the embedded
+    default's header mode, never in AWS. No user claim: anonymous (documents without access only)."""
+    authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
+    claims = ((authorizer.get("jwt") or {}).get("claims")) or {}
+    context = authorizer.get("lambda") or {}
+    user: object = claims.get(settings.user_claim, context.get(settings.user_claim))
+    groups: object = claims.get(settings.groups_claim, context.get(settings.groups_claim))
+    if settings.allow_tenant_header and not claims and not context:
+        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+        user = headers.get(settings.user_header.lower())
+        groups = headers.get(settings.groups_header.lower())
+    if user is not None and not is_principal(str(user)):
+        raise Forbidden(f"the user claim is not a valid user id: {PRINCIPAL_RULE}")
+    try:
+        held = parse_groups(groups)
+    except ValueError as exc:
+        raise Forbidden(str(exc)) from exc
+    return Caller.of(tenant, str(user) if user is not None else None, held, settings.admin_group)
 
 
 def check_body(event: dict[str, Any]) -> None:

@@ -16,6 +16,8 @@ from pydantic import (
     model_validator,
 )
 
+from winnow.access import UPLOAD_METADATA_NAME, AccessList, parse_access
+from winnow.errors import InvalidMetadata
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.rules import FIELD_NAME_RULE, is_field_name
 from winnow.settings import SearchSettings
@@ -216,6 +218,27 @@ class SearchRequest(BaseModel):
         return self
 
 
+class AccessModel(BaseModel):
+    """Who may read a document besides the tenant's admins (``winnow.access``; names up to 256
+    characters without spaces or commas, at most 200 per list)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    users: list[str] = Field(default_factory=list, description="User ids (the user claim, default sub).")
+    groups: list[str] = Field(default_factory=list, description="Groups (the groups claim).")
+
+    @model_validator(mode="after")
+    def _names(self) -> AccessModel:
+        try:
+            parse_access({"users": self.users, "groups": self.groups})
+        except InvalidMetadata as exc:
+            raise ValueError(str(exc)) from exc
+        return self
+
+    def as_list(self) -> AccessList:
+        return parse_access({"users": self.users, "groups": self.groups})
+
+
 class SearchResult(BaseModel):
     rank: int
     score: float = Field(
@@ -244,6 +267,14 @@ class SearchResult(BaseModel):
         default="text", description='"table": rows of a table, one per line as "column: value" pairs.'
     )
     ocr: bool = Field(default=False, description="The text was read from a scanned page or image by OCR.")
+    restricted: bool = Field(
+        default=False, description="The document has an access list: not every member of the tenant reads it."
+    )
+    access: AccessModel | None = Field(
+        default=None,
+        description="Who may read a restricted document; shown only to those who may change it (the "
+        "admin group and its listed users).",
+    )
 
 
 class Timings(BaseModel):
@@ -348,6 +379,12 @@ class UploadRequest(BaseModel):
         description="Filterable metadata (stored as x-amz-meta-*): printable ASCII values; names follow "
         "the metadata field-name rule.",
     )
+    access: AccessModel | None = Field(
+        default=None,
+        description="Who may read the document (pinned in the signed form as x-amz-meta-winnow-access); "
+        "without it, every member of the tenant (or only the admins with DefaultAccess=deny). Only admins "
+        "may grant a group they are not in.",
+    )
 
     @field_validator("path")
     @classmethod
@@ -360,6 +397,8 @@ class UploadRequest(BaseModel):
         for name, text in value.items():
             if not is_field_name(name):
                 raise ValueError(f"metadata field {name[:40]!r} is not allowed: use {FIELD_NAME_RULE}")
+            if name.lower() == UPLOAD_METADATA_NAME:
+                raise ValueError(f"metadata field {name!r} is reserved: send the access list in 'access'")
             if not all(" " <= ch <= "~" for ch in text):
                 raise ValueError(f"metadata field {name!r}: values must be printable ASCII")
         return value

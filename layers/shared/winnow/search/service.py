@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from winnow.access import Caller, ReadScope
 from winnow.models import SparseVector, StoredChunk
 from winnow.ports import Embedder, FilterValue, RangeFilter, Reranker, SearchQuery, VectorStore
 from winnow.search.relevance import Evidence, RelevanceModel, RelevanceModels, load_models
@@ -88,21 +89,30 @@ class SearchService:
     def _embed_uncached(self, _tenant: str, _profile: str, query: str) -> list[float]:
         return self.embedder.embed([query], "query")[0]
 
-    def search(self, tenant: str, request: SearchRequest) -> SearchResponse:
-        """Plan, encode the query, retrieve the candidates (one store call), score them, keep what clears
-        the threshold."""
+    def caller(self, who: Caller | str) -> Caller:
+        """``who`` as a caller; a bare tenant (benchmarks, tools) is an anonymous member of it."""
+        return who if isinstance(who, Caller) else Caller(who)
+
+    def read_scope(self, caller: Caller) -> ReadScope:
+        return caller.scope(self.settings.default_access == "deny")
+
+    def search(self, who: Caller | str, request: SearchRequest) -> SearchResponse:
+        """Plan, encode the query, retrieve the candidates (one store call, filtered to what the caller
+        may read), score them, keep what clears the threshold."""
         started = time.perf_counter()
+        caller = self.caller(who)
+        tenant = caller.tenant
         plan = self._plan(request)
         t0 = time.perf_counter()
         dense, sparse = self._encode(tenant, request, plan)
         embed_ms = (time.perf_counter() - t0) * 1000
         t1 = time.perf_counter()
-        hits = self._retrieve(tenant, request, dense, sparse, plan.candidates, with_dense=plan.cosine)
+        hits = self._retrieve(caller, request, dense, sparse, plan.candidates, with_dense=plan.cosine)
         search_ms = (time.perf_counter() - t1) * 1000
         t2 = time.perf_counter()
         scored = self._relevance(request, dense, sparse, hits, plan.rerank)
         rerank_ms = (time.perf_counter() - t2) * 1000 if plan.rerank else 0.0
-        results = self._keep(request, plan, scored)
+        results = self._keep(request, plan, scored, caller)
         timings = Timings(
             embed=round(embed_ms, 2),
             search=round(search_ms, 2),
@@ -143,7 +153,7 @@ class SearchService:
         return dense, sparse
 
     def _keep(
-        self, request: SearchRequest, plan: _Plan, scored: list[tuple[float, StoredChunk]]
+        self, request: SearchRequest, plan: _Plan, scored: list[tuple[float, StoredChunk]], caller: Caller
     ) -> list[SearchResult]:
         """What clears the threshold, best first, at most ``top_k``."""
         kept = [(score, hit) for score, hit in scored if score >= plan.threshold]
@@ -164,21 +174,23 @@ class SearchService:
                 metadata=hit.metadata,
                 kind="table" if hit.kind == "table" else "text",
                 ocr=hit.ocr,
+                **_access_shown(hit, caller),
             )
             for i, (score, hit) in enumerate(kept[: request.top_k])
         ]
 
-    def candidates(self, tenant: str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
+    def candidates(self, who: Caller | str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
         """Every candidate of a search with the evidence the relevance model reads, in retrieval order,
         before any model, threshold or ``top_k``: what the model is fitted on (benchmarks)."""
-        dense = self._embed_query(tenant, request.query)
+        caller = self.caller(who)
+        dense = self._embed_query(caller.tenant, request.query)
         sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
-        hits = self._retrieve(tenant, request, dense, sparse, request.candidate_count, with_dense=True)
+        hits = self._retrieve(caller, request, dense, sparse, request.candidate_count, with_dense=True)
         return list(zip(hits, self._evidence(dense, hits, sparse), strict=True))
 
     def _retrieve(
         self,
-        tenant: str,
+        caller: Caller,
         request: SearchRequest,
         dense: list[float] | None,
         sparse: SparseVector | None,
@@ -189,6 +201,7 @@ class SearchService:
         """One store call. ``with_dense``: a sparse search brings each hit's dense vector along, so its
         cosine needs no second call."""
         hits: list[StoredChunk] = []
+        tenant, reader = caller.tenant, self.read_scope(caller)
         if request.mode == "dense" or sparse is None or sparse.indices:
             hits = self.store.search(
                 SearchQuery(
@@ -198,6 +211,7 @@ class SearchService:
                     mode=request.mode,
                     limit=candidates,
                     filters=_to_port_filters(request.filters),
+                    reader=reader,
                     score_threshold=request.score_threshold,
                     with_dense=with_dense and request.mode == "sparse",
                 )
@@ -212,6 +226,7 @@ class SearchService:
                     mode="dense",
                     limit=candidates,
                     filters=_to_port_filters(request.filters),
+                    reader=reader,
                     score_threshold=request.score_threshold,
                 )
             )
@@ -269,6 +284,15 @@ class SearchService:
                 )
             )
         return out
+
+
+def _access_shown(hit: StoredChunk, caller: Caller) -> dict[str, Any]:
+    """``restricted`` for every reader; who else may read it only to those who may change it (the
+    admins and its listed users): a group member learns that a passage is restricted, not to whom."""
+    if hit.access is None:
+        return {"restricted": False}
+    writer = caller.is_admin or (caller.user is not None and caller.user in hit.access.get("users", []))
+    return {"restricted": True, "access": hit.access if writer else None}
 
 
 def _dedupe(hits: list[StoredChunk]) -> list[StoredChunk]:
