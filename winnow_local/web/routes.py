@@ -233,7 +233,7 @@ class WinnowRequestHandler(RequestPlumbing):
         from winnow.ingest.results import IngestOutcome
 
         runtime = self.server.runtime
-        refused = self._write_refused(full_key, data)
+        refused = self._write_refused(full_key)
         if refused is not None:
             self._send(refused.status, refused.headers, refused.body)
             return
@@ -253,28 +253,19 @@ class WinnowRequestHandler(RequestPlumbing):
         status = answers.get(str(result.get("status")), 200)
         self._send_json(status, record, {"retry-after": "5"} if status == 503 else None)
 
-    def _write_refused(self, full_key: str, data: bytes) -> ApiResponse | None:
+    def _write_refused(self, full_key: str) -> ApiResponse | None:
         """The API's answer when this caller may not write ``full_key`` (None: they may). One rule: the
-        search handler's ``POST /uploads`` is asked, with the caller's headers; a sidecar is judged as
-        a change of its document that grants the sidecar's access list."""
-        from winnow.ingest.metadata import document_key_of, is_sidecar
+        search handler's ``POST /uploads`` is asked, with the caller's headers (a sidecar never gets
+        here: ``bucket_key`` refuses it, as ``/uploads`` does)."""
         from winnow.rules import split_key
 
-        _, path = split_key(full_key)
+        tenant, path = split_key(full_key)
         probe: dict[str, object] = {"path": path}
-        if is_sidecar(full_key):
-            probe["path"] = document_key_of(path)
-            try:
-                access = json.loads(data).get("access")
-            except (ValueError, AttributeError):
-                access = None  # unreadable: ingest fails it and closes the document to admins
-            if isinstance(access, dict):
-                probe["access"] = access
         wanted = (TENANT_HEADER, "x-winnow-user", "x-winnow-groups")
         headers = {name: value for name, value in self.headers.items() if name.lower() in wanted}
         runtime = self.server.runtime
         response: ApiResponse = self.server.lane.submit(
-            runtime.call_api, "POST", "/uploads", body=probe, headers=headers
+            tenant, runtime.call_api, "POST", "/uploads", body=probe, headers=headers
         ).result()
         return None if response.status == 201 else response
 
