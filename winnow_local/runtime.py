@@ -118,8 +118,13 @@ class LocalRuntime:
     # --- search API ------------------------------------------------------------------------------------
     def has_documents(self, tenant: str) -> bool:
         """Whether the tenant has any document here: when it has none, "nothing relevant" is the wrong
-        explanation of an empty search (see ``no_documents``)."""
-        response = self.call_api("GET", "/documents", query={"limit": 1}, tenant=tenant)
+        explanation of an empty search (see ``no_documents``). Asked as the tenant's admin: the question is
+        whether this folder holds the tenant's documents at all; a caller who may read none of them is
+        told "nothing relevant", as the API tells them."""
+        from winnow.factory import get_container
+
+        admins = [get_container().settings.search.admin_group]
+        response = self.call_api("GET", "/documents", query={"limit": 1}, tenant=tenant, groups=admins)
         if response.status != 200:
             return True  # cannot tell; let the search answer stand
         return bool(response.json().get("documents"))

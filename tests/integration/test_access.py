@@ -420,23 +420,46 @@ def raw_upload(httpd: Any, key: str, data: bytes, headers: dict[str, str]) -> tu
         connection.close()
 
 
+def signed_upload(
+    httpd: Any, path: str, data: bytes, access: dict[str, list[str]], headers: dict[str, str]
+) -> tuple[int, Any]:
+    """``POST /uploads`` for a form pinning ``access``, then the file through that form: the status of
+    whichever step answered last, and its body."""
+    import httpx
+
+    sent = {"x-winnow-tenant": "acme", **headers}
+    asked = httpx.post(
+        f"{httpd.url}/uploads", json={"path": path, "access": access}, headers=sent, timeout=120
+    )
+    if asked.status_code != 201:
+        return asked.status_code, asked.json()
+    form = asked.json()
+    posted = httpx.post(form["url"], data=form["fields"], files={"file": ("f.md", data)}, timeout=120)
+    return posted.status_code, json.loads(posted.content or b"{}")
+
+
 def test_winnow_serve_raw_uploads_follow_the_same_write_rules(tmp_path: Path) -> None:
     from tests.support.serve import serving
 
     ann = {"x-winnow-user": "ann", "x-winnow-groups": "hr"}
-    sidecar = b'{"access": {"users": ["ann"], "groups": ["hr"]}}'
+    hr_only = {"users": ["ann"], "groups": ["hr"]}
     with serving(tmp_path / "home") as httpd:
-        # An anonymous sidecar that grants a group its uploader is not in: refused, nothing stored
-        status, body = raw_upload(httpd, "hr/pay.md.metadata.json", sidecar, {})
+        # A sidecar is never a raw upload, whoever sends it (one upload rule): access comes in the form
+        for who in ({}, ann):
+            status, body = raw_upload(
+                httpd, "hr/pay.md.metadata.json", json.dumps({"access": hr_only}).encode(), who
+            )
+            assert status == 400 and "sidecar" in body["error"]["message"]
+        # A form granting a group its uploader is not in: refused, nothing stored
+        status, body = signed_upload(httpd, "hr/pay.md", b"Salary bands for the zephyr grade.", hr_only, {})
         assert status == 403 and "'hr'" in body["error"]["message"]
         # ann, in hr, may; and her document is then hers and hr's
-        assert raw_upload(httpd, "hr/pay.md.metadata.json", sidecar, ann)[0] == 200
-        status, body = raw_upload(httpd, "hr/pay.md", b"Salary bands for the zephyr grade.", ann)
-        assert status == 200 and body["status"] == "indexed"
+        status, _ = signed_upload(httpd, "hr/pay.md", b"Salary bands for the zephyr grade.", hr_only, ann)
+        assert status == 204
         # An hr member who is not listed may read it but not replace it; nor may anyone else
         status, body = raw_upload(httpd, "hr/pay.md", b"Replaced.", {"x-winnow-groups": "hr"})
         assert status == 403 and "listed users" in body["error"]["message"]
         assert raw_upload(httpd, "hr/pay.md", b"Replaced.", {"x-winnow-user": "eve"})[0] == 403
-        # and nobody may re-open it through its sidecar
-        status, _ = raw_upload(httpd, "hr/pay.md.metadata.json", b'{"access": {"groups": []}}', {})
+        # and nobody may re-open it through a new form
+        status, _ = signed_upload(httpd, "hr/pay.md", b"Open now.", {"groups": []}, {})
         assert status == 403
