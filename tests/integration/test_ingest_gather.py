@@ -14,7 +14,7 @@ from tests.support.stack import EmbeddedStack
 from winnow.adapters.ledger_dynamodb import DynamoDbLedger
 from winnow.adapters.objects_s3 import S3ObjectSource
 from winnow.adapters.voyage import VoyageEmbedder
-from winnow.ingest.events import s3_event
+from winnow.ingest.events import ObjectEvent, s3_event
 from winnow.models import DocumentStatus
 from winnow.settings import IngestSettings
 from winnow_fakes.fake_voyage import FakeVoyageServer, Fault
@@ -189,3 +189,28 @@ def test_a_direct_notification_of_many_objects_shares_requests(aws_stack: Embedd
     assert aws_stack.fake is not None
     assert len(aws_stack.fake.requests_to("embeddings")) == 1
     assert_indexed_once(aws_stack, keys)
+
+
+def test_reconciles_backfill_in_the_embedded_default_shares_requests(stack: EmbeddedStack) -> None:
+    # Given five objects in the local bucket that ingest never saw
+    keys = [f"acme/missed-{n}.txt" for n in range(5)]
+    infos = [stack.put_object(key, text.encode()) for key, text in zip(keys, SENTENCES, strict=False)]
+    events = [
+        ObjectEvent(
+            action="created",
+            bucket=stack.bucket,
+            key=info.key,
+            sequencer=None,
+            etag=info.etag,
+            version_id=info.version_id,
+            size=info.size,
+            event_name="ObjectCreated:Put",
+        )
+        for info in infos
+    ]
+    # When reconcile sends them through the in-process queue
+    stack.container.event_queue.send(events)
+    # Then all five are indexed and their texts went out in one request
+    assert_indexed_once(stack, keys)
+    assert stack.fake is not None
+    assert len(stack.fake.requests_to("embeddings")) == 1
