@@ -187,7 +187,7 @@ class WinnowRequestHandler(RequestPlumbing):
         from winnow.errors import InvalidKey
 
         try:
-            self.server.lane.submit(self.server.runtime.put_and_ingest, [upload]).result()
+            self.server.uploads.ingest(upload)
         except InvalidKey as exc:
             self._send_error(400, "bad_request", f"unusable key: {exc}")
             return
@@ -212,9 +212,8 @@ class WinnowRequestHandler(RequestPlumbing):
         from winnow.errors import InvalidKey
         from winnow.ingest.results import IngestOutcome
 
-        runtime = self.server.runtime
         try:
-            results = self.server.lane.submit(runtime.put_and_ingest, [Upload(full_key, data)]).result()
+            results = self.server.uploads.ingest(Upload(full_key, data))
         except InvalidKey as exc:  # the bucket's own refusal, e.g. a key that runs through an object
             self._send_error(400, "bad_request", f"unusable key: {exc}")
             return

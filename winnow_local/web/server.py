@@ -50,6 +50,7 @@ from urllib.parse import urlsplit
 from winnow_local.runtime import LocalRuntime, close_local_qdrant, local_qdrant_path
 from winnow_local.web.access import ServeSettings, host_name, is_loopback_name
 from winnow_local.web.routes import WinnowRequestHandler
+from winnow_local.web.uploads_batch import UploadBatcher
 
 __all__ = ["ServeSettings", "WinnowHTTPServer", "make_server", "serve", "warm_up"]
 
@@ -69,6 +70,7 @@ class WinnowHTTPServer(ThreadingHTTPServer):
         self.settings = settings or ServeSettings()
         self.runtime = LocalRuntime()
         self.lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="winnow-handlers")
+        self.uploads = UploadBatcher(self.lane, self.runtime)
         self.quiet = quiet
         self.qdrant_path = local_qdrant_path()
         self._slots = threading.BoundedSemaphore(self.settings.max_connections)
