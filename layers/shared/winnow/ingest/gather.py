@@ -137,10 +137,13 @@ class EmbeddingGather:
         vectors: list[list[float] | None] = [None] * len(texts)
         pending = list(asks)
         failure: BaseException | None = None
-        for group in self.embedder.request_groups(texts):
-            if failure is None:
-                failure = self._embed_group([texts[i] for i in group], group, vectors, pending, unique)
-            pending = self._release(pending, vectors, unique, failure)
+        try:
+            for group in self.embedder.request_groups(texts):
+                if failure is None:
+                    failure = self._embed_group([texts[i] for i in group], group, vectors, pending, unique)
+                pending = self._release(pending, vectors, unique, failure)
+        except BaseException as exc:  # never leave a waiting document without an answer
+            failure = exc
         self._release(pending, vectors, unique, failure or RuntimeError("texts left unembedded"))
 
     def _embed_group(
