@@ -10,7 +10,9 @@ to come back after the visibility timeout, until the queue is empty. S3, SQS and
 are moto's server and Voyage is the fake server with its simulation on (default latency, the tier's
 rate limits); both run in child processes, since in AWS their work is not on the Lambda's CPU. Qdrant
 runs in local mode (in memory) in this process. The schedule is run twice on fresh ledger tables and
-collections: ``WINNOW_INGEST_BATCH_CONCURRENCY=1`` (today's schedule) and ``--concurrency``.
+collections: ``WINNOW_INGEST_BATCH_CONCURRENCY=1`` (one document at a time, a Voyage request each: the
+schedule before batches were gathered) and ``--concurrency`` (documents at once, their texts gathered
+into shared requests, ``winnow.ingest.gather``).
 
 Docs/s per instance is the documents over the seconds the handler ran: receiving and deleting messages
 and waiting for failed ones to come back are the event source's work, not the instance's (moto's
@@ -456,6 +458,8 @@ def render(result: dict[str, Any]) -> str:
             f"speedup per instance (handler time): {result['speedup']:.2f}x (goal >= 4x): "
             f"{'met' if result['meets_goal'] else 'NOT met'}; with the poller's time (wall clock): "
             f"{result['wall_speedup']:.2f}x",
+            f"Voyage requests per document: {result['runs']['concurrent']['requests_per_doc']:.3f} against "
+            f"{result['runs']['baseline']['requests_per_doc']:.3f} one at a time (goal <= 0.2)",
         ]
     )
 

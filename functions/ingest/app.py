@@ -2,14 +2,14 @@
 
 Thin on purpose: decode the event, call the service per object, encode the answer. Partial batch
 failures go back to SQS through Powertools' BatchProcessor, so only the records that hit a transient
-problem are retried (and end in the DLQ after the queue's maxReceiveCount). A batch's messages run on a
-small thread pool (``WINNOW_INGEST_BATCH_CONCURRENCY``), so one document's Voyage round trip no longer
-waits for the previous one's; messages on the same document stay sequential (``winnow.ingest.schedule``)."""
+problem are retried (and end in the DLQ after the queue's maxReceiveCount). A batch's documents run on a
+small thread pool (``WINNOW_INGEST_BATCH_CONCURRENCY``) and their texts are embedded together, in
+requests within the provider's limits (``winnow.ingest.gather``); events on the same document stay
+sequential (``winnow.ingest.schedule``)."""
 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -19,31 +19,28 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from winnow.errors import TransientError
 from winnow.factory import get_container
 from winnow.ingest.events import ObjectEvent, is_sqs_batch, parse_s3_notification, parse_sqs_body
+from winnow.ingest.gather import run_lanes
 from winnow.ingest.results import IngestOutcome, IngestResult
-from winnow.ingest.schedule import lanes
+from winnow.ingest.schedule import event_lanes, lanes
 from winnow.observability import MetricUnit, logger, metrics, tracer
 
 
 class ConcurrentBatchProcessor(BatchProcessor):
-    """Powertools' ``BatchProcessor`` with the records run on a thread pool, lane by lane (see
-    ``winnow.ingest.schedule``). The success and failure bookkeeping is Powertools' own, so the answer
-    lists exactly the failed message ids, as with sequential processing."""
+    """Powertools' ``BatchProcessor`` with the records run lane by lane on a thread pool, their
+    documents' embedding gathered into shared requests (``winnow.ingest.schedule``, ``.gather``). The
+    success and failure bookkeeping is Powertools' own, so the answer lists exactly the failed message
+    ids, as with sequential processing."""
 
     def process(self) -> list[tuple[Any, ...]]:
-        workers = get_container().settings.ingest.batch_concurrency
-        if workers <= 1 or len(self.records) <= 1:
-            return super().process()
-        get_container().ingest_service()  # built once here, not raced for by the workers
+        container = get_container()
+        service = container.ingest_service()  # built once here, not raced for by the workers
         schedule = lanes([str(record.get("body", "")) for record in self.records])
         results: dict[int, tuple[Any, ...]] = {}
 
-        def run(lane: list[int]) -> None:
-            for index in lane:
-                results[index] = self._process_record(self.records[index])
+        def run(index: int) -> None:
+            results[index] = self._process_record(self.records[index])
 
-        with ThreadPoolExecutor(max_workers=min(workers, len(schedule)), thread_name_prefix="ingest") as pool:
-            for future in [pool.submit(run, lane) for lane in schedule]:
-                future.result()
+        run_lanes(service.embedder, schedule, run, container.settings.ingest.batch_concurrency)
         return [results[i] for i in range(len(self.records))]
 
 
@@ -101,13 +98,20 @@ def _record_handler(record: SQSRecord) -> list[dict[str, Any]]:
 
 
 def _direct(event: dict[str, Any]) -> dict[str, Any]:
-    results: list[dict[str, Any]] = []
-    for object_event in parse_s3_notification(event):
+    events = parse_s3_notification(event)
+    results: list[dict[str, Any]] = [{} for _ in events]
+
+    def run(index: int) -> None:
+        object_event = events[index]
         try:
-            results.append(handle_object_event(object_event).to_dict())
+            results[index] = handle_object_event(object_event).to_dict()
         except TransientError as exc:
             logger.warning("transient ingest failure", extra={"key": object_event.key, "error": str(exc)})
-            results.append(IngestResult(object_event.key, IngestOutcome.RETRY, error=str(exc)).to_dict())
+            results[index] = IngestResult(object_event.key, IngestOutcome.RETRY, error=str(exc)).to_dict()
+
+    container = get_container()
+    service = container.ingest_service()
+    run_lanes(service.embedder, event_lanes(events), run, container.settings.ingest.batch_concurrency)
     return {"results": results, "batchItemFailures": []}
 
 

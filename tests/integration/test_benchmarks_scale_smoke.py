@@ -103,13 +103,43 @@ def test_ingest_scale_compares_the_concurrent_schedule_with_todays_and_loses_not
     assert result["failed_records"] == 0
     for run in result["runs"].values():
         assert run["chunks"] >= 13 and run["invocations"] == 2  # batches of 10: 10 + 3
-        # one embedding request per document (Voyage takes a document's chunks in one request)
-        assert run["voyage_requests"] == 13 and run["requests_per_doc"] == 1.0
         # the handler's S3 and DynamoDB requests are counted: one GET per new document, among others
         assert run["aws_requests"]["s3:GetObject"] == 13
         assert run["aws_requests_per_doc"] == pytest.approx(sum(run["aws_requests"].values()) / 13, abs=0.01)
+    # And today's schedule sends one embedding request per document, the gathered one fewer
+    baseline = result["runs"]["baseline"]
+    assert baseline["voyage_requests"] == 13 and baseline["requests_per_doc"] == 1.0
+    others = [run for name, run in result["runs"].items() if name != "baseline"]
+    assert others and all(run["voyage_requests"] < 13 for run in others)
     # And the promised figures are there
     assert result["runs"]["baseline"]["concurrency"] == 1 and result["concurrency"] == 4
     assert result["docs_per_s"] > 0 and result["baseline_docs_per_s"] > 0
     assert result["speedup"] == pytest.approx(result["docs_per_s"] / result["baseline_docs_per_s"], rel=0.01)
     assert result["throttled"] == 0
+
+
+def test_ingest_speed_prints_embedder_and_ingest_rates_with_peak_memory(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pathlib import Path
+
+    from benchmarks import ingest_speed
+
+    bundled = Path(__file__).resolve().parents[1] / "data" / "scifact"
+    # When the local ingest benchmark runs on four abstracts and one long document
+    assert ingest_speed.main(["--json", "--short", "4", "--long", "1", "--eval-dir", str(bundled)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Then each set has the embedder's rate, ingest's rate, their ratio and the peak RSS of each process
+    for name, documents in (("short", 4), ("long", 1)):
+        row = result["sets"][name]
+        this = row["this"]
+        assert row["documents"] == documents and row["texts"] >= documents
+        assert this["statuses"] == {"indexed": documents} and this["chunks"] >= row["texts"]
+        assert row["embedder_docs_per_s"] > 0 and this["ingest_docs_per_s"] > 0
+        assert this["ratio"] == pytest.approx(
+            this["ingest_docs_per_s"] / row["embedder_docs_per_s"], rel=0.02
+        )
+        assert this["peak_rss_mb"] > 0 and row["embedder_peak_rss_mb"] > 0
+    # And a search process's peak RSS, after one query answered
+    assert result["sets"]["short"]["this"]["search_status"] == 200
+    assert result["sets"]["short"]["this"]["search_peak_rss_mb"] > 0

@@ -142,7 +142,9 @@ def test_a_batch_runs_its_documents_at_once_and_one_documents_events_in_sequence
     ]
     # And each document is indexed exactly once, the deleted one is recorded deleted with no points
     assert_indexed_once(aws_stack, keys)
-    assert len(aws_stack.fake.requests_to("embeddings")) == len(keys)
+    # And their texts shared requests: each embedded once, in fewer requests than documents
+    assert aws_stack.fake.usage["embeddings"].texts == len(keys)
+    assert len(aws_stack.fake.requests_to("embeddings")) < len(keys)
     gone = aws_stack.container.ledger.get("acme", "acme/gone.txt")
     assert gone is not None and gone.status == DocumentStatus.DELETED
     assert aws_stack.container.store.point_ids("acme", "acme/gone.txt") == set()
@@ -204,9 +206,9 @@ def test_exactly_the_failed_messages_are_reported_and_redelivery_completes_them(
         ledger.release("acme", key, "another-worker")
     retry = aws_stack.sqs_batch(*(messages[keys.index(k)] for k in sorted(busy)))
     assert aws_stack.invoke_ingest(retry) == {"batchItemFailures": []}
-    # Then all eight are indexed once: nothing lost, nothing doubled, one embedding call per document
+    # Then all eight are indexed once: nothing lost, nothing doubled, each text embedded once
     assert_indexed_once(aws_stack, keys)
-    assert len(aws_stack.fake.requests_to("embeddings")) == len(keys)
+    assert aws_stack.fake.usage["embeddings"].texts == len(keys)
 
 
 class SteppedClock:
@@ -238,8 +240,8 @@ def test_simulated_429s_are_absorbed_without_failing_records(aws_stack: Embedded
             base_latency_seconds=0.01, limits={model: RateLimit(2, None)}, clock=clock, sleep=lambda s: None
         )
     )
-    settings = aws_stack.container.settings.voyage.model_copy(
-        update={"max_attempts": 10, "backoff_max_seconds": 60.0}
+    settings = aws_stack.container.settings.voyage.model_copy(  # one text a request: six requests
+        update={"max_attempts": 10, "backoff_max_seconds": 60.0, "max_batch_texts": 1}
     )
     aws_stack.container.embedder = VoyageEmbedder(  # type: ignore[misc]
         settings, aws_stack.fake.api_key, sleep=clock.sleep

@@ -98,40 +98,75 @@ def collect_files(paths: Sequence[str], tenant: str, prefix: str) -> list[LocalF
     return found
 
 
+# Files sent through the handler in one notification: their documents' texts are embedded together.
+# Bounded by count and bytes, so a folder of large files never sits in memory at once.
+FILES_PER_NOTIFICATION = 32
+BYTES_PER_NOTIFICATION = 8 * 1024 * 1024
+
+
+def notification_groups(files: Sequence[LocalFile]) -> list[list[LocalFile]]:
+    """Consecutive groups of at most ``FILES_PER_NOTIFICATION`` files and ``BYTES_PER_NOTIFICATION``
+    bytes (by the size on disk; a larger file goes alone)."""
+    groups: list[list[LocalFile]] = []
+    current: list[LocalFile] = []
+    used = 0
+    for file in files:
+        try:
+            size = file.path.stat().st_size + (file.sidecar.stat().st_size if file.sidecar else 0)
+        except OSError:
+            size = 0  # reported when read
+        if current and (len(current) >= FILES_PER_NOTIFICATION or used + size > BYTES_PER_NOTIFICATION):
+            groups.append(current)
+            current, used = [], 0
+        current.append(file)
+        used += size
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _uploads(file: LocalFile) -> list[Upload]:
+    try:
+        data = file.path.read_bytes()
+        sidecar = file.sidecar.read_bytes() if file.sidecar else None
+    except OSError as exc:
+        raise CliError(f"cannot read {file.path}: {exc.strerror or exc}") from exc
+    uploads = [Upload(file.key, data)]
+    if sidecar is not None:
+        uploads.append(Upload(file.key + SIDECAR_SUFFIX, sidecar))
+    return uploads
+
+
 def ingest_files(
     runtime: LocalRuntime, files: Sequence[LocalFile], *, as_json: bool, out: IO[str] | None = None
 ) -> list[dict[str, Any]]:
-    """Upload and ingest each file (with its sidecar) and print one line per document as it finishes."""
+    """Upload and ingest the files (with their sidecars) a group at a time, their embedding shared, and
+    print one line per document."""
     out = out or sys.stdout
     progress = Progress(len(files))
     results: list[dict[str, Any]] = []
     progress.draw()
-    for file in files:
-        progress.draw(file.key)
-        try:
-            data = file.path.read_bytes()
-            sidecar = file.sidecar.read_bytes() if file.sidecar else None
-        except OSError as exc:
-            raise CliError(f"cannot read {file.path}: {exc.strerror or exc}") from exc
-        uploads = [Upload(file.key, data)]
-        if sidecar is not None:
-            uploads.append(Upload(file.key + SIDECAR_SUFFIX, sidecar))
-        outcome = runtime.put_and_ingest(uploads)
-        document = next((r for r in outcome if r.get("key") == file.key), None) or {
-            "key": file.key,
-            "status": IngestOutcome.FAILED.value,
-            "error": "the ingest handler returned no result for this document",
-        }
-        # A sidecar's own result matters only when it is broken (its metadata was then ignored).
-        shown = [document] + [r for r in outcome if r is not document and r.get("status") in FAILED_STATUSES]
+    for group in notification_groups(files):
+        progress.draw(group[0].key)
+        outcome = runtime.put_and_ingest([upload for file in group for upload in _uploads(file)])
+        by_key = {str(r.get("key")): r for r in outcome}
         progress.clear()
-        for result in shown:
-            if as_json:
-                print_json(ingest_record(result), out)
-            else:
-                print(format_ingest(result), file=out, flush=True)
-            results.append(result)
-        progress.advance(file.key)
+        for file in group:
+            document = by_key.get(file.key) or {
+                "key": file.key,
+                "status": IngestOutcome.FAILED.value,
+                "error": "the ingest handler returned no result for this document",
+            }
+            # A sidecar's own result matters only when it is broken (its metadata was then ignored).
+            sidecar = by_key.get(file.key + SIDECAR_SUFFIX) if file.sidecar else None
+            shown = [document] + ([sidecar] if sidecar and sidecar.get("status") in FAILED_STATUSES else [])
+            for result in shown:
+                if as_json:
+                    print_json(ingest_record(result), out)
+                else:
+                    print(format_ingest(result), file=out, flush=True)
+                results.append(result)
+            progress.advance(file.key)
     progress.clear()
     return results
 

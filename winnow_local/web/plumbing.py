@@ -21,6 +21,7 @@ from winnow.rules import is_tenant
 from winnow_local.runtime import LocalRuntime
 from winnow_local.web.access import ServeSettings
 from winnow_local.web.lanes import FairLane
+from winnow_local.web.uploads_batch import UploadBatcher
 
 TENANT_HEADER = "x-winnow-tenant"
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,18}")
@@ -33,6 +34,7 @@ class ServerState(Protocol):
     settings: ServeSettings
     runtime: LocalRuntime
     lane: FairLane
+    uploads: UploadBatcher
     quiet: bool
     upload_secret: bytes
 

@@ -207,7 +207,7 @@ class WinnowRequestHandler(RequestPlumbing):
             return
         upload = Upload(signed.key, form.file, signed.metadata, signed.content_type)
         try:
-            self.server.lane.submit(tenant, self.server.runtime.put_and_ingest, [upload]).result()
+            self.server.uploads.ingest(tenant, upload)
         except InvalidKey as exc:
             self._send_error(400, "bad_request", f"unusable key: {exc}")
             return
@@ -232,19 +232,17 @@ class WinnowRequestHandler(RequestPlumbing):
         from winnow.errors import InvalidKey
         from winnow.ingest.results import IngestOutcome
 
-        runtime = self.server.runtime
-        refused = self._write_refused(full_key)
-        if refused is not None:
-            self._send(refused.status, refused.headers, refused.body)
-            return
         try:
-            results = self.server.lane.submit(
-                tenant, runtime.put_and_ingest, [Upload(full_key, data)]
-            ).result()
+            outcome = self.server.uploads.ingest(
+                tenant, Upload(full_key, data), lambda: self._write_refused(full_key)
+            )
         except InvalidKey as exc:  # the bucket's own refusal, e.g. a key that runs through an object
             self._send_error(400, "bad_request", f"unusable key: {exc}")
             return
-        result = next((r for r in results if r.get("key") == full_key), None)
+        if isinstance(outcome, ApiResponse):  # the caller may not write this key
+            self._send(outcome.status, outcome.headers, outcome.body)
+            return
+        result = next((r for r in outcome if r.get("key") == full_key), None)
         if result is None:
             self._send_error(500, "internal_error", "the ingest handler returned no result")
             return
@@ -256,17 +254,15 @@ class WinnowRequestHandler(RequestPlumbing):
     def _write_refused(self, full_key: str) -> ApiResponse | None:
         """The API's answer when this caller may not write ``full_key`` (None: they may). One rule: the
         search handler's ``POST /uploads`` is asked, with the caller's headers (a sidecar never gets
-        here: ``bucket_key`` refuses it, as ``/uploads`` does)."""
+        here: ``bucket_key`` refuses it, as ``/uploads`` does). Runs on the lane, in the upload's turn."""
         from winnow.rules import split_key
 
-        tenant, path = split_key(full_key)
+        _, path = split_key(full_key)
         probe: dict[str, object] = {"path": path}
         wanted = (TENANT_HEADER, "x-winnow-user", "x-winnow-groups")
         headers = {name: value for name, value in self.headers.items() if name.lower() in wanted}
         runtime = self.server.runtime
-        response: ApiResponse = self.server.lane.submit(
-            tenant, runtime.call_api, "POST", "/uploads", body=probe, headers=headers
-        ).result()
+        response = runtime.call_api("POST", "/uploads", body=probe, headers=headers)
         return None if response.status == 201 else response
 
     def _upload_parts(self, body: bytes) -> tuple[str, bytes]:

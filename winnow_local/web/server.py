@@ -55,6 +55,7 @@ from winnow_local.runtime import LocalRuntime, close_local_qdrant, local_qdrant_
 from winnow_local.web.access import ServeSettings, host_name, is_loopback_name
 from winnow_local.web.lanes import SERVER, FairLane
 from winnow_local.web.routes import WinnowRequestHandler
+from winnow_local.web.uploads_batch import UploadBatcher
 
 __all__ = ["ServeSettings", "WinnowHTTPServer", "make_server", "serve", "warm_up"]
 
@@ -74,6 +75,7 @@ class WinnowHTTPServer(ThreadingHTTPServer):
         self.settings = settings or ServeSettings()
         self.runtime = LocalRuntime()
         self.lane = FairLane("winnow-handlers")
+        self.uploads = UploadBatcher(self.lane, self.runtime)
         self.quiet = quiet
         self.qdrant_path = local_qdrant_path()
         self._slots = threading.BoundedSemaphore(self.settings.max_connections)

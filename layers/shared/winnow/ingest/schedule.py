@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from functools import cmp_to_key
 
 from winnow.ingest import metadata as meta
-from winnow.ingest.events import parse_sqs_body
+from winnow.ingest.events import ObjectEvent, parse_sqs_body
 from winnow.rules import sequencer_is_newer
 
 # Objects from this size up run one at a time: a document's memory (bytes, text, chunks, vectors as
@@ -29,6 +29,10 @@ def _first_sequencer(body: str, large_bytes: int) -> tuple[list[str], str | None
         events = parse_sqs_body(body)
     except ValueError:  # not JSON: the message fails on its own, in a lane of its own
         return [], None
+    return _documents_and_first(events, large_bytes)
+
+
+def _documents_and_first(events: Sequence[ObjectEvent], large_bytes: int) -> tuple[list[str], str | None]:
     sequencers = [e.sequencer for e in events if e.sequencer is not None]
     first = min(sequencers, key=cmp_to_key(_compare)) if sequencers else None
     documents = [document_of(e.key) for e in events]
@@ -45,7 +49,16 @@ def lanes(bodies: Sequence[str], large_bytes: int = LARGE_OBJECT_BYTES) -> list[
     """Indexes of ``bodies`` grouped into lanes (messages sharing a document, or both announcing an object
     of ``large_bytes`` or more, transitively), each lane in sequencer order (messages without one keep
     their place relative to each other), lanes in order of their first message."""
-    parent = list(range(len(bodies)))
+    return _lanes([_first_sequencer(body, large_bytes) for body in bodies])
+
+
+def event_lanes(events: Sequence[ObjectEvent], large_bytes: int = LARGE_OBJECT_BYTES) -> list[list[int]]:
+    """``lanes`` for the events of one notification (a direct invoke, ``winnow ingest``), one by one."""
+    return _lanes([_documents_and_first([event], large_bytes) for event in events])
+
+
+def _lanes(items: Sequence[tuple[list[str], str | None]]) -> list[list[int]]:
+    parent = list(range(len(items)))
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -55,8 +68,7 @@ def lanes(bodies: Sequence[str], large_bytes: int = LARGE_OBJECT_BYTES) -> list[
 
     owner: dict[str, int] = {}
     sequencer: list[str | None] = []
-    for index, body in enumerate(bodies):
-        documents, first = _first_sequencer(body, large_bytes)
+    for index, (documents, first) in enumerate(items):
         sequencer.append(first)
         for document in documents:
             if document in owner:
@@ -64,7 +76,7 @@ def lanes(bodies: Sequence[str], large_bytes: int = LARGE_OBJECT_BYTES) -> list[
             else:
                 owner[document] = index
     groups: dict[int, list[int]] = {}
-    for index in range(len(bodies)):
+    for index in range(len(items)):
         groups.setdefault(root(index), []).append(index)
 
     def _by_sequencer(a: int, b: int) -> int:

@@ -33,6 +33,7 @@ from winnow.errors import (
     OversizedDocument,
     TransientError,
 )
+from winnow.ingest import gather
 from winnow.ingest import metadata as meta
 from winnow.ingest.events import ObjectEvent
 from winnow.ingest.lease import LeasedWrites
@@ -223,6 +224,8 @@ class IngestService:
             return self._unchanged(tenant, event, current, info, metadata, sha=sha)
 
         parsed, chunks = self._parse_and_chunk(event.key, data)
+        # The parsed text is not needed past chunking: let it go before waiting for vectors.
+        parsed = replace(parsed, blocks=[])
         # A key the ledger has never seen has no points to reuse or replace: skip the two per-document
         # scans (in Qdrant local mode each is a pass over every point in Python, which made bulk ingest
         # quadratic). Should a crash between upsert and ledger write leave points behind and the object
@@ -294,10 +297,16 @@ class IngestService:
             if chunk.content_hash not in vectors:
                 missing.setdefault(chunk.content_hash, chunk.embed_text)
         if missing:
-            fresh = self.embedder.embed(list(missing.values()), "document")
+            fresh = self._embed(list(missing.values()))
             vectors.update(zip(missing.keys(), fresh, strict=True))
         reused = sum(1 for c in chunks if c.content_hash in existing)
         return vectors, len(missing), reused
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        """Through the batch's gather when this document is one of several (``gather.run_lanes``): its
+        texts then share provider requests and model runs with its neighbours'."""
+        together = gather.current(self.embedder)
+        return together.embed(texts) if together is not None else self.embedder.embed(texts, "document")
 
     def _points(
         self,

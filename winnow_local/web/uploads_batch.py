@@ -1,0 +1,83 @@
+"""Uploads in flight go through the ingest handler together: while the server's lane is busy, a tenant's
+uploads queue here, and that tenant's next turn on the lane puts them all and sends one notification, so
+their documents' texts are embedded together (``winnow.ingest.gather``). Each caller gets its own results.
+A turn holds one tenant's uploads only, so batching never lets one tenant's backlog past another's turn
+(``lanes.FairLane``)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from winnow_local.runtime import ApiResponse, LocalRuntime, Upload
+from winnow_local.web.lanes import FairLane
+
+# Uploads per notification: bounded, as `winnow ingest` bounds a folder's groups.
+UPLOADS_PER_TURN = 32
+
+Refusal = Callable[[], ApiResponse | None]
+_Waiting = tuple[Upload, Refusal | None, "Future[list[dict[str, Any]] | ApiResponse]"]
+
+
+class UploadBatcher:
+    def __init__(self, lane: FairLane, runtime: LocalRuntime, limit: int = UPLOADS_PER_TURN) -> None:
+        self._lane = lane
+        self._runtime = runtime
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[_Waiting]] = {}
+
+    @property
+    def waiting(self) -> int:
+        """Uploads queued for a turn of the lane."""
+        with self._lock:
+            return sum(len(queue) for queue in self._pending.values())
+
+    def ingest(
+        self, tenant: str, upload: Upload, refused: Refusal | None = None
+    ) -> list[dict[str, Any]] | ApiResponse:
+        """Put and ingest ``upload`` (with whatever else of ``tenant`` is waiting); its results, as
+        ``put_and_ingest`` gives them, or the API's refusal when ``refused`` (asked on the lane, just
+        before the write) says the caller may not write it. Raises what putting it raised."""
+        future: Future[list[dict[str, Any]] | ApiResponse] = Future()
+        with self._lock:
+            self._pending.setdefault(tenant, []).append((upload, refused, future))
+        self._lane.submit(tenant, self._turn, tenant)
+        return future.result()
+
+    def _turn(self, tenant: str) -> None:
+        with self._lock:
+            queue = self._pending.pop(tenant, [])
+            batch, rest = queue[: self._limit], queue[self._limit :]
+            if rest:
+                self._pending[tenant] = rest
+        allowed: list[_Waiting] = []
+        for waiting in batch:
+            upload, refused, future = waiting
+            try:
+                refusal = refused() if refused is not None else None
+            except Exception as exc:  # handed to that upload's request, answered there
+                future.set_exception(exc)
+                continue
+            if refusal is not None:
+                future.set_result(refusal)
+            else:
+                allowed.append(waiting)
+        if not allowed:
+            return  # an earlier turn took these uploads along, or none may be written
+        try:
+            results = self._runtime.put_and_ingest([upload for upload, _, _ in allowed])
+        except Exception as exc:
+            if len(allowed) == 1:
+                allowed[0][2].set_exception(exc)
+                return
+            for upload, _, future in allowed:  # one unusable key must not fail its neighbours
+                try:
+                    future.set_result(self._runtime.put_and_ingest([upload]))
+                except Exception as alone:  # handed to that upload's request, answered there
+                    future.set_exception(alone)
+            return
+        for upload, _, future in allowed:
+            future.set_result([r for r in results if r.get("key") == upload.key])
