@@ -83,7 +83,7 @@ class _CountedBlocks(Sequence[Block]):
 
 
 def _paragraph(n: int) -> str:
-    return f"Section {n} explains one rule of the handbook in a sentence long enough to stand alone. " * 3
+    return f"Section {n} explains one rule of the handbook in a sentence long enough to stand alone. " * 8
 
 
 def test_chunking_stops_as_soon_as_the_cap_is_passed() -> None:

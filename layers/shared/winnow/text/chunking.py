@@ -30,6 +30,10 @@ The rules, in the order they apply:
    ``table_target_chars``); they are never merged with text, and text read by OCR is never packed or
    merged with text from a text layer (a chunk's ``ocr`` mark is true of all of it).
 
+7. **Small sections are packed** (``pack_sections``): consecutive sections whose chunks together fit
+   ``target_chars`` become one passage whose section is their common ancestor, each deeper part led by
+   a line naming its own section (``_pack_sections``). Rule 1's walls hold for everything else.
+
 Size guarantee: no chunk is longer than ``target_chars + 2 * min_chars + 4`` (a chunk can receive a
 tiny fragment from each side, with a separator each; the merge checks it, see ``_merge_small``), and no
 chunk is shorter than ``min_chars`` unless the whole document is. ``chunk_to_fit`` re-chunks a document
@@ -93,11 +97,13 @@ def chunk_document(
     the text and a document with more than ``max_chunks`` chunks is refused as soon as one too many is
     made, without chunking the rest."""
     settings = settings or ChunkingSettings()
-    drafts = (
+    drafts: Iterator[_Draft] = (
         draft
         for path, blocks in _section_runs(doc.blocks)
         for draft in _SectionPacker(path, settings).pack(blocks)
     )
+    if settings.pack_sections:
+        drafts = _pack_sections(drafts, settings.target_chars)
     chunks: list[Chunk] = []
     for index, draft in enumerate(_merge_small(drafts, settings.min_chars, max_chunk_chars(settings))):
         if max_chunks is not None and index >= max_chunks:
@@ -134,13 +140,17 @@ def chunk_to_fit(
     max_tokens: int,
     max_chunks: int | None = None,
 ) -> list[Chunk]:
-    """``chunk_document``, with the character target lowered for this document until every chunk's
-    ``embed_text`` fits the embedder's ``max_tokens`` (text past the window would be cut before
-    embedding, unseen by the dense vector). Documents that fit keep the configured sizes, so only
-    token-dense text (numbers, formulas, non-Latin scripts) gets smaller chunks. The size rules hold
-    for the settings used; a header longer than the window cannot fit, and is left at the floor.
-    Over ``max_chunks`` chunks it refuses before counting a token, and tokens are counted a batch at a
-    time, so the tokenizer never holds the whole document's encodings at once."""
+    """``chunk_document``, with every chunk's ``embed_text`` fitted to the embedder's ``max_tokens``
+    (text past the window would be cut before embedding, unseen by the dense vector). Chunks that fit
+    keep the configured sizes, so only token-dense text (numbers, option lists, formulas, non-Latin
+    scripts) gets smaller chunks. With ``refit="chunk"`` only a chunk over the window is cut again,
+    with a target sized to its own density; with ``"document"`` the whole document is chunked again
+    with the target its densest chunk needs (one dense line made a man page's every chunk small).
+    The size rules hold for the settings used; a header longer than the window cannot fit, and is left
+    at the floor. Over ``max_chunks`` chunks it refuses before counting a token, and tokens are counted
+    a batch at a time, so the tokenizer never holds the whole document's encodings at once."""
+    if settings.refit == "chunk":
+        return _fit_each_chunk(doc, settings, count_tokens, max_tokens, max_chunks)
     current = settings
     chunks = chunk_document(doc, current, max_chunks)
     for _ in range(_FIT_ROUNDS):
@@ -153,6 +163,57 @@ def chunk_to_fit(
         current = _scaled(current, target)
         chunks = chunk_document(doc, current, max_chunks)
     return chunks
+
+
+def _fit_each_chunk(
+    doc: ParsedDocument,
+    settings: ChunkingSettings,
+    count_tokens: Callable[[Sequence[str]], list[int]],
+    max_tokens: int,
+    max_chunks: int | None,
+) -> list[Chunk]:
+    chunks = chunk_document(doc, settings, max_chunks)
+    for _ in range(_FIT_ROUNDS):
+        counts = _token_counts(chunks, count_tokens)
+        if max(counts, default=0) <= max_tokens:
+            return chunks
+        fitted: list[Chunk] = []
+        for chunk, count in zip(chunks, counts, strict=True):
+            if count <= max_tokens or len(chunk.text) <= _MIN_TARGET_CHARS:
+                fitted.append(chunk)
+                continue
+            density = count / max(len(chunk.embed_text), 1)
+            header = len(chunk.embed_text) - len(chunk.text)
+            # chars of text that fit the window at this chunk's density, less its header and the slack
+            # the merge rule may add
+            fitting = int(max_tokens / density * _FIT_MARGIN) - header - 2 * len(_BLOCK_SEPARATOR)
+            target = max(_MIN_TARGET_CHARS, min(fitting, int(len(chunk.text) * _FIT_MARGIN)))
+            scaled = _scaled(settings, target)
+            target = max(_MIN_TARGET_CHARS, target - 2 * scaled.min_chars)
+            part = ParsedDocument(
+                title=doc.title,
+                blocks=[
+                    Block(text, chunk.section_path, chunk.page, ocr=chunk.ocr)
+                    for text in chunk.text.split(_BLOCK_SEPARATOR)
+                    if text.strip()
+                ],
+                source_type=doc.source_type,
+            )
+            fitted.extend(
+                replace(piece, kind=chunk.kind) for piece in chunk_document(part, _scaled(settings, target))
+            )
+        if max_chunks is not None and len(fitted) > max_chunks:
+            raise OversizedDocument(too_many_chunks(max_chunks))
+        chunks = [replace(chunk, index=index) for index, chunk in enumerate(fitted)]
+    return chunks
+
+
+def _token_counts(chunks: Sequence[Chunk], count_tokens: Callable[[Sequence[str]], list[int]]) -> list[int]:
+    """Each chunk's ``embed_text`` in tokens, counted ``_COUNT_BATCH`` texts a call."""
+    counts: list[int] = []
+    for start in range(0, len(chunks), _COUNT_BATCH):
+        counts.extend(count_tokens([chunk.embed_text for chunk in chunks[start : start + _COUNT_BATCH]]))
+    return counts
 
 
 # Texts per ``count_tokens`` call: the tokenizer's encodings (ids, offsets, strings per token) cost about
@@ -180,6 +241,9 @@ def _scaled(settings: ChunkingSettings, target: int) -> ChunkingSettings:
         target_chars=target,
         overlap_chars=min(int(settings.overlap_chars * ratio), target // 2 - 1),
         min_chars=min(int(settings.min_chars * ratio), target - 1),
+        table_target_chars=settings.table_target_chars,
+        pack_sections=settings.pack_sections,
+        refit=settings.refit,
     )
 
 
@@ -429,6 +493,85 @@ class _Units:
         while self._first < index and self._held:
             self._held.popleft()
             self._first += 1
+
+
+def _pack_sections(drafts: Iterable[_Draft], target: int) -> Iterator[_Draft]:
+    """Rule 7: consecutive small sections are packed into one passage while it stays within ``target``
+    (a man page's options, an API's entries, an info manual's short subsections: each alone is a chunk
+    too small to answer a question, and the answer often sits in its sibling). The passage's section is
+    the parts' deepest common ancestor, so its citation is true of all of it, and each part whose
+    section is deeper starts with a line naming that section (relative to the ancestor), so the reader
+    and the embedder still see which part is which. Tables, OCR text and pieces of a split section
+    (which begin with overlap) are never packed; neither are parts on different pages."""
+    group: list[_Draft] = []
+    common: tuple[str, ...] = ()
+    length = 0
+    for draft in drafts:
+        if group and _packable(group[-1], draft):
+            shared = _common_prefix(common, draft.section_path)
+            grown = (
+                length + len(_BLOCK_SEPARATOR) + _part_length(draft, shared)
+                if shared == common
+                else sum(_part_length(part, shared) for part in (*group, draft))
+                + len(_BLOCK_SEPARATOR) * len(group)
+            )
+            if grown <= target:
+                group.append(draft)
+                common, length = shared, grown
+                continue
+        if group:
+            yield _packed(group, common)
+        group, common, length = [draft], draft.section_path, len(draft.text)
+    if group:
+        yield _packed(group, common)
+
+
+def _packable(last: _Draft, draft: _Draft) -> bool:
+    return (
+        last.kind == draft.kind == "text"
+        and last.ocr == draft.ocr
+        and draft.overlap == 0
+        and draft.section_path != last.section_path
+        and (last.page is None or draft.page is None or last.page == draft.page)
+    )
+
+
+def _common_prefix(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    shared = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return first[:shared]
+
+
+def _part_heading(draft: _Draft, common: tuple[str, ...]) -> str:
+    return " > ".join(draft.section_path[len(common) :])
+
+
+def _part_length(draft: _Draft, common: tuple[str, ...]) -> int:
+    heading = _part_heading(draft, common)
+    return len(draft.text) + (len(heading) + 1 if heading else 0)
+
+
+def _packed(group: list[_Draft], common: tuple[str, ...]) -> _Draft:
+    if len(group) == 1:
+        return group[0]
+    parts = []
+    for draft in group:
+        heading = _part_heading(draft, common)
+        parts.append(f"{heading}\n{draft.text}" if heading else draft.text)
+    first = group[0]
+    page = next((draft.page for draft in group if draft.page is not None), None)
+    return _Draft(
+        text=_BLOCK_SEPARATOR.join(parts),
+        section_path=common,
+        page=page,
+        # the first part's overlap stays known only when no heading line was put in front of it
+        overlap=0 if _part_heading(first, common) else first.overlap,
+        gap=first.gap,
+        ocr=first.ocr,
+    )
 
 
 def _merge_small(drafts: Iterable[_Draft], min_chars: int, limit: int) -> Iterator[_Draft]:
