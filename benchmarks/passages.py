@@ -1,7 +1,8 @@
 """Passage-level retrieval: does the passage that answers come first, on long documents nobody wrote for
 the benchmark? (issue 24)
 
-``python -m benchmarks.passages [--json] [--env NAME=VALUE ...] [--limit N]``
+``python -m benchmarks.passages [--json] [--env NAME=VALUE ...] [--limit N] [--documents DIR]
+[--questions TSV]``
 
 - **Documents**: ``benchmarks.passage_corpus``: manual pages, GNU info manuals, HTML, Markdown and PDF
   that ship on this machine under ``/usr/share`` (read at run time, never copied into the repository;
@@ -43,7 +44,7 @@ from benchmarks.common import (
     quiet_known_warnings,
     stdout_reserved_for_result,
 )
-from benchmarks.cv import kfold
+from benchmarks.cv import DEFAULT_FOLDS, kfold
 from benchmarks.data import REPO_ROOT
 
 QUESTIONS = REPO_ROOT / "benchmarks" / "data" / "passage_questions.tsv"
@@ -205,7 +206,8 @@ def tally(
 
 def fold_spread(questions: Sequence[Question], rankings: Mapping[str, Sequence[Passage]]) -> dict[str, float]:
     """Top-3 on each of the cross-validation folds: lowest and highest (what one fold's luck moves)."""
-    folds = kfold([q.id for q in questions])
+    ids = [q.id for q in questions]
+    folds = kfold(ids, k=min(DEFAULT_FOLDS, len(ids))) if len(ids) >= 2 else [ids]
     by_id = {q.id: q for q in questions}
     shares = []
     for fold in folds:
@@ -233,6 +235,16 @@ def _corpus(progress: Progress) -> tuple[list[tuple[str, bytes]], dict[str, tupl
         kinds[source.name] = (source.source, source.format)
         by_upload[upload_name(source)] = source.name
     return files, kinds, by_upload
+
+
+def _corpus_from_folder(
+    folder: Path,
+) -> tuple[list[tuple[str, bytes]], dict[str, tuple[str, str]], dict[str, str]]:
+    """Every file of ``folder`` as a document of source "given", its format the file's suffix: for
+    documents and questions of one's own (and the smoke test)."""
+    files = [(path.name, path.read_bytes()) for path in sorted(folder.iterdir()) if path.is_file()]
+    kinds = {name: ("given", Path(name).suffix.lstrip(".") or "text") for name, _ in files}
+    return files, kinds, {name: name for name, _ in files}
 
 
 def _default_request(stack: Any, query: str) -> list[dict[str, Any]]:
@@ -264,13 +276,19 @@ def _chunks_as_indexed(stack: Any, files: Sequence[tuple[str, bytes]]) -> dict[s
     return out
 
 
-def run(env: Mapping[str, str], limit: int | None, progress: Progress) -> dict[str, Any]:
+def run(
+    env: Mapping[str, str],
+    limit: int | None,
+    progress: Progress,
+    documents: Path | None = None,
+    questions_file: Path = QUESTIONS,
+) -> dict[str, Any]:
     from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.stack import EmbeddedStack
     from winnow.parsing import parse_document
 
-    files, kinds, by_upload = _corpus(progress)
-    questions = [q for q in load_questions() if q.document in kinds]
+    files, kinds, by_upload = _corpus(progress) if documents is None else _corpus_from_folder(documents)
+    questions = [q for q in load_questions(questions_file) if q.document in kinds]
     if limit is not None:
         questions = questions[:limit]
     offtopic = [
@@ -377,12 +395,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--env", type=_env_pair, action="append", default=[], help="a setting, NAME=VALUE")
     parser.add_argument("--limit", type=positive_int, help="ask only the first N questions (smoke runs)")
+    parser.add_argument("--documents", type=Path, help="a folder of documents instead of /usr/share's")
+    parser.add_argument("--questions", type=Path, default=QUESTIONS, help="a TSV of questions (see above)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     quiet_known_warnings()
     progress = Progress(args.quiet)
     with stdout_reserved_for_result():
-        result = run(dict(args.env), args.limit, progress)
+        result = run(dict(args.env), args.limit, progress, args.documents, args.questions)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0
 
