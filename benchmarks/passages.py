@@ -247,14 +247,18 @@ def _corpus_from_folder(
     return files, kinds, {name: name for name, _ in files}
 
 
-def _default_request(stack: Any, query: str) -> list[dict[str, Any]]:
-    """A client's default search: only the query, everything else the API's defaults."""
+def _default_request(stack: Any, query: str, candidates: int | None = None) -> list[dict[str, Any]]:
+    """A client's default search: only the query (and ``candidates`` when measuring other values of
+    it), everything else the API's defaults."""
     from functions.search.app import handler
     from winnow_local.apigw import http_api_event
     from winnow_local.context import LocalLambdaContext
 
     claim = stack.container.settings.search.tenant_claim
-    event = http_api_event("POST", "/search", body={"query": query}, tenant=stack.tenant, claim=claim)
+    body: dict[str, Any] = {"query": query}
+    if candidates is not None:
+        body["candidates"] = candidates
+    event = http_api_event("POST", "/search", body=body, tenant=stack.tenant, claim=claim)
     response = handler(event, LocalLambdaContext())
     if response.get("statusCode") != 200:
         raise RuntimeError(f"search answered {response.get('statusCode')}: {response.get('body')}")
@@ -282,6 +286,7 @@ def run(
     progress: Progress,
     documents: Path | None = None,
     questions_file: Path = QUESTIONS,
+    candidates: int | None = None,
 ) -> dict[str, Any]:
     from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.stack import EmbeddedStack
@@ -306,11 +311,11 @@ def run(
         progress(f"{sum(len(c) for c in chunks.values())} chunks; asking {len(questions)} questions")
         winnow: dict[str, list[Passage]] = {}
         for question in questions:
-            results = _default_request(stack, question.text)
+            results = _default_request(stack, question.text, candidates)
             winnow[question.id] = [
                 Passage(by_upload.get(r["key"].rsplit("/", 1)[-1], r["key"]), r["text"]) for r in results
             ]
-        refused_offtopic = sum(not _default_request(stack, query) for query in offtopic)
+        refused_offtopic = sum(not _default_request(stack, query, candidates) for query in offtopic)
         gold = [
             Passage(by_upload[name], block.text)
             for name, data in files
@@ -327,6 +332,7 @@ def run(
     return {
         "machine": machine(),
         "env": dict(env),
+        "candidates": candidates,
         "documents": len(files),
         "questions": len(questions),
         "winnow": tally(questions, winnow, kinds),
@@ -397,12 +403,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=positive_int, help="ask only the first N questions (smoke runs)")
     parser.add_argument("--documents", type=Path, help="a folder of documents instead of /usr/share's")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="a TSV of questions (see above)")
+    parser.add_argument("--candidates", type=positive_int, help="send this candidates value (default: none)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     quiet_known_warnings()
     progress = Progress(args.quiet)
     with stdout_reserved_for_result():
-        result = run(dict(args.env), args.limit, progress, args.documents, args.questions)
+        result = run(dict(args.env), args.limit, progress, args.documents, args.questions, args.candidates)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0
 
