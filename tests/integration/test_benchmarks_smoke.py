@@ -270,3 +270,44 @@ def test_search_cost_benchmark_prints_costs_and_the_lanes(capsys: pytest.Capture
     assert "200" in rows["worst valid now"]
     for lane in ("b alone", "one queue (before)", "per-tenant turns"):
         assert lane in out
+
+
+def test_passage_benchmark_prints_every_figure_for_winnow_and_both_bm25_baselines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import passages
+
+    # Given two generated documents (no /usr/share) and three questions with their answering excerpts
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "backup.md").write_text(
+        "# Backups\n\nNightly backups run at two in the morning and are kept for thirty days.\n\n"
+        "# Restores\n\nA restore is requested through the service desk and takes about four hours.\n",
+        encoding="utf-8",
+    )
+    (folder / "leave.txt").write_text(
+        "Employees receive twenty-eight days of paid holiday per year.\n\n"
+        "Unused days may be carried into the first quarter of the next year.\n",
+        encoding="utf-8",
+    )
+    questions = tmp_path / "questions.tsv"
+    questions.write_text(
+        "id\tdocument\tquestion\tanswer_excerpt\n"
+        "b1\tbackup.md\twhen do the backups happen\trun at two in the morning\n"
+        "b2\tbackup.md\thow long does getting files back take\ttakes about four hours\n"
+        "l1\tleave.txt\thow much vacation do staff get\ttwenty-eight days of paid holiday\n",
+        encoding="utf-8",
+    )
+    # When the passage benchmark runs on them with --json
+    argv = ["--json", "--quiet", "--documents", str(folder), "--questions", str(questions)]
+    assert passages.main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Then every retriever reports every group, each figure a share, and chunk lengths per format
+    assert result["documents"] == 2 and result["questions"] == 3
+    for system in ("winnow", "bm25_same_chunks", "bm25_gold_passages"):
+        assert set(result[system]) == {"all", "source:given", "format:md", "format:txt"}
+        for figures in result[system].values():
+            assert all(0.0 <= figures[k] <= 1.0 for k in ("rank1", "top3", "document_first", "refused"))
+    assert result["bm25_gold_passages"]["all"]["document_first"] > 0
+    assert set(result["chunk_lengths"]) == {"md", "txt"}
+    assert 0.0 <= result["offtopic_refused"] <= 1.0

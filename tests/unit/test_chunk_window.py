@@ -85,3 +85,32 @@ def test_the_port_default_never_under_counts_the_local_models_tokens(local_model
     estimated = Estimating().count_tokens(texts)
     exact = local_model.count_tokens(texts)
     assert all(guess >= real for guess, real in zip(estimated, exact, strict=True))
+
+
+def test_only_the_chunks_over_the_window_are_cut_again(local_model: Embedder) -> None:
+    # Given a document with a prose section whose chunks fit the window and a token-dense section
+    settings = ChunkingSettings(target_chars=800, refit="chunk")
+    document = ParsedDocument(
+        title="Report",
+        blocks=[Block(PROSE, ("Method",)), Block(DENSE, ("Results",))],
+        source_type="text",
+    )
+    plain = chunk_document(document, settings)
+    prose = [chunk.text for chunk in plain if chunk.section_path == ("Method",)]
+    assert (
+        max(local_model.count_tokens([c.embed_text for c in plain if c.section_path == ("Method",)]))
+        <= WINDOW
+    )
+    # When it is chunked to fit the window
+    fitted = chunk_to_fit(document, settings, local_model.count_tokens, WINDOW)
+    # Then every chunk fits, the prose chunks are exactly as configured, and the dense text is all there
+    assert max(local_model.count_tokens([chunk.embed_text for chunk in fitted])) <= WINDOW
+    assert [chunk.text for chunk in fitted if chunk.section_path == ("Method",)] == prose
+    assert [chunk.index for chunk in fitted] == list(range(len(fitted)))
+    joined = " ".join(chunk.text for chunk in fitted if chunk.section_path == ("Results",))
+    assert all(f"IL-{n}:" in joined for n in range(120))
+    # while refitting the whole document (the former rule) shrinks the prose chunks too
+    whole = chunk_to_fit(
+        document, ChunkingSettings(target_chars=800, refit="document"), local_model.count_tokens, WINDOW
+    )
+    assert len([c for c in whole if c.section_path == ("Method",)]) > len(prose)

@@ -15,7 +15,9 @@ from winnow.parsing import parse_document
 from winnow.settings import ChunkingSettings
 from winnow.text.chunking import chunk_document, max_chunk_chars
 
-SMALL = ChunkingSettings(target_chars=300, overlap_chars=60, min_chars=80)
+# Rules 1-6 on their own: small sections are not packed (rule 7 has its own tests below).
+SMALL = ChunkingSettings(target_chars=300, overlap_chars=60, min_chars=80, pack_sections=False)
+PACKED = ChunkingSettings(target_chars=300, overlap_chars=60, min_chars=80, pack_sections=True)
 
 
 def _doc(*blocks: Block, title: str = "Doc") -> ParsedDocument:
@@ -253,7 +255,10 @@ def _settings(draw: st.DrawFn) -> ChunkingSettings:
     target = draw(st.integers(200, 2000))
     overlap = draw(st.integers(0, target // 2 - 1))
     min_chars = draw(st.integers(0, target - 1))
-    return ChunkingSettings(target_chars=target, overlap_chars=overlap, min_chars=min_chars)
+    pack = draw(st.booleans())
+    return ChunkingSettings(
+        target_chars=target, overlap_chars=overlap, min_chars=min_chars, pack_sections=pack
+    )
 
 
 def _bare(word: str) -> str:
@@ -276,12 +281,13 @@ def test_chunker_invariants(
     assert all(chunk.title == "Generated" for chunk in chunks)
 
     # Every word of the source lands in a chunk, in order, exactly once apart from overlaps, and an
-    # overlap is a suffix of the previous chunk no longer than overlap_chars
+    # overlap is a suffix of the previous chunk no longer than overlap_chars (the section lines that
+    # packing puts in front of each packed part are not source words: set aside)
     source_words = [_bare(word) for block in doc.blocks for word in block.text.split()]
     stream: list[str] = []
     previous_words: list[str] = []
     for chunk in chunks:
-        words = [_bare(word) for word in chunk.text.split()]
+        words = [_bare(word) for word in chunk.text.split() if _bare(word) in origin]
         repeated = 0
         seen = set(previous_words)
         while repeated < len(words) and words[repeated] in seen:
@@ -300,13 +306,15 @@ def test_chunker_invariants(
             assert len(chunk.text) >= chunking.min_chars
 
     for chunk in chunks:
-        words = [_bare(word) for word in chunk.text.split()]
+        words = [_bare(word) for word in chunk.text.split() if _bare(word) in origin]
         # page: where the chunk's text starts
         assert chunk.page == origin[words[0]][1]
-        # sections: the path is one of its words' paths; a word from another section either lies
-        # inside the cited one (the ancestor rule) or belongs to a merged tiny fragment
+        # sections: the path is one of its words' paths (packed: their common ancestor); a word from
+        # another section either lies inside the cited one (the ancestor rule) or belongs to a merged
+        # tiny fragment
         path = chunk.section_path
-        assert path in {origin[word][0] for word in words}
+        if not chunking.pack_sections:
+            assert path in {origin[word][0] for word in words}
         outside = sum(len(word) + 1 for word in words if origin[word][0][: len(path)] != path)
         assert outside <= 2 * chunking.min_chars + 4
 
@@ -358,3 +366,58 @@ def test_a_chunk_never_collects_more_tiny_fragments_than_the_size_bound_allows()
     # and every word is there once, in order
     words = " ".join(chunk.text for chunk in chunks).replace(".", "").split()
     assert words == [f"w{n}" for n in range(193)]
+
+
+# --- rule 7: small sections packed -----------------------------------------------------------------------
+def test_small_sibling_sections_are_packed_under_their_parent_with_each_part_named() -> None:
+    # Given three short option sections under OPTIONS, then a long DESCRIPTION
+    options = [
+        Block(
+            f"Option {name} changes how {name} output is shown in the listing of every file.",
+            ("OPTIONS", name),
+        )
+        for name in ("Context", "Colours", "Counter")
+    ]
+    chunks = chunk_document(_doc(*options, Block(_sentences("d", 12), ("DESCRIPTION",))), PACKED)
+    # Then the options form one passage cited under OPTIONS, each part led by its own section's name
+    first = chunks[0]
+    assert first.section_path == ("OPTIONS",)
+    assert first.text.split("\n\n") == [f"{b.section_path[1]}\n{b.text}" for b in options]
+    # and the long section after them keeps its own chunks and path
+    assert all(chunk.section_path == ("DESCRIPTION",) for chunk in chunks[1:])
+    # while without packing each option section stays alone
+    assert len(chunk_document(_doc(*options), SMALL)) == 3
+
+
+def test_packing_stops_at_the_target_and_at_a_new_page() -> None:
+    # Given twelve sections of about 100 characters, the last four on page 2 (block i's words start
+    # with the i-th letter)
+    letters = "abcdefghijkl"
+    blocks = [
+        Block(_sentences(letter, 1, 12), ("API", f"part{i}"), 1 if i < 8 else 2)
+        for i, letter in enumerate(letters)
+    ]
+    chunks = chunk_document(_doc(*blocks), PACKED)
+    # Then no passage passes the target, none spans two pages, and every block is kept, in order
+    assert all(len(chunk.text) <= PACKED.target_chars for chunk in chunks)
+    for chunk in chunks:
+        words = [w for w in chunk.text.split() if not w.startswith("part")]
+        assert {blocks[letters.index(w[0].lower())].page for w in words} == {chunk.page}
+    order = [w[0].lower() for chunk in chunks for w in chunk.text.split() if not w.startswith("part")]
+    assert "".join(dict.fromkeys(order)) == letters
+    assert 3 <= len(chunks) < len(blocks)
+
+
+def test_tables_are_never_packed_with_text() -> None:
+    # Given a short section, a table, and another short section
+    from winnow.models import Table
+
+    table = Table(caption="Ports", header=["name", "port"], rows=[["ssh", "22"], ["http", "80"]])
+    blocks = [
+        Block("Short intro paragraph about the services.", ("A",)),
+        Block("name port", ("B",), table=table),
+        Block("Short outro paragraph about the services.", ("C",)),
+    ]
+    chunks = chunk_document(_doc(*blocks), PACKED)
+    assert [chunk.kind for chunk in chunks].count("table") == 1
+    assert all("Short" not in chunk.text for chunk in chunks if chunk.kind == "table")

@@ -143,6 +143,11 @@ class ChunkingSettings(BaseSettings):
     # Table chunks are smaller: every row must fall inside the local model's 256-token window (a 1,200-
     # character table chunk is ~350 tokens of "column: value" pairs), and a row is found by its few cells.
     table_target_chars: int = Field(default=400, ge=100, le=20_000)
+    # Consecutive small sections packed into one passage up to the target (winnow.text.chunking, rule 7).
+    pack_sections: bool = False
+    # Fitting chunks to the embedder's token window: cut again only the chunks over it ("chunk"), or
+    # chunk the whole document again with a smaller target ("document"). docs/benchmarks.md compares them.
+    refit: Literal["chunk", "document"] = "chunk"
 
     @model_validator(mode="after")
     def _overlap_smaller_than_target(self) -> ChunkingSettings:

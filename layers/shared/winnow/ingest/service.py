@@ -281,8 +281,10 @@ class IngestService:
         chunks = self._chunk(parsed)
         if not chunks:
             raise EmptyDocument("no text to index")
-        if len(chunks) > self.settings.max_chunks:
-            raise OversizedDocument(f"{len(chunks)} chunks, over the {self.settings.max_chunks} limit")
+        if len(chunks) > self.settings.max_chunks:  # a custom chunker is checked after it returns
+            from winnow.text.chunking import too_many_chunks
+
+            raise OversizedDocument(too_many_chunks(self.settings.max_chunks, len(chunks)))
         return parsed, chunks
 
     def _vectors(
@@ -482,10 +484,11 @@ class IngestService:
         from winnow.text.chunking import chunk_document, chunk_to_fit
 
         window = self.embedder.max_input_tokens
+        cap = self.settings.max_chunks  # enforced while chunking: a document over it stops early
         if window is None:
-            return chunk_document(parsed, self.chunking)
+            return chunk_document(parsed, self.chunking, cap)
         # sized in the embedder's own tokens, so no chunk is cut before it is embedded
-        return chunk_to_fit(parsed, self.chunking, self.embedder.count_tokens, window)
+        return chunk_to_fit(parsed, self.chunking, self.embedder.count_tokens, window, cap)
 
     def _put(self, record: LedgerRecord, same_event_ok: bool = False) -> None:
         self._leases.put(record, same_event_ok=same_event_ok)

@@ -20,18 +20,28 @@ The rules, in the order they apply:
    short line) joins the next section's first chunk, or the previous section's last chunk at the end
    of the document. The merged chunk keeps the tiny part's section path only if that path is an
    ancestor of the other part's path (the whole passage then lies inside it, so the citation is
-   true); otherwise it keeps the receiving chunk's path, which holds most of the text.
+   true); otherwise it keeps the receiving chunk's path, which holds most of the text. A tiny draft
+   goes back only when the previous chunk can also take the tiny drafts that end the document; when
+   the tiny drafts after it already need more than the room left, it goes forward (this decides with
+   a bounded look-ahead, so the merge streams).
 
 6. **Tables are walls of their own.** A table block becomes ``kind="table"`` chunks of whole rows
    (``winnow.text.tables``: caption and column line repeated at the top of each, at most
    ``table_target_chars``); they are never merged with text, and text read by OCR is never packed or
    merged with text from a text layer (a chunk's ``ocr`` mark is true of all of it).
 
+7. **Small sections are packed** (``pack_sections``): consecutive sections whose chunks together fit
+   ``target_chars`` become one passage whose section is their common ancestor, each deeper part led by
+   a line naming its own section (``_pack_sections``). Rule 1's walls hold for everything else.
+
 Size guarantee: no chunk is longer than ``target_chars + 2 * min_chars + 4`` (a chunk can receive a
 tiny fragment from each side, with a separator each; the merge checks it, see ``_merge_small``), and no
 chunk is shorter than ``min_chars`` unless the whole document is. ``chunk_to_fit`` re-chunks a document
 with a smaller target when a chunk would not fit the embedder's token window. ``page`` is the page where
 the chunk's text starts. The output depends only on the input: no randomness, no clocks.
+
+Every step streams and is linear in the text (issue 31: a quadratic merge of alternating tiny sections
+ran for minutes outside the parse budget), so ``max_chunks`` is enforced while chunking.
 """
 
 from __future__ import annotations
@@ -39,14 +49,16 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from winnow.errors import OversizedDocument
 from winnow.models import Block, Chunk, ParsedDocument
 from winnow.settings import ChunkingSettings
 from winnow.text.tables import table_pieces
 
-__all__ = ["chunk_document", "chunk_to_fit", "max_chunk_chars"]
+__all__ = ["chunk_document", "chunk_to_fit", "max_chunk_chars", "too_many_chunks"]
 
 _BLOCK_SEPARATOR = "\n\n"
 # A cut is allowed after sentence-final punctuation (with closing quotes or brackets) followed by
@@ -78,24 +90,41 @@ def max_chunk_chars(settings: ChunkingSettings) -> int:
     return settings.target_chars + 2 * settings.min_chars + 2 * len(_BLOCK_SEPARATOR)
 
 
-def chunk_document(doc: ParsedDocument, settings: ChunkingSettings | None = None) -> list[Chunk]:
+def chunk_document(
+    doc: ParsedDocument, settings: ChunkingSettings | None = None, max_chunks: int | None = None
+) -> list[Chunk]:
+    """The document's chunks. Every step streams (sections, packing, merging), so the work is linear in
+    the text and a document with more than ``max_chunks`` chunks is refused as soon as one too many is
+    made, without chunking the rest."""
     settings = settings or ChunkingSettings()
-    drafts: list[_Draft] = []
-    for path, blocks in _section_runs(doc.blocks):
-        drafts.extend(_SectionPacker(path, settings).pack(blocks))
-    drafts = _merge_small(drafts, settings.min_chars, max_chunk_chars(settings))
-    return [
-        Chunk(
-            index=index,
-            text=draft.text,
-            title=doc.title,
-            section_path=draft.section_path,
-            page=draft.page,
-            kind=draft.kind,
-            ocr=draft.ocr,
+    drafts: Iterator[_Draft] = (
+        draft
+        for path, blocks in _section_runs(doc.blocks)
+        for draft in _SectionPacker(path, settings).pack(blocks)
+    )
+    if settings.pack_sections:
+        drafts = _pack_sections(drafts, settings.target_chars)
+    chunks: list[Chunk] = []
+    for index, draft in enumerate(_merge_small(drafts, settings.min_chars, max_chunk_chars(settings))):
+        if max_chunks is not None and index >= max_chunks:
+            raise OversizedDocument(too_many_chunks(max_chunks))
+        chunks.append(
+            Chunk(
+                index=index,
+                text=draft.text,
+                title=doc.title,
+                section_path=draft.section_path,
+                page=draft.page,
+                kind=draft.kind,
+                ocr=draft.ocr,
+            )
         )
-        for index, draft in enumerate(drafts)
-    ]
+    return chunks
+
+
+def too_many_chunks(max_chunks: int, count: int | None = None) -> str:
+    """The one-line reason a document over the chunk cap fails with (``count`` when it is known)."""
+    return f"{count if count is not None else f'more than {max_chunks}'} chunks, over the {max_chunks} limit"
 
 
 # How far ``chunk_to_fit`` shrinks the target below the size the token count suggests, and how often.
@@ -109,28 +138,100 @@ def chunk_to_fit(
     settings: ChunkingSettings,
     count_tokens: Callable[[Sequence[str]], list[int]],
     max_tokens: int,
+    max_chunks: int | None = None,
 ) -> list[Chunk]:
-    """``chunk_document``, with the character target lowered for this document until every chunk's
-    ``embed_text`` fits the embedder's ``max_tokens`` (text past the window would be cut before
-    embedding, unseen by the dense vector). Documents that fit keep the configured sizes, so only
-    token-dense text (numbers, formulas, non-Latin scripts) gets smaller chunks. The size rules hold
-    for the settings used; a header longer than the window cannot fit, and is left at the floor."""
+    """``chunk_document``, with every chunk's ``embed_text`` fitted to the embedder's ``max_tokens``
+    (text past the window would be cut before embedding, unseen by the dense vector). Chunks that fit
+    keep the configured sizes, so only token-dense text (numbers, option lists, formulas, non-Latin
+    scripts) gets smaller chunks. With ``refit="chunk"`` only a chunk over the window is cut again,
+    with a target sized to its own density; with ``"document"`` the whole document is chunked again
+    with the target its densest chunk needs (one dense line made a man page's every chunk small).
+    The size rules hold for the settings used; a header longer than the window cannot fit, and is left
+    at the floor. Over ``max_chunks`` chunks it refuses before counting a token, and tokens are counted
+    a batch at a time, so the tokenizer never holds the whole document's encodings at once."""
+    if settings.refit == "chunk":
+        return _fit_each_chunk(doc, settings, count_tokens, max_tokens, max_chunks)
     current = settings
-    chunks = chunk_document(doc, current)
+    chunks = chunk_document(doc, current, max_chunks)
     for _ in range(_FIT_ROUNDS):
-        counts = count_tokens([chunk.embed_text for chunk in chunks])
-        worst = max(
-            (count / max(len(chunk.embed_text), 1) for chunk, count in zip(chunks, counts, strict=True)),
-            default=0.0,
-        )
-        if max(counts, default=0) <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
+        most, worst = _token_extremes(chunks, count_tokens)
+        if most <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
             return chunks
         # chars that fit the window at the worst chunk's density, less the slack the merge rule may add
         fitting = int(max_tokens / worst * _FIT_MARGIN) - 2 * current.min_chars - 2 * len(_BLOCK_SEPARATOR)
         target = max(_MIN_TARGET_CHARS, min(fitting, int(current.target_chars * _FIT_MARGIN)))
         current = _scaled(current, target)
-        chunks = chunk_document(doc, current)
+        chunks = chunk_document(doc, current, max_chunks)
     return chunks
+
+
+def _fit_each_chunk(
+    doc: ParsedDocument,
+    settings: ChunkingSettings,
+    count_tokens: Callable[[Sequence[str]], list[int]],
+    max_tokens: int,
+    max_chunks: int | None,
+) -> list[Chunk]:
+    chunks = chunk_document(doc, settings, max_chunks)
+    for _ in range(_FIT_ROUNDS):
+        counts = _token_counts(chunks, count_tokens)
+        if max(counts, default=0) <= max_tokens:
+            return chunks
+        fitted: list[Chunk] = []
+        for chunk, count in zip(chunks, counts, strict=True):
+            if count <= max_tokens or len(chunk.text) <= _MIN_TARGET_CHARS:
+                fitted.append(chunk)
+                continue
+            density = count / max(len(chunk.embed_text), 1)
+            header = len(chunk.embed_text) - len(chunk.text)
+            # chars of text that fit the window at this chunk's density, less its header and the slack
+            # the merge rule may add
+            fitting = int(max_tokens / density * _FIT_MARGIN) - header - 2 * len(_BLOCK_SEPARATOR)
+            target = max(_MIN_TARGET_CHARS, min(fitting, int(len(chunk.text) * _FIT_MARGIN)))
+            scaled = _scaled(settings, target)
+            target = max(_MIN_TARGET_CHARS, target - 2 * scaled.min_chars)
+            part = ParsedDocument(
+                title=doc.title,
+                blocks=[
+                    Block(text, chunk.section_path, chunk.page, ocr=chunk.ocr)
+                    for text in chunk.text.split(_BLOCK_SEPARATOR)
+                    if text.strip()
+                ],
+                source_type=doc.source_type,
+            )
+            fitted.extend(
+                replace(piece, kind=chunk.kind) for piece in chunk_document(part, _scaled(settings, target))
+            )
+        if max_chunks is not None and len(fitted) > max_chunks:
+            raise OversizedDocument(too_many_chunks(max_chunks))
+        chunks = [replace(chunk, index=index) for index, chunk in enumerate(fitted)]
+    return chunks
+
+
+def _token_counts(chunks: Sequence[Chunk], count_tokens: Callable[[Sequence[str]], list[int]]) -> list[int]:
+    """Each chunk's ``embed_text`` in tokens, counted ``_COUNT_BATCH`` texts a call."""
+    counts: list[int] = []
+    for start in range(0, len(chunks), _COUNT_BATCH):
+        counts.extend(count_tokens([chunk.embed_text for chunk in chunks[start : start + _COUNT_BATCH]]))
+    return counts
+
+
+# Texts per ``count_tokens`` call: the tokenizer's encodings (ids, offsets, strings per token) cost about
+# a hundred bytes a token, so counting 20,000 chunks in one call would hold hundreds of megabytes.
+_COUNT_BATCH = 256
+
+
+def _token_extremes(
+    chunks: Sequence[Chunk], count_tokens: Callable[[Sequence[str]], list[int]]
+) -> tuple[int, float]:
+    """The largest token count of any chunk's ``embed_text`` and the highest tokens-per-character."""
+    most, worst = 0, 0.0
+    for start in range(0, len(chunks), _COUNT_BATCH):
+        texts = [chunk.embed_text for chunk in chunks[start : start + _COUNT_BATCH]]
+        for text, count in zip(texts, count_tokens(texts), strict=True):
+            most = max(most, count)
+            worst = max(worst, count / max(len(text), 1))
+    return most, worst
 
 
 def _scaled(settings: ChunkingSettings, target: int) -> ChunkingSettings:
@@ -140,6 +241,9 @@ def _scaled(settings: ChunkingSettings, target: int) -> ChunkingSettings:
         target_chars=target,
         overlap_chars=min(int(settings.overlap_chars * ratio), target // 2 - 1),
         min_chars=min(int(settings.min_chars * ratio), target - 1),
+        table_target_chars=settings.table_target_chars,
+        pack_sections=settings.pack_sections,
+        refit=settings.refit,
     )
 
 
@@ -165,7 +269,7 @@ class _SectionPacker:
         self.overlap = settings.overlap_chars
         self.min_chars = settings.min_chars
         self.table_target = min(settings.table_target_chars, settings.target_chars)
-        self.drafts: list[_Draft] = []
+        self.drafts: list[_Draft] = []  # finished drafts not yet handed on (``pack`` yields them)
         self._parts: list[str] = []
         self._page: int | None = None
         self._length = 0
@@ -173,8 +277,9 @@ class _SectionPacker:
         self._gap = _BLOCK_SEPARATOR
         self._ocr = False
 
-    def pack(self, blocks: Sequence[Block]) -> list[_Draft]:
+    def pack(self, blocks: Sequence[Block]) -> Iterator[_Draft]:
         for block in blocks:
+            yield from self._take()
             text = block.text.strip()
             if block.table is not None:
                 # A table is a wall of its own: whole rows, the header repeated in every piece.
@@ -203,21 +308,29 @@ class _SectionPacker:
                 self._reset()
             else:
                 self._emit()
-            pieces = [
-                replace(p, ocr=block.ocr) for p in _split_long(spans, self.path, self.target, self.overlap)
-            ]
-            if carried_overlap:
-                # The folded paragraph began with overlap from the draft before it: keep that known.
-                pieces[0] = replace(pieces[0], overlap=carried_overlap, gap=carried_gap)
-            self.drafts.extend(pieces[:-1])
-            last = pieces[-1]
+            yield from self._take()  # the drafts emitted above come before the pieces
+            last: _Draft | None = None
+            for piece in _split_long(spans, self.path, self.target, self.overlap):
+                piece = replace(piece, ocr=block.ocr)
+                if last is None:
+                    if carried_overlap:
+                        # The folded paragraph began with overlap from the draft before it: keep that known.
+                        piece = replace(piece, overlap=carried_overlap, gap=carried_gap)
+                else:
+                    yield last
+                last = piece
+            assert last is not None  # a long block has text, so at least one piece
             self._parts = [last.text]
             self._page = last.page
             self._length = len(last.text)
             self._overlap_prefix = last.overlap
             self._gap = last.gap
         self._emit()
-        return self.drafts
+        yield from self._take()
+
+    def _take(self) -> list[_Draft]:
+        taken, self.drafts = self.drafts, []
+        return taken
 
     def _append(self, text: str, page: int | None) -> None:
         if not self._parts:
@@ -251,7 +364,7 @@ class _SectionPacker:
 
 def _split_long(
     spans: list[tuple[str, int | None]], path: tuple[str, ...], target: int, overlap_chars: int
-) -> list[_Draft]:
+) -> Iterator[_Draft]:
     """Split text longer than ``target`` into balanced pieces with overlap (rules 3 and 4)."""
     text = _BLOCK_SEPARATOR.join(span for span, _ in spans)
     span_starts: list[int] = []
@@ -265,12 +378,12 @@ def _split_long(
         return span_pages[bisect.bisect_right(span_starts, position) - 1]
 
     room = target - overlap_chars  # new text per piece when a full overlap is in front of it
-    units = _units(text, room)
+    units = _Units(_units(text, room))
     end_of_text = len(text)
-    drafts: list[_Draft] = []
     first = 0  # index of the first unit of new text in the next piece
     prefix_start = 0  # where the next piece starts, overlap included
-    while first < len(units):
+    while units.has(first):
+        units.forget_before(first - 1)  # the overlap looks back at most one unit before the piece
         content_start = units[first][0]
         budget = target - (content_start - prefix_start)
         remaining = end_of_text - content_start
@@ -278,7 +391,7 @@ def _split_long(
         pieces_needed = 1 if remaining <= budget else max(2, math.ceil(remaining / room))
         aim = remaining / pieces_needed
         last = first
-        while last + 1 < len(units):
+        while units.has(last + 1):
             grown = units[last + 1][1] - content_start
             current = units[last][1] - content_start
             if grown > budget and len(text[content_start : units[last + 1][1]].rstrip()) > budget:
@@ -287,19 +400,16 @@ def _split_long(
                 break
             last += 1
         end = units[last][1]
-        drafts.append(
-            _Draft(
-                text=text[prefix_start:end].strip(),
-                section_path=path,
-                page=page_at(prefix_start),
-                overlap=content_start - prefix_start,
-                gap=_trailing_whitespace(text, content_start) or _BLOCK_SEPARATOR,
-            )
+        yield _Draft(
+            text=text[prefix_start:end].strip(),
+            section_path=path,
+            page=page_at(prefix_start),
+            overlap=content_start - prefix_start,
+            gap=_trailing_whitespace(text, content_start) or _BLOCK_SEPARATOR,
         )
         first = last + 1
-        if first < len(units):
+        if units.has(first):
             prefix_start = _overlap_start(text, units, content_start, first, overlap_chars)
-    return drafts
 
 
 def _trailing_whitespace(text: str, end: int) -> str:
@@ -309,9 +419,7 @@ def _trailing_whitespace(text: str, end: int) -> str:
     return text[start:end]
 
 
-def _overlap_start(
-    text: str, units: list[tuple[int, int]], piece_start: int, next_unit: int, limit: int
-) -> int:
+def _overlap_start(text: str, units: _Units, piece_start: int, next_unit: int, limit: int) -> int:
     """Where the next piece's overlap begins: the earliest unit start that keeps the overlap within
     ``limit`` and within half of the finished piece; else the earliest word start that does; else no
     overlap (the next piece starts at its own new text)."""
@@ -321,7 +429,7 @@ def _overlap_start(
         return boundary
     start = boundary
     index = next_unit - 1
-    while index >= 0 and units[index][0] >= piece_start and boundary - units[index][0] <= limit:
+    while units.has(index) and units[index][0] >= piece_start and boundary - units[index][0] <= limit:
         start = units[index][0]
         index -= 1
     if start < boundary:
@@ -332,53 +440,167 @@ def _overlap_start(
     return boundary
 
 
-def _units(text: str, room: int) -> list[tuple[int, int]]:
+def _units(text: str, room: int) -> Iterator[tuple[int, int]]:
     """Cut candidates as (start, end) spans covering ``text``; trailing whitespace belongs to the span
     before it. Sentences first; a sentence longer than ``room`` falls back to words, a word longer
-    than ``room`` to fixed slices."""
-    units: list[tuple[int, int]] = []
+    than ``room`` to fixed slices. Made as they are needed, so a huge paragraph never holds them all."""
     start = 0
     for match in _SENTENCE_END.finditer(text):
         if match.end() > start:
-            _add_unit(text, start, match.end(), room, units)
+            yield from _unit_spans(text, start, match.end(), room)
             start = match.end()
     if start < len(text):
-        _add_unit(text, start, len(text), room, units)
-    return units
+        yield from _unit_spans(text, start, len(text), room)
 
 
-def _add_unit(text: str, start: int, end: int, room: int, units: list[tuple[int, int]]) -> None:
+def _unit_spans(text: str, start: int, end: int, room: int) -> Iterator[tuple[int, int]]:
     if end - start <= room or len(text[start:end].rstrip()) <= room:
-        units.append((start, end))
+        yield (start, end)
         return
     for word in _WORD.finditer(text, start, end):
         word_start, word_end = word.span()
         while word_end - word_start > room and len(text[word_start:word_end].rstrip()) > room:
-            units.append((word_start, word_start + room))
+            yield (word_start, word_start + room)
             word_start += room
-        units.append((word_start, word_end))
+        yield (word_start, word_end)
 
 
-def _merge_small(drafts: list[_Draft], min_chars: int, limit: int) -> list[_Draft]:
+class _Units:
+    """The units of a text by their index, read from ``_units`` as they are asked for and forgotten once
+    the pieces are past them: memory is one piece's units, whatever the paragraph's length."""
+
+    def __init__(self, source: Iterator[tuple[int, int]]) -> None:
+        self._source = source
+        self._held: deque[tuple[int, int]] = deque()
+        self._first = 0  # the index of ``_held[0]``
+
+    def has(self, index: int) -> bool:
+        if index < self._first:
+            return False
+        while index - self._first >= len(self._held):
+            unit = next(self._source, None)
+            if unit is None:
+                return False
+            self._held.append(unit)
+        return True
+
+    def __getitem__(self, index: int) -> tuple[int, int]:
+        if not self.has(index):
+            raise IndexError(index)
+        return self._held[index - self._first]
+
+    def forget_before(self, index: int) -> None:
+        while self._first < index and self._held:
+            self._held.popleft()
+            self._first += 1
+
+
+def _pack_sections(drafts: Iterable[_Draft], target: int) -> Iterator[_Draft]:
+    """Rule 7: consecutive small sections are packed into one passage while it stays within ``target``
+    (a man page's options, an API's entries, an info manual's short subsections: each alone is a chunk
+    too small to answer a question, and the answer often sits in its sibling). The passage's section is
+    the parts' deepest common ancestor, so its citation is true of all of it, and each part whose
+    section is deeper starts with a line naming that section (relative to the ancestor), so the reader
+    and the embedder still see which part is which. Tables, OCR text and pieces of a split section
+    (which begin with overlap) are never packed; neither are parts on different pages."""
+    group: list[_Draft] = []
+    common: tuple[str, ...] = ()
+    length = 0
+    for draft in drafts:
+        if group and _packable(group[-1], draft):
+            shared = _common_prefix(common, draft.section_path)
+            grown = (
+                length + len(_BLOCK_SEPARATOR) + _part_length(draft, shared)
+                if shared == common
+                else sum(_part_length(part, shared) for part in (*group, draft))
+                + len(_BLOCK_SEPARATOR) * len(group)
+            )
+            if grown <= target:
+                group.append(draft)
+                common, length = shared, grown
+                continue
+        if group:
+            yield _packed(group, common)
+        group, common, length = [draft], draft.section_path, len(draft.text)
+    if group:
+        yield _packed(group, common)
+
+
+def _packable(last: _Draft, draft: _Draft) -> bool:
+    return (
+        last.kind == draft.kind == "text"
+        and last.ocr == draft.ocr
+        and draft.overlap == 0
+        and draft.section_path != last.section_path
+        and (last.page is None or draft.page is None or last.page == draft.page)
+    )
+
+
+def _common_prefix(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    shared = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return first[:shared]
+
+
+def _part_heading(draft: _Draft, common: tuple[str, ...]) -> str:
+    return " > ".join(draft.section_path[len(common) :])
+
+
+def _part_length(draft: _Draft, common: tuple[str, ...]) -> int:
+    heading = _part_heading(draft, common)
+    return len(draft.text) + (len(heading) + 1 if heading else 0)
+
+
+def _packed(group: list[_Draft], common: tuple[str, ...]) -> _Draft:
+    if len(group) == 1:
+        return group[0]
+    parts = []
+    for draft in group:
+        heading = _part_heading(draft, common)
+        parts.append(f"{heading}\n{draft.text}" if heading else draft.text)
+    first = group[0]
+    page = next((draft.page for draft in group if draft.page is not None), None)
+    return _Draft(
+        text=_BLOCK_SEPARATOR.join(parts),
+        section_path=common,
+        page=page,
+        # the first part's overlap stays known only when no heading line was put in front of it
+        overlap=0 if _part_heading(first, common) else first.overlap,
+        gap=first.gap,
+        ocr=first.ocr,
+    )
+
+
+def _merge_small(drafts: Iterable[_Draft], min_chars: int, limit: int) -> Iterator[_Draft]:
     """Rule 5: fold every draft shorter than ``min_chars`` into a neighbour, never past ``limit``.
 
     Drafts after the one being looked at are still as packed (at most ``target_chars``), so a tiny
     draft always fits into the following one. The preceding one may already hold folded fragments:
     a tiny draft goes there only when the result, plus every tiny draft after it that would have to
     follow (a run of tiny drafts at the end), stays within ``limit``; otherwise it goes forward.
-    Without that check a chunk could collect three fragments (541 characters with a bound of 540)."""
-    merged = list(drafts)
-    index = 0
-    while index < len(merged) and len(merged) > 1:
-        draft = merged[index]
+    Without that check a chunk could collect three fragments (541 characters with a bound of 540).
+
+    It streams: a draft is handed on once no later fragment can join it, and it looks ahead only as
+    far as that check needs (at most ``limit / 3`` tiny drafts: each adds a character and a separator,
+    and once they add up past ``limit`` the answer is "forward" whatever follows them). Every step is
+    constant work on strings of at most ``limit`` characters, so merging is linear in the text."""
+    ahead = _Lookahead(iter(drafts), min_chars)
+    preceding_slot: _Draft | None = None  # the last draft handed on, still open to a backward fold
+    draft = ahead.pop()
+    while draft is not None:
         if len(draft.text) >= min_chars or draft.kind == "table":
-            index += 1
+            if preceding_slot is not None:
+                yield preceding_slot
+            preceding_slot, draft = draft, ahead.pop()
             continue
         # Only passages of the same kind meet: a table chunk stays a table, OCR text stays marked.
-        following = merged[index + 1] if index + 1 < len(merged) else None
+        following = ahead.peek(0)
         if following is not None and (following.kind, following.ocr) != (draft.kind, draft.ocr):
             following = None
-        preceding = merged[index - 1] if index > 0 else None
+        preceding = preceding_slot
         if preceding is not None and (preceding.kind, preceding.ocr) != (draft.kind, draft.ocr):
             preceding = None
         forward = following is not None and (
@@ -389,21 +611,74 @@ def _merge_small(drafts: list[_Draft], min_chars: int, limit: int) -> list[_Draf
         if not forward and following is not None:
             assert preceding is not None
             grown = len(_join(preceding, draft, tiny_first=False).text)
-            tail = merged[index + 1 :]
-            if all(len(later.text) < min_chars for later in tail):
-                grown += sum(len(later.text) + max(len(later.gap), len(_BLOCK_SEPARATOR)) for later in tail)
-            forward = grown > limit
+            forward = grown > limit or ahead.tiny_tail_exceeds(limit - grown)
         if forward:
             assert following is not None
-            merged[index] = _join(draft, following, tiny_first=True)
-            del merged[index + 1]
+            ahead.pop()
+            draft = _join(draft, following, tiny_first=True)
         elif preceding is not None:
-            merged[index - 1] = _join(preceding, draft, tiny_first=False)
-            del merged[index]
-            # the grown predecessor is not tiny; the draft now at ``index`` is the next to look at
+            assert preceding_slot is not None
+            preceding_slot = _join(preceding_slot, draft, tiny_first=False)
+            # the grown predecessor is not tiny; the next draft is the next to look at
+            draft = ahead.pop()
         else:
-            index += 1
-    return merged
+            if preceding_slot is not None:
+                yield preceding_slot
+            preceding_slot, draft = draft, ahead.pop()
+    if preceding_slot is not None:
+        yield preceding_slot
+
+
+class _Lookahead:
+    """The drafts still to come, with as many read ahead as ``_merge_small`` asks for. It remembers the
+    run of tiny drafts at the front that it has measured, so each draft is measured once."""
+
+    def __init__(self, source: Iterator[_Draft], min_chars: int) -> None:
+        self._source = source
+        self._min_chars = min_chars
+        self._buffer: deque[_Draft] = deque()
+        self._run = 0  # the first ``_run`` drafts in the buffer are tiny
+        self._run_chars = 0  # and need this many characters together, separators included
+        self._run_ended = False  # the draft after them is read and is not tiny
+
+    def peek(self, position: int) -> _Draft | None:
+        while len(self._buffer) <= position:
+            following = next(self._source, None)
+            if following is None:
+                return None
+            self._buffer.append(following)
+        return self._buffer[position]
+
+    def pop(self) -> _Draft | None:
+        if self.peek(0) is None:
+            return None
+        draft = self._buffer.popleft()
+        if self._run:
+            self._run -= 1
+            self._run_chars -= _folded_size(draft)
+        else:
+            self._run_ended = False  # the draft that ended the run is gone: a new run starts after it
+        return draft
+
+    def tiny_tail_exceeds(self, room: int) -> bool:
+        """Whether every draft still to come is tiny and together they need more than ``room``
+        characters. Reads ahead only until one is not tiny or the sum passes ``room``: either settles
+        it (past ``room`` the tiny draft goes forward whatever comes later, which keeps every bound)."""
+        while self._run_chars <= room and not self._run_ended:
+            later = self.peek(self._run)
+            if later is None:
+                return False
+            if len(later.text) >= self._min_chars:
+                self._run_ended = True
+                return False
+            self._run += 1
+            self._run_chars += _folded_size(later)
+        return self._run_chars > room
+
+
+def _folded_size(draft: _Draft) -> int:
+    """What a tiny draft adds to the chunk it is folded into: its text and a separator."""
+    return len(draft.text) + max(len(draft.gap), len(_BLOCK_SEPARATOR))
 
 
 def _join(first: _Draft, second: _Draft, *, tiny_first: bool) -> _Draft:

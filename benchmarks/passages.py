@@ -1,0 +1,418 @@
+"""Passage-level retrieval: does the passage that answers come first, on long documents nobody wrote for
+the benchmark? (issue 24)
+
+``python -m benchmarks.passages [--json] [--env NAME=VALUE ...] [--limit N] [--documents DIR]
+[--questions TSV]``
+
+- **Documents**: ``benchmarks.passage_corpus``: manual pages, GNU info manuals, HTML, Markdown and PDF
+  that ship on this machine under ``/usr/share`` (read at run time, never copied into the repository;
+  a document this machine lacks is left out with its questions, and the report says how many).
+- **Questions**: ``benchmarks/data/passage_questions.tsv``, written in plain words for this benchmark
+  (never a copied phrase), each with ``answer_excerpt``: a short verbatim excerpt of the document that
+  answers it. A retrieved passage *answers* when it contains the excerpt (case, whitespace, quotes and
+  hyphen forms aside). Questions are split into the folds of ``benchmarks.cv.kfold``; nothing here is
+  tuned, so every question is held out, and the report gives the spread of top-3 across folds.
+- **Winnow**: every document through the real ingest handler of a fresh embedded stack (local ONNX
+  embedder, no re-ranker), then each question as a client's default request (``{"query": ...}``:
+  default mode, ``top_k``, ``candidates`` and relevance threshold). Figures: answering passage at rank 1
+  and in the top 3, right document first, answerable questions refused (no result at the default
+  threshold); and the share of off-topic questions (``benchmarks/data/offtopic.txt``) refused.
+- **Baselines, same run**: BM25 (``bm25s``, as in ``benchmarks.baselines``) over the very chunks Winnow
+  indexed, and BM25 over the *gold passages*: each document's own paragraphs as its parser reads them,
+  a retriever given perfect chunking. No threshold: they always answer.
+- **Chunks**: length distribution per format (median, p10, p90 characters).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import (
+    Progress,
+    machine,
+    positive_int,
+    quiet_known_warnings,
+    stdout_reserved_for_result,
+)
+from benchmarks.cv import DEFAULT_FOLDS, kfold
+from benchmarks.data import REPO_ROOT
+
+QUESTIONS = REPO_ROOT / "benchmarks" / "data" / "passage_questions.tsv"
+OFFTOPIC = REPO_ROOT / "benchmarks" / "data" / "offtopic.txt"
+TOP = 3
+BASELINE_DEPTH = 10
+_QUOTES = str.maketrans(
+    {"\u2010": "-", "\u2011": "-", "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}
+)
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    document: str  # the name in benchmarks.passage_corpus the question was written on
+    text: str
+    excerpt: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A unit a retriever returns: the document it is from and its text."""
+
+    document: str
+    text: str
+
+
+def normalise(text: str) -> str:
+    """Text as the answer check compares it: lower case, one space for any whitespace, one form of
+    quotes and hyphens, no soft hyphens (PDF and groff output differ from the source in just these)."""
+    return " ".join(text.translate(_QUOTES).replace("\u00ad", "").lower().split())
+
+
+def answers(passage_text: str, question: Question) -> bool:
+    return normalise(question.excerpt) in normalise(passage_text)
+
+
+def load_questions(path: Path = QUESTIONS) -> list[Question]:
+    """The questions of a TSV file with columns id, document, question, answer_excerpt; ids unique and
+    every field filled, else ValueError naming the line."""
+    questions: list[Question] = []
+    seen: set[str] = set()
+    with path.open(encoding="utf-8", newline="") as handle:
+        for line, row in enumerate(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), start=2):
+            fields = [
+                (row.get(name) or "").strip() for name in ("id", "document", "question", "answer_excerpt")
+            ]
+            if not all(fields):
+                raise ValueError(f"{path.name} line {line}: every column needs a value")
+            if fields[0] in seen:
+                raise ValueError(f"{path.name} line {line}: duplicate id {fields[0]}")
+            seen.add(fields[0])
+            questions.append(Question(*fields))
+    return questions
+
+
+def rank_of_answer(ranking: Sequence[Passage], question: Question) -> int | None:
+    """1-based rank of the first passage that answers, or None."""
+    for rank, passage in enumerate(ranking, start=1):
+        if answers(passage.text, question):
+            return rank
+    return None
+
+
+@dataclass
+class Tally:
+    """The figures of one retriever on one group of questions."""
+
+    questions: int = 0
+    rank1: int = 0
+    top3: int = 0
+    document_first: int = 0
+    refused: int = 0
+
+    def add(self, ranking: Sequence[Passage], question: Question) -> None:
+        self.questions += 1
+        if not ranking:
+            self.refused += 1
+            return
+        rank = rank_of_answer(ranking, question)
+        self.rank1 += rank == 1
+        self.top3 += rank is not None and rank <= TOP
+        self.document_first += ranking[0].document == question.document
+
+    def as_dict(self) -> dict[str, Any]:
+        n = max(self.questions, 1)
+        return {
+            "questions": self.questions,
+            "rank1": round(self.rank1 / n, 4),
+            "top3": round(self.top3 / n, 4),
+            "document_first": round(self.document_first / n, 4),
+            "refused": round(self.refused / n, 4),
+        }
+
+
+def length_stats(lengths: Iterable[int]) -> dict[str, float]:
+    """Median, 10th and 90th percentile (nearest rank) of chunk lengths, and their count."""
+    ordered = sorted(lengths)
+    if not ordered:
+        return {"chunks": 0, "median": 0, "p10": 0, "p90": 0}
+
+    def at(fraction: float) -> int:
+        return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
+
+    return {"chunks": len(ordered), "median": statistics.median(ordered), "p10": at(0.1), "p90": at(0.9)}
+
+
+class Bm25Passages:
+    """BM25 (``bm25s``, English stop-words, Snowball stemmer: as ``benchmarks.baselines``) over passages."""
+
+    def __init__(self, passages: Sequence[Passage]) -> None:
+        import bm25s
+        import Stemmer
+
+        self._stemmer = Stemmer.Stemmer("english")
+        self._passages = list(passages)
+        tokens = bm25s.tokenize(
+            [p.text for p in self._passages], stopwords="en", stemmer=self._stemmer, show_progress=False
+        )
+        self._retriever = bm25s.BM25()
+        self._retriever.index(tokens, show_progress=False)
+
+    def rank(self, query: str, k: int = BASELINE_DEPTH) -> list[Passage]:
+        import bm25s
+
+        tokens = bm25s.tokenize(
+            [query], stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
+        )
+        if not tokens or not tokens[0]:
+            return []
+        k = min(k, len(self._passages))
+        results, scores = self._retriever.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+        return [self._passages[int(i)] for i, s in zip(results[0], scores[0], strict=True) if s > 0]
+
+
+def grouped(questions: Sequence[Question], kinds: Mapping[str, tuple[str, str]]) -> dict[str, list[Question]]:
+    """Questions under "all", "source:<s>" and "format:<f>" (``kinds``: document -> (source, format))."""
+    groups: dict[str, list[Question]] = defaultdict(list)
+    for question in questions:
+        source, fmt = kinds[question.document]
+        for name in ("all", f"source:{source}", f"format:{fmt}"):
+            groups[name].append(question)
+    return dict(groups)
+
+
+def tally(
+    questions: Sequence[Question],
+    rankings: Mapping[str, Sequence[Passage]],
+    kinds: Mapping[str, tuple[str, str]],
+) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for group, members in sorted(grouped(questions, kinds).items()):
+        counts = Tally()
+        for question in members:
+            counts.add(rankings[question.id], question)
+        out[group] = counts.as_dict()
+    return out
+
+
+def fold_spread(questions: Sequence[Question], rankings: Mapping[str, Sequence[Passage]]) -> dict[str, float]:
+    """Top-3 on each of the cross-validation folds: lowest and highest (what one fold's luck moves)."""
+    ids = [q.id for q in questions]
+    folds = kfold(ids, k=min(DEFAULT_FOLDS, len(ids))) if len(ids) >= 2 else [ids]
+    by_id = {q.id: q for q in questions}
+    shares = []
+    for fold in folds:
+        counts = Tally()
+        for qid in fold:
+            counts.add(rankings[qid], by_id[qid])
+        shares.append(counts.top3 / max(counts.questions, 1))
+    return {"folds": len(folds), "top3_min": round(min(shares), 4), "top3_max": round(max(shares), 4)}
+
+
+# --- the run ---------------------------------------------------------------------------------------
+def _corpus(progress: Progress) -> tuple[list[tuple[str, bytes]], dict[str, tuple[str, str]], dict[str, str]]:
+    """(upload name, bytes) per available document, document -> (source, format), upload name -> document."""
+    from benchmarks.passage_corpus import render, sources, upload_name
+
+    files: list[tuple[str, bytes]] = []
+    kinds: dict[str, tuple[str, str]] = {}
+    by_upload: dict[str, str] = {}
+    for source in sources():
+        data = render(source)
+        if data is None:
+            progress(f"missing on this machine: {source.name}")
+            continue
+        files.append((upload_name(source), data))
+        kinds[source.name] = (source.source, source.format)
+        by_upload[upload_name(source)] = source.name
+    return files, kinds, by_upload
+
+
+def _corpus_from_folder(
+    folder: Path,
+) -> tuple[list[tuple[str, bytes]], dict[str, tuple[str, str]], dict[str, str]]:
+    """Every file of ``folder`` as a document of source "given", its format the file's suffix: for
+    documents and questions of one's own (and the smoke test)."""
+    files = [(path.name, path.read_bytes()) for path in sorted(folder.iterdir()) if path.is_file()]
+    kinds = {name: ("given", Path(name).suffix.lstrip(".") or "text") for name, _ in files}
+    return files, kinds, {name: name for name, _ in files}
+
+
+def _default_request(stack: Any, query: str, candidates: int | None = None) -> list[dict[str, Any]]:
+    """A client's default search: only the query (and ``candidates`` when measuring other values of
+    it), everything else the API's defaults."""
+    from functions.search.app import handler
+    from winnow_local.apigw import http_api_event
+    from winnow_local.context import LocalLambdaContext
+
+    claim = stack.container.settings.search.tenant_claim
+    body: dict[str, Any] = {"query": query}
+    if candidates is not None:
+        body["candidates"] = candidates
+    event = http_api_event("POST", "/search", body=body, tenant=stack.tenant, claim=claim)
+    response = handler(event, LocalLambdaContext())
+    if response.get("statusCode") != 200:
+        raise RuntimeError(f"search answered {response.get('statusCode')}: {response.get('body')}")
+    return list(json.loads(response["body"])["results"])
+
+
+def _chunks_as_indexed(stack: Any, files: Sequence[tuple[str, bytes]]) -> dict[str, list[Any]]:
+    """Each document's chunks exactly as the ingest service made them (same parser, settings, window)."""
+    from winnow.parsing import parse_document
+    from winnow.text.chunking import chunk_to_fit
+
+    container = stack.container
+    embedder = container.embedder
+    out: dict[str, list[Any]] = {}
+    for name, data in files:
+        parsed = parse_document(stack.key_for(name), data)
+        window = embedder.max_input_tokens
+        out[name] = chunk_to_fit(parsed, container.settings.chunking, embedder.count_tokens, window or 10**9)
+    return out
+
+
+def run(
+    env: Mapping[str, str],
+    limit: int | None,
+    progress: Progress,
+    documents: Path | None = None,
+    questions_file: Path = QUESTIONS,
+    candidates: int | None = None,
+) -> dict[str, Any]:
+    from benchmarks.embedcache import DEFAULT_CACHE
+    from benchmarks.stack import EmbeddedStack
+    from winnow.parsing import parse_document
+
+    files, kinds, by_upload = _corpus(progress) if documents is None else _corpus_from_folder(documents)
+    questions = [q for q in load_questions(questions_file) if q.document in kinds]
+    if limit is not None:
+        questions = questions[:limit]
+    offtopic = [
+        line.strip()
+        for line in OFFTOPIC.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    with (
+        tempfile.TemporaryDirectory(prefix="winnow-passages-") as workdir,
+        EmbeddedStack(Path(workdir) / "home", env=dict(env), embed_cache=DEFAULT_CACHE) as stack,
+    ):
+        progress(f"ingesting {len(files)} documents")
+        stack.ingest(files, per_event=10)
+        chunks = _chunks_as_indexed(stack, files)
+        progress(f"{sum(len(c) for c in chunks.values())} chunks; asking {len(questions)} questions")
+        winnow: dict[str, list[Passage]] = {}
+        for question in questions:
+            results = _default_request(stack, question.text, candidates)
+            winnow[question.id] = [
+                Passage(by_upload.get(r["key"].rsplit("/", 1)[-1], r["key"]), r["text"]) for r in results
+            ]
+        refused_offtopic = sum(not _default_request(stack, query, candidates) for query in offtopic)
+        gold = [
+            Passage(by_upload[name], block.text)
+            for name, data in files
+            for block in parse_document(stack.key_for(name), data).blocks
+            if block.text.strip()
+        ]
+    same_chunks = Bm25Passages([Passage(by_upload[n], c.text) for n, cs in chunks.items() for c in cs])
+    gold_bm25 = Bm25Passages(gold)
+    bm25_chunks = {q.id: same_chunks.rank(q.text) for q in questions}
+    bm25_gold = {q.id: gold_bm25.rank(q.text) for q in questions}
+    lengths: dict[str, list[int]] = defaultdict(list)
+    for name, document_chunks in chunks.items():
+        lengths[kinds[by_upload[name]][1]].extend(len(c.text) for c in document_chunks)
+    return {
+        "machine": machine(),
+        "env": dict(env),
+        "candidates": candidates,
+        "documents": len(files),
+        "questions": len(questions),
+        "winnow": tally(questions, winnow, kinds),
+        "bm25_same_chunks": tally(questions, bm25_chunks, kinds),
+        "bm25_gold_passages": tally(questions, bm25_gold, kinds),
+        "folds_winnow": fold_spread(questions, winnow),
+        "offtopic_refused": round(refused_offtopic / max(len(offtopic), 1), 4),
+        "offtopic_questions": len(offtopic),
+        "chunk_lengths": {fmt: length_stats(values) for fmt, values in sorted(lengths.items())},
+        "gold_passage_lengths": length_stats(len(p.text) for p in gold),
+        "misses_top3": sorted(q.id for q in questions if (rank_of_answer(winnow[q.id], q) or TOP + 1) > TOP),
+    }
+
+
+def report(result: Mapping[str, Any]) -> str:
+    from benchmarks.common import table
+
+    lines = [
+        f"{result['documents']} documents, {result['questions']} questions; env {result['env'] or 'default'}"
+    ]
+    rows = []
+    for group in result["winnow"]:
+        row = [group, str(result["winnow"][group]["questions"])]
+        for system in ("winnow", "bm25_same_chunks", "bm25_gold_passages"):
+            figures = result[system][group]
+            row += [f"{figures['rank1']:.1%}", f"{figures['top3']:.1%}", f"{figures['document_first']:.1%}"]
+        row.append(f"{result['winnow'][group]['refused']:.1%}")
+        rows.append(row)
+    headers = [
+        "group",
+        "n",
+        "W@1",
+        "W@3",
+        "Wdoc",
+        "Bc@1",
+        "Bc@3",
+        "Bcdoc",
+        "Bg@1",
+        "Bg@3",
+        "Bgdoc",
+        "W refused",
+    ]
+    lines.append(table(headers, rows))
+    spread = result["folds_winnow"]
+    lines.append(
+        f"Winnow top-3 across {spread['folds']} folds: {spread['top3_min']:.1%} - {spread['top3_max']:.1%}; "
+        f"off-topic refused {result['offtopic_refused']:.1%} of {result['offtopic_questions']}"
+    )
+    length_rows = [
+        [fmt, str(s["chunks"]), str(s["median"]), str(s["p10"]), str(s["p90"])]
+        for fmt, s in result["chunk_lengths"].items()
+    ]
+    lines.append(table(["format", "chunks", "median", "p10", "p90"], length_rows))
+    return "\n".join(lines)
+
+
+def _env_pair(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError("use NAME=VALUE")
+    return name, value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--env", type=_env_pair, action="append", default=[], help="a setting, NAME=VALUE")
+    parser.add_argument("--limit", type=positive_int, help="ask only the first N questions (smoke runs)")
+    parser.add_argument("--documents", type=Path, help="a folder of documents instead of /usr/share's")
+    parser.add_argument("--questions", type=Path, default=QUESTIONS, help="a TSV of questions (see above)")
+    parser.add_argument("--candidates", type=positive_int, help="send this candidates value (default: none)")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    quiet_known_warnings()
+    progress = Progress(args.quiet)
+    with stdout_reserved_for_result():
+        result = run(dict(args.env), args.limit, progress, args.documents, args.questions, args.candidates)
+    print(json.dumps(result, indent=2) if args.json else report(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
