@@ -29,7 +29,7 @@ from winnow.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 from winnow.adapters.qdrant_filters import search_filter, tenant_filter
 from winnow.adapters.qdrant_points import SPARSE_VECTOR
 from winnow.adapters.qdrant_store import QdrantVectorStore
-from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector
+from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, ReadScope, SparseVector
 from winnow.settings import QdrantSettings
 
 VOCABULARY = 30_000
@@ -71,7 +71,7 @@ def store_on(engine: str) -> tuple[CollectionStore, Any]:
 
 def eve_scores(store: CollectionStore, probes: list[SparseVector], idf_corpus: Any) -> list[dict[str, float]]:
     """Eve's top sparse hits and scores per probe, IDF counted over ``idf_corpus`` (None: everyone's)."""
-    where = search_filter(store.conditions, "eve", {})
+    where = search_filter(store.conditions, "eve", ReadScope(everything=True), {})
     plans = [QueryPlan(p, SPARSE_VECTOR, where, 10, idf_corpus=idf_corpus) for p in probes]
     return [{str(point.id): float(point.score) for point in hits} for hits in store._query(plans)]
 
@@ -96,7 +96,7 @@ def measure(engine: str, points: int, queries: int, seed: int = 7) -> dict[str, 
             store.upsert(batch[start : start + 256])
     probes = [random_sparse(rng, 5) for _ in range(queries)]
     probes = [SparseVector(p.indices, [1.0] * len(p.indices)) for p in probes]
-    where = search_filter(store.conditions, "eve", {})
+    where = search_filter(store.conditions, "eve", ReadScope(everything=True), {})
     corpus = tenant_filter(store.conditions, "eve")
     before = {scope: eve_scores(store, probes, c) for scope, c in (("collection", None), ("tenant", corpus))}
     terms = sorted({i for p in probes for i in p.indices})

@@ -38,7 +38,15 @@ def test_a_sidecar_field_the_store_cannot_filter_on_is_refused_with_the_rule(sta
     (result,) = out["results"]
     assert result["status"] == "failed"
     assert "'dept.team'" in result["error"] and "letters, digits, '_' or '-'" in result["error"]
-    # And the document still indexes, without the refused metadata
+    # And the document fails too, saying why: a sidecar that cannot be read might carry an access list,
+    # so its document is never indexed without it (readable by all)
+    refused = stack.upload("acme/roster.md", NOTE)
+    assert refused["status"] == "failed" and "'dept.team'" in refused["error"], refused
+    _, body = stack.search("night shift turbine hall", relevance_threshold=0)
+    assert body["results"] == []
+    # Until the sidecar is fixed: then the document indexes, with the metadata the rule allows
+    fixed = json.dumps({"metadataAttributes": {"shift": "night"}}).encode()
+    stack.put_object("acme/roster.md.metadata.json", fixed)
     assert stack.upload("acme/roster.md", NOTE)["status"] == "indexed"
     _, body = stack.search("night shift turbine hall", relevance_threshold=0)
     assert [r["key"] for r in body["results"]] == ["acme/roster.md"]

@@ -7,7 +7,7 @@ The collection rules are ``CollectionStore``'s; filters are ``qdrant_filters``';
 
 from __future__ import annotations
 
-import re
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -392,8 +392,7 @@ def _request(plan: QueryPlan, dense_params: qm.SearchParams | None) -> qm.QueryR
 def require_tenant_idf(version: str) -> None:
     """Refuse a server that cannot count IDF over one tenant's points (``SearchParams.idf``, Qdrant 1.19):
     on it one tenant's documents would move every other tenant's BM25 scores."""
-    found = re.match(r"(\d+)\.(\d+)", version)
-    if found is None or (int(found.group(1)), int(found.group(2))) < MIN_SERVER_VERSION:
+    if _major_minor(version) < MIN_SERVER_VERSION:
         wanted = ".".join(map(str, MIN_SERVER_VERSION))
         raise ConfigurationError(
             f"Qdrant {version[:40]} cannot keep BM25 statistics per tenant: "
@@ -406,3 +405,13 @@ def _tenant_idf(corpus: Any) -> qm.SearchParams:
     from qdrant_client.http import models as qm
 
     return qm.SearchParams(idf=qm.IdfCorpusParams(corpus=corpus))
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    """``1.19.0-dev`` → (1, 19); (0, 0) for what does not start with two dotted numbers. String code, no
+    pattern: the version comes from the server."""
+    parts = version.strip()[:40].split(".")
+    numbers = ["".join(itertools.takewhile(str.isdigit, part)) for part in parts[:2]]
+    if len(numbers) < 2 or not all(numbers) or len(parts[0]) != len(numbers[0]):
+        return (0, 0)
+    return (int(numbers[0]), int(numbers[1]))
