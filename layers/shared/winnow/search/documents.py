@@ -10,8 +10,9 @@ import mimetypes
 from dataclasses import dataclass
 from typing import NoReturn
 
-from winnow.access import UPLOAD_METADATA_NAME, AccessList, Caller, ReadScope
-from winnow.errors import BadRequest, Forbidden, InvalidKey, NotFound, ObjectGone
+from winnow.access import UPLOAD_METADATA_NAME, AccessList, Caller, ReadScope, access_in
+from winnow.errors import BadRequest, Forbidden, InvalidKey, InvalidMetadata, NotFound, ObjectGone
+from winnow.ingest import metadata as meta
 from winnow.ingest.metadata import is_sidecar
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger, ObjectSource, UploadForm, UploadPolicy, VectorStore
@@ -107,13 +108,15 @@ class Rights:
     lists live, on every point) and, for documents with no points yet, the ledger and the bucket.
 
     An indexed document is visible when its points are (the same read condition as every search). One
-    that is not indexed (pending, failed, deleted) has no known access list: it is visible to those who
-    read documents without a list (every member, or only the admins with ``DefaultAccess=deny``)."""
+    with no points (pending, failed) carries the list its object and sidecar give, read as ingest reads
+    them (one that cannot be read: admins only); one gone from the bucket is visible to those who read
+    documents without a list (every member, or only the admins with ``DefaultAccess=deny``)."""
 
     store: VectorStore
     ledger: Ledger
     objects: ObjectSource
     default_deny: bool
+    max_sidecar_bytes: int = 10 * 1024
 
     def scope(self, caller: Caller) -> ReadScope:
         return caller.scope(self.default_deny)
@@ -123,27 +126,54 @@ class Rights:
             return records
         indexed = [r.key for r in records if r.status == DocumentStatus.INDEXED]
         readable = self.store.readable_keys(caller.tenant, self.scope(caller), indexed) if indexed else set()
-        unlisted = not self.default_deny
-        return [r for r in records if r.key in readable or (r.status != DocumentStatus.INDEXED and unlisted)]
+        return [
+            r
+            for r in records
+            if r.key in readable or (r.status != DocumentStatus.INDEXED and self.can_see(caller, r.key))
+        ]
 
     def can_see(self, caller: Caller, key: str) -> bool:
         if caller.is_admin:
             return True
-        indexed, access = self.store.document_access(caller.tenant, key)
-        if indexed:
-            return caller.can_read(access, self.default_deny)
-        return not self.default_deny
+        return caller.can_read(self.access(caller.tenant, key)[1], self.default_deny)
+
+    def access(self, tenant: str, key: str) -> tuple[bool, AccessList | None]:
+        """(whether the document has points, its access list): from its points, else from the bucket."""
+        indexed, access = self.store.document_access(tenant, key)
+        return (True, access) if indexed else (False, self._unindexed_access(key))
+
+    def _unindexed_access(self, key: str) -> AccessList | None:
+        """The list a document with no points will be indexed with (pinned by its upload form, or in its
+        sidecar); a list that cannot be read closes it, as ingest does, never opens it."""
+        try:
+            info = self.objects.head(key)
+        except (ObjectGone, InvalidKey):
+            return None
+        try:
+            found = meta.from_user_metadata(info.metadata)
+            if meta.can_have_sidecar(key):
+                try:
+                    sidecar_info = self.objects.head(meta.sidecar_key(key))
+                    data = self.objects.get(meta.sidecar_key(key), sidecar_info)
+                    found = meta.merge(found, meta.parse_sidecar(data, self.max_sidecar_bytes))
+                except ObjectGone:
+                    pass
+            return access_in(found)
+        except InvalidMetadata:
+            return AccessList()
 
     def hidden(self, caller: Caller, key: str) -> NoReturn:
         """NotFound for a key the caller may not read, exactly as for one that does not exist: the same
-        answer after the same lookups (ledger, bucket), so neither body nor timing tells them apart."""
+        answer after the same lookups (bucket, as ``access`` heads a key with no points; ledger; bucket),
+        so neither body nor timing tells them apart."""
+        _in_bucket(self.objects, key)
         self.ledger.get(caller.tenant, key)
         _in_bucket(self.objects, key)
         raise NotFound(f"no document {key!r} for this tenant")
 
     def write_problem(self, caller: Caller, key: str) -> str | None:
         """Why ``caller`` may not replace or delete ``key`` (None: they may, or it does not exist)."""
-        indexed, access = self.store.document_access(caller.tenant, key)
+        indexed, access = self.access(caller.tenant, key)
         exists = indexed or self.ledger.get(caller.tenant, key) is not None or _in_bucket(self.objects, key)
         return caller.write_problem(exists, access, self.default_deny)
 
