@@ -11,6 +11,7 @@ grants, in-place access changes without embedding, bad access lists, identity fr
 
 from __future__ import annotations
 
+import base64
 import http.client
 import itertools
 import json
@@ -384,6 +385,28 @@ def test_a_restricted_document_that_failed_stays_hidden_and_unchangeable(hr: Emb
     assert status == 200 and body["status"] == "failed"
     status, _, body = hr.api("GET", "/documents", claims=claims(None, ["board"]))
     assert {d["key"] for d in body["documents"]} == {"acme/notice.md", "acme/board.md"}
+
+
+def test_listing_pages_never_name_or_count_a_hidden_document(hr: EmbeddedStack) -> None:
+    # Restricted keys between open ones, in key order: a page must not end on one (its cursor would name
+    # it) nor come back short or empty (pages of one would count them)
+    for n in range(3):
+        hr.upload(f"acme/hr/z{n}-layoffs.md", b"zephyr cuts", {"winnow-access": '{"groups": ["hr"]}'})
+    hr.upload("acme/hr/zz.md", b"zephyr open")
+    for limit in (1, 2):
+        pages, cursor = [], None
+        while True:
+            query = {"limit": str(limit)} | ({"cursor": cursor} if cursor else {})
+            status, _, body = hr.api("GET", "/documents", query=query, claims=claims("eve", []))
+            assert status == 200, body
+            pages.append([d["key"] for d in body["documents"]])
+            cursor = body["next_cursor"]
+            if cursor is None:
+                break
+            padded = cursor + "=" * (-len(cursor) % 4)
+            assert b"layoffs" not in base64.urlsafe_b64decode(padded)
+        assert [k for page in pages for k in page] == ["acme/hr/zz.md", "acme/notice.md"]
+        assert all(len(page) == limit for page in pages[:-1]) and pages[-1], pages
 
 
 # --- who is asking --------------------------------------------------------------------------------------

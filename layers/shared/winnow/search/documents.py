@@ -181,15 +181,25 @@ class Rights:
 def page(
     rights: Rights, caller: Caller, limit: int, cursor: str | None
 ) -> tuple[list[LedgerRecord], str | None]:
-    """One page of the tenant's records that ``caller`` may see (a page may hold fewer than ``limit``;
-    the cursor still leads on); a cursor this API did not return is a BadRequest."""
+    """One page of the tenant's records that ``caller`` may see: full (``limit``) unless it is the last,
+    and its cursor after the last record shown, so neither a short page nor the cursor tells of records
+    hidden from them (reading on past those costs a ledger page and one store scroll per ``limit``
+    records). A cursor this API did not return is a BadRequest."""
+    shown: list[LedgerRecord] = []
     try:
         if cursor is not None:
             base64.urlsafe_b64decode(cursor.encode() + b"=" * (-len(cursor) % 4))
-        records, next_cursor = rights.ledger.list(caller.tenant, limit=limit, cursor=cursor)
+        while True:
+            records, cursor = rights.ledger.list(caller.tenant, limit=limit, cursor=cursor)
+            shown += rights.visible(caller, records)
+            if len(shown) >= limit or cursor is None:
+                break
     except (binascii.Error, ValueError) as exc:
         raise BadRequest("cursor is not one this API returned") from exc
-    return rights.visible(caller, records), next_cursor
+    if len(shown) > limit or (cursor is not None and shown and shown[-1].key != records[-1].key):
+        shown = shown[:limit]
+        cursor = rights.ledger.cursor_after(caller.tenant, shown[-1].key)
+    return shown, cursor
 
 
 def _in_bucket(objects: ObjectSource, key: str) -> bool:
