@@ -387,6 +387,20 @@ def test_a_restricted_document_that_failed_stays_hidden_and_unchangeable(hr: Emb
     assert {d["key"] for d in body["documents"]} == {"acme/notice.md", "acme/board.md"}
 
 
+def test_a_failed_sidecar_is_shown_only_to_those_who_see_its_document(hr: EmbeddedStack) -> None:
+    # A bad sidecar of the HR file fails under its own key, with a reason quoting the list
+    hr.put_object("acme/hr/pay.md.metadata.json", b'{"access": {"groups": ["hr", "la yoffs"]}}')
+    out = hr.invoke_ingest(s3_event([hr.created_record("acme/hr/pay.md.metadata.json")]))
+    assert out["results"][0]["status"] == "failed" and "la yoffs" in out["results"][0]["error"]
+    status, _, body = hr.api("GET", "/documents", claims=claims("eve", []))
+    assert status == 200 and {d["key"] for d in body["documents"]} == {"acme/notice.md"}
+    status, _, body = hr.api("GET", "/documents/hr%2Fpay.md.metadata.json", claims=claims("eve", []))
+    assert status == 404 and body["error"]["code"] == "not_found", body
+    # The admins, who still read the closed document, see why
+    status, _, body = hr.api("GET", "/documents", claims=claims(None, [ADMIN]))
+    assert "acme/hr/pay.md.metadata.json" in {d["key"] for d in body["documents"]}
+
+
 def test_listing_pages_never_name_or_count_a_hidden_document(hr: EmbeddedStack) -> None:
     # Restricted keys between open ones, in key order: a page must not end on one (its cursor would name
     # it) nor come back short or empty (pages of one would count them)

@@ -138,7 +138,10 @@ class Rights:
         return caller.can_read(self.access(caller.tenant, key)[1], self.default_deny)
 
     def access(self, tenant: str, key: str) -> tuple[bool, AccessList | None]:
-        """(whether the document has points, its access list): from its points, else from the bucket."""
+        """(whether the document has points, its access list): from its points, else from the bucket. A
+        sidecar's own record (one that failed, its reason quoting the list) is its document's."""
+        if is_sidecar(key):
+            key = meta.document_key_of(key)
         indexed, access = self.store.document_access(tenant, key)
         return (True, access) if indexed else (False, self._unindexed_access(key))
 
