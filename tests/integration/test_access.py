@@ -266,6 +266,9 @@ def test_an_unreadable_key_costs_the_same_lookups_as_a_missing_one(
 
     missing = lookups("/documents/hr%2Fnone.md")
     assert lookups("/documents/hr%2Fpay.md") == missing == ["bucket", "bucket", "ledger"]
+    # With DefaultAccess=deny a missing key is refused before its record is read: still the same work
+    hr.container.settings.search.default_access = "deny"
+    assert lookups("/documents/hr%2Fpay.md") == lookups("/documents/hr%2Fnone.md")
 
 
 def test_an_upload_cannot_replace_a_document_or_grant_a_group_without_the_right(hr: EmbeddedStack) -> None:

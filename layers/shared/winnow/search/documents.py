@@ -135,7 +135,10 @@ class Rights:
     def can_see(self, caller: Caller, key: str) -> bool:
         if caller.is_admin:
             return True
-        return caller.can_read(self.access(caller.tenant, key)[1], self.default_deny)
+        indexed, access = self.access(caller.tenant, key)
+        if indexed:  # the head ``access`` costs a key with no points: a 404 takes the same lookups
+            _in_bucket(self.objects, key)
+        return caller.can_read(access, self.default_deny)
 
     def access(self, tenant: str, key: str) -> tuple[bool, AccessList | None]:
         """(whether the document has points, its access list): from its points, else from the bucket. A
@@ -167,9 +170,7 @@ class Rights:
 
     def hidden(self, caller: Caller, key: str) -> NoReturn:
         """NotFound for a key the caller may not read, exactly as for one that does not exist: the same
-        answer after the same lookups (bucket, as ``access`` heads a key with no points; ledger; bucket),
-        so neither body nor timing tells them apart."""
-        _in_bucket(self.objects, key)
+        answer after the same lookups (ledger, bucket), so neither body nor timing tells them apart."""
         self.ledger.get(caller.tenant, key)
         _in_bucket(self.objects, key)
         raise NotFound(f"no document {key!r} for this tenant")
