@@ -63,7 +63,9 @@ def _rights() -> documents.Rights:
     its points), the ledger and the bucket."""
     container, searches = get_container(), service()
     deny = searches.settings.default_access == "deny"  # the rule searches apply, from the same settings
-    return documents.Rights(searches.store, container.ledger, container.objects, deny)
+    return documents.Rights(
+        searches.store, container.ledger, container.objects, deny, container.settings.ingest.max_sidecar_bytes
+    )
 
 
 def _error(

@@ -11,6 +11,7 @@ grants, in-place access changes without embedding, bad access lists, identity fr
 
 from __future__ import annotations
 
+import base64
 import http.client
 import itertools
 import json
@@ -263,7 +264,11 @@ def test_an_unreadable_key_costs_the_same_lookups_as_a_missing_one(
         assert status == 404 and body["error"]["code"] == "not_found"
         return sorted(calls)
 
-    assert lookups("/documents/hr%2Fpay.md") == lookups("/documents/hr%2Fnone.md") == ["bucket", "ledger"]
+    missing = lookups("/documents/hr%2Fnone.md")
+    assert lookups("/documents/hr%2Fpay.md") == missing == ["bucket", "bucket", "ledger"]
+    # With DefaultAccess=deny a missing key is refused before its record is read: still the same work
+    hr.container.settings.search.default_access = "deny"
+    assert lookups("/documents/hr%2Fpay.md") == lookups("/documents/hr%2Fnone.md")
 
 
 def test_an_upload_cannot_replace_a_document_or_grant_a_group_without_the_right(hr: EmbeddedStack) -> None:
@@ -361,6 +366,64 @@ def test_an_unreadable_new_sidecar_closes_the_document_to_admins(hr: EmbeddedSta
     assert out["results"][0]["status"] == "failed"
     assert "acme/notice.md" not in found(hr, "zephyr canteen")
     assert "acme/notice.md" in found(hr, "zephyr canteen", groups=[ADMIN])
+
+
+def test_a_restricted_document_that_failed_stays_hidden_and_unchangeable(hr: EmbeddedStack) -> None:
+    # The HR file, and a board file pinned at upload, fail to index: neither has points to carry its
+    # list, yet both lists are known (sidecar, pinned metadata)
+    assert hr.upload("acme/hr/pay.md", b"binary\x00" * 8)["status"] == "failed"
+    pinned = {"winnow-access": json.dumps({"users": [], "groups": ["board"]})}
+    assert hr.upload("acme/board.md", b"\x00" * 64, pinned)["status"] == "failed"
+    eve = claims("eve", ["sales"])
+    status, _, body = hr.api("GET", "/documents", claims=eve)
+    assert status == 200 and {d["key"] for d in body["documents"]} == {"acme/notice.md"}
+    for path in ("/documents/hr%2Fpay.md", "/documents/board.md"):
+        status, _, body = hr.api("GET", path, claims=eve)
+        assert status == 404 and body["error"]["code"] == "not_found", body
+        assert hr.api("DELETE", path, claims=eve)[0] == 404
+    status, _, body = hr.api("POST", "/uploads", {"path": "hr/pay.md"}, claims=eve)
+    assert status == 403, body
+    # Those on the lists still see them and why they failed
+    status, _, body = hr.api("GET", "/documents/hr%2Fpay.md", claims=claims("bob", ["hr"]))
+    assert status == 200 and body["status"] == "failed"
+    status, _, body = hr.api("GET", "/documents", claims=claims(None, ["board"]))
+    assert {d["key"] for d in body["documents"]} == {"acme/notice.md", "acme/board.md"}
+
+
+def test_a_failed_sidecar_is_shown_only_to_those_who_see_its_document(hr: EmbeddedStack) -> None:
+    # A bad sidecar of the HR file fails under its own key, with a reason quoting the list
+    hr.put_object("acme/hr/pay.md.metadata.json", b'{"access": {"groups": ["hr", "la yoffs"]}}')
+    out = hr.invoke_ingest(s3_event([hr.created_record("acme/hr/pay.md.metadata.json")]))
+    assert out["results"][0]["status"] == "failed" and "la yoffs" in out["results"][0]["error"]
+    status, _, body = hr.api("GET", "/documents", claims=claims("eve", []))
+    assert status == 200 and {d["key"] for d in body["documents"]} == {"acme/notice.md"}
+    status, _, body = hr.api("GET", "/documents/hr%2Fpay.md.metadata.json", claims=claims("eve", []))
+    assert status == 404 and body["error"]["code"] == "not_found", body
+    # The admins, who still read the closed document, see why
+    status, _, body = hr.api("GET", "/documents", claims=claims(None, [ADMIN]))
+    assert "acme/hr/pay.md.metadata.json" in {d["key"] for d in body["documents"]}
+
+
+def test_listing_pages_never_name_or_count_a_hidden_document(hr: EmbeddedStack) -> None:
+    # Restricted keys between open ones, in key order: a page must not end on one (its cursor would name
+    # it) nor come back short or empty (pages of one would count them)
+    for n in range(3):
+        hr.upload(f"acme/hr/z{n}-layoffs.md", b"zephyr cuts", {"winnow-access": '{"groups": ["hr"]}'})
+    hr.upload("acme/hr/zz.md", b"zephyr open")
+    for limit in (1, 2):
+        pages, cursor = [], None
+        while True:
+            query = {"limit": str(limit)} | ({"cursor": cursor} if cursor else {})
+            status, _, body = hr.api("GET", "/documents", query=query, claims=claims("eve", []))
+            assert status == 200, body
+            pages.append([d["key"] for d in body["documents"]])
+            cursor = body["next_cursor"]
+            if cursor is None:
+                break
+            padded = cursor + "=" * (-len(cursor) % 4)
+            assert b"layoffs" not in base64.urlsafe_b64decode(padded)
+        assert [k for page in pages for k in page] == ["acme/hr/zz.md", "acme/notice.md"]
+        assert all(len(page) == limit for page in pages[:-1]) and pages[-1], pages
 
 
 # --- who is asking --------------------------------------------------------------------------------------

@@ -186,6 +186,11 @@ class Ledger(ABC):
         """A page of the tenant's records ordered by key, and the cursor of the next page (or None)."""
 
     @abstractmethod
+    def cursor_after(self, tenant: str, key: str) -> str:
+        """The cursor of the page that starts after ``key``: a page filtered by the caller's rights ends
+        on a record they may see, never on one whose key its cursor would name."""
+
+    @abstractmethod
     def scan(self, tenant: str | None = None) -> Iterator[LedgerRecord]:
         """Every record (of one tenant, or all), streamed."""
 

@@ -158,6 +158,9 @@ class DynamoDbLedger(Ledger):
         next_cursor = encode_cursor(tenant, records[size - 1].key) if len(records) > size else None
         return records[:size], next_cursor
 
+    def cursor_after(self, tenant: str, key: str) -> str:
+        return encode_cursor(tenant, key)
+
     def scan(self, tenant: str | None = None) -> Iterator[LedgerRecord]:
         if tenant is not None:
             for item in self._query(tenant, None, page_limit=None):

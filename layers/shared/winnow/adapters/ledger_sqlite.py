@@ -141,6 +141,9 @@ class SqliteLedger(Ledger):
         next_cursor = encode_cursor(tenant, records[-1].key) if len(rows) > size else None
         return records, next_cursor
 
+    def cursor_after(self, tenant: str, key: str) -> str:
+        return encode_cursor(tenant, key)
+
     def scan(self, tenant: str | None = None) -> Iterator[LedgerRecord]:
         """Keyset pages, each read whole: the caller may write to the ledger between records."""
         last: tuple[str, str] = ("", "")

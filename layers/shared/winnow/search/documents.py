@@ -10,8 +10,10 @@ import mimetypes
 from dataclasses import dataclass
 from typing import NoReturn
 
-from winnow.access import UPLOAD_METADATA_NAME, AccessList, Caller, ReadScope
-from winnow.errors import BadRequest, Forbidden, InvalidKey, NotFound, ObjectGone
+from winnow.access import UPLOAD_METADATA_NAME, AccessList, Caller, ReadScope, access_in
+from winnow.errors import BadRequest, Forbidden, InvalidKey, InvalidMetadata, NotFound, ObjectGone
+from winnow.ingest import metadata as meta
+from winnow.ingest.metadata import is_sidecar
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger, ObjectSource, UploadForm, UploadPolicy, VectorStore
 from winnow.rules import object_key, path_in_tenant, path_problem, upload_path_problem
@@ -99,13 +101,15 @@ class Rights:
     lists live, on every point) and, for documents with no points yet, the ledger and the bucket.
 
     An indexed document is visible when its points are (the same read condition as every search). One
-    that is not indexed (pending, failed, deleted) has no known access list: it is visible to those who
-    read documents without a list (every member, or only the admins with ``DefaultAccess=deny``)."""
+    with no points (pending, failed) carries the list its object and sidecar give, read as ingest reads
+    them (one that cannot be read: admins only); one gone from the bucket is visible to those who read
+    documents without a list (every member, or only the admins with ``DefaultAccess=deny``)."""
 
     store: VectorStore
     ledger: Ledger
     objects: ObjectSource
     default_deny: bool
+    max_sidecar_bytes: int = 10 * 1024
 
     def scope(self, caller: Caller) -> ReadScope:
         return caller.scope(self.default_deny)
@@ -115,16 +119,47 @@ class Rights:
             return records
         indexed = [r.key for r in records if r.status == DocumentStatus.INDEXED]
         readable = self.store.readable_keys(caller.tenant, self.scope(caller), indexed) if indexed else set()
-        unlisted = not self.default_deny
-        return [r for r in records if r.key in readable or (r.status != DocumentStatus.INDEXED and unlisted)]
+        return [
+            r
+            for r in records
+            if r.key in readable or (r.status != DocumentStatus.INDEXED and self.can_see(caller, r.key))
+        ]
 
     def can_see(self, caller: Caller, key: str) -> bool:
         if caller.is_admin:
             return True
-        indexed, access = self.store.document_access(caller.tenant, key)
-        if indexed:
-            return caller.can_read(access, self.default_deny)
-        return not self.default_deny
+        indexed, access = self.access(caller.tenant, key)
+        if indexed:  # the head ``access`` costs a key with no points: a 404 takes the same lookups
+            _in_bucket(self.objects, key)
+        return caller.can_read(access, self.default_deny)
+
+    def access(self, tenant: str, key: str) -> tuple[bool, AccessList | None]:
+        """(whether the document has points, its access list): from its points, else from the bucket. A
+        sidecar's own record (one that failed, its reason quoting the list) is its document's."""
+        if is_sidecar(key):
+            key = meta.document_key_of(key)
+        indexed, access = self.store.document_access(tenant, key)
+        return (True, access) if indexed else (False, self._unindexed_access(key))
+
+    def _unindexed_access(self, key: str) -> AccessList | None:
+        """The list a document with no points will be indexed with (pinned by its upload form, or in its
+        sidecar); a list that cannot be read closes it, as ingest does, never opens it."""
+        try:
+            info = self.objects.head(key)
+        except (ObjectGone, InvalidKey):
+            return None
+        try:
+            found = meta.from_user_metadata(info.metadata)
+            if meta.can_have_sidecar(key):
+                try:
+                    sidecar_info = self.objects.head(meta.sidecar_key(key))
+                    data = self.objects.get(meta.sidecar_key(key), sidecar_info)
+                    found = meta.merge(found, meta.parse_sidecar(data, self.max_sidecar_bytes))
+                except ObjectGone:
+                    pass
+            return access_in(found)
+        except InvalidMetadata:
+            return AccessList()
 
     def hidden(self, caller: Caller, key: str) -> NoReturn:
         """NotFound for a key the caller may not read, exactly as for one that does not exist: the same
@@ -135,7 +170,7 @@ class Rights:
 
     def write_problem(self, caller: Caller, key: str) -> str | None:
         """Why ``caller`` may not replace or delete ``key`` (None: they may, or it does not exist)."""
-        indexed, access = self.store.document_access(caller.tenant, key)
+        indexed, access = self.access(caller.tenant, key)
         exists = indexed or self.ledger.get(caller.tenant, key) is not None or _in_bucket(self.objects, key)
         return caller.write_problem(exists, access, self.default_deny)
 
@@ -143,15 +178,25 @@ class Rights:
 def page(
     rights: Rights, caller: Caller, limit: int, cursor: str | None
 ) -> tuple[list[LedgerRecord], str | None]:
-    """One page of the tenant's records that ``caller`` may see (a page may hold fewer than ``limit``;
-    the cursor still leads on); a cursor this API did not return is a BadRequest."""
+    """One page of the tenant's records that ``caller`` may see: full (``limit``) unless it is the last,
+    and its cursor after the last record shown, so neither a short page nor the cursor tells of records
+    hidden from them (reading on past those costs a ledger page and one store scroll per ``limit``
+    records). A cursor this API did not return is a BadRequest."""
+    shown: list[LedgerRecord] = []
     try:
         if cursor is not None:
             base64.urlsafe_b64decode(cursor.encode() + b"=" * (-len(cursor) % 4))
-        records, next_cursor = rights.ledger.list(caller.tenant, limit=limit, cursor=cursor)
+        while True:
+            records, cursor = rights.ledger.list(caller.tenant, limit=limit, cursor=cursor)
+            shown += rights.visible(caller, records)
+            if len(shown) >= limit or cursor is None:
+                break
     except (binascii.Error, ValueError) as exc:
         raise BadRequest("cursor is not one this API returned") from exc
-    return rights.visible(caller, records), next_cursor
+    if len(shown) > limit or (cursor is not None and shown and shown[-1].key != records[-1].key):
+        shown = shown[:limit]
+        cursor = rights.ledger.cursor_after(caller.tenant, shown[-1].key)
+    return shown, cursor
 
 
 def _in_bucket(objects: ObjectSource, key: str) -> bool:
