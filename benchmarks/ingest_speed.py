@@ -140,14 +140,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         row: dict[str, Any] = {
             "documents": len(subset),
             "texts": len(texts),
-            "embedder_docs_per_s": round(len(subset) / embed["seconds"], 2),
+            "embedder_docs_per_s": round(len(subset) / embed["seconds"], 4),
             "embedder_peak_rss_mb": embed["peak_rss_mb"],
         }
         for label, root in roots.items():
             home = work / f"home-{label}-{name}"
             ingest = child(_INGEST, [str(folder)], root, home)
             row[label] = {
-                "ingest_docs_per_s": round(len(subset) / ingest["seconds"], 2),
+                "ingest_docs_per_s": round(len(subset) / ingest["seconds"], 4),
                 "ratio": round(embed["seconds"] / ingest["seconds"], 3),
                 "peak_rss_mb": ingest["peak_rss_mb"],
                 "statuses": ingest["statuses"],

@@ -554,14 +554,19 @@ def test_a_restricted_result_is_marked_and_names_its_readers_only_to_those_who_m
     # Given a board memo readable by ann and the board group only, uploaded by an admin
     admin = {"x-winnow-groups": "winnow-admins"}
     sidecar = b'{"access": {"users": ["ann"], "groups": ["board"]}}'
-    upload(server, TENANT, "board/memo.md.metadata.json", sidecar, admin)
+    # (a sidecar goes in as `winnow ingest` puts it: no upload route writes one)
+    server.lane.submit(
+        TENANT, server.runtime.put_and_ingest, [Upload(f"{TENANT}/board/memo.md.metadata.json", sidecar)]
+    ).result()
     memo = b"# Board memo\n\nThe quokka merger closes in the spring, pending the regulator's approval.\n"
     assert upload(server, TENANT, "board/memo.md", memo, admin)["status"] == "indexed"
     page.refresh()
 
     def memo_results() -> list[Any]:
         _search(page, "When does the quokka merger close?")
-        WebDriverWait(page, 60).until(lambda d: d.find_element(By.ID, "search-status").text)
+        # the list is busy from the click until this search's results are in (it may say nothing)
+        results_list = page.find_element(By.ID, "results")
+        WebDriverWait(page, 60).until(lambda _: results_list.get_attribute("aria-busy") != "true")
         results = page.find_elements(By.CSS_SELECTOR, "#results li.result")
         return [r for r in results if "board/memo.md" in r.text]
 

@@ -87,4 +87,7 @@ def test_page_uploads_and_deletes_through_the_api_routes(
     assert f"{TENANT}/descaling.md" in keys
     button = next(b for b in row if b.get_attribute("data-key") == f"{TENANT}/descaling.md")
     button.click()
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert).accept()  # the page asks first
     _wait(browser, "tr.document.status-deleted", timeout=60)

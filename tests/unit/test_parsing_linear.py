@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from winnow.answer.citations import check_citations
@@ -270,8 +270,11 @@ def test_trailing_marks_are_stripped_like_the_old_pattern_did(text: str) -> None
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=" :`<>_ab", max_size=16))
 def test_rst_roles_and_links_read_as_the_old_patterns_did_after_a_space(text: str) -> None:
-    # A role or link starts after a space (as reStructuredText requires); there the texts agree
+    # A role or link starts after a space (as reStructuredText requires); there the texts agree. A
+    # backtick inside a link's <target> ends the interpreted text in reStructuredText: the new pattern
+    # stops there (scanning past it made the pattern quadratic), the old one read on
     text = " " + text
+    assume(not re.search(r"<[^>]*`", text))
     old = _OLD_ROLE.sub(r"\1", _OLD_LINK.sub(r"\1", text))
     assert (
         rst._ROLE.sub(

@@ -146,8 +146,9 @@ class ChunkingSettings(BaseSettings):
     # Consecutive small sections packed into one passage up to the target (winnow.text.chunking, rule 7).
     pack_sections: bool = False
     # Fitting chunks to the embedder's token window: cut again only the chunks over it ("chunk"), or
-    # chunk the whole document again with a smaller target ("document"). docs/benchmarks.md compares them.
-    refit: Literal["chunk", "document"] = "chunk"
+    # chunk the whole document again with a smaller target ("document", the default: "chunk" ties on the
+    # passage benchmark and lowers the SciFact figures the relevance model was fitted on; benchmarks.md).
+    refit: Literal["chunk", "document"] = "document"
 
     @model_validator(mode="after")
     def _overlap_smaller_than_target(self) -> ChunkingSettings:
