@@ -265,7 +265,10 @@ def test_an_unreadable_key_costs_the_same_lookups_as_a_missing_one(
         return sorted(calls)
 
     missing = lookups("/documents/hr%2Fnone.md")
-    assert lookups("/documents/hr%2Fpay.md") == missing == ["bucket", "bucket", "ledger"]
+    assert lookups("/documents/hr%2Fpay.md") == missing == ["bucket", "bucket", "ledger", "ledger"]
+    # A deleted restricted document, whose list only its ledger record keeps: the same work again
+    assert hr.remove("acme/hr/pay.md")["status"] == "deleted"
+    assert lookups("/documents/hr%2Fpay.md") == missing
     # With DefaultAccess=deny a missing key is refused before its record is read: still the same work
     hr.container.settings.search.default_access = "deny"
     assert lookups("/documents/hr%2Fpay.md") == lookups("/documents/hr%2Fnone.md")
@@ -388,6 +391,51 @@ def test_a_restricted_document_that_failed_stays_hidden_and_unchangeable(hr: Emb
     assert status == 200 and body["status"] == "failed"
     status, _, body = hr.api("GET", "/documents", claims=claims(None, ["board"]))
     assert {d["key"] for d in body["documents"]} == {"acme/notice.md", "acme/board.md"}
+    # Deleted while failed, its record keeps the list it failed with
+    assert hr.remove("acme/board.md")["status"] == "deleted"
+    assert hr.api("GET", "/documents/board.md", claims=eve)[0] == 404
+    status, _, body = hr.api("GET", "/documents/board.md", claims=claims(None, ["board"]))
+    assert status == 200 and body["status"] == "deleted"
+
+
+def test_a_deleted_restricted_document_stays_hidden_from_those_not_on_its_list(
+    access_stack: EmbeddedStack,
+) -> None:
+    # A restricted document (sidecar) and one pinned at upload, indexed then deleted: no points, no
+    # object, no sidecar; only their ledger records remain to say who may see them
+    stack = access_stack
+    stack.put_object("acme/hr/pay.md.metadata.json", b'{"access": {"users": ["ann"], "groups": ["hr"]}}')
+    assert stack.upload("acme/hr/pay.md", b"Salary bands for the zephyr grade.")["status"] == "indexed"
+    pinned = {"winnow-access": json.dumps({"users": [], "groups": ["board"]})}
+    assert stack.upload("acme/board.md", b"The zephyr merger closes in May.", pinned)["status"] == "indexed"
+    assert stack.upload("acme/notice.md", b"The zephyr canteen opens at nine.")["status"] == "indexed"
+    stack.delete_object("acme/hr/pay.md.metadata.json")
+    for key in ("acme/hr/pay.md", "acme/board.md"):
+        assert stack.remove(key)["status"] == "deleted"
+    # An outsider: neither listed nor answered but with the missing key's 404
+    eve = claims("eve", ["sales"])
+    status, _, body = stack.api("GET", "/documents", claims=eve)
+    assert status == 200 and {d["key"] for d in body["documents"]} == {"acme/notice.md"}
+    status, _, missing = stack.api("GET", "/documents/hr%2Fnone.md", claims=eve)
+    assert status == 404 and "acme/hr/none.md" in missing["error"]["message"]
+    for path, key in (("hr%2Fpay.md", "acme/hr/pay.md"), ("board.md", "acme/board.md")):
+        status, _, body = stack.api("GET", f"/documents/{path}", claims=eve)
+        expected = json.dumps(missing["error"]).replace("acme/hr/none.md", key)
+        assert status == 404 and json.dumps(body["error"]) == expected
+        assert stack.api("DELETE", f"/documents/{path}", claims=eve)[0] == 404
+    # Those on the lists still see the deleted records
+    for who, path, key in (
+        (claims("bob", ["hr"]), "/documents/hr%2Fpay.md", "acme/hr/pay.md"),
+        (claims(None, ["board"]), "/documents/board.md", "acme/board.md"),
+    ):
+        status, _, body = stack.api("GET", path, claims=who)
+        assert status == 200 and body["status"] == "deleted", body
+        status, _, body = stack.api("GET", "/documents", claims=who)
+        assert {d["key"]: d["status"] for d in body["documents"]}[key] == "deleted"
+    # With DefaultAccess=deny the lists still admit their readers, and no one else
+    stack.container.settings.search.default_access = "deny"
+    assert stack.api("GET", "/documents/hr%2Fpay.md", claims=claims("ann", []))[0] == 200
+    assert stack.api("GET", "/documents/hr%2Fpay.md", claims=eve)[0] == 404
 
 
 def test_a_failed_sidecar_is_shown_only_to_those_who_see_its_document(hr: EmbeddedStack) -> None:

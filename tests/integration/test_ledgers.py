@@ -5,6 +5,7 @@ never leak another tenant, and a per-document lease is held by one worker at a t
 from __future__ import annotations
 
 import itertools
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -81,7 +82,9 @@ def record(
 # --- records and sequencers -----------------------------------------------------------------------------
 def test_a_record_round_trips_with_timestamps(ledger: Ledger) -> None:
     # Given a record with every field set
-    original = record(version_id="v1", error=None, metadata_sha256="m" * 64)
+    original = record(
+        version_id="v1", error=None, metadata_sha256="m" * 64, access='{"users":["ann"],"groups":[]}'
+    )
     # When it is stored and read back
     assert ledger.put(original) is True
     stored = ledger.get("acme", "handbook.pdf")
@@ -408,6 +411,23 @@ def test_sqlite_ledger_persists_across_reopen(tmp_path: Path) -> None:
     stored = second.get("acme", "handbook.pdf")
     assert stored is not None and stored.chunks == 12
     assert second.put(record(sequencer="0055AED6DCD90281E4")) is False
+    second.close()
+
+
+def test_a_sqlite_ledger_from_before_access_lists_gains_the_column(tmp_path: Path) -> None:
+    # A ledger file whose table has no ``access`` column: its records read as having no list, and new
+    # records keep theirs
+    path = tmp_path / "ledger.sqlite3"
+    first = SqliteLedger(path)
+    assert first.put(record())
+    first.close()
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE documents DROP COLUMN access")
+    second = SqliteLedger(path)
+    stored = second.get("acme", "handbook.pdf")
+    assert stored is not None and stored.access is None and stored.chunks == 12
+    assert second.put(record("new.pdf", access='{"users":[],"groups":["hr"]}'))
+    assert (second.get("acme", "new.pdf") or record()).access == '{"users":[],"groups":["hr"]}'
     second.close()
 
 

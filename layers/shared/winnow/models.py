@@ -202,7 +202,9 @@ class DocumentStatus(StrEnum):
 @dataclass
 class LedgerRecord:
     """One document's ingest state. ``sequencer`` orders S3 events per key; an event whose sequencer is
-    not greater than the stored one is stale and must not change anything."""
+    not greater than the stored one is stale and must not change anything. ``access``: the document's
+    access list as last known (``AccessList.encoded()``, None for none or a record written before the
+    field), kept when it turns ``deleted`` so who may see the record outlives its points and object."""
 
     tenant: str
     key: str
@@ -222,3 +224,4 @@ class LedgerRecord:
     ocr_pages: int = 0
     created_at: str | None = None
     updated_at: str | None = None
+    access: str | None = None

@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS documents (
     ocr_pages INTEGER NOT NULL DEFAULT 0,
     created_at TEXT,
     updated_at TEXT,
+    access TEXT,
     PRIMARY KEY (tenant, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS leases (
@@ -237,7 +238,9 @@ def _record(row: sqlite3.Row) -> LedgerRecord:
 
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:
-    """A ledger written before a column existed gains it with its default (``ocr_pages``)."""
+    """A ledger written before a column existed gains it with its default (``ocr_pages``, ``access``)."""
     present = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
     if "ocr_pages" not in present:
         db.execute("ALTER TABLE documents ADD COLUMN ocr_pages INTEGER NOT NULL DEFAULT 0")
+    if "access" not in present:
+        db.execute("ALTER TABLE documents ADD COLUMN access TEXT")

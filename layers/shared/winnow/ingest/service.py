@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from winnow.access import ACCESS_KEY, AccessList
+from winnow.access import ACCESS_KEY, AccessList, access_in
 from winnow.errors import (
     ConfigurationError,
     CorruptDocument,
@@ -173,6 +173,7 @@ class IngestService:
                 sequencer=event.sequencer,
                 title=current.title if current else None,
                 created_at=current.created_at if current else None,
+                access=current.access if current else None,  # who may still see this record
             )
         )
         return IngestResult(event.key, IngestOutcome.DELETED, chunks=removed)
@@ -199,7 +200,8 @@ class IngestService:
         except DocumentError as exc:
             reason = str(exc) or type(exc).__name__
             self.store.delete_document(tenant, event.key)
-            self._record_failure(tenant, event, reason, info=info, current=current)
+            access = self._access_of(event.key, info)
+            self._record_failure(tenant, event, reason, info=info, current=current, access=access)
             return IngestResult(event.key, IngestOutcome.FAILED, error=reason)
 
     def _index_object(
@@ -253,6 +255,7 @@ class IngestService:
                 ocr_pages=parsed.ocr_pages,
                 created_at=current.created_at if current and current.created_at else now_iso(),
                 updated_at=now_iso(),
+                access=_encoded(access_in(metadata)),
             )
         )
         return IngestResult(
@@ -369,6 +372,7 @@ class IngestService:
         record.version_id = info.version_id
         record.content_sha256 = sha or current.content_sha256
         record.metadata_sha256 = digest
+        record.access = _encoded(access_in(metadata))
         record.embedded = 0
         record.reused = current.chunks
         record.error = None
@@ -406,6 +410,7 @@ class IngestService:
         closed = {ACCESS_KEY: AccessList().as_json()}
         self.store.set_metadata(tenant, doc_key, closed)
         record.metadata_sha256 = meta.metadata_hash(closed)
+        record.access = AccessList().encoded()
         record.updated_at = now_iso()
         self._put(record, same_event_ok=True)
 
@@ -434,10 +439,19 @@ class IngestService:
         if digest != record.metadata_sha256:
             updated = self.store.set_metadata(tenant, doc_key, metadata)
             record.metadata_sha256 = digest
+            record.access = _encoded(access_in(metadata))
             record.updated_at = now_iso()
             self._put(record, same_event_ok=True)
         outcome = IngestOutcome.INDEXED if event.action == "created" else IngestOutcome.DELETED
         return IngestResult(event.key, outcome, chunks=updated)
+
+    def _access_of(self, key: str, info: ObjectInfo) -> str | None:
+        """The list a failed document's record keeps for after its deletion: read as indexing reads it,
+        an unreadable one admits only admins."""
+        try:
+            return _encoded(access_in(self._metadata_for(key, info)))
+        except InvalidMetadata:
+            return AccessList().encoded()
 
     def _metadata_for(self, key: str, info: ObjectInfo) -> dict[str, Any]:
         """The document's metadata: S3 user metadata, then its sidecar. A sidecar that is too large or
@@ -500,6 +514,7 @@ class IngestService:
         reason: str,
         info: ObjectInfo | None = None,
         current: LedgerRecord | None = None,
+        access: str | None = None,
     ) -> None:
         self._put(
             LedgerRecord(
@@ -512,8 +527,13 @@ class IngestService:
                 error=reason.splitlines()[0][:300] if reason else "failed",
                 created_at=current.created_at if current and current.created_at else now_iso(),
                 updated_at=now_iso(),
+                access=access,
             )
         )
+
+
+def _encoded(access: AccessList | None) -> str | None:
+    return access.encoded() if access is not None else None
 
 
 def _check_size(info: ObjectInfo, limit: int) -> None:

@@ -10,7 +10,7 @@ import mimetypes
 from dataclasses import dataclass
 from typing import NoReturn
 
-from winnow.access import UPLOAD_METADATA_NAME, AccessList, Caller, ReadScope, access_in
+from winnow.access import UPLOAD_METADATA_NAME, AccessList, Caller, ReadScope, access_in, decode_access
 from winnow.errors import BadRequest, Forbidden, InvalidKey, InvalidMetadata, NotFound, ObjectGone
 from winnow.ingest import metadata as meta
 from winnow.ingest.metadata import is_sidecar
@@ -102,7 +102,8 @@ class Rights:
 
     An indexed document is visible when its points are (the same read condition as every search). One
     with no points (pending, failed) carries the list its object and sidecar give, read as ingest reads
-    them (one that cannot be read: admins only); one gone from the bucket is visible to those who read
+    them (one that cannot be read: admins only); one gone from the bucket (deleted) carries the list its
+    ledger record kept, and a record written before records kept lists is visible to those who read
     documents without a list (every member, or only the admins with ``DefaultAccess=deny``)."""
 
     store: VectorStore
@@ -122,32 +123,43 @@ class Rights:
         return [
             r
             for r in records
-            if r.key in readable or (r.status != DocumentStatus.INDEXED and self.can_see(caller, r.key))
+            if r.key in readable or (r.status != DocumentStatus.INDEXED and self._sees(caller, r.key, r))
         ]
 
     def can_see(self, caller: Caller, key: str) -> bool:
         if caller.is_admin:
             return True
-        indexed, access = self.access(caller.tenant, key)
-        if indexed:  # the head ``access`` costs a key with no points: a 404 takes the same lookups
+        return self._sees(caller, key, None)
+
+    def _sees(self, caller: Caller, key: str, record: LedgerRecord | None) -> bool:
+        indexed, access = self.access(caller.tenant, key, record)
+        if indexed:  # what ``access`` costs a key with no points (head, ledger): a 404 takes the same work
             _in_bucket(self.objects, key)
+            if record is None:
+                self.ledger.get(caller.tenant, key)
         return caller.can_read(access, self.default_deny)
 
-    def access(self, tenant: str, key: str) -> tuple[bool, AccessList | None]:
-        """(whether the document has points, its access list): from its points, else from the bucket. A
-        sidecar's own record (one that failed, its reason quoting the list) is its document's."""
+    def access(
+        self, tenant: str, key: str, record: LedgerRecord | None = None
+    ) -> tuple[bool, AccessList | None]:
+        """(whether the document has points, its access list): from its points, else from the bucket,
+        else from its ledger record (``record`` when the caller holds it). A sidecar's own record (one
+        that failed, its reason quoting the list) is its document's."""
         if is_sidecar(key):
-            key = meta.document_key_of(key)
+            key, record = meta.document_key_of(key), None
         indexed, access = self.store.document_access(tenant, key)
-        return (True, access) if indexed else (False, self._unindexed_access(key))
+        return (True, access) if indexed else (False, self._unindexed_access(tenant, key, record))
 
-    def _unindexed_access(self, key: str) -> AccessList | None:
+    def _unindexed_access(self, tenant: str, key: str, record: LedgerRecord | None) -> AccessList | None:
         """The list a document with no points will be indexed with (pinned by its upload form, or in its
-        sidecar); a list that cannot be read closes it, as ingest does, never opens it."""
+        sidecar); a list that cannot be read closes it, as ingest does, never opens it. Gone from the
+        bucket: the list its record kept (None for a record from before records kept one)."""
         try:
             info = self.objects.head(key)
         except (ObjectGone, InvalidKey):
-            return None
+            if record is None or record.key != key:
+                record = self.ledger.get(tenant, key)
+            return _record_access(record)
         try:
             found = meta.from_user_metadata(info.metadata)
             if meta.can_have_sidecar(key):
@@ -197,6 +209,15 @@ def page(
         shown = shown[:limit]
         cursor = rights.ledger.cursor_after(caller.tenant, shown[-1].key)
     return shown, cursor
+
+
+def _record_access(record: LedgerRecord | None) -> AccessList | None:
+    if record is None or record.access is None:
+        return None
+    try:
+        return decode_access(record.access)
+    except InvalidMetadata:  # never written so; closed rather than open, as everywhere else
+        return AccessList()
 
 
 def _in_bucket(objects: ObjectSource, key: str) -> bool:
