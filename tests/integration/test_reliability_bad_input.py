@@ -225,19 +225,27 @@ def test_one_sqs_batch_of_hostile_input_records_everything_and_disturbs_nothing(
         assert status == 200 and body["key"] == key and body["status"] == "indexed"
     assert search_one_document(stack, "beekeepers veils hives", "acme/handbook.docx")
 
-    # the listing shows every object exactly once, and only acme's
-    listed: list[str] = []
-    cursor = None
-    for _ in range(10):
-        query = {"limit": 100, **({"cursor": cursor} if cursor else {})}
-        status, _, page = stack.api("GET", "/documents", query=query)
-        assert status == 200
-        listed += [d["key"] for d in page["documents"]]
-        cursor = page["next_cursor"]
-        if not cursor:
-            break
+    # the listing shows an admin every object exactly once, and only acme's
+    def listing(claims: dict[str, Any]) -> list[str]:
+        listed: list[str] = []
+        cursor = None
+        for _ in range(10):
+            query = {"limit": 100, **({"cursor": cursor} if cursor else {})}
+            status, _, page = stack.api("GET", "/documents", query=query, claims=claims)
+            assert status == 200
+            listed += [d["key"] for d in page["documents"]]
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+        return listed
+
+    listed = listing({"cognito:groups": "[winnow-admins]"})
     expected = {u.key for u in mixed if u.key.startswith("acme/")} | {"acme/keep.md"}
     assert sorted(listed) == sorted(expected)
+    # while a member sees all but the documents whose sidecar could not be read (it might have held an
+    # access list: they are closed to the admins until it is fixed), and those sidecars' own records
+    closed = {key for key in SIDECARED} | {key + ".metadata.json" for key in SIDECARED}
+    assert sorted(listing({})) == sorted(expected - closed)
     assert all(one_line(d) for d in [ledger.get("acme", k).error for k in listed] if d is not None)  # type: ignore[union-attr]
 
     # and nothing indexed before the batch was disturbed
