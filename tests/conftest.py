@@ -13,6 +13,14 @@ from __future__ import annotations
 import importlib.util
 import os
 
+from hypothesis import settings
+
+# CI and `make test` run every property test on the same examples, so a red run is reproducible and never
+# luck; `HYPOTHESIS_PROFILE=explore make pytest` draws new examples to look for defects.
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
 # Tests must never reach real AWS or real Voyage, whatever the developer's shell exports.
 for _name in ("VOYAGE_API_KEY", "QDRANT_URL", "QDRANT_API_KEY", "WINNOW_BUCKET", "WINNOW_LEDGER_TABLE"):
     os.environ.pop(_name, None)
