@@ -15,10 +15,11 @@ DEFAULT_MODE = "hybrid"
 TOP_K = 10  # the passages a benchmark query asks for, as a client asking for ten does
 THRESHOLD_GRID = tuple(round(0.01 * i, 2) for i in range(1, 100))
 MAX_REFUSED = 0.05  # the threshold rule without off-topic questions: refuse at most this share of queries
-THRESHOLD_RULE = "balanced"  # with off-topic questions (benchmarks.study_refusal): "balanced" or "answerable"
+# With off-topic questions (benchmarks.studies.study_refusal): "balanced" or "answerable".
+THRESHOLD_RULE = "balanced"
 L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 # The features each mode's relevance model reads (winnow.search.relevance.FEATURES); chosen in
-# benchmarks.study by cross-validation.
+# benchmarks.studies.study by cross-validation.
 MODE_FEATURES: dict[str, tuple[str, ...]] = {
     "hybrid": ("cosine", "cosine_gap", "coverage"),
     "dense": ("cosine", "cosine_gap"),

@@ -1,16 +1,16 @@
 """The study behind the hybrid answer model's features (docs/benchmarks.md, issue 19): which evidence
 tells an answerable question from an off-topic one, with the order model fixed.
 
-``python -m benchmarks.study_answer [--home DIR]``
+``python -m benchmarks.studies.study_answer [--home DIR]``
 
-Ingests SciFact once into ``--home`` (default ``.cache/scifact-home``, shared with ``benchmarks.study``),
-collects the hybrid candidates of the judged claims, the generated known-item queries and the fitting
-off-topic set through ``SearchService.candidates`` (the product path, keyword coverage included), then,
-for each answer-feature set: 5-fold cross-validation in which the order model, the answer model, the
-combining step and the threshold (balanced rule) are fitted on the training folds, and the held-out
-claims refused and held-out off-topic questions refused are counted. The choice criterion, fixed
-before looking: the best mean of "answered" and "refused". Neither the demo nor the held-out off-topic
-set is read."""
+Ingests SciFact once into ``--home`` (default ``.cache/scifact-home``, shared with
+``benchmarks.studies.study``), collects the hybrid candidates of the judged claims, the generated
+known-item queries and the fitting off-topic set through ``SearchService.candidates`` (the product path,
+keyword coverage included), then, for each answer-feature set: 5-fold cross-validation in which the order
+model, the answer model, the combining step and the threshold (balanced rule) are fitted on the training
+folds, and the held-out claims refused and held-out off-topic questions refused are counted. The choice
+criterion, fixed before looking: the best mean of "answered" and "refused". Neither the demo nor the
+held-out off-topic set is read."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from benchmarks.relevance_fit import (
     top_probability,
 )
 from benchmarks.stack import EmbeddedStack, write_documents
-from benchmarks.study import DEFAULT_HOME
+from benchmarks.studies.study import DEFAULT_HOME
 
 BASE = ("cosine", "cosine_gap")
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
@@ -68,7 +68,7 @@ def collect(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.study_answer")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.studies.study_answer")
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
     args = parser.parse_args(argv)
     candidates, qrels, claims, known, offtopic = collect(args.home)

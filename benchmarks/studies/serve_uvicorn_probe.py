@@ -1,7 +1,7 @@
 """Would uvicorn keep ``winnow serve``'s connection limits? Runs uvicorn (as installed) with a minimal ASGI
 app and the clients of tests/integration/test_serve_hardening.py: 40 connections that send half a request
 line, a client trickling header bytes, a malformed Content-Length. docs/local.md has the figures and the
-decision. Run: ``.venv/bin/python -m benchmarks.serve_uvicorn_probe`` (about 15 s)."""
+decision. Run: ``.venv/bin/python -m benchmarks.studies.serve_uvicorn_probe`` (about 15 s)."""
 
 from __future__ import annotations
 

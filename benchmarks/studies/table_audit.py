@@ -9,7 +9,7 @@ chunks, the largest in the embedder's tokens (title and section included, as emb
 window, table chunks without a column line or context line, and for the files whose cells we know, the
 cells that no chunk holds under their column.
 
-    python -m benchmarks.table_audit [--json]
+    python -m benchmarks.studies.table_audit [--json]
 """
 
 from __future__ import annotations

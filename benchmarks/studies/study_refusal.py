@@ -1,6 +1,6 @@
 """Which relevance features and which threshold rule refuse off-topic questions without refusing
-answerable ones (docs/benchmarks.md, issue 19). ``python -m benchmarks.study_refusal`` after
-``python -m benchmarks.study`` (it reuses that study's SciFact index).
+answerable ones (docs/benchmarks.md, issue 19). ``python -m benchmarks.studies.study_refusal`` after
+``python -m benchmarks.studies.study`` (it reuses that study's SciFact index).
 
 Discipline: every choice is made on data that is not reported. SciFact's judged queries (answerable) and
 the *fitting* off-topic set (``benchmarks/data/offtopic.txt``) are split into the same 5 folds; for each
@@ -31,7 +31,7 @@ from benchmarks.metrics import ndcg_at_k
 from benchmarks.quality import OFFTOPIC_FILE, read_lines
 from benchmarks.relevance_fit import L2_GRID, TOP_K, balanced_threshold, choose_threshold
 from benchmarks.stack import EmbeddedStack
-from benchmarks.study import DEFAULT_HOME
+from benchmarks.studies.study import DEFAULT_HOME
 
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "cosine, gap, log BM25 (shipped)": ("cosine", "cosine_gap", "bm25_log"),
@@ -135,7 +135,9 @@ def main() -> int:
     key_to_id = {f"bench/{d}.txt": d for d in ev.documents}
     path = DEFAULT_HOME / "refusal-candidates.json"
     if not path.is_file() and not (DEFAULT_HOME / "ingested").is_file():
-        print("benchmarks.study_refusal: run python -m benchmarks.study first", file=sys.stderr)
+        print(
+            "benchmarks.studies.study_refusal: run python -m benchmarks.studies.study first", file=sys.stderr
+        )
         return 2
     if not path.is_file():
         with EmbeddedStack(DEFAULT_HOME / "stack", embed_cache=DEFAULT_CACHE) as stack:

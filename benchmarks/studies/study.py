@@ -1,7 +1,7 @@
 """The fusion study behind the default ordering (docs/benchmarks.md, issue 19): which way of ordering
 hybrid candidates without a re-ranker holds up on held-out queries.
 
-``python -m benchmarks.study [--home DIR] [--depth N]``
+``python -m benchmarks.studies.study [--home DIR] [--depth N]``
 
 Ingests SciFact once through the real ingest handler into ``--home`` (default ``.cache/scifact-home``,
 kept between runs; embeddings come from the benchmark cache), collects every query's hybrid candidates
@@ -146,7 +146,7 @@ def labels(cands: list[Cand], judgements: dict[str, int]) -> list[int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.study")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.studies.study")
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--collect-only", action="store_true")
