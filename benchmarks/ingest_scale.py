@@ -44,7 +44,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote_plus
 
 from benchmarks.common import (
@@ -243,7 +243,7 @@ def run_schedule(
     container = Container(settings)
     set_container(container)
     container.store.ensure_collection()  # the warm container's collection exists before the clock starts
-    aws_requests = count_requests(container.objects.client, container.ledger.client)
+    aws_requests = count_requests(cast(Any, container.objects).client, cast(Any, container.ledger).client)
     voyage.reset()
     progress(f"ingesting {len(docs):,} documents, {concurrency} at a time per batch")
     invocations = failed_records = 0

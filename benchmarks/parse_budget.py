@@ -25,6 +25,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 from tests.support.documents import DocxHeading, DocxParagraph, make_docx, make_html, make_markdown, make_pdf
 from winnow.errors import DocumentError
@@ -111,7 +112,7 @@ def hostile(megabytes: float, as_json: bool) -> None:
         for name, (form, prefix, unit) in shapes.items()
     }
     slowest = sorted(screened, key=screened.__getitem__, reverse=True)[:6]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in dict.fromkeys([*slowest, *_REPORTED]):
         form, prefix, unit = shapes[name]
         small = min(_parse_seconds(f"h/x.{form}", _hostile(prefix, unit, size, form)) for _ in range(2))

@@ -282,6 +282,7 @@ def run(objects: int, home: Path, progress: Progress, count_run_size: int | None
     try:
         world = setup(moto, cases, home, progress)
         client = world["client"]
+        run_size: dict[str, Any] = {"count_run_size": count_run_size} if count_run_size else {}
         reconciler = Reconciler(
             S3ObjectSource(world["bucket"], client("s3")),
             DynamoDbLedger(world["table"], client("dynamodb")),
@@ -289,7 +290,7 @@ def run(objects: int, home: Path, progress: Progress, count_run_size: int | None
             SqsEventQueue(moto.queue_url, client("sqs")),
             world["store"].profile,
             bucket=world["bucket"],
-            **({"count_run_size": count_run_size} if count_run_size else {}),
+            **run_size,
         )
         progress(f"reconciling {objects:,} documents")
         before = _rss("VmRSS")

@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from benchmarks.common import Progress, machine, positive_int, quiet_known_warnings, table
 
@@ -231,7 +231,7 @@ def open_store(home: Path, engine: str) -> Any:
     from winnow.models import EmbeddingProfile
     from winnow.settings import QdrantSettings
 
-    settings = QdrantSettings(path=str(home / "qdrant"), local_engine=engine)
+    settings = QdrantSettings(path=str(home / "qdrant"), local_engine=cast(Literal["local", "edge"], engine))
     client = make_qdrant_client(settings, None, home / "qdrant")
     profile = EmbeddingProfile("synthetic", "scale-benchmark", DIMENSION)
     return store_on(client, profile, settings)

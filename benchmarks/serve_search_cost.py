@@ -12,6 +12,7 @@ Run: ``.venv/bin/python -m benchmarks.serve_search_cost`` (about 3 minutes; ``--
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import statistics
@@ -83,7 +84,12 @@ def _service_call(body: dict[str, Any]) -> Callable[[], Any]:
     from winnow.search.schemas import SearchRequest, default_candidates
 
     top_k = int(body.get("top_k", 5))
-    fields = {"mode": "hybrid", "rerank": None, "relevance_threshold": None, "score_threshold": None}
+    fields: dict[str, Any] = {
+        "mode": "hybrid",
+        "rerank": None,
+        "relevance_threshold": None,
+        "score_threshold": None,
+    }
     request = SearchRequest.model_construct(
         **fields,
         query=body["query"],
@@ -205,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
                 work = httpd.lane.submit("a", _median_ms, _service_call(body), args.repeats).result()
                 cheap_ms = cheap_ms or work
                 status = _search(httpd.url, "a", body, client)[0]
-                answer = _median_ms(lambda body=body: _search(httpd.url, "a", body, client), args.repeats)
+                answer = _median_ms(functools.partial(_search, httpd.url, "a", body, client), args.repeats)
                 rows.append([name, f"{work:.1f}", f"{work / cheap_ms:.0f}x", str(status), f"{answer:.1f}"])
         print("\nCost of one search (median of", args.repeats, "; work = the service with no schema check)")
         print(table(["body", "work ms", "vs cheap", "API status", "API ms"], rows))
