@@ -4,6 +4,8 @@
 - ``tests.support.documents``: real PDF / DOCX / HTML / Markdown files generated for tests.
 - ``tests.support.answer``: loopback fake Bedrock runtime and Ollama servers, stacks that answer through them.
 - ``tests.support.textract``: the loopback fake Amazon Textract.
+- ``tests.support.browser``: headless Chromium (``browser``) and the page tests' steps.
+- ``tests.support.template``: template.yaml and events/ read as CloudFormation would, ``clean_settings_env``.
 - ``tests.support.stack``: a whole embedded Winnow (local bucket, SQLite ledger, Qdrant local mode) wired to
   the real handlers.
 """
@@ -39,6 +41,8 @@ pytest_plugins = [
         "tests.support.stack",
         "tests.support.answer",
         "tests.support.textract",
+        "tests.support.template",
+        "tests.support.browser",
     )
     if importlib.util.find_spec(name) is not None
 ]

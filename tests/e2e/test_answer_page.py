@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_search_page import _find, _search, _text, _wait
+from tests.support.browser import find_program, run_search, text_of, wait_for
 from tests.support.serve import serving, upload
 from winnow_fakes.fake_model import ModelFault
 from winnow_fakes.fake_ollama import FakeOllamaServer
@@ -49,12 +49,12 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = _find("chromium", "chromium-browser")
+    options.binary_location = find_program("chromium", "chromium-browser")
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-extensions", "--no-first-run", "--window-size=1280,700",
                  f"--user-data-dir={tmp_path_factory.mktemp('chromium-answer')}"):  # fmt: skip
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=_find("chromedriver")), options=options)
+    driver = webdriver.Chrome(service=Service(executable_path=find_program("chromedriver")), options=options)
     driver.set_page_load_timeout(60)
     try:
         yield driver
@@ -87,16 +87,16 @@ def test_answer_shows_above_the_passages_with_citations_that_open_the_passage(
 
     # Given the page for a tenant with a holidays policy, when the user asks and presses Answer
     _ask(page, QUESTION)
-    [text] = _wait(page, "#answer .answer-text")
+    [text] = wait_for(page, "#answer .answer-text")
     # Then the answer, from the holidays passage, shows with a link for its citation
     assert "twenty-eight days" in text.text
     [link] = text.find_elements(By.CSS_SELECTOR, "a.cite")
     rank = int(link.text.strip("[]"))
     assert link.get_attribute("href").endswith(f"#result-{rank}")
     target = page.find_element(By.ID, f"result-{rank}")
-    assert "twenty-eight days" in _text(target, ".passage")
-    assert _text(target, ".citation .doc") == "Document: people/holidays.md"
-    assert "llama3.2" in _text(page, "#answer .answer-meta")
+    assert "twenty-eight days" in text_of(target, ".passage")
+    assert text_of(target, ".citation .doc") == "Document: people/holidays.md"
+    assert "llama3.2" in text_of(page, "#answer .answer-meta")
     assert len(fake_ollama.chat_requests()) == 1
     # When the citation is clicked, then its passage is highlighted, focused and in view
     page.execute_script("window.scrollTo(0, document.body.scrollHeight)")
@@ -111,7 +111,7 @@ def test_nothing_relevant_shows_the_message_and_calls_no_model(
     page: Any, fake_ollama: FakeOllamaServer
 ) -> None:
     _ask(page, "What is the best recipe for sourdough bread?")
-    [none] = _wait(page, "#results li.nothing-relevant")
+    [none] = wait_for(page, "#results li.nothing-relevant")
     assert "No relevant passages found" in none.text
     assert fake_ollama.total_requests == 0
     # and the page says so once, not in the results, the status line and the answer panel each
@@ -123,14 +123,14 @@ def test_nothing_relevant_shows_the_message_and_calls_no_model(
 def test_a_model_outage_shows_the_apis_message(page: Any, fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.set_outage(ModelFault.unavailable())
     _ask(page, QUESTION)
-    [alert] = _wait(page, "#search-error:not([hidden])")
+    [alert] = wait_for(page, "#search-error:not([hidden])")
     assert "unavailable" in alert.text and "retry" in alert.text
     assert not page.find_element("id", "answer").is_displayed()
 
 
 def test_a_plain_search_hides_the_previous_answer(page: Any) -> None:
     _ask(page, QUESTION)
-    _wait(page, "#answer .answer-text")
-    _search(page, "travel expenses receipts")
-    _wait(page, "#results li.result")
+    wait_for(page, "#answer .answer-text")
+    run_search(page, "travel expenses receipts")
+    wait_for(page, "#results li.result")
     assert not page.find_element("id", "answer").is_displayed()

@@ -4,13 +4,13 @@ which runs the real handlers on the demo samples with the local ONNX model."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.browser import run_search, text_of, wait_for
 from tests.support.serve import serving, upload
 from winnow.rules import is_sidecar
 from winnow_local.cli.demo import stage_samples
@@ -20,17 +20,6 @@ from winnow_local.web.server import WinnowHTTPServer
 pytestmark = pytest.mark.slow
 
 TENANT = "pagetest"
-
-
-def _find(*names: str) -> str:
-    for name in names:
-        found = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").is_file() else None)
-        if found:
-            return found
-    pytest.fail(
-        f"{' or '.join(names)} is not installed: `make test` installs Debian's chromium and chromium-driver "
-        "(apt-get install chromium chromium-driver)"
-    )
 
 
 @pytest.fixture(scope="module")
@@ -49,50 +38,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinnowHTTPServe
         yield httpd
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    chromium = _find("chromium", "chromium-browser")
-    chromedriver = _find("chromedriver")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-extensions",
-        "--no-first-run",
-        "--window-size=1280,1000",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
 @pytest.fixture
 def page(browser: Any, server: WinnowHTTPServer) -> Any:
     browser.get(f"{server.url}/?tenant={TENANT}")
     return browser
-
-
-def _wait(driver: Any, css: str, timeout: float = 60) -> list[Any]:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    WebDriverWait(driver, timeout).until(lambda d: d.find_elements(By.CSS_SELECTOR, css))
-    found: list[Any] = driver.find_elements(By.CSS_SELECTOR, css)
-    return found
 
 
 def _pdf_page_of(passage: str) -> int:
@@ -113,15 +62,6 @@ def _pdf_page_of(passage: str) -> int:
     return matches[0]
 
 
-def _search(driver: Any, query: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    box = driver.find_element(By.ID, "query")
-    box.clear()
-    box.send_keys(query)
-    driver.find_element(By.ID, "search-button").click()
-
-
 def _open_options(driver: Any) -> None:
     from selenium.webdriver.common.by import By
 
@@ -130,32 +70,26 @@ def _open_options(driver: Any) -> None:
         options.find_element(By.TAG_NAME, "summary").click()
 
 
-def _text(element: Any, css: str) -> str:
-    from selenium.webdriver.common.by import By
-
-    return str(element.find_element(By.CSS_SELECTOR, css).text)
-
-
 def test_query_renders_passages_with_citations(page: Any) -> None:
     # Given the search page for a tenant with the demo samples indexed
     # When a user types a question and submits it
-    _search(page, "How long is the warranty on the Beacon?")
-    results = _wait(page, "#results li.result")
+    run_search(page, "How long is the warranty on the Beacon?")
+    results = wait_for(page, "#results li.result")
     # Then the first passage cites the PDF, its page and its section, with a score
     top = results[0]
-    passage = _text(top, ".passage")
+    passage = text_of(top, ".passage")
     assert "two-year limited warranty" in passage
-    assert _text(top, ".citation .doc") == "Document: product/beacon-specs-and-warranty.pdf"
+    assert text_of(top, ".citation .doc") == "Document: product/beacon-specs-and-warranty.pdf"
     # the cited page is the one where the passage starts in the PDF
-    assert _text(top, ".citation .page") == f"Page: {_pdf_page_of(passage)}"
-    score = float(_text(top, ".citation .score").split(":")[1])
+    assert text_of(top, ".citation .page") == f"Page: {_pdf_page_of(passage)}"
+    score = float(text_of(top, ".citation .score").split(":")[1])
     assert 0.2 <= score <= 1.0
-    assert "passage" in _text(page, "#search-status")
+    assert "passage" in text_of(page, "#search-status")
 
 
 def test_nothing_relevant_state_shows_the_api_message(page: Any) -> None:
-    _search(page, "What is the best recipe for sourdough bread?")
-    [empty] = _wait(page, "#results li.nothing-relevant")
+    run_search(page, "What is the best recipe for sourdough bread?")
+    [empty] = wait_for(page, "#results li.nothing-relevant")
     assert "No relevant passages found" in empty.text
     assert not page.find_elements("css selector", "#results li.result")
     # said once: the status line above the list does not repeat it
@@ -173,25 +107,25 @@ def test_filter_rows_narrow_the_search(page: Any) -> None:
     row.find_element(By.CSS_SELECTOR, ".filter-field").send_keys("department")
     row.find_element(By.CSS_SELECTOR, ".filter-value").send_keys("people")
     # When searching for something other documents cover too
-    _search(page, "How much is the home office stipend?")
-    results = _wait(page, "#results li.result")
+    run_search(page, "How much is the home office stipend?")
+    results = wait_for(page, "#results li.result")
     # Then every passage comes from the filtered document
-    docs = {_text(result, ".citation .doc") for result in results}
+    docs = {text_of(result, ".citation .doc") for result in results}
     assert docs == {"Document: handbook/remote-work.md"}
 
 
 def test_document_list_shows_ingest_status(page: Any) -> None:
-    rows = _wait(page, "#documents tbody tr")
-    by_name = {_text(row, "td.doc"): _text(row, "td.doc-status") for row in rows}
+    rows = wait_for(page, "#documents tbody tr")
+    by_name = {text_of(row, "td.doc"): text_of(row, "td.doc-status") for row in rows}
     assert by_name["product/beacon-specs-and-warranty.pdf"] == "indexed"
     assert by_name["handbook/travel-and-expenses.docx"] == "indexed"
-    assert "documents for tenant pagetest" in _text(page, "#documents-status")
+    assert "documents for tenant pagetest" in text_of(page, "#documents-status")
 
 
 def test_the_upload_form_comes_before_the_document_list(page: Any) -> None:
     from selenium.webdriver.common.by import By
 
-    _wait(page, "#documents tbody tr")
+    wait_for(page, "#documents tbody tr")
     form = page.find_element(By.ID, "upload-form").rect
     listed = page.find_element(By.ID, "documents").rect
     assert form["y"] + form["height"] <= listed["y"]
@@ -209,12 +143,12 @@ def test_delete_asks_first_and_the_count_leaves_deleted_documents_out(
     page.refresh()
 
     def row() -> Any:
-        rows = _wait(page, "#documents tbody tr")
-        return next(r for r in rows if _text(r, "td.doc") == "scratch/delete-me.md")
+        rows = wait_for(page, "#documents tbody tr")
+        return next(r for r in rows if text_of(r, "td.doc") == "scratch/delete-me.md")
 
     def count_line_matches_rows(d: Any) -> bool:
         statuses = [
-            _text(r, "td.doc-status") for r in d.find_elements(By.CSS_SELECTOR, "#documents tbody tr")
+            text_of(r, "td.doc-status") for r in d.find_elements(By.CSS_SELECTOR, "#documents tbody tr")
         ]
         live, deleted = sum(s != "deleted" for s in statuses), statuses.count("deleted")
         expected = f"{live} documents for tenant {TENANT}" + (f" (and {deleted} deleted)" if deleted else "")
@@ -229,14 +163,14 @@ def test_delete_asks_first_and_the_count_leaves_deleted_documents_out(
     # Then nothing is deleted
     page.find_element(By.ID, "refresh-documents").click()
     WebDriverWait(page, 30).until(count_line_matches_rows)
-    assert _text(row(), "td.doc-status") == "indexed"
+    assert text_of(row(), "td.doc-status") == "indexed"
     # When it is clicked again and confirmed
     row().find_element(By.CSS_SELECTOR, "button.delete-document").click()
     WebDriverWait(page, 10).until(lambda d: d.switch_to.alert).accept()
     # Then the document is deleted, and the count no longer counts it as a document
-    WebDriverWait(page, 30).until(lambda d: _text(row(), "td.doc-status") == "deleted")
+    WebDriverWait(page, 30).until(lambda d: text_of(row(), "td.doc-status") == "deleted")
     WebDriverWait(page, 30).until(count_line_matches_rows)
-    assert "(and " in _text(page, "#documents-status")
+    assert "(and " in text_of(page, "#documents-status")
 
 
 def test_invalid_request_shows_the_error_message(page: Any) -> None:
@@ -246,8 +180,8 @@ def test_invalid_request_shows_the_error_message(page: Any) -> None:
     threshold = page.find_element(By.ID, "threshold")
     page.execute_script("arguments[0].removeAttribute('max')", threshold)  # let the API refuse it
     threshold.send_keys("3")
-    _search(page, "warranty")
-    [alert] = _wait(page, "#search-error:not([hidden])")
+    run_search(page, "warranty")
+    [alert] = wait_for(page, "#search-error:not([hidden])")
     assert "relevance_threshold" in alert.text
 
 
@@ -265,10 +199,10 @@ def test_upload_form_indexes_a_file_that_search_then_finds(page: Any, tmp_path: 
     page.find_element(By.ID, "upload-prefix").send_keys("kitchen")
     page.find_element(By.ID, "upload-button").click()
     # Then the page reports it indexed and the document list shows it
-    [result] = _wait(page, "#upload-results li.status-indexed")
+    [result] = wait_for(page, "#upload-results li.status-indexed")
     assert result.text.startswith("kitchen/espresso.md: indexed")
-    assert _text(page, "#upload-status") == "Done: 1 indexed."
-    _wait(page, "#documents tbody tr.status-indexed td.doc")
+    assert text_of(page, "#upload-status") == "Done: 1 indexed."
+    wait_for(page, "#documents tbody tr.status-indexed td.doc")
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(page, 30).until(
@@ -277,10 +211,10 @@ def test_upload_form_indexes_a_file_that_search_then_finds(page: Any, tmp_path: 
         )
     )
     # And a search finds it
-    _search(page, "How often should the espresso machine be backflushed?")
-    top = _wait(page, "#results li.result")[0]
-    assert _text(top, ".citation .doc") == "Document: kitchen/espresso.md"
-    assert "Cleaning" in _text(top, ".citation .section")
+    run_search(page, "How often should the espresso machine be backflushed?")
+    top = wait_for(page, "#results li.result")[0]
+    assert text_of(top, ".citation .doc") == "Document: kitchen/espresso.md"
+    assert "Cleaning" in text_of(top, ".citation .section")
 
 
 def test_a_failed_upload_is_counted_as_failed_in_the_summary(page: Any, tmp_path: Path) -> None:
@@ -293,12 +227,12 @@ def test_a_failed_upload_is_counted_as_failed_in_the_summary(page: Any, tmp_path
     # When both are uploaded at once
     page.find_element(By.ID, "upload-files").send_keys(f"{good}\n{bad}")
     page.find_element(By.ID, "upload-button").click()
-    _wait(page, "#upload-results li.status-failed")
+    wait_for(page, "#upload-results li.status-failed")
     # Then the summary says one failed instead of "Done: 2 files."
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(page, 60).until(lambda d: d.find_element(By.ID, "upload-status").text.startswith("Done"))
-    assert _text(page, "#upload-status") == "Done: 1 indexed, 1 failed."
+    assert text_of(page, "#upload-status") == "Done: 1 indexed, 1 failed."
 
 
 def test_options_start_closed_and_re_rank_is_off_without_a_re_ranker(page: Any) -> None:
@@ -318,7 +252,7 @@ def test_options_start_closed_and_re_rank_is_off_without_a_re_ranker(page: Any) 
     rerank = page.find_element(By.ID, "rerank")
     assert not rerank.is_selected()
     assert not rerank.is_enabled()
-    assert "no re-ranker" in _text(page, "#rerank-help")
+    assert "no re-ranker" in text_of(page, "#rerank-help")
     # And without an answer model, "Answer" is not offered (it could only answer 501)
     WebDriverWait(page, 30).until(
         lambda d: d.execute_script("return performance.getEntriesByName(location.origin + '/local/config')")
@@ -343,9 +277,9 @@ def test_a_390_pixel_wide_screen_shows_everything_without_sideways_scrolling(
         # When the options and a filter row are open and a search has answered with the wide table
         _open_options(browser)
         browser.find_element(By.ID, "add-filter").click()
-        _search(browser, "Which status code is REQUEST_HEADER_FIELDS_TOO_LARGE?")
-        [box, *_] = _wait(browser, "#results li.result .table-scroll")
-        _wait(browser, "#documents tbody tr")
+        run_search(browser, "Which status code is REQUEST_HEADER_FIELDS_TOO_LARGE?")
+        [box, *_] = wait_for(browser, "#results li.result .table-scroll")
+        wait_for(browser, "#documents tbody tr")
         browser.save_screenshot(str(tmp_path / "search-page-390.png"))
         # Then nothing is wider than the screen: the page does not scroll sideways and no element
         # sticks out past the right edge; the table, wider than the screen, scrolls inside its own box
@@ -426,7 +360,9 @@ def _results_with(driver: Any, css: str) -> list[Any]:
     from selenium.webdriver.common.by import By
 
     return [
-        result for result in _wait(driver, "#results li.result") if result.find_elements(By.CSS_SELECTOR, css)
+        result
+        for result in wait_for(driver, "#results li.result")
+        if result.find_elements(By.CSS_SELECTOR, css)
     ]
 
 
@@ -448,12 +384,12 @@ def test_table_passages_show_as_tables_and_ocr_passages_are_marked(
     assert upload(server, TENANT, "ops/dock-memo.png", memo)["status"] == "indexed"
     page.refresh()
     # When a user asks a question one cell answers
-    _search(page, "Who is the manager of Depot Utrecht?")
+    run_search(page, "Who is the manager of Depot Utrecht?")
     # Then the table passage is drawn as a table: its caption, the column names as header cells, and
     # each row's values under their columns
     [first, *_] = _results_with(page, "table.passage-table")
     table = first.find_element(By.CSS_SELECTOR, "table.passage-table")
-    assert "Depot managers" in _text(table, "caption")
+    assert "Depot managers" in text_of(table, "caption")
     assert [cell.text for cell in table.find_elements(By.CSS_SELECTOR, "thead th")] == DEPOTS[0]
     rows = [
         [cell.text for cell in row.find_elements(By.CSS_SELECTOR, "td")]
@@ -462,11 +398,11 @@ def test_table_passages_show_as_tables_and_ocr_passages_are_marked(
     assert DEPOTS[3] in rows
     assert all(len(row) == len(DEPOTS[0]) for row in rows)
     # and it cites the PDF and its page, without an OCR mark (it came from the text layer)
-    assert _text(first, ".citation .doc") == "Document: ops/depots.pdf"
-    assert _text(first, ".citation .page") == "Page: 1"
+    assert text_of(first, ".citation .doc") == "Document: ops/depots.pdf"
+    assert text_of(first, ".citation .page") == "Page: 1"
     assert not first.find_elements(By.CSS_SELECTOR, ".ocr-badge")
     # When the user asks about what only the scanned memo says
-    _search(page, "When does the loading dock at the Leiden warehouse close on Saturdays?")
+    run_search(page, "When does the loading dock at the Leiden warehouse close on Saturdays?")
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(page, 60).until(  # the previous answer stays on the page until the new one arrives
@@ -475,11 +411,11 @@ def test_table_passages_show_as_tables_and_ocr_passages_are_marked(
             or "depots.pdf" not in d.find_element(By.ID, "results").text
         )
     )
-    results = _wait(page, "#results li.result")
+    results = wait_for(page, "#results li.result")
     # Then the memo's passage is shown as text read by OCR, marked so, and no other passage is marked
-    memo_results = [r for r in results if _text(r, ".citation .doc") == "Document: ops/dock-memo.png"]
+    memo_results = [r for r in results if text_of(r, ".citation .doc") == "Document: ops/dock-memo.png"]
     assert memo_results, [r.text for r in results]
-    assert "closes at noon on Saturdays" in _text(memo_results[0], "p.passage")
+    assert "closes at noon on Saturdays" in text_of(memo_results[0], "p.passage")
     badge = memo_results[0].find_element(By.CSS_SELECTOR, ".citation .ocr-badge")
     assert badge.text == "OCR" and "OCR" in (badge.get_attribute("title") or "")
     assert all(not r.find_elements(By.CSS_SELECTOR, ".ocr-badge") for r in results if r not in memo_results)
@@ -500,12 +436,12 @@ def test_a_table_passage_keeps_each_cell_under_its_own_column(page: Any, server:
     assert upload(server, TENANT, "ops/quillfeather-ports.csv", csv_text.encode())["status"] == "indexed"
     page.refresh()
     # When a user asks what the table answers
-    _search(page, "Which port does the Quillfeather database team own?")
+    run_search(page, "Which port does the Quillfeather database team own?")
     WebDriverWait(page, 60).until(lambda d: "quillfeather-ports.csv" in d.find_element(By.ID, "results").text)
     [result, *_] = [
         r
         for r in _results_with(page, "table.passage-table")
-        if _text(r, ".citation .doc") == "Document: ops/quillfeather-ports.csv"
+        if text_of(r, ".citation .doc") == "Document: ops/quillfeather-ports.csv"
     ]
     table = result.find_element(By.CSS_SELECTOR, "table.passage-table")
     # Then every column is a header cell of its own (the second "Owner" numbered), and every value
@@ -535,13 +471,15 @@ def test_a_table_passage_without_column_names_shows_its_pipes_as_written(
     assert upload(server, TENANT, "ops/zephyrine-tools.html", html.encode())["status"] == "indexed"
     page.refresh()
     # When a user asks what the table answers
-    _search(page, "How do I draw the zephyrine graph with dot?")
+    run_search(page, "How do I draw the zephyrine graph with dot?")
     WebDriverWait(page, 60).until(lambda d: "zephyrine-tools.html" in d.find_element(By.ID, "results").text)
     [result, *_] = [
-        r for r in _wait(page, "#results li.result") if "zephyrine-tools.html" in _text(r, ".citation .doc")
+        r
+        for r in wait_for(page, "#results li.result")
+        if "zephyrine-tools.html" in text_of(r, ".citation .doc")
     ]
     # Then the passage shows the cell as written, without the escape the rendering adds
-    passage = _text(result, ".passage")
+    passage = text_of(result, ".passage")
     assert "graph all | dot -Tpng" in passage and "\\|" not in passage
 
 
@@ -563,7 +501,7 @@ def test_a_restricted_result_is_marked_and_names_its_readers_only_to_those_who_m
     page.refresh()
 
     def memo_results() -> list[Any]:
-        _search(page, "When does the quokka merger close?")
+        run_search(page, "When does the quokka merger close?")
         # the list is busy from the click until this search's results are in (it may say nothing)
         results_list = page.find_element(By.ID, "results")
         WebDriverWait(page, 60).until(lambda _: results_list.get_attribute("aria-busy") != "true")
@@ -575,10 +513,10 @@ def test_a_restricted_result_is_marked_and_names_its_readers_only_to_those_who_m
     # When a board member searches, Then it is marked restricted, without saying to whom
     page.find_element(By.ID, "groups").send_keys("board")
     [member] = memo_results()
-    assert _text(member, ".citation .access-badge") == "Restricted"
+    assert text_of(member, ".citation .access-badge") == "Restricted"
     # When ann (a listed user, who may change it) searches, Then the badge names its readers
     page.find_element(By.ID, "groups").clear()
     page.find_element(By.ID, "user").send_keys("ann")
     [owner] = memo_results()
-    assert _text(owner, ".citation .access-badge") == "Restricted to users ann; groups board"
+    assert text_of(owner, ".citation .access-badge") == "Restricted to users ann; groups board"
     page.find_element(By.ID, "user").clear()

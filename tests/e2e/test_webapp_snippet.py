@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_search_page import _wait, browser  # noqa: F401 - the shared Chromium fixture
+from tests.support.browser import wait_for
 from tests.support.serve import serving
 from winnow_local.web.server import WinnowHTTPServer
 
@@ -40,7 +40,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinnowHTTPServe
         yield httpd
 
 
-def test_the_documented_snippet_uploads_polls_and_searches(browser: Any, server: WinnowHTTPServer) -> None:  # noqa: F811
+def test_the_documented_snippet_uploads_polls_and_searches(browser: Any, server: WinnowHTTPServer) -> None:
     # Given a page of winnow serve and the snippet from docs/webapp.md
     browser.get(f"{server.url}/?tenant={TENANT}")
     browser.set_script_timeout(120)
@@ -66,7 +66,7 @@ def test_the_documented_snippet_uploads_polls_and_searches(browser: Any, server:
 
 
 def test_page_uploads_and_deletes_through_the_api_routes(
-    browser: Any,  # noqa: F811
+    browser: Any,
     server: WinnowHTTPServer,
     tmp_path: Path,
 ) -> None:
@@ -79,10 +79,10 @@ def test_page_uploads_and_deletes_through_the_api_routes(
     # When it is added with the page's form
     browser.find_element(By.ID, "upload-files").send_keys(str(file))
     browser.find_element(By.ID, "upload-button").click()
-    (item,) = _wait(browser, "#upload-results li.status-indexed", timeout=120)
+    (item,) = wait_for(browser, "#upload-results li.status-indexed", timeout=120)
     assert "descaling.md" in item.text
     # Then the document list shows it indexed, with a delete button that removes it
-    row = _wait(browser, "tr.document.status-indexed button.delete-document", timeout=60)
+    row = wait_for(browser, "tr.document.status-indexed button.delete-document", timeout=60)
     keys = [b.get_attribute("data-key") for b in row]
     assert f"{TENANT}/descaling.md" in keys
     button = next(b for b in row if b.get_attribute("data-key") == f"{TENANT}/descaling.md")
@@ -90,4 +90,4 @@ def test_page_uploads_and_deletes_through_the_api_routes(
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert).accept()  # the page asks first
-    _wait(browser, "tr.document.status-deleted", timeout=60)
+    wait_for(browser, "tr.document.status-deleted", timeout=60)

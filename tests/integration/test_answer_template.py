@@ -11,9 +11,8 @@ from unittest import mock
 
 import pytest
 
-from tests.integration.test_template import (  # noqa: F401  (clean_settings_env is a fixture)
+from tests.support.template import (
     PSEUDO,
-    clean_settings_env,
     evaluate,
     function_env,
     load_template,
@@ -101,7 +100,7 @@ def test_answer_event_parses_matches_its_route_and_its_body_is_a_valid_answer_re
     from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
     from functions.search import app as search_app
-    from tests.integration.test_template import load_event
+    from tests.support.template import load_event
     from winnow.answer.schemas import AnswerRequest
     from winnow.factory import Container, Settings, set_container
     from winnow_local.context import LocalLambdaContext

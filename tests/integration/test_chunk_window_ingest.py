@@ -3,8 +3,8 @@ token-dense document fits the window, so nothing is cut before it is embedded.""
 
 from __future__ import annotations
 
+from tests.support.samples import DENSE
 from tests.support.stack import EmbeddedStack
-from tests.unit.test_chunk_window import DENSE
 
 WINDOW = 256
 

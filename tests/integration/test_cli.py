@@ -4,34 +4,18 @@ local ONNX model, Qdrant local mode, the SQLite ledger and the folder bucket, th
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.cli import LEAVE, Winnow
 
 pytestmark = pytest.mark.slow
 
 INGEST_FIELDS = {"key", "status", "chunks", "embedded", "reused", "error"}
 RESULT_FIELDS = {"rank", "score", "vector_score", "chunk_id", "key", "title", "page", "section", "text"}
 RESULT_FIELDS |= {"metadata", "kind", "ocr", "restricted", "access"}
-
-LEAVE = """# Parental Leave
-
-## Length of leave
-
-New parents at Orchard Robotics receive eighteen weeks of fully paid parental leave, which they can
-split into two blocks within a year of the child's arrival. Adoptive and foster parents receive the
-same leave, and it starts on the day the child arrives home. Tell the people team eight weeks ahead.
-
-## Returning to work
-
-During the first month back, parents may work half days for full pay. Your role, level and salary are
-protected while you are away, and you stay eligible for salary reviews and bonuses during the leave.
-"""
 
 ROUTER = """Router setup
 
@@ -53,38 +37,6 @@ SPECS = """<html><head><title>Harvester specifications</title></head><body>
 <p>It picks up to three thousand apples per hour in a well pruned orchard.</p>
 </body></html>
 """
-
-
-@dataclass
-class Run:
-    code: int
-    stdout: str
-    stderr: str
-
-    def json_lines(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
-
-
-class Winnow:
-    """Runs ``python -m winnow_local`` against one WINNOW_HOME."""
-
-    def __init__(self, home: Path, **env: str) -> None:
-        self.home = home
-        self.env = {**os.environ, "WINNOW_HOME": str(home), **env}
-        for name in ("VOYAGE_API_KEY", "QDRANT_URL", "WINNOW_BUCKET", "WINNOW_LEDGER_TABLE"):
-            self.env.pop(name, None)
-
-    def __call__(self, *args: str, **env: str) -> Run:
-        done = subprocess.run(
-            [sys.executable, "-m", "winnow_local", *args],
-            cwd=self.home.parent,
-            env={**self.env, **env},
-            capture_output=True,
-            text=True,
-            timeout=240,
-            check=False,
-        )
-        return Run(done.returncode, done.stdout, done.stderr)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from tests.integration.test_cli import LEAVE, Winnow
+from tests.support.cli import LEAVE, Winnow
 from winnow_fakes.fake_ollama import FakeOllamaServer
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from qdrant_client import QdrantClient
 
-from tests.integration.test_qdrant_store import PROFILE, keys, point, qsettings, query
+from tests.support.qdrant import PROFILE, keys, point, qsettings, query
 from winnow.adapters.qdrant_edge import EdgeFolder
 from winnow.adapters.qdrant_store import QdrantVectorStore, local_engine_for, make_qdrant_client
 from winnow.settings import QdrantSettings

@@ -10,7 +10,7 @@ import pytest
 from qdrant_client import QdrantClient
 from qdrant_client.local import payload_filters
 
-from tests.integration.test_qdrant_store import PROFILE, point, qsettings, query
+from tests.support.qdrant import PROFILE, point, qsettings, query
 from winnow.adapters.qdrant_store import QdrantVectorStore
 from winnow.ports import FilterValue
 

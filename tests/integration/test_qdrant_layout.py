@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
-from tests.integration.test_qdrant_store import CORPUS, PROFILE, keys, point, qsettings, query
+from tests.support.qdrant import CORPUS, PROFILE, keys, point, qsettings, query
 from winnow.adapters.qdrant_edge import EdgeFolder
 from winnow.adapters.qdrant_store import QdrantVectorStore, collection_layout, store_on
 from winnow.settings import QdrantSettings
@@ -295,7 +295,7 @@ LAYOUT_VARIABLES = {
 
 
 def test_stack_parameters_set_the_layout_where_collections_are_created_with_the_code_defaults() -> None:
-    from tests.integration.test_template import function_env, load_template
+    from tests.support.template import function_env, load_template
 
     # Given the template
     template = load_template()

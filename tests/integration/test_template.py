@@ -28,16 +28,23 @@ from unittest import mock
 from urllib.parse import unquote_plus
 
 import pytest
-from cfnlint.decode.cfn_yaml import loads as load_cfn_yaml
 from packaging.requirements import Requirement
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
+from tests.support.template import (
+    EVENTS,
+    NO_VALUE,
+    ROOT,
+    evaluate,
+    function_env,
+    load_event,
+    load_template,
+    substitute,
+)
 from winnow import settings as settings_module
 from winnow_fakes.fake_voyage import Endpoint, FakeVoyageServer
 
-ROOT = Path(__file__).resolve().parents[2]
-EVENTS = ROOT / "events"
 BUNDLES_MAKEFILE = ROOT / "bundles" / "Makefile"
 MB = 1024 * 1024
 LAMBDA_UNZIPPED_LIMIT = 250 * MB
@@ -94,29 +101,12 @@ def requirement_lines(path: Path) -> set[str]:
     return {normalised(line) for line in lines if line}
 
 
-def load_template() -> dict[str, Any]:
-    return dict(load_cfn_yaml((ROOT / "template.yaml").read_text()))
-
-
-def load_event(name: str) -> dict[str, Any]:
-    data = json.loads((EVENTS / name).read_text())
-    assert isinstance(data, dict)
-    return data
-
-
 def functions_of(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {
         name: resource
         for name, resource in template["Resources"].items()
         if resource["Type"] == "AWS::Serverless::Function"
     }
-
-
-def function_env(template: dict[str, Any], name: str) -> dict[str, Any]:
-    """A function's environment as Lambda sees it: Globals merged with its own variables."""
-    env = dict(template["Globals"]["Function"].get("Environment", {}).get("Variables", {}))
-    env.update(template["Resources"][name]["Properties"].get("Environment", {}).get("Variables", {}))
-    return env
 
 
 def settings_env_fields() -> dict[str, tuple[type[BaseSettings], str, bool]]:
@@ -317,24 +307,6 @@ def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -
     (statement,) = inline_statements(fns["ReconcileFunction"])
     assert statement["Effect"] == "Allow"
     assert statement["Action"] == "lambda:InvokeFunction"
-
-
-PSEUDO = {
-    "AWS::Partition": "aws",
-    "AWS::Region": "eu-central-1",
-    "AWS::AccountId": "123456789012",
-    "AWS::StackName": "winnow-dev",
-}
-
-
-def substitute(value: Any) -> str:
-    """An ``!Sub`` of pseudo parameters only, as CloudFormation resolves it."""
-    assert set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str), value
-    text: str = value["Fn::Sub"]
-    for name, resolved in PSEUDO.items():
-        text = text.replace("${" + name + "}", resolved)
-    assert "${" not in text, text
-    return text
 
 
 def test_reconcile_may_invoke_itself_and_nothing_else() -> None:
@@ -656,50 +628,6 @@ def test_snapstart_and_provisioned_concurrency_are_optional_and_exclusive() -> N
     assert t["Globals"]["Function"]["Runtime"] == "python3.13"
 
 
-NO_VALUE = object()
-
-
-def evaluate(template: dict[str, Any], value: Any, overrides: dict[str, str] | None = None) -> Any:
-    """What CloudFormation makes of ``value`` for the given parameter values (defaults otherwise): enough
-    of Ref, Fn::If, Fn::Equals, Fn::Not, Fn::And and Fn::Or for the template's conditions."""
-    overrides = overrides or {}
-    params = template["Parameters"]
-
-    def condition(name: str) -> bool:
-        return bool(resolve(template["Conditions"][name]))
-
-    def resolve(v: Any) -> Any:
-        if isinstance(v, list):
-            return [resolve(x) for x in v]
-        if not isinstance(v, dict) or len(v) != 1:
-            return v
-        ((fn, arg),) = v.items()
-        if fn == "Ref" and arg == "AWS::NoValue":
-            return NO_VALUE
-        if fn == "Ref" and arg in params:
-            return str(overrides.get(arg, params[arg].get("Default")))
-        if fn == "Fn::If":
-            name, when_true, when_false = arg
-            return resolve(when_true if condition(name) else when_false)
-        if fn == "Fn::Equals":
-            left, right = (str(resolve(x)) for x in arg)
-            return left == right
-        if fn == "Fn::Not":
-            return not resolve(arg[0])
-        if fn == "Fn::And":
-            return all(resolve(x) for x in arg)
-        if fn == "Fn::Or":
-            return any(resolve(x) for x in arg)
-        if fn == "Condition":
-            return condition(arg)
-        if fn == "Fn::Split":
-            separator, text = arg
-            return str(resolve(text)).split(separator)
-        return v
-
-    return resolve(value)
-
-
 def test_reconcile_schedule_is_disabled_by_default_and_runs_the_whole_bucket_when_set() -> None:
     """Given the ReconcileSchedule parameter left empty, then the EventBridge rule exists but is disabled
     (reconcile runs on demand only); given a schedule, then the rule is enabled with that expression, and
@@ -862,14 +790,6 @@ def environments(template: dict[str, Any], name: str) -> Iterator[dict[str, str]
     for var, values in options.items():
         for value in values:
             yield {**base, var: value}
-
-
-@pytest.fixture
-def clean_settings_env() -> Iterator[None]:
-    prefixes = ("WINNOW_", "QDRANT_", "VOYAGE_", "POWERTOOLS_")
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
-    with mock.patch.dict(os.environ, keep, clear=True):
-        yield
 
 
 def test_every_template_environment_variable_is_a_settings_field() -> None:

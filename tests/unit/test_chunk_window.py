@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.samples import DENSE
 from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
 from winnow.models import Block, ParsedDocument
 from winnow.ports import Embedder
@@ -12,10 +13,6 @@ from winnow.settings import ChunkingSettings
 from winnow.text.chunking import chunk_document, chunk_to_fit, max_chunk_chars
 
 WINDOW = 256
-# Token-dense text: numbers, units and symbols take a token or more each, about 2 characters a token.
-DENSE = " ".join(
-    f"IL-{n}: 12.{n % 10} ± 0.{n % 7} ng/mL (p<0.0{n % 5 + 1}; 95% CI {n}.1-{n}.9)." for n in range(120)
-)
 PROSE = " ".join(
     f"Paragraph {n} explains how the team reviews every request before the weekly planning meeting."
     for n in range(40)
