@@ -14,13 +14,14 @@ SAM_VERSION := 1.170.0
 STAMPS := .make
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: install demo test lint typecheck pytest sam-validate sam-build openapi clean help
+.PHONY: install demo test lint typecheck pytest check-commits sam-validate sam-build openapi clean help
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make demo   - install (.venv, local model) and run the end-to-end demo on the embedded default"
 	@echo "make test   - install test tools and run ruff, mypy and every test"
 	@echo "make sam-build / sam-validate - build or lint the AWS stack (no Docker needed)"
+	@echo "make check-commits [BASE=ref] - check the messages of the commits since origin/main (before a stop)"
 
 $(STAMPS):
 	mkdir -p $(STAMPS)
@@ -76,6 +77,10 @@ pytest: $(STAMPS)/dev $(STAMPS)/sam $(STAMPS)/chromium $(STAMPS)/tesseract
 	PATH="$(CURDIR)/$(SAM_VENV)/bin:$$PATH" $(BIN)/pytest
 
 test: lint typecheck pytest
+
+# Commit messages since BASE (default origin/main, else main): subject <= 72 characters, blank line, body.
+check-commits:
+	$(PYTHON) .ci/check_commits.py $(BASE)
 
 sam-validate: $(STAMPS)/sam
 	$(SAM_VENV)/bin/sam validate --lint
