@@ -563,7 +563,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-fit-known-items",
         action="store_true",
-        help="measure the known-item queries but fit nothing on them (the model before issue 19's fix)",
+        help="measure the known-item queries but fit nothing on them (the claims-only model)",
     )
     parser.add_argument(
         "--no-embed-cache", action="store_true", help=f"embed everything again (cache: {DEFAULT_CACHE})"

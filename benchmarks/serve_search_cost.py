@@ -4,7 +4,7 @@ Part 1, cost of one request: a cheap search against the most expensive bodies, e
 service with the schema's checks skipped (what the work would be) and as an HTTP request to the server
 (what the API answers now: 200, or a 422 naming the limit). Part 2, fairness: tenant ``b`` sends cheap
 searches one after another while 20 clients of tenant ``a`` send the most expensive valid body; ``b``'s
-latency alone, then under that load with every task in one queue (the lane before issue 31) and with the
+latency alone, then under that load with every task in one queue (a single-queue lane) and with the
 lane's per-tenant turns. Loopback only; every loop is bounded.
 
 Run: ``.venv/bin/python -m benchmarks.serve_search_cost`` (about 3 minutes; ``--docs`` sets the size)."""

@@ -1,4 +1,4 @@
-"""BM25 statistics per tenant (issue 31): what another tenant's documents do to a tenant's keyword
+"""BM25 statistics per tenant: what another tenant's documents do to a tenant's keyword
 scores, and what counting IDF over the tenant's points costs a sparse search, on both embedded engines.
 
 ``python -m benchmarks.tenant_idf [--points N] [--queries N] [--json]``

@@ -221,7 +221,7 @@ class LocalRuntime:
     def ingest_removals(self, keys: Sequence[str]) -> list[dict[str, Any]]:
         """Run the delete events of objects already removed from the local bucket (by the search API's
         ``DELETE /documents``), as the bucket notification does in AWS. Nothing is deleted here: a
-        second delete would remove a write that came after the first (issue 31)."""
+        second delete would remove a write that came after the first."""
         with self._write_lock:
             self._local_bucket()
             return self._run_ingest([("ObjectRemoved:Delete", key, None, None, None) for key in keys])

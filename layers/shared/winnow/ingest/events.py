@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# ObjectEvent lives with the models so that the ports need nothing else; imported from here as before.
+# ObjectEvent lives with the models so that the ports need nothing else; the ingest code imports it here.
 from winnow.models import Action, ObjectEvent
 from winnow.rules import decode_event_key, s3_notification, s3_record
 

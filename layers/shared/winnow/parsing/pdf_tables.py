@@ -11,7 +11,7 @@ row that looks like a header, continues that table (``continuation``): its first
 
 pypdf reports no text widths, so a piece's end is estimated from its length; the estimate only
 decides whether two pieces on a line are one cell or two, and errs towards one (a missed table stays
-text, as before; a false table would garble prose). The positions come from the same
+text; a false table would garble prose). The positions come from the same
 ``extract_text`` call that reads the page, so finding tables costs no second pass over the page.
 """
 

@@ -40,8 +40,8 @@ chunk is shorter than ``min_chars`` unless the whole document is. ``chunk_to_fit
 with a smaller target when a chunk would not fit the embedder's token window. ``page`` is the page where
 the chunk's text starts. The output depends only on the input: no randomness, no clocks.
 
-Every step streams and is linear in the text (issue 31: a quadratic merge of alternating tiny sections
-ran for minutes outside the parse budget), so ``max_chunks`` is enforced while chunking.
+Every step streams and is linear in the text (chunking runs after the parse budget, so a quadratic step
+would be unbounded), and ``max_chunks`` is enforced while chunking.
 """
 
 from __future__ import annotations
