@@ -87,7 +87,7 @@ def test_packages_hidden_from_the_cold_start_are_not_shipped_in_the_lambda_bundl
 
     from benchmarks.speed import NOT_IN_BUNDLE
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     shipped = [root / "layers/shared/requirements.txt", *sorted(root.glob("functions/*/requirements.txt"))]
     names = {
         line.split("#")[0]
