@@ -12,14 +12,16 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from cfnlint.decode.cfn_yaml import loads as load_cfn_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
 
 
 def load_template() -> dict[str, Any]:
-    return dict(load_cfn_yaml((ROOT / "template.yaml").read_text()))
+    """Imports cfn-lint here: this module is a plugin of every test run, and only these tests need it."""
+    from cfnlint.decode.cfn_yaml import loads
+
+    return dict(loads((ROOT / "template.yaml").read_text()))
 
 
 def load_event(name: str) -> dict[str, Any]:
