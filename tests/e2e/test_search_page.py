@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import run_search, text_of, wait_for
+from tests.support.browser import run_search, text_of, until, wait_for
 from tests.support.serve import serving, upload
 from winnow.rules import is_sidecar
 from winnow_local.cli.demo import stage_samples
@@ -135,7 +135,6 @@ def test_delete_asks_first_and_the_count_leaves_deleted_documents_out(
     page: Any, server: WinnowHTTPServer
 ) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     # Given a document of its own, listed as indexed
     note = b"# Scratch note\n\nThe scratch note about the blue stapler is kept for this test only.\n"
@@ -154,22 +153,22 @@ def test_delete_asks_first_and_the_count_leaves_deleted_documents_out(
         expected = f"{live} documents for tenant {TENANT}" + (f" (and {deleted} deleted)" if deleted else "")
         return bool(statuses) and d.find_element(By.ID, "documents-status").text == expected
 
-    WebDriverWait(page, 30).until(count_line_matches_rows)
+    until(page, count_line_matches_rows)
     # When Delete is clicked and the confirmation dismissed
-    row().find_element(By.CSS_SELECTOR, "button.delete-document").click()
-    dialog = WebDriverWait(page, 10).until(lambda d: d.switch_to.alert)
+    until(page, lambda d: row().find_element(By.CSS_SELECTOR, "button.delete-document").click() or True)
+    dialog = until(page, lambda d: d.switch_to.alert, 10)
     assert "delete-me.md" in dialog.text
     dialog.dismiss()
     # Then nothing is deleted
     page.find_element(By.ID, "refresh-documents").click()
-    WebDriverWait(page, 30).until(count_line_matches_rows)
-    assert text_of(row(), "td.doc-status") == "indexed"
+    until(page, count_line_matches_rows)
+    assert until(page, lambda d: text_of(row(), "td.doc-status")) == "indexed"
     # When it is clicked again and confirmed
-    row().find_element(By.CSS_SELECTOR, "button.delete-document").click()
-    WebDriverWait(page, 10).until(lambda d: d.switch_to.alert).accept()
+    until(page, lambda d: row().find_element(By.CSS_SELECTOR, "button.delete-document").click() or True)
+    until(page, lambda d: d.switch_to.alert, 10).accept()
     # Then the document is deleted, and the count no longer counts it as a document
-    WebDriverWait(page, 30).until(lambda d: text_of(row(), "td.doc-status") == "deleted")
-    WebDriverWait(page, 30).until(count_line_matches_rows)
+    until(page, lambda d: text_of(row(), "td.doc-status") == "deleted")
+    until(page, count_line_matches_rows)
     assert "(and " in text_of(page, "#documents-status")
 
 

@@ -4,7 +4,7 @@ page test takes: wait for an element, run a search, read an element's text."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,17 @@ def wait_for(driver: Any, css: str, timeout: float = 60) -> list[Any]:
     WebDriverWait(driver, timeout).until(lambda d: d.find_elements(By.CSS_SELECTOR, css))
     found: list[Any] = driver.find_elements(By.CSS_SELECTOR, css)
     return found
+
+
+def until(driver: Any, condition: Callable[[Any], Any], timeout: float = 30) -> Any:
+    """Wait for a condition that reads elements the page may re-render meanwhile (the documents list
+    refreshes itself): a stale element means "not yet", never a failure."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
+        condition
+    )
 
 
 def run_search(driver: Any, query: str) -> None:

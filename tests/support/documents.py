@@ -149,7 +149,7 @@ def make_table_pdf(
     table = Table(
         cells, repeatRows=1 if repeat_header else 0, colWidths=list(column_widths) if column_widths else None
     )
-    style = [("VALIGN", (0, 0), (-1, -1), valign)]
+    style: list[tuple[Any, ...]] = [("VALIGN", (0, 0), (-1, -1), valign)]
     if ruled:
         style.append(("GRID", (0, 0), (-1, -1), 0.5, colors.black))
     table.setStyle(TableStyle(style))
