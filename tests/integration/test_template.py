@@ -1105,7 +1105,7 @@ def test_search_worst_case_provider_time_fits_its_timeout_and_api_gateway(
         voyage_calls.append(voyage.max_attempts * voyage.timeout_seconds + sum(slept))
 
     # Qdrant: the hybrid search, with the adapter's jitter at its ceiling.
-    with QdrantOutage() as outage, mock.patch.object(qdrant_errors.random, "uniform", lambda low, high: high):
+    with QdrantOutage() as outage, mock.patch.object(qdrant_errors.random, "random", return_value=1.0):
         settings = qdrant.model_copy(update={"url": outage.url})
         client = make_qdrant_client(settings, None, tmp_path)
         profile = EmbeddingProfile("voyage", voyage.embed_model, voyage.output_dimension or 1024)
