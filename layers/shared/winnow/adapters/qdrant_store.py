@@ -254,7 +254,7 @@ class QdrantVectorStore(CollectionStore):
     def active_index(self) -> ActiveIndex:
         from winnow.adapters.qdrant_active import QdrantActiveIndex
 
-        return QdrantActiveIndex(self._client, self._settings)
+        return QdrantActiveIndex(self._client, self._settings, local_guard(self._client))
 
     def _collection_gone(self, error: WinnowError) -> bool:
         # Local mode reports a missing collection as any bad request (a ValueError): ask it which.
