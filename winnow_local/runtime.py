@@ -29,7 +29,7 @@ def close_local_qdrant(path: Path | str | None = None) -> None:
     """Close the Qdrant local-mode client of ``path`` (every one when None). Local mode holds a folder
     lock until closed, and a client left to ``__del__`` at interpreter exit prints an ignored-exception
     traceback; the adapter reopens a closed client on next use."""
-    store_module = sys.modules.get("winnow.adapters.qdrant_store")
+    store_module = sys.modules.get("winnow.adapters.qdrant_edge")
     clients = getattr(store_module, "_LOCAL_CLIENTS", None)
     if not clients:
         return

@@ -12,8 +12,8 @@ import pytest
 from qdrant_client import QdrantClient
 
 from tests.integration.test_qdrant_store import PROFILE, keys, point, qsettings, query
-from winnow.adapters.qdrant_edge import EdgeFolder
-from winnow.adapters.qdrant_store import QdrantVectorStore, local_engine_for, make_qdrant_client
+from winnow.adapters.qdrant_edge import EdgeFolder, local_engine_for
+from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
 from winnow.settings import QdrantSettings
 
 

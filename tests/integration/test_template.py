@@ -1544,6 +1544,23 @@ def test_built_handlers_import_with_only_their_bundle_and_the_layer(
     assert loaded == []
 
 
+@pytest.mark.slow
+def test_built_layer_has_no_embedded_default_and_says_so(host_build: dict[str, Path], tmp_path: Path) -> None:
+    """Given only the built layer, a container left on the embedded default (no bucket, no ledger table)
+    refuses with the setting to use instead: the local adapters ship with the local tools, not the layer."""
+    layer = host_build["SharedLayer"] / "python"
+    said = run_isolated(
+        [layer, runtime_standin(tmp_path)],
+        "from winnow.errors import ConfigurationError\nfrom winnow.factory import Container\n"
+        "for part in ('ledger', 'objects', 'embedder'):\n"
+        "    try:\n        getattr(Container(), part)\n"
+        "    except ConfigurationError as e:\n        print(e)\n",
+    ).splitlines()
+    assert len(said) == 3
+    for line, setting in zip(said, ("WINNOW_LEDGER_TABLE", "WINNOW_BUCKET", "VOYAGE_API_KEY"), strict=True):
+        assert f"set {setting}" in line and "not installed" in line
+
+
 def test_isolated_runner_really_hides_the_dev_environment(tmp_path: Path) -> None:
     """Guard for the checks above: with an empty path, a package from the dev venv cannot be imported."""
     env = {"PATH": os.environ.get("PATH", "")}

@@ -134,10 +134,11 @@ class Container:
             return self._local_embedder()
 
     def _local_embedder(self) -> Embedder:
-        from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
+        from winnow.embedded import embedded
 
         p = self.settings.providers
-        return LocalOnnxEmbedder(
+        local_onnx_embedder = embedded("embedder", instead="VOYAGE_API_KEY")
+        return local_onnx_embedder(
             model_path=p.local_model_path,
             tokenizer_path=p.local_tokenizer_path,
             batch_size=p.local_batch_size,
@@ -203,10 +204,11 @@ class Container:
                 from winnow.adapters.ledger_dynamodb import DynamoDbLedger
 
                 return DynamoDbLedger(s.ledger_table)
-            from winnow.adapters.ledger_sqlite import SqliteLedger
+            from winnow.embedded import embedded
 
+            sqlite_ledger = embedded("ledger", instead="WINNOW_LEDGER_TABLE")
             s.home.mkdir(parents=True, exist_ok=True)
-            return SqliteLedger(s.sqlite_path)
+            return sqlite_ledger(s.sqlite_path)
 
     @cached_property
     def objects(self) -> ObjectSource:
@@ -216,10 +218,11 @@ class Container:
                 from winnow.adapters.objects_s3 import S3ObjectSource
 
                 return S3ObjectSource(s.bucket)
-            from winnow.adapters.objects_local import LocalObjectSource
+            from winnow.embedded import embedded
 
+            folder_bucket = embedded("objects", instead="WINNOW_BUCKET")
             s.local_bucket_dir.mkdir(parents=True, exist_ok=True)
-            return LocalObjectSource(s.local_bucket_dir)
+            return folder_bucket(s.local_bucket_dir)
 
     @cached_property
     def generator(self) -> Generator:
@@ -341,9 +344,10 @@ class Container:
                 from winnow.adapters.queue_sqs import SqsEventQueue
 
                 return SqsEventQueue(url)
-            from winnow.adapters.queue_inprocess import InProcessEventQueue
+            from winnow.embedded import embedded
 
-            return InProcessEventQueue(
+            in_process_queue = embedded("queue", instead="WINNOW_QUEUE_URL")
+            return in_process_queue(
                 lambda event: self.ingest_service().handle(event),
                 self.embedder,
                 self.settings.ingest.batch_concurrency,

@@ -41,10 +41,12 @@ from winnow.adapters.qdrant_collection import (
 from winnow.adapters.qdrant_errors import CollectionNotFound
 from winnow.adapters.qdrant_points import payload_of
 from winnow.errors import ConfigurationError, ProviderRejected
+from winnow.observability import logger
 from winnow.ports import ActiveIndex
 
 if TYPE_CHECKING:
     import qdrant_edge as E
+    from qdrant_client import QdrantClient
 
     from winnow.models import ChunkPoint, EmbeddingProfile
     from winnow.settings import QdrantSettings
@@ -100,6 +102,17 @@ class EdgeFolder:
             self._flock.close()
             if self._temporary:
                 shutil.rmtree(self.root.parent, ignore_errors=True)
+
+    def store(
+        self,
+        profile: EmbeddingProfile,
+        settings: QdrantSettings,
+        *,
+        rrf_k: int = 60,
+        collection_name: str | None = None,
+    ) -> EdgeVectorStore:
+        """The store of ``profile``'s collection in this folder (``qdrant_store.store_on``)."""
+        return EdgeVectorStore(self, profile, settings, rrf_k=rrf_k, collection_name=collection_name)
 
     # --- collections --------------------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -447,3 +460,66 @@ def _write_json(path: Path, value: Any) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+# --- the engine of a local folder ----------------------------------------------------------------------
+# One engine per local folder and process (each locks its folder): qdrant-client's local mode or Edge.
+_LOCAL_CLIENTS: dict[str, QdrantClient | EdgeFolder] = {}
+_LOCAL_CLIENTS_LOCK = threading.Lock()
+
+
+def open_embedded(settings: QdrantSettings, local_path: Path) -> QdrantClient | EdgeFolder:
+    """The embedded engine at ``settings.path`` or ``local_path`` (``:memory:`` allowed): what
+    ``make_qdrant_client`` opens without a URL (the ``qdrant`` entry point of ``winnow.embedded``). A local
+    folder admits one engine per process, so they are shared by path."""
+    location = settings.path or str(local_path)
+    if location == ":memory:":
+        return _open_local(location, settings.local_engine)
+    resolved = str(Path(location).expanduser().resolve())
+    with _LOCAL_CLIENTS_LOCK:
+        cached = _LOCAL_CLIENTS.get(resolved)
+        if cached is not None and not _closed(cached):
+            return cached
+        Path(resolved).mkdir(parents=True, exist_ok=True)
+        try:
+            client = _open_local(resolved, local_engine_for(settings, Path(resolved)))
+        except RuntimeError as exc:  # portalocker: another process holds the folder
+            raise ConfigurationError(
+                f"Qdrant local storage {resolved} is in use by another process (a running `winnow serve`?): "
+                "stop it, or give this command another state folder with WINNOW_HOME"
+            ) from exc
+        _LOCAL_CLIENTS[resolved] = client
+        return client
+
+
+def local_engine_for(settings: QdrantSettings, folder: Path) -> str:
+    """The engine for a local folder. Edge is the default, but a folder that holds only an index made by
+    qdrant-client's local mode (the default before Edge) keeps it until ``QDRANT_LOCAL_ENGINE`` is set,
+    so an upgrade never shows an empty index; a warning says how to move to Edge."""
+    if "local_engine" in settings.model_fields_set or settings.local_engine != "edge":
+        return settings.local_engine
+    collections = folder / "collection"
+    if not (folder / "edge").exists() and collections.is_dir() and any(collections.iterdir()):
+        logger.warning(
+            "the index in this folder was made by qdrant-client's local mode and stays in use; set "
+            "QDRANT_LOCAL_ENGINE=edge and run `winnow reconcile` to rebuild it on Qdrant Edge (much "
+            "faster search), or QDRANT_LOCAL_ENGINE=local to keep it and silence this warning",
+            extra={"folder": str(folder)},
+        )
+        return "local"
+    return "edge"
+
+
+def _open_local(location: str, engine: str) -> QdrantClient | EdgeFolder:
+    """qdrant-client's local mode, or a Qdrant Edge folder (``QDRANT_LOCAL_ENGINE``)."""
+    if engine == "edge":
+        return EdgeFolder(location)
+    from qdrant_client import QdrantClient
+
+    return QdrantClient(":memory:") if location == ":memory:" else QdrantClient(path=location)
+
+
+def _closed(engine: Any) -> bool:
+    if isinstance(engine, EdgeFolder):
+        return engine.closed
+    return bool(getattr(engine._client, "closed", False))
