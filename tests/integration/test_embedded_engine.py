@@ -12,9 +12,9 @@ import pytest
 from qdrant_client import QdrantClient
 
 from tests.integration.test_qdrant_store import PROFILE, keys, point, qsettings, query
-from winnow.adapters.qdrant_edge import EdgeFolder, local_engine_for
 from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
 from winnow.settings import QdrantSettings
+from winnow_local.adapters.qdrant_edge import EdgeFolder, local_engine_for
 
 
 @pytest.fixture(autouse=True)

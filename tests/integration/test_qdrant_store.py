@@ -25,7 +25,6 @@ from qdrant_client.http import models as qm
 
 from winnow.access import ReadScope
 from winnow.adapters.qdrant_collection import CollectionStore
-from winnow.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 from winnow.adapters.qdrant_errors import CollectionNotFound
 from winnow.adapters.qdrant_store import (
     QdrantVectorStore,
@@ -37,6 +36,7 @@ from winnow.errors import BadRequest, ConfigurationError, ProfileMismatch, Provi
 from winnow.models import AccessList, Chunk, ChunkPoint, EmbeddingProfile, SparseVector
 from winnow.ports import FilterValue, RangeFilter, SearchQuery
 from winnow.settings import QdrantSettings
+from winnow_local.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 
 EVERYTHING = ReadScope(everything=True)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
 from winnow.models import Block, ParsedDocument
 from winnow.ports import Embedder
 from winnow.settings import ChunkingSettings
 from winnow.text.chunking import chunk_document, chunk_to_fit, max_chunk_chars
+from winnow_local.adapters.onnx_embedder import LocalOnnxEmbedder
 
 WINDOW = 256
 # Token-dense text: numbers, units and symbols take a token or more each, about 2 characters a token.
