@@ -6,6 +6,7 @@ to use, never reconcile; no two packages import each other, and no two modules e
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -117,6 +118,16 @@ def test_no_local_only_code_is_left_in_the_shipped_package(folder: str) -> None:
     assert not (SOURCES["winnow"] / folder).exists()
     assert not list(SOURCES["winnow"].glob("cli*.py"))
     assert not (SOURCES["winnow"] / "__main__.py").exists()
+
+
+def test_the_embedded_defaults_adapters_live_with_the_local_tools() -> None:
+    # Given the adapters the composition root finds through the winnow.embedded entry points
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    targets = {name: value.split(":")[0] for name, value in declared["winnow.embedded"].items()}
+    # Then each is a module of the local tools, so the Lambda layer (the winnow package) has none
+    graph = import_graph()
+    assert {name: module for name, module in targets.items() if _top(module) != "winnow_local"} == {}
+    assert all(module in graph for module in targets.values())
 
 
 def test_ports_depend_on_the_models_alone() -> None:
