@@ -55,6 +55,9 @@ _SUBDIR = "edge"
 _COLLECTION_FILE = "collection.json"
 _ALIASES_FILE = "aliases.json"
 _SHARD_DIR = "shard"
+_MIGRATING = ".migrating"  # in <root>/edge while a local-mode index is moved in (migrate_local_mode)
+_LOCAL_MODE_COLLECTIONS = "collection"  # qdrant-client's local mode: <root>/collection/<name>, meta.json
+_LOCAL_MODE_BACKUP = "local-mode"
 _FORMAT = 1
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 
@@ -493,21 +496,87 @@ def open_embedded(settings: QdrantSettings, local_path: Path) -> QdrantClient | 
 
 
 def local_engine_for(settings: QdrantSettings, folder: Path) -> str:
-    """The engine for a local folder. Edge is the default, but a folder that holds only an index made by
-    qdrant-client's local mode (the default before Edge) keeps it until ``QDRANT_LOCAL_ENGINE`` is set,
-    so an upgrade never shows an empty index; a warning says how to move to Edge."""
+    """The engine for a local folder: Edge, unless ``QDRANT_LOCAL_ENGINE`` says otherwise. A folder that
+    holds only an index made by qdrant-client's local mode (the default before Edge), or one whose move
+    was cut short, is moved to Edge first (``migrate_local_mode``), so an upgrade never shows an empty
+    index and never re-embeds."""
     if "local_engine" in settings.model_fields_set or settings.local_engine != "edge":
         return settings.local_engine
-    collections = folder / "collection"
-    if not (folder / "edge").exists() and collections.is_dir() and any(collections.iterdir()):
-        logger.warning(
-            "the index in this folder was made by qdrant-client's local mode and stays in use; set "
-            "QDRANT_LOCAL_ENGINE=edge and run `winnow reconcile` to rebuild it on Qdrant Edge (much "
-            "faster search), or QDRANT_LOCAL_ENGINE=local to keep it and silence this warning",
-            extra={"folder": str(folder)},
-        )
-        return "local"
+    collections = folder / _LOCAL_MODE_COLLECTIONS
+    edge = folder / _SUBDIR
+    unfinished = (edge / _MIGRATING).exists()
+    if (unfinished or not edge.exists()) and collections.is_dir() and any(collections.iterdir()):
+        migrate_local_mode(folder, settings)
     return "edge"
+
+
+def migrate_local_mode(folder: Path, settings: QdrantSettings) -> int:
+    """Copy the local-mode index of ``folder`` into Qdrant Edge beside it, once: every collection Winnow
+    made (whatever its prefix) with its points as stored (vectors and payloads, nothing re-embedded), its
+    payload indexes, and the aliases. The local-mode files then move to ``<folder>/local-mode`` (a
+    local-mode folder of their own, kept as the backup), so later opens see Edge only. A move cut short
+    is redone from the start. Returns the number of points copied."""
+    import qdrant_edge as E
+    from qdrant_client import QdrantClient
+
+    edge_root = folder / _SUBDIR
+    shutil.rmtree(edge_root, ignore_errors=True)  # what a move cut short left
+    edge_root.mkdir(parents=True)
+    (edge_root / _MIGRATING).touch()
+    client = QdrantClient(path=str(folder))
+    target = EdgeFolder(str(folder))
+    copied = 0
+    try:
+        for described in client.get_collections().collections:
+            name = described.name
+            profile = profile_from_metadata(client.get_collection(name).config.metadata)
+            if profile is None:  # not a collection Winnow made
+                continue
+            store = target.store(profile, settings, collection_name=name)
+            store.ensure_collection()
+            offset: Any = None
+            while True:
+                records, offset = client.scroll(
+                    name, limit=256, offset=offset, with_payload=True, with_vectors=True
+                )
+                if records:
+                    store._update(E.UpdateOperation.upsert_points([_edge_point(r) for r in records]))
+                copied += len(records)
+                if offset is None:
+                    break
+        moved = set(target.names())
+        aliases = client.get_aliases().aliases
+        target.set_aliases({a.alias_name: a.collection_name for a in aliases if a.collection_name in moved})
+    finally:
+        client.close()
+        target.close()
+    backup = folder / _LOCAL_MODE_BACKUP
+    backup.mkdir(exist_ok=True)
+    for part in (_LOCAL_MODE_COLLECTIONS, "meta.json"):
+        if (folder / part).exists():
+            (folder / part).rename(backup / part)
+    (edge_root / _MIGRATING).unlink()
+    logger.info(
+        "moved the local-mode index to Qdrant Edge; the old files are in local-mode/",
+        extra={"folder": str(folder), "points": copied},
+    )
+    return copied
+
+
+def _edge_point(record: Any) -> Any:
+    """A local-mode record (``id``, ``vector`` by name, ``payload``) as an Edge point."""
+    import qdrant_edge as E
+
+    vectors = record.vector
+    sparse = vectors[SPARSE_VECTOR]
+    return E.Point(
+        str(record.id),
+        {
+            DENSE_VECTOR: [float(x) for x in vectors[DENSE_VECTOR]],
+            SPARSE_VECTOR: E.SparseVector(list(sparse.indices), [float(v) for v in sparse.values]),
+        },
+        record.payload or {},
+    )
 
 
 def _open_local(location: str, engine: str) -> QdrantClient | EdgeFolder:
