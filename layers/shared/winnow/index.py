@@ -89,8 +89,9 @@ class IndexLifecycle:
         index = self.active_index
         if index is None:
             return None
-        if self._cache is None:
-            self._cache = ActiveProfileCache(index, self._ttl)
+        with self._lock:
+            if self._cache is None:
+                self._cache = ActiveProfileCache(index, self._ttl)
         return self._cache.get()
 
     def forget_active(self) -> None:
