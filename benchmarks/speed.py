@@ -62,13 +62,13 @@ COLD_INDEX_DOCUMENTS = 20
 # --- ingest --------------------------------------------------------------------------------------------
 def naive_ingest(files: Sequence[tuple[str, bytes]], home: Path) -> dict[str, float]:
     """The pipeline a first version would have: every document on its own, straight through."""
-    from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
     from winnow.adapters.qdrant_store import make_qdrant_client, store_on
     from winnow.models import ChunkPoint
     from winnow.parsing import parse_document
     from winnow.settings import ChunkingSettings, IngestSettings, ProviderSettings, QdrantSettings
     from winnow.text.chunking import chunk_document
     from winnow.text.sparse import Bm25Encoder
+    from winnow_local.adapters.onnx_embedder import LocalOnnxEmbedder
 
     providers = ProviderSettings()
     # One model run at a time, as a first version would (Winnow's embedder runs several side by side).

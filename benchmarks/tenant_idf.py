@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from winnow.adapters.qdrant_collection import CollectionStore, QueryPlan
-from winnow.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 from winnow.adapters.qdrant_filters import search_filter, tenant_filter
 from winnow.adapters.qdrant_points import SPARSE_VECTOR
 from winnow.adapters.qdrant_store import QdrantVectorStore
 from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, ReadScope, SparseVector
 from winnow.settings import QdrantSettings
+from winnow_local.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 
 VOCABULARY = 30_000
 TERMS_PER_CHUNK = 100

@@ -20,7 +20,7 @@ from winnow_local.apigw import QueryValue, http_api_event, to_http_response
 from winnow_local.context import LocalLambdaContext
 
 if TYPE_CHECKING:
-    from winnow.adapters.objects_local import LocalObjectSource
+    from winnow_local.adapters.objects_local import LocalObjectSource
 
 DEFAULT_TENANT = "default"
 
@@ -29,7 +29,7 @@ def close_local_qdrant(path: Path | str | None = None) -> None:
     """Close the Qdrant local-mode client of ``path`` (every one when None). Local mode holds a folder
     lock until closed, and a client left to ``__del__`` at interpreter exit prints an ignored-exception
     traceback; the adapter reopens a closed client on next use."""
-    store_module = sys.modules.get("winnow.adapters.qdrant_store")
+    store_module = sys.modules.get("winnow_local.adapters.qdrant_edge")
     clients = getattr(store_module, "_LOCAL_CLIENTS", None)
     if not clients:
         return
@@ -183,9 +183,9 @@ class LocalRuntime:
     def _local_bucket(self) -> LocalObjectSource:
         """The folder bucket: only it can be written here (with S3 configured, upload with the AWS CLI
         and let the bucket notification do the rest)."""
-        from winnow.adapters.objects_local import LocalObjectSource
         from winnow.errors import ConfigurationError
         from winnow.factory import get_container
+        from winnow_local.adapters.objects_local import LocalObjectSource
 
         objects = get_container().objects
         if not isinstance(objects, LocalObjectSource):

@@ -283,7 +283,7 @@ def test_a_home_held_by_another_process_says_which_and_what_to_do(
     # embedded engine the home uses (each locks its own files)
     from qdrant_client import QdrantClient
 
-    from winnow.adapters.qdrant_edge import EdgeFolder
+    from winnow_local.adapters.qdrant_edge import EdgeFolder
 
     holders = [QdrantClient(path=str(winnow.home / "qdrant")), EdgeFolder(str(winnow.home / "qdrant"))]
     try:

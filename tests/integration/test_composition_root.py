@@ -1,19 +1,23 @@
 """One composition root (winnow.factory.Container) builds every service: search, answer, ingest, reconcile
-and the active index; services follow the components they were built on; the search function imports
-nothing of reconcile; and a sparse search scores its candidates with one vector-store call."""
+and the active index; services follow the components they were built on; the embedded default's adapters
+are found through the local package's entry points; the search function imports nothing of reconcile; and
+a sparse search scores its candidates with one vector-store call."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import tomllib
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.stack import EmbeddedStack
-from winnow.errors import FeatureDisabled
+from winnow.embedded import GROUP, embedded
+from winnow.errors import ConfigurationError, FeatureDisabled
 from winnow.models import StoredChunk
 from winnow.ports import SearchQuery
 
@@ -58,6 +62,25 @@ def test_the_reconciler_is_wired_from_the_same_components(stack: EmbeddedStack) 
 def test_answers_without_a_generator_are_refused_before_anything_is_built(stack: EmbeddedStack) -> None:
     with pytest.raises(FeatureDisabled):
         stack.container.answer_service()
+
+
+def test_the_embedded_default_is_found_through_the_installed_entry_points() -> None:
+    # Given the entry points pyproject.toml declares for the embedded default's adapters
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][GROUP]
+    # Then the installed package declares the same (else `make install` was not rerun), and each loads
+    installed = {entry.name: entry.value for entry in entry_points(group=GROUP)}
+    assert installed == declared, "run `make install`: the installed entry points are stale"
+    for name in declared:
+        assert callable(embedded(name, instead="-"))
+
+
+def test_a_local_adapter_that_is_not_installed_is_a_clear_configuration_error() -> None:
+    # Given a name no installed package provides (as in the Lambda layer, which has no local tools)
+    with pytest.raises(ConfigurationError) as refused:
+        embedded("ledger-of-nowhere", instead="WINNOW_LEDGER_TABLE")
+    # Then the error says what is missing and which setting uses the service instead
+    assert "ledger-of-nowhere is not installed" in str(refused.value)
+    assert "set WINNOW_LEDGER_TABLE" in str(refused.value)
 
 
 def test_the_search_function_imports_nothing_of_reconcile() -> None:

@@ -1,7 +1,7 @@
 """Which embedded engine a local folder gets: Qdrant Edge by default (benchmarks.scale: hybrid p50 in
-single-digit ms at 50k chunks, against seconds in qdrant-client's local mode), except a folder that holds
-only an index made by local mode, which keeps local mode until the engine is chosen explicitly, so an
-upgrade never shows an empty index."""
+single-digit ms at 50k chunks, against seconds in qdrant-client's local mode); a folder that holds only an
+index made by local mode is moved to Edge once, points copied as stored, so an upgrade never shows an
+empty index and never re-embeds."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from qdrant_client import QdrantClient
 
 from tests.support.qdrant import PROFILE, keys, point, qsettings, query
-from winnow.adapters.qdrant_edge import EdgeFolder
-from winnow.adapters.qdrant_store import QdrantVectorStore, local_engine_for, make_qdrant_client
+from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
 from winnow.settings import QdrantSettings
+from winnow_local.adapters.qdrant_edge import EdgeFolder, local_engine_for
 
 
 @pytest.fixture(autouse=True)
@@ -22,11 +22,21 @@ def no_engine_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("QDRANT_LOCAL_ENGINE", raising=False)
 
 
-def local_mode_index(folder: Path) -> None:
-    """A folder as the embedded default left it before Edge became the default: one document indexed."""
+def local_mode_index(folder: Path) -> dict[str, list[float]]:
+    """A folder as the embedded default left it before Edge became the default: one document indexed and
+    the pointer searches read. Returns the document's stored vectors."""
     client = QdrantClient(path=str(folder))
-    QdrantVectorStore(client, PROFILE, qsettings()).upsert([point("acme", "old.txt", "alpha beta")])
+    store = QdrantVectorStore(client, PROFILE, qsettings())
+    store.upsert([point("acme", "old.txt", "alpha beta")])
+    store.active_index().activate(PROFILE)
+    vectors = store.existing_vectors("acme", "old.txt")
     client.close()
+    return vectors
+
+
+def same_vectors(got: dict[str, list[float]], stored: dict[str, list[float]]) -> bool:
+    """The same chunks with the same vectors, up to float32 rounding (each engine normalises for cosine)."""
+    return got.keys() == stored.keys() and all(got[h] == pytest.approx(stored[h], abs=1e-6) for h in got)
 
 
 def open_folder(folder: Path, settings: QdrantSettings) -> Any:
@@ -47,24 +57,56 @@ def test_the_default_engine_is_edge_for_a_new_folder(tmp_path: Path) -> None:
         client.close()
 
 
-def test_a_folder_indexed_by_local_mode_keeps_it_and_says_how_to_move(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_a_folder_indexed_by_local_mode_is_moved_to_edge_once(tmp_path: Path) -> None:
     # Given a folder indexed by local mode, and no engine configured
     folder = tmp_path / "qdrant"
-    local_mode_index(folder)
+    stored = local_mode_index(folder)
     # When the embedded default opens it
-    client = open_folder(folder, QdrantSettings())
+    engine = open_folder(folder, qsettings())
     try:
-        # Then the existing index stays in use, its documents still found
-        assert not isinstance(client, EdgeFolder)
-        store = QdrantVectorStore(client, PROFILE, qsettings())
+        # Then it runs on Edge with the same points (vectors as stored, nothing re-embedded) and pointer
+        assert isinstance(engine, EdgeFolder)
+        store = engine.store(PROFILE, qsettings())
         assert keys(store.search(query("acme", "alpha"))) == ["old.txt"]
-        # And a warning names the setting and the command that move it to Edge
-        logged = caplog.text
-        assert "QDRANT_LOCAL_ENGINE=edge" in logged and "winnow reconcile" in logged
+        assert same_vectors(store.existing_vectors("acme", "old.txt"), stored)
+        assert store.active_index().active() == PROFILE
     finally:
-        client.close()
+        engine.close()
+    # And the local-mode files are kept aside as a local-mode folder of their own, so the next open moves
+    # nothing again
+    assert not (folder / "collection").exists() and (folder / "local-mode" / "collection").is_dir()
+    sentinel = folder / "edge" / "kept.txt"  # a second move would start by clearing Edge's folder
+    sentinel.write_text("x")
+    engine = open_folder(folder, qsettings())
+    try:
+        assert keys(engine.store(PROFILE, qsettings()).search(query("acme", "alpha"))) == ["old.txt"]
+        assert sentinel.exists()
+    finally:
+        engine.close()
+    backup = QdrantClient(path=str(folder / "local-mode"))
+    try:
+        assert keys(QdrantVectorStore(backup, PROFILE, qsettings()).search(query("acme", "alpha"))) == [
+            "old.txt"
+        ]
+    finally:
+        backup.close()
+
+
+def test_a_move_cut_short_is_redone_from_the_start(tmp_path: Path) -> None:
+    # Given a local-mode folder whose move to Edge stopped halfway (Edge's folder marked unfinished)
+    folder = tmp_path / "qdrant"
+    stored = local_mode_index(folder)
+    (folder / "edge").mkdir()
+    (folder / "edge" / ".migrating").touch()
+    # When the embedded default opens it
+    engine = open_folder(folder, qsettings())
+    try:
+        # Then the move is made again and finished
+        assert isinstance(engine, EdgeFolder)
+        assert same_vectors(engine.store(PROFILE, qsettings()).existing_vectors("acme", "old.txt"), stored)
+        assert not (folder / "edge" / ".migrating").exists()
+    finally:
+        engine.close()
 
 
 def test_an_explicit_engine_always_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -75,7 +75,7 @@ def announced(event: dict[str, Any]) -> list[tuple[str, str]]:
 
 def seed_bucket(home: Path, event: dict[str, Any]) -> list[str]:
     """Put every object the event says was created into the folder bucket; the keys put."""
-    from winnow.adapters.objects_local import LocalObjectSource
+    from winnow_local.adapters.objects_local import LocalObjectSource
 
     bucket = LocalObjectSource(home / "bucket")
     created = [key for action, key in announced(event) if action == "created"]

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from tests.support.aws import FaultyAws
 from winnow.adapters.ledger_dynamodb import DynamoDbLedger
-from winnow.adapters.ledger_sqlite import SqliteLedger
 from winnow.errors import (
     BadRequest,
     ConfigurationError,
@@ -30,6 +29,7 @@ from winnow.errors import (
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger
 from winnow.rules import sequencer_is_newer
+from winnow_local.adapters.ledger_sqlite import SqliteLedger
 
 
 class Clock:

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from tests.support.aws import FaultyAws
-from winnow.adapters.objects_local import LocalObjectSource
 from winnow.adapters.objects_s3 import S3ObjectSource
 from winnow.errors import (
     ConfigurationError,
@@ -27,6 +26,7 @@ from winnow.errors import (
     ProviderUnavailable,
 )
 from winnow.ports import ObjectSource
+from winnow_local.adapters.objects_local import LocalObjectSource
 
 
 @dataclass
@@ -425,7 +425,7 @@ def test_list_is_lazy_for_local_folders(local: LocalObjectSource, monkeypatch: p
         visited.append(str(path))
         return real_scandir(path)
 
-    monkeypatch.setattr("winnow.adapters.objects_local.os.scandir", spy)
+    monkeypatch.setattr("winnow_local.adapters.objects_local.os.scandir", spy)
     # When one prefix is listed, Then folders outside it are never read
     assert [i.key for i in local.list("acme/")] == ["acme/a.txt"]
     assert not any(p.endswith("globex") for p in visited)

@@ -20,9 +20,9 @@ from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
 from tests.support.qdrant import CORPUS, PROFILE, keys, point, qsettings, query
-from winnow.adapters.qdrant_edge import EdgeFolder
 from winnow.adapters.qdrant_store import QdrantVectorStore, collection_layout, store_on
 from winnow.settings import QdrantSettings
+from winnow_local.adapters.qdrant_edge import EdgeFolder
 
 
 class RecordingQdrant:

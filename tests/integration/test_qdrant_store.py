@@ -36,7 +36,6 @@ from tests.support.qdrant import (
 )
 from winnow.access import ReadScope
 from winnow.adapters.qdrant_collection import CollectionStore
-from winnow.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 from winnow.adapters.qdrant_errors import CollectionNotFound
 from winnow.adapters.qdrant_store import (
     QdrantVectorStore,
@@ -48,6 +47,7 @@ from winnow.errors import BadRequest, ConfigurationError, ProfileMismatch, Provi
 from winnow.models import AccessList, ChunkPoint, EmbeddingProfile, SparseVector
 from winnow.ports import FilterValue, RangeFilter, SearchQuery
 from winnow.settings import QdrantSettings
+from winnow_local.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 
 
 class RecordingClient:

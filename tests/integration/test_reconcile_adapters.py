@@ -11,12 +11,12 @@ import pytest
 
 from tests.support.aws import FaultyAws
 from winnow.adapters.lambda_invoke import LambdaAsyncInvoker
-from winnow.adapters.queue_inprocess import InProcessEventQueue
 from winnow.adapters.queue_sqs import SqsEventQueue
 from winnow.errors import ConfigurationError, DocumentBusy, EnqueueFailed, ProviderUnavailable
 from winnow.ingest.events import ObjectEvent, parse_sqs_body
 from winnow.models import EmbeddingProfile
 from winnow.settings import QdrantSettings
+from winnow_local.adapters.queue_inprocess import InProcessEventQueue
 
 
 def _created(key: str, size: int = 10, etag: str = "abc123") -> ObjectEvent:

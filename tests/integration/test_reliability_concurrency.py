@@ -33,7 +33,6 @@ from hypothesis import strategies as st
 from tests.support.reliability import object_exists, point_snapshot, using
 from tests.support.stack import EmbeddedStack, voyage_settings
 from winnow.adapters.ledger_dynamodb import DynamoDbLedger
-from winnow.adapters.ledger_sqlite import SqliteLedger
 from winnow.adapters.objects_s3 import S3ObjectSource
 from winnow.adapters.qdrant_store import QdrantVectorStore
 from winnow.adapters.voyage import VoyageEmbedder
@@ -44,6 +43,7 @@ from winnow.models import DocumentStatus
 from winnow.ports import Embedder, InputType
 from winnow.settings import ChunkingSettings, IngestSettings, QdrantSettings
 from winnow_fakes.fake_voyage import FakeVoyageServer
+from winnow_local.adapters.ledger_sqlite import SqliteLedger
 
 CONTENTS = [
     b"# Menu\n\n## Soup\n\nThe lentil soup is served with rye bread on Mondays.\n",

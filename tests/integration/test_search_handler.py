@@ -402,7 +402,7 @@ def test_a_cold_search_that_fails_to_build_leaves_the_collector_on(
         raise RuntimeError("cannot reach Qdrant")
 
     monkeypatch.setattr(loaded.container, "_search", None)
-    monkeypatch.setattr(loaded.container, "active_profile", broken)
+    monkeypatch.setattr(loaded.container.index, "reads", broken)
     # When the first search arrives
     status, _, body = loaded.api("POST", "/search", {"query": "anything"})
     # Then it is a structured 500 and the collector runs again

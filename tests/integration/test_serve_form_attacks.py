@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from tests.support.serve import serving
-from winnow.adapters.objects_local import LocalObjectSource
 from winnow.errors import ObjectGone
 from winnow.factory import get_container
+from winnow_local.adapters.objects_local import LocalObjectSource
 from winnow_local.web.server import WinnowHTTPServer
 
 pytestmark = pytest.mark.slow

@@ -1025,7 +1025,7 @@ def test_search_worst_case_provider_time_fits_its_timeout_and_api_gateway(
         voyage_calls.append(voyage.max_attempts * voyage.timeout_seconds + sum(slept))
 
     # Qdrant: the hybrid search, with the adapter's jitter at its ceiling.
-    with QdrantOutage() as outage, mock.patch.object(qdrant_errors.random, "uniform", lambda low, high: high):
+    with QdrantOutage() as outage, mock.patch.object(qdrant_errors.random, "random", return_value=1.0):
         settings = qdrant.model_copy(update={"url": outage.url})
         client = make_qdrant_client(settings, None, tmp_path)
         profile = EmbeddingProfile("voyage", voyage.embed_model, voyage.output_dimension or 1024)
@@ -1462,6 +1462,23 @@ def test_built_handlers_import_with_only_their_bundle_and_the_layer(
         )
     )
     assert loaded == []
+
+
+@pytest.mark.slow
+def test_built_layer_has_no_embedded_default_and_says_so(host_build: dict[str, Path], tmp_path: Path) -> None:
+    """Given only the built layer, a container left on the embedded default (no bucket, no ledger table)
+    refuses with the setting to use instead: the local adapters ship with the local tools, not the layer."""
+    layer = host_build["SharedLayer"] / "python"
+    said = run_isolated(
+        [layer, runtime_standin(tmp_path)],
+        "from winnow.errors import ConfigurationError\nfrom winnow.factory import Container\n"
+        "for part in ('ledger', 'objects', 'embedder'):\n"
+        "    try:\n        getattr(Container(), part)\n"
+        "    except ConfigurationError as e:\n        print(e)\n",
+    ).splitlines()
+    assert len(said) == 3
+    for line, setting in zip(said, ("WINNOW_LEDGER_TABLE", "WINNOW_BUCKET", "VOYAGE_API_KEY"), strict=True):
+        assert f"set {setting}" in line and "not installed" in line
 
 
 def test_isolated_runner_really_hides_the_dev_environment(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def point_snapshot(store: VectorStore, tenant: str | None = None) -> dict[str, P
 
 def _every_point(store: VectorStore) -> Iterator[Any]:
     """Every point with payload and vectors, read through the engine's own API (not the store's)."""
-    from winnow.adapters.qdrant_edge import EdgeVectorStore
+    from winnow_local.adapters.qdrant_edge import EdgeVectorStore
 
     name = store.collection_name  # type: ignore[attr-defined]
     offset: Any = None
@@ -79,7 +79,7 @@ def _every_point(store: VectorStore) -> Iterator[Any]:
 
 def drop_collection(store: VectorStore) -> None:
     """Delete the store's collection behind its back, through the engine's own API."""
-    from winnow.adapters.qdrant_edge import EdgeVectorStore
+    from winnow_local.adapters.qdrant_edge import EdgeVectorStore
 
     name = store.collection_name  # type: ignore[attr-defined]
     if isinstance(store, EdgeVectorStore):

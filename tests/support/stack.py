@@ -220,7 +220,7 @@ def rerank_stack(tmp_path: Path, fake_voyage: FakeVoyageServer) -> Iterator[Embe
 
 @pytest.fixture(scope="session")
 def onnx_embedder() -> Embedder:
-    from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
+    from winnow_local.adapters.onnx_embedder import LocalOnnxEmbedder
 
     return LocalOnnxEmbedder()
 

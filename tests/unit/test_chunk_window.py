@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from tests.support.samples import DENSE
-from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
 from winnow.models import Block, ParsedDocument
 from winnow.ports import Embedder
 from winnow.settings import ChunkingSettings
 from winnow.text.chunking import chunk_document, chunk_to_fit, max_chunk_chars
+from winnow_local.adapters.onnx_embedder import LocalOnnxEmbedder
 
 WINDOW = 256
 PROSE = " ".join(

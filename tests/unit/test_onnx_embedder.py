@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from winnow.adapters.onnx_embedder import (
+from winnow.errors import ConfigurationError
+from winnow.models import EmbeddingProfile
+from winnow_local.adapters.onnx_embedder import (
     DIMENSION,
     MODEL_SHA256,
     TOKENIZER_SHA256,
@@ -18,8 +20,6 @@ from winnow.adapters.onnx_embedder import (
     sha256_of,
     verify_model_files,
 )
-from winnow.errors import ConfigurationError
-from winnow.models import EmbeddingProfile
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ def test_module_import_stays_light() -> None:
     layer = Path(__file__).resolve().parents[2] / "layers" / "shared"
     env = {**os.environ, "PYTHONPATH": str(layer)}
     code = (
-        "import sys; import winnow.adapters.onnx_embedder; "
+        "import sys; import winnow_local.adapters.onnx_embedder; "
         "print(sorted(m for m in ('onnxruntime', 'numpy', 'tokenizers') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)

@@ -1,10 +1,12 @@
 """Package boundaries, read from the source (every import, including those inside functions and under
 TYPE_CHECKING): the shipped ``winnow`` package never reaches the handlers, the local tools or the test
-doubles; ``ports`` depends on the models alone; and no two packages import each other."""
+doubles; ``ports`` depends on the models alone; search and ingest ask ``winnow.index`` which collection
+to use, never reconcile; no two packages import each other, and no two modules either."""
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -118,6 +120,16 @@ def test_no_local_only_code_is_left_in_the_shipped_package(folder: str) -> None:
     assert not (SOURCES["winnow"] / "__main__.py").exists()
 
 
+def test_the_embedded_defaults_adapters_live_with_the_local_tools() -> None:
+    # Given the adapters the composition root finds through the winnow.embedded entry points
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    targets = {name: value.split(":")[0] for name, value in declared["winnow.embedded"].items()}
+    # Then each is a module of the local tools, so the Lambda layer (the winnow package) has none
+    graph = import_graph()
+    assert {name: module for name, module in targets.items() if _top(module) != "winnow_local"} == {}
+    assert all(module in graph for module in targets.values())
+
+
 def test_ports_depend_on_the_models_alone() -> None:
     # The exceptions module is the models' sibling: both are leaves that import nothing of ours.
     graph = import_graph()
@@ -152,14 +164,33 @@ def test_no_two_packages_import_each_other() -> None:
     assert _cycle(edges) is None
 
 
-def test_no_module_cycle_among_the_local_tools() -> None:
-    graph = import_graph()
-    edges = {
-        module: {name for name in imported if _top(name) in ("winnow_local", "winnow_fakes")}
-        for module, imported in graph.items()
-        if _top(module) in ("winnow_local", "winnow_fakes")
-    }
+def test_no_module_cycle_lazy_imports_included() -> None:
+    # Given every import of every module, those inside functions and under TYPE_CHECKING included
+    edges = {module: set(imported) for module, imported in import_graph().items()}
+    # Then no module reaches itself: each can be read (and imported) after the ones it names
     assert _cycle(edges) is None
+
+
+@pytest.mark.parametrize("package", ["winnow.search", "winnow.ingest"])
+def test_reads_and_writes_ask_the_index_not_reconcile(package: str) -> None:
+    # Which collection serves reads and which take writes is winnow.index's answer; reconcile only
+    # moves the pointer, so the request paths never import it
+    reaching = {
+        module: sorted(name for name in imported if _package(name) == "winnow.reconcile")
+        for module, imported in import_graph().items()
+        if _package(module) == package
+    }
+    assert {module: names for module, names in reaching.items() if names} == {}
+
+
+def test_the_composition_root_wires_the_lifecycle_it_does_not_keep_it() -> None:
+    # The factory builds the index lifecycle and the reconciler; the pointer cache, the transition
+    # store and the rebuild's components live in winnow.index
+    graph = import_graph()
+    assert "winnow.index" in graph["winnow.factory"]
+    assert {name for name in graph["winnow.factory"] if _package(name) == "winnow.reconcile"} <= {
+        "winnow.reconcile.service"
+    }
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

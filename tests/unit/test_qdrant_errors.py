@@ -1,10 +1,13 @@
-"""The one Qdrant error translator and the retrying caller: real errors of each engine (an HTTP answer of
-Qdrant Cloud, qdrant-client's local mode, a Qdrant Edge shard) become Winnow's permanent or transient
-errors; transient ones are retried a bounded number of times, the others never."""
+"""The one Qdrant error translator and the caller: real errors of each engine (an HTTP answer of Qdrant
+Cloud, qdrant-client's local mode, a Qdrant Edge shard) become Winnow's permanent or transient errors;
+transient ones are retried a bounded number of times by the one retry policy (``_retry``), the others
+never."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 
 import httpx
@@ -59,6 +62,15 @@ def test_a_missing_collection_is_named() -> None:
 def test_a_throttled_call_keeps_the_servers_retry_after() -> None:
     error = translate(http_error(429, headers={"Retry-After": "3"}), "upsert")
     assert isinstance(error, ProviderRateLimited) and error.retry_after == 3.0
+
+
+def test_a_retry_after_date_is_read_by_the_one_parser() -> None:
+    # Given a 429 whose Retry-After is an HTTP date about 30 s ahead (RFC 9110 allows either form)
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    error = translate(http_error(429, headers={"Retry-After": when}), "upsert")
+    # Then it is honoured as seconds, like Voyage's and Ollama's
+    assert isinstance(error, ProviderRateLimited) and error.retry_after is not None
+    assert 20 <= error.retry_after <= 31
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from winnow.adapters.ledger_sqlite import SqliteLedger
-from winnow.adapters.objects_local import LocalObjectSource
 from winnow.adapters.qdrant_store import QdrantVectorStore
 from winnow.errors import BadRequest, EnqueueFailed
 from winnow.ingest.events import ObjectEvent
@@ -29,6 +27,8 @@ from winnow.reconcile.service import (
 )
 from winnow.reconcile.stats import ReconcileStats
 from winnow.settings import QdrantSettings
+from winnow_local.adapters.ledger_sqlite import SqliteLedger
+from winnow_local.adapters.objects_local import LocalObjectSource
 
 PROFILE = EmbeddingProfile("test", "unit-model", 4)
 OLD_PROFILE = EmbeddingProfile("test", "older-model", 4)

@@ -128,9 +128,9 @@ def test_every_shipped_model_file_loads_for_its_profile() -> None:
 def test_the_default_threshold_is_the_one_chosen_with_the_shipped_local_model() -> None:
     # Given the local embedder's shipped relevance models, which record the threshold the quality
     # benchmark's rule chose with them (--write-model)
-    from winnow.adapters.onnx_embedder import DIMENSION, MODEL_NAME
     from winnow.models import EmbeddingProfile
     from winnow.settings import SearchSettings
+    from winnow_local.adapters.onnx_embedder import DIMENSION, MODEL_NAME
 
     models = load_models(EmbeddingProfile("local", MODEL_NAME, DIMENSION).slug)
     # Then the configured default is that threshold: a refit that moves it cannot leave the default behind
@@ -183,8 +183,8 @@ def test_a_ranked_model_whose_gap_weight_would_tie_or_reverse_its_order_is_refus
 
 
 def test_the_shipped_hybrid_model_on_one_candidate_and_without_keyword_evidence() -> None:
-    from winnow.adapters.onnx_embedder import DIMENSION, MODEL_NAME
     from winnow.models import EmbeddingProfile
+    from winnow_local.adapters.onnx_embedder import DIMENSION, MODEL_NAME
 
     models = load_models(EmbeddingProfile("local", MODEL_NAME, DIMENSION).slug)
     assert models is not None

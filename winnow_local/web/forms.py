@@ -93,9 +93,9 @@ def bucket_key(tenant: str, key: str) -> str:
     """``<tenant>/<key>`` once both the upload rule (``winnow.rules``: a caller path, never a sidecar) and
     the bucket's own accept it (a key can pass one and not the other: the folder bucket's file names are
     at most 250 bytes)."""
-    from winnow.adapters.objects_local import check_key
     from winnow.errors import InvalidKey
     from winnow.rules import object_key, upload_path_problem
+    from winnow_local.adapters.objects_local import check_key
 
     key = key.strip()
     problem = upload_path_problem(tenant, key)

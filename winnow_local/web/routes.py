@@ -139,8 +139,8 @@ class WinnowRequestHandler(RequestPlumbing):
             response = runtime.call_api(method, target, body=payload, headers=headers)
             if method == "DELETE" and path.startswith("/documents/") and response.status == 202:
                 # In AWS the bucket notification runs the removal through ingest; here the server does.
-                from winnow.adapters.objects_local import LocalObjectSource
                 from winnow.factory import get_container
+                from winnow_local.adapters.objects_local import LocalObjectSource
 
                 if isinstance(get_container().objects, LocalObjectSource):
                     runtime.ingest_removals([str(response.json()["key"])])

@@ -180,7 +180,7 @@ def make_server(
     if not search.allow_tenant_header:
         container.settings.search = search.model_copy(update={"allow_tenant_header": True})
     server = WinnowHTTPServer((host, port), quiet=quiet, settings=settings)
-    from winnow.adapters.objects_local import LocalObjectSource
+    from winnow_local.adapters.objects_local import LocalObjectSource
 
     objects = container.objects
     if isinstance(objects, LocalObjectSource):  # with WINNOW_BUCKET set, S3 signs and receives uploads

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import httpx
 
     from winnow.answer.service import AnswerService
+    from winnow.index import IndexLifecycle
     from winnow.ingest.service import IngestService
     from winnow.models import EmbeddingProfile
     from winnow.ports import (
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
         Reranker,
         VectorStore,
     )
-    from winnow.reconcile.active import ActiveProfileCache
     from winnow.reconcile.service import Reconciler
     from winnow.search.service import SearchService
     from winnow.text.sparse import Bm25Encoder
@@ -94,17 +94,6 @@ def read_secret(arn: str, max_age: int) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class _Rebuild:
-    """What an embedding-profile rebuild needs beside the configured components (see ``Container``)."""
-
-    profile: EmbeddingProfile
-    configured: VectorStore  # the configured store these were built beside
-    embedder: Embedder
-    store: VectorStore
-    ingest_store: VectorStore
-
-
 class Container:
     """The wired components and services. Properties create their object on first use."""
 
@@ -115,7 +104,6 @@ class Container:
         # injecting one) gets a new service, the same store keeps the warm one and its query cache.
         self._search: tuple[VectorStore, SearchService] | None = None
         self._ingest: tuple[VectorStore, IngestService] | None = None
-        self._rebuild: _Rebuild | None = None
 
     # --- secrets -----------------------------------------------------------------------------------
     def _secret(self, plain: object, arn: str | None) -> str | None:
@@ -146,10 +134,11 @@ class Container:
             return self._local_embedder()
 
     def _local_embedder(self) -> Embedder:
-        from winnow.adapters.onnx_embedder import LocalOnnxEmbedder
+        from winnow.embedded import embedded
 
         p = self.settings.providers
-        return LocalOnnxEmbedder(
+        local_onnx_embedder = embedded("embedder", instead="VOYAGE_API_KEY")
+        return local_onnx_embedder(
             model_path=p.local_model_path,
             tokenizer_path=p.local_tokenizer_path,
             batch_size=p.local_batch_size,
@@ -215,10 +204,11 @@ class Container:
                 from winnow.adapters.ledger_dynamodb import DynamoDbLedger
 
                 return DynamoDbLedger(s.ledger_table)
-            from winnow.adapters.ledger_sqlite import SqliteLedger
+            from winnow.embedded import embedded
 
+            sqlite_ledger = embedded("ledger", instead="WINNOW_LEDGER_TABLE")
             s.home.mkdir(parents=True, exist_ok=True)
-            return SqliteLedger(s.sqlite_path)
+            return sqlite_ledger(s.sqlite_path)
 
     @cached_property
     def objects(self) -> ObjectSource:
@@ -228,10 +218,11 @@ class Container:
                 from winnow.adapters.objects_s3 import S3ObjectSource
 
                 return S3ObjectSource(s.bucket)
-            from winnow.adapters.objects_local import LocalObjectSource
+            from winnow.embedded import embedded
 
+            folder_bucket = embedded("objects", instead="WINNOW_BUCKET")
             s.local_bucket_dir.mkdir(parents=True, exist_ok=True)
-            return LocalObjectSource(s.local_bucket_dir)
+            return folder_bucket(s.local_bucket_dir)
 
     @cached_property
     def generator(self) -> Generator:
@@ -255,56 +246,19 @@ class Container:
                 "(and WINNOW_ANSWER_OLLAMA_MODEL to a pulled model)"
             )
 
-    # --- the active index (which profile's collection searches read) ------------------------------------
+    # --- the index lifecycle (which collection serves reads, which take writes) ------------------------
     @cached_property
+    def index(self) -> IndexLifecycle:
+        from winnow.index import IndexLifecycle
+
+        return IndexLifecycle(self, self._lock, ACTIVE_PROFILE_TTL_SECONDS)
+
+    @property
     def active_index(self) -> ActiveIndex | None:
-        """The pointer, on the store's own engine; None for a store that is not Qdrant."""
-        with self._lock:
-            from winnow.adapters.qdrant_collection import CollectionStore
-
-            store = self.store
-            return store.active_index() if isinstance(store, CollectionStore) else None
-
-    @cached_property
-    def _active_cache(self) -> ActiveProfileCache | None:
-        from winnow.reconcile.active import ActiveProfileCache
-
-        index = self.active_index
-        return None if index is None else ActiveProfileCache(index, ACTIVE_PROFILE_TTL_SECONDS)
-
-    def active_profile(self) -> EmbeddingProfile | None:
-        """The profile searches read (looked up at most once a minute); None when no pointer is set."""
-        cache = self._active_cache
-        return None if cache is None else cache.get()
+        return self.index.active_index
 
     def forget_active(self) -> None:
-        """Drop the cached pointer, so this process sees a switch at once (the CLI after a run, tests)."""
-        cache = self._active_cache
-        if cache is not None:
-            cache.invalidate()
-
-    def _rebuilding_from(self) -> EmbeddingProfile | None:
-        """The profile searches still read while a rebuild into the configured one runs, else None."""
-        active = self.active_profile()
-        return None if active is None or active == self.embedder.profile else active
-
-    def _profile_components(self, profile: EmbeddingProfile) -> _Rebuild:
-        """For the collection searches still read during a rebuild: its query embedder, its store, and
-        the store ingest writes (the configured collection, mirroring deletions and metadata to it)."""
-        with self._lock:
-            built = self._rebuild
-            if built is None or built.profile != profile or built.configured is not self.store:
-                from winnow.reconcile.active import TransitionStore
-
-                previous = self._store_for(profile)
-                built = self._rebuild = _Rebuild(
-                    profile=profile,
-                    configured=self.store,
-                    embedder=self.query_embedder(profile),
-                    store=previous,
-                    ingest_store=TransitionStore(self.store, previous),
-                )
-            return built
+        self.index.forget_active()
 
     def query_embedder(self, profile: EmbeddingProfile) -> Embedder:
         """A query embedder for ``profile`` (the collection searches still read during a rebuild)."""
@@ -326,14 +280,6 @@ class Container:
             "finish the rebuild with reconcile, or configure that embedder"
         )
 
-    def _store_for(self, profile: EmbeddingProfile) -> VectorStore:
-        from winnow.adapters.qdrant_collection import CollectionStore
-
-        store = self.store
-        if not isinstance(store, CollectionStore):
-            raise ConfigurationError("profile switching needs the Qdrant vector store")
-        return store.for_profile(profile)
-
     # --- services ----------------------------------------------------------------------------------------
     def search_service(self) -> SearchService:
         """The search service on the collection searches read: the configured profile's, or the previous
@@ -346,12 +292,7 @@ class Container:
                 building_long_lived_objects() if self._search is None else nullcontext()
             )
             with cold:
-                rebuilding = self._rebuilding_from()
-                if rebuilding is None:
-                    embedder, store = self.embedder, self.store
-                else:
-                    old = self._profile_components(rebuilding)
-                    embedder, store = old.embedder, old.store
+                embedder, store = self.index.reads()
                 if self._search is None or self._search[0] is not store:
                     from winnow.search.service import SearchService
 
@@ -373,14 +314,8 @@ class Container:
 
         return AnswerService(self.search_service(), generator, self.settings.answer)
 
-    def ingest_store(self) -> VectorStore:
-        """The store ingest writes: the configured profile's, mirroring deletions and metadata to the
-        collection searches still read while a rebuild is under way."""
-        rebuilding = self._rebuilding_from()
-        return self.store if rebuilding is None else self._profile_components(rebuilding).ingest_store
-
     def ingest_service(self) -> IngestService:
-        store = self.ingest_store()
+        store = self.index.writes()
         with self._lock:
             if self._ingest is None or self._ingest[0] is not store:
                 from winnow.ingest.service import IngestService
@@ -409,9 +344,10 @@ class Container:
                 from winnow.adapters.queue_sqs import SqsEventQueue
 
                 return SqsEventQueue(url)
-            from winnow.adapters.queue_inprocess import InProcessEventQueue
+            from winnow.embedded import embedded
 
-            return InProcessEventQueue(
+            in_process_queue = embedded("queue", instead="WINNOW_QUEUE_URL")
+            return in_process_queue(
                 lambda event: self.ingest_service().handle(event),
                 self.embedder,
                 self.settings.ingest.batch_concurrency,

@@ -54,7 +54,7 @@ class QdrantSettings(BaseSettings):
         default="edge",
         description="Engine without a URL: Qdrant Edge (in-process Rust, qdrant-edge-py; stores under "
         "<path>/edge), or qdrant-client's local mode (pure Python; slow beyond a few thousand chunks). "
-        "Unset, a folder holding only a local-mode index keeps local mode (docs/local.md).",
+        "Unset, a folder holding only a local-mode index is moved to Edge once (docs/local.md).",
     )
     collection_prefix: str = "winnow"
     timeout_seconds: int = Field(default=10, ge=1, le=120)

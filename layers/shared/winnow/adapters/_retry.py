@@ -1,4 +1,4 @@
-"""The one retry policy of provider calls (Voyage, Bedrock, Ollama), on tenacity: bounded attempts,
+"""The one retry policy of provider calls (Voyage, Bedrock, Ollama, Qdrant), on tenacity: bounded attempts,
 exponential backoff with full jitter or the provider's ``Retry-After``, and optionally a deadline, so that
 no attempt starts that could not finish in time (in Lambda, the invocation's remaining time: an outage
 then becomes our own 503, not a timeout).
@@ -28,11 +28,18 @@ Sleep = Callable[[float], None]
 class Retryable(Exception):
     """One failed attempt that a later attempt may get past."""
 
-    def __init__(self, kind: str, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        retry_after: float | None = None,
+        error: TransientError | None = None,
+    ) -> None:
         super().__init__(message)
         self.kind = kind  # "rate_limited" | "unavailable" | "response"
         self.message = message
         self.retry_after = retry_after
+        self.error = error  # already in our terms (an adapter that translates before retrying)
 
     def as_transient(self, message: str, retry_after: float) -> TransientError:
         """Our exception for this kind of failure, once no attempt is left."""
@@ -48,6 +55,7 @@ class Backoff:
     max_attempts: int
     base_seconds: float
     max_seconds: float
+    max_retry_after: float | None = None  # the cap of a provider's Retry-After; None: max_seconds
 
     def ceiling(self, attempt: int) -> float:
         """The longest pause after failed attempt number ``attempt`` (1-based)."""
@@ -102,7 +110,8 @@ def call_with_retries(
         ``Retry-After`` says how long to wait, capped so that one answer cannot stall us."""
         retry_after = _failure(state).retry_after
         if retry_after is not None:
-            return min(retry_after, backoff.max_seconds)
+            cap = backoff.max_seconds if backoff.max_retry_after is None else backoff.max_retry_after
+            return min(retry_after, cap)
         return rng() * backoff.ceiling(state.attempt_number)
 
     def stop(state: RetryCallState) -> bool:

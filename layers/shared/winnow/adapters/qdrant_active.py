@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from winnow.adapters.qdrant_collection import alias_name, collection_name_for, profile_from_metadata
@@ -21,25 +22,20 @@ from winnow.ports import ActiveIndex
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
-    from winnow.adapters.qdrant_store import QdrantVectorStore
     from winnow.settings import QdrantSettings
 
 T = TypeVar("T")
 
 
 class QdrantActiveIndex(ActiveIndex):
-    def __init__(self, client: QdrantClient, settings: QdrantSettings) -> None:
-        from winnow.adapters.qdrant_store import local_guard
-
+    def __init__(
+        self, client: QdrantClient, settings: QdrantSettings, guard: AbstractContextManager[Any] | None
+    ) -> None:
+        """On the store's own client (a ``:memory:`` Qdrant exists only inside it) and under its guard."""
         self._client = client
         self._settings = settings
-        self._caller = QdrantCaller(settings.max_attempts, time.sleep, local_guard(client))
+        self._caller = QdrantCaller(settings.max_attempts, time.sleep, guard)
         self.alias = alias_name(settings)
-
-    @classmethod
-    def for_store(cls, store: QdrantVectorStore, settings: QdrantSettings) -> QdrantActiveIndex:
-        """On the store's own client: a ``:memory:`` Qdrant exists only inside that client."""
-        return cls(store.client, settings)
 
     def collection_for(self, profile: EmbeddingProfile) -> str:
         return collection_name_for(self._settings, profile)

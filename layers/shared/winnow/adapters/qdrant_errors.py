@@ -1,4 +1,4 @@
-"""Qdrant errors in Winnow's terms, and the bounded retry around every Qdrant call.
+"""Qdrant errors in Winnow's terms, and every Qdrant call run under the one retry policy (``_retry``).
 
 One translator serves the store and the active-collection pointer on every engine: Qdrant Cloud over
 REST, qdrant-client's local mode and Qdrant Edge. Connection problems, timeouts, 429 and 5xx are
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
+from winnow.adapters._retry import Backoff, Retryable, call_with_retries, parse_retry_after
 from winnow.errors import (
     ConfigurationError,
     ProviderRateLimited,
@@ -22,9 +23,10 @@ from winnow.errors import (
     TransientError,
     WinnowError,
 )
-from winnow.observability import logger
 
 T = TypeVar("T")
+# Qdrant answers in milliseconds: short jittered pauses, and a server's Retry-After within a cap.
+BACKOFF = (0.2, 2.0, 10.0)  # base, ceiling, Retry-After cap (seconds)
 
 
 class CollectionNotFound(ConfigurationError):
@@ -44,7 +46,8 @@ def translate(
             return ProviderUnavailable(f"Qdrant {what} failed: HTTP {status}")
         if status == 429:
             return ProviderRateLimited(
-                f"Qdrant {what} throttled (HTTP 429)", retry_after=_retry_after(exc.headers)
+                f"Qdrant {what} throttled (HTTP 429)",
+                retry_after=parse_retry_after(exc.headers.get("retry-after") if exc.headers else None),
             )
         if status in (401, 403):
             return ConfigurationError(f"Qdrant refused the credentials (HTTP {status}) on {what}")
@@ -69,8 +72,8 @@ def translate(
 
 
 class QdrantCaller:
-    """Runs one Qdrant call: under ``guard`` (local mode has no locks of its own), translated, and retried
-    with jittered backoff while the error is transient and attempts remain."""
+    """Runs one Qdrant call under ``guard`` (local mode has no locks of its own), translated, and retried
+    by the one policy of ``_retry`` while the error is transient and attempts remain."""
 
     def __init__(
         self,
@@ -91,10 +94,7 @@ class QdrantCaller:
         retry: bool = True,
         collection: str | None = None,
     ) -> T:
-        attempts = self._max_attempts if retry else 1
-        attempt = 0
-        while True:
-            attempt += 1
+        def attempt(_seconds_left: float | None) -> T:
             try:
                 with self._guard:
                     return fn()
@@ -104,29 +104,23 @@ class QdrantCaller:
                 error = translate(exc, what, rejected, collection)
                 if error is None:
                     raise
-                if isinstance(error, TransientError) and attempt < attempts:
-                    logger.warning(
-                        "Qdrant call failed, retrying",
-                        extra={"operation": what, "attempt": attempt, "error_type": type(exc).__name__},
-                    )
-                    self._sleep(backoff(attempt, error.retry_after))
-                    continue
+                if isinstance(error, TransientError):
+                    raise Retryable("unavailable", str(error), error.retry_after, error) from exc
                 raise error from exc
 
+        def give_up(failure: Retryable | None, _made: int) -> TransientError:
+            assert failure is not None and failure.error is not None  # no deadline; attempt sets error
+            return failure.error
 
-def backoff(attempt: int, retry_after: float | None) -> float:
-    """The pause before the next attempt: the server's ``Retry-After`` (capped), else full jitter."""
-    if retry_after is not None:
-        return min(retry_after, 10.0)
-    return random.uniform(0, min(2.0, 0.2 * 2 ** (attempt - 1)))
-
-
-def _retry_after(headers: Any) -> float | None:
-    try:
-        value = headers.get("retry-after") if headers is not None else None
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
+        return call_with_retries(
+            attempt,
+            provider="Qdrant",
+            backoff=Backoff(self._max_attempts if retry else 1, *BACKOFF),
+            give_up=give_up,
+            sleep=self._sleep,
+            rng=random.random,
+            log_extra={"operation": what},
+        )
 
 
 def _detail(exc: Any) -> str:

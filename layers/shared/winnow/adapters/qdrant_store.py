@@ -1,6 +1,6 @@
 """The ``VectorStore`` on qdrant-client: Qdrant Cloud over REST, or qdrant-client's local mode (a folder or
-``:memory:``) through the same code path; and the opening of the embedded engine a folder uses (local mode
-or Qdrant Edge, ``QDRANT_LOCAL_ENGINE``).
+``:memory:``) through the same code path. Which engine a local folder uses (local mode or Qdrant Edge,
+``QDRANT_LOCAL_ENGINE``) is the local tools' choice (``winnow.embedded``).
 
 The collection rules are ``CollectionStore``'s; filters are ``qdrant_filters``'; errors and retries are
 ``qdrant_errors``'. ``qdrant_client`` is imported lazily: it pulls numpy and grpc."""
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from winnow.adapters.qdrant_collection import (
     DENSE_VECTOR,
@@ -29,13 +29,11 @@ from winnow.adapters.qdrant_collection import (
 from winnow.adapters.qdrant_filters import QdrantConditions
 from winnow.adapters.qdrant_points import fuse_rrf, payload_of
 from winnow.errors import ConfigurationError, WinnowError
-from winnow.observability import logger
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
     from qdrant_client.http import models as qm
 
-    from winnow.adapters.qdrant_edge import EdgeFolder
     from winnow.models import ChunkPoint, EmbeddingProfile
     from winnow.ports import ActiveIndex
     from winnow.settings import QdrantSettings
@@ -48,17 +46,27 @@ MIN_SERVER_VERSION = (1, 19)  # IDF counted over a filter (the tenant's points),
 # Local mode mutates numpy arrays and a SQLite file without locks of its own: one lock per process
 # serialises every call on a local client (threads of a test, or the local server's workers).
 _LOCAL_LOCK = threading.RLock()
-# One engine per local folder and process (each locks its folder): qdrant-client's local mode or Edge.
-_LOCAL_CLIENTS: dict[str, QdrantClient | EdgeFolder] = {}
+
+
+class EmbeddedEngine(Protocol):
+    """An engine of a local folder that is not a ``QdrantClient`` (Qdrant Edge), provided by the local
+    tools (``winnow.embedded``): it builds the stores of its collections."""
+
+    closed: bool
+
+    def store(
+        self, profile: EmbeddingProfile, settings: QdrantSettings, *, rrf_k: int, collection_name: str | None
+    ) -> CollectionStore: ...
+
+    def close(self) -> None: ...
 
 
 def make_qdrant_client(
     settings: QdrantSettings, api_key: str | None, local_path: Path
-) -> QdrantClient | EdgeFolder:
+) -> QdrantClient | EmbeddedEngine:
     """Qdrant Cloud (or any server) when ``settings.url`` is set, else the embedded engine at
-    ``settings.path`` or ``local_path`` (``:memory:`` allowed). A local folder admits one engine per
-    process, so they are shared by path; the compatibility check is skipped because it costs a round trip
-    at cold start."""
+    ``settings.path`` or ``local_path`` (``:memory:`` allowed), which the local tools provide. The
+    server's compatibility check is skipped because it costs a round trip at cold start."""
     from qdrant_client import QdrantClient
 
     if settings.url:
@@ -69,24 +77,11 @@ def make_qdrant_client(
             prefer_grpc=False,
             check_compatibility=False,
         )
-    location = settings.path or str(local_path)
-    if location == ":memory:":
-        return _open_local(location, settings.local_engine)
-    resolved = str(Path(location).expanduser().resolve())
-    with _LOCAL_LOCK:
-        cached = _LOCAL_CLIENTS.get(resolved)
-        if cached is not None and not _closed(cached):
-            return cached
-        Path(resolved).mkdir(parents=True, exist_ok=True)
-        try:
-            client = _open_local(resolved, local_engine_for(settings, Path(resolved)))
-        except RuntimeError as exc:  # portalocker: another process holds the folder
-            raise ConfigurationError(
-                f"Qdrant local storage {resolved} is in use by another process (a running `winnow serve`?): "
-                "stop it, or give this command another state folder with WINNOW_HOME"
-            ) from exc
-        _LOCAL_CLIENTS[resolved] = client
-        return client
+    from winnow.embedded import embedded
+
+    open_embedded = embedded("qdrant", instead="QDRANT_URL")
+    engine: QdrantClient | EmbeddedEngine = open_embedded(settings, local_path)
+    return engine
 
 
 def open_store(
@@ -102,7 +97,7 @@ def open_store(
 
 
 def store_on(
-    engine: QdrantClient | EdgeFolder,
+    engine: QdrantClient | EmbeddedEngine,
     profile: EmbeddingProfile,
     settings: QdrantSettings,
     *,
@@ -110,48 +105,11 @@ def store_on(
     collection_name: str | None = None,
 ) -> CollectionStore:
     """The store of ``profile``'s collection on an engine ``make_qdrant_client`` opened."""
-    from winnow.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
-
-    if isinstance(engine, EdgeFolder):
-        return EdgeVectorStore(engine, profile, settings, rrf_k=rrf_k, collection_name=collection_name)
-    return QdrantVectorStore(engine, profile, settings, rrf_k=rrf_k, collection_name=collection_name)
-
-
-def local_engine_for(settings: QdrantSettings, folder: Path) -> str:
-    """The engine for a local folder. Edge is the default, but a folder that holds only an index made by
-    qdrant-client's local mode (the default before Edge) keeps it until ``QDRANT_LOCAL_ENGINE`` is set,
-    so an upgrade never shows an empty index; a warning says how to move to Edge."""
-    if "local_engine" in settings.model_fields_set or settings.local_engine != "edge":
-        return settings.local_engine
-    collections = folder / "collection"
-    if not (folder / "edge").exists() and collections.is_dir() and any(collections.iterdir()):
-        logger.warning(
-            "the index in this folder was made by qdrant-client's local mode and stays in use; set "
-            "QDRANT_LOCAL_ENGINE=edge and run `winnow reconcile` to rebuild it on Qdrant Edge (much "
-            "faster search), or QDRANT_LOCAL_ENGINE=local to keep it and silence this warning",
-            extra={"folder": str(folder)},
-        )
-        return "local"
-    return "edge"
-
-
-def _open_local(location: str, engine: str) -> QdrantClient | EdgeFolder:
-    """qdrant-client's local mode, or a Qdrant Edge folder (``QDRANT_LOCAL_ENGINE``)."""
-    if engine == "edge":
-        from winnow.adapters.qdrant_edge import EdgeFolder
-
-        return EdgeFolder(location)
     from qdrant_client import QdrantClient
 
-    return QdrantClient(":memory:") if location == ":memory:" else QdrantClient(path=location)
-
-
-def _closed(engine: Any) -> bool:
-    from winnow.adapters.qdrant_edge import EdgeFolder
-
-    if isinstance(engine, EdgeFolder):
-        return engine.closed
-    return bool(getattr(engine._client, "closed", False))
+    if isinstance(engine, QdrantClient):
+        return QdrantVectorStore(engine, profile, settings, rrf_k=rrf_k, collection_name=collection_name)
+    return engine.store(profile, settings, rrf_k=rrf_k, collection_name=collection_name)
 
 
 def is_local_mode(client: Any) -> bool:
@@ -254,7 +212,7 @@ class QdrantVectorStore(CollectionStore):
     def active_index(self) -> ActiveIndex:
         from winnow.adapters.qdrant_active import QdrantActiveIndex
 
-        return QdrantActiveIndex(self._client, self._settings)
+        return QdrantActiveIndex(self._client, self._settings, local_guard(self._client))
 
     def _collection_gone(self, error: WinnowError) -> bool:
         # Local mode reports a missing collection as any bad request (a ValueError): ask it which.

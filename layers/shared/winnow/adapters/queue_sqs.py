@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from winnow.adapters import _aws
-from winnow.errors import EnqueueFailed
+from winnow.adapters._retry import Backoff, Retryable, call_with_retries
+from winnow.errors import EnqueueFailed, TransientError
 from winnow.observability import logger
 from winnow.ports import EventQueue
 from winnow.reconcile.notifications import s3_notification
@@ -56,31 +58,47 @@ class SqsEventQueue(EventQueue):
             raise EnqueueFailed(f"{len(failed)} reconcile event(s) could not be queued", keys=failed)
 
     def _send_batch(self, events: list[ObjectEvent]) -> list[str]:
-        """Keys still unsent after the retries of server-side failures."""
+        """Keys still unsent after the retries of server-side failures (the one policy of ``_retry``)."""
         pending = {str(i): event for i, event in enumerate(events)}
-        for attempt in range(1, self._attempts + 1):
+        permanent: list[str] = []
+
+        def attempt(_seconds_left: float | None) -> None:
+            nonlocal pending
             entries = [
                 {"Id": entry_id, "MessageBody": json.dumps(s3_notification(event, self._region))}
                 for entry_id, event in pending.items()
             ]
             response = self._call("send_message_batch", QueueUrl=self._url, Entries=entries)
             retry: dict[str, ObjectEvent] = {}
-            permanent: list[str] = []
+            refused: list[str] = []
             for failure in response.get("Failed") or []:
                 event = pending[str(failure.get("Id"))]
                 if failure.get("SenderFault"):
-                    permanent.append(event.key)
+                    refused.append(event.key)
                 else:
                     retry[str(failure.get("Id"))] = event
-            if permanent:
-                logger.warning("SQS refused reconcile events", extra={"count": len(permanent)})
-            if not retry:
-                return permanent
-            if attempt == self._attempts:
-                return permanent + [e.key for e in retry.values()]
+            if refused:
+                logger.warning("SQS refused reconcile events", extra={"count": len(refused)})
+                permanent.extend(refused)
             pending = retry
-            self._sleep(0.2 * attempt)
-        return []
+            if retry:
+                raise Retryable("unavailable", f"SQS failed {len(retry)} entries server-side")
+
+        def give_up(_failure: Retryable | None, _made: int) -> TransientError:
+            return EnqueueFailed("unsent", keys=[e.key for e in pending.values()])
+
+        try:
+            call_with_retries(
+                attempt,
+                provider="SQS",
+                backoff=Backoff(self._attempts, 0.2, 2.0),
+                give_up=give_up,
+                sleep=self._sleep,
+                rng=random.random,
+            )
+        except EnqueueFailed as unsent:
+            return permanent + unsent.keys
+        return permanent
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
         try:

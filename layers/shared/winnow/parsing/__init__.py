@@ -32,6 +32,7 @@ from winnow.errors import (
 )
 from winnow.models import ParsedDocument
 from winnow.parsing.containers import zip_members
+from winnow.parsing.extensions import TYPE_BY_EXTENSION, document_extension, is_document_extension
 from winnow.parsing.images import sniff_image
 from winnow.parsing.text_decoding import DecodedText, binary_reason, decode_text
 from winnow.settings import IngestSettings
@@ -42,32 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SOURCE_TYPES", "detect_type", "is_document_extension", "parse_document"]
 
-_TYPE_BY_EXTENSION: dict[str, str] = {
-    ".pdf": "pdf",
-    ".docx": "docx",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".txt": "text",
-    ".text": "text",
-    ".info": "text",  # GNU info: read as text, its nodes recognised by the text parser
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".png": "image",
-    ".jpg": "image",
-    ".jpeg": "image",
-    ".tif": "image",
-    ".tiff": "image",
-    ".pptx": "pptx",
-    ".xlsx": "xlsx",
-    ".xlsm": "xlsx",
-    ".csv": "csv",
-    ".tsv": "csv",
-    ".tab": "csv",
-    ".rst": "rst",
-    ".rest": "rst",
-    ".epub": "epub",
-}
 SOURCE_TYPES = ("pdf", "docx", "markdown", "text", "html", "image", "pptx", "xlsx", "csv", "rst", "epub")
 # The member that makes a zip one kind of document and not another.
 _ZIP_MARKERS = {
@@ -79,7 +54,6 @@ _ZIP_MARKERS = {
 _ZIP_NAMES = {"docx": "DOCX", "pptx": "PPTX", "xlsx": "XLSX", "epub": "EPUB"}
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_INFO_PART = re.compile(r"^\.info-\d{1,4}$")  # find.info-1: the parts of a split info manual
 _OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_MAGIC = b"PK\x03\x04"
 _EMPTY_ZIP_MAGIC = b"PK\x05\x06"
@@ -158,11 +132,6 @@ def detect_type(key: str, data: bytes) -> str:
     return _detect(*_gunzipped(key, data, IngestSettings().max_object_bytes))[0]
 
 
-def is_document_extension(suffix: str) -> bool:
-    """Whether ``suffix`` (``.pdf``, ``.info-2``) names a document type, not part of a file's name."""
-    return _INFO_PART.sub(".info", suffix.lower()) in _TYPE_BY_EXTENSION
-
-
 def _gunzipped(key: str, data: bytes, limit: int) -> tuple[str, bytes]:
     """A single gzip'd document (``changelog.gz``, ``grep.info.gz``) as the file it holds: its name
     without ``.gz`` and at most ``limit`` bytes of content, inflated in bounded steps (a gzip bomb
@@ -192,12 +161,12 @@ def _gunzipped(key: str, data: bytes, limit: int) -> tuple[str, bytes]:
 
 
 def _detect(key: str, data: bytes) -> tuple[str, DecodedText | None]:
-    extension = _INFO_PART.sub(".info", PurePosixPath(key).suffix.lower())  # as is_document_extension
+    extension = document_extension(PurePosixPath(key).suffix)
     if not extension:
         if not data:
             raise EmptyDocument("empty file (0 bytes)")
         return _sniff(data)
-    source_type = _TYPE_BY_EXTENSION.get(extension)
+    source_type = TYPE_BY_EXTENSION.get(extension)
     if not data:
         raise EmptyDocument("empty file (0 bytes)")
     if source_type is None:
@@ -354,4 +323,4 @@ def _describe(data: bytes) -> str:
 
 
 def _supported_list() -> str:
-    return ", ".join(sorted(_TYPE_BY_EXTENSION)) + ", any of them .gz'd, or text of any name"
+    return ", ".join(sorted(TYPE_BY_EXTENSION)) + ", any of them .gz'd, or text of any name"

@@ -1,5 +1,5 @@
-"""What every format parser shares: whitespace normalisation, the heading stack that turns headings
-into section paths, and the final assembly of a :class:`ParsedDocument`.
+"""What every format parser shares: the heading stack that turns headings into section paths, the
+collector of blocks, and the final assembly of a :class:`ParsedDocument`.
 
 Keeping this in one place means the chunker sees the same shape of blocks whatever the format was:
 no empty blocks, single spaces inside running text, line breaks only where they carry meaning
@@ -14,36 +14,12 @@ from pathlib import PurePosixPath
 
 from winnow.errors import EmptyDocument
 from winnow.models import Block, ParsedDocument
+from winnow.parsing.cleaning import clean_inline, clean_lines
+from winnow.parsing.extensions import is_document_extension
+from winnow.parsing.tables import make_table_block
 
-# Characters that are invisible or formatting-only (zero-width spaces and joiners, BOM, soft hyphen)
-# are removed; control characters other than tab and line breaks (PDF text layers are full of them)
-# become spaces. One regex finds whether there is anything to do, so clean text pays only a scan.
-_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
-_CONTROL_CODES = [*range(0x00, 0x09), *range(0x0E, 0x20), *range(0x7F, 0xA0)]
-_CLEANUP_TABLE: dict[int, str | None] = {ord(char): None for char in _INVISIBLE}
-_CLEANUP_TABLE.update({code: " " for code in _CONTROL_CODES})
-_NEEDS_CLEANUP = re.compile(f"[{_INVISIBLE}\x00-\x08\x0e-\x1f\x7f-\x9f]")
-_HORIZONTAL_WHITESPACE = re.compile(r"[^\S\n]+")
-_LINE_BREAKS = re.compile(r"\r\n?|[\v\f\u2028\u2029\x85]")
 _MAX_TITLE_CHARS = 300
 _OBJECT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # "<_io.BytesIO object at 0x7f...>" varies per run
-
-
-def clean_inline(text: str) -> str:
-    """Running text: every run of whitespace, line breaks included, becomes one space."""
-    if _NEEDS_CLEANUP.search(text):
-        text = text.translate(_CLEANUP_TABLE)
-    return " ".join(text.split())
-
-
-def clean_lines(text: str) -> str:
-    """Text whose line breaks mean something (a table, code, a list): spaces collapse inside each
-    line, blank lines disappear, the lines themselves stay."""
-    text = _LINE_BREAKS.sub("\n", text)
-    if _NEEDS_CLEANUP.search(text):
-        text = text.translate(_CLEANUP_TABLE)
-    lines = (_HORIZONTAL_WHITESPACE.sub(" ", line).strip() for line in text.split("\n"))
-    return "\n".join(line for line in lines if line)
 
 
 class HeadingStack:
@@ -95,8 +71,6 @@ class BlockCollector:
         has_header: bool = True,
     ) -> None:
         """A table as a table block (see ``winnow.parsing.tables``); nothing when it has no text."""
-        from winnow.parsing.tables import make_table_block
-
         block = make_table_block(rows, section_path, page, caption=caption, has_header=has_header)
         if block is not None:
             self.blocks.append(block)
@@ -105,8 +79,6 @@ class BlockCollector:
 def title_from_key(key: str) -> str:
     """A readable title from the object key: ``acme/q3_sales-report.pdf`` -> ``q3 sales report``.
     Only a document type's extension goes: ``README.Debian`` and ``resolv.conf`` keep their names."""
-    from winnow.parsing import is_document_extension
-
     name = PurePosixPath(key).name
     stem, dot, suffix = name.rpartition(".")
     if not (stem.strip(".") and is_document_extension(dot + suffix)):

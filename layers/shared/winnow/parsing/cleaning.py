@@ -1,5 +1,7 @@
 """Cleaning that removes what is not the document's own text, and nothing else.
 
+- Whitespace (every parser): running text gets single spaces (``clean_inline``); text whose line breaks
+  mean something keeps its lines (``clean_lines``); invisible and control characters go.
 - Terminal output (man pages saved with ``man foo > foo.txt``, build logs): ANSI escape sequences
   (colours, bold, cursor movement, OSC titles and links) and backspace overstrike (``_\\bw`` underline,
   ``w\\bw`` bold) are removed, leaving the characters a terminal would show.
@@ -16,6 +18,17 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+# Characters that are invisible or formatting-only (zero-width spaces and joiners, BOM, soft hyphen)
+# are removed; control characters other than tab and line breaks (PDF text layers are full of them)
+# become spaces. One regex finds whether there is anything to do, so clean text pays only a scan.
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+_CONTROL_CODES = [*range(0x00, 0x09), *range(0x0E, 0x20), *range(0x7F, 0xA0)]
+_CLEANUP_TABLE: dict[int, str | None] = {ord(char): None for char in _INVISIBLE}
+_CLEANUP_TABLE.update({code: " " for code in _CONTROL_CODES})
+_NEEDS_CLEANUP = re.compile(f"[{_INVISIBLE}\x00-\x08\x0e-\x1f\x7f-\x9f]")
+_HORIZONTAL_WHITESPACE = re.compile(r"[^\S\n]+")
+_LINE_BREAKS = re.compile(r"\r\n?|[\v\f\u2028\u2029\x85]")
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \\), nF escapes with intermediates (ESC ( B selects a
 # character set, as man output has), and two-character escapes (ESC followed by one).
@@ -270,3 +283,20 @@ def spaced_text(element: Any) -> str:
             if node is not element:
                 parts.append(node.tail or "")
     return "".join(parts)
+
+
+def clean_inline(text: str) -> str:
+    """Running text: every run of whitespace, line breaks included, becomes one space."""
+    if _NEEDS_CLEANUP.search(text):
+        text = text.translate(_CLEANUP_TABLE)
+    return " ".join(text.split())
+
+
+def clean_lines(text: str) -> str:
+    """Text whose line breaks mean something (a table, code, a list): spaces collapse inside each
+    line, blank lines disappear, the lines themselves stay."""
+    text = _LINE_BREAKS.sub("\n", text)
+    if _NEEDS_CLEANUP.search(text):
+        text = text.translate(_CLEANUP_TABLE)
+    lines = (_HORIZONTAL_WHITESPACE.sub(" ", line).strip() for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)

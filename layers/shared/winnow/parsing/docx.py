@@ -27,7 +27,8 @@ from winnow.errors import (
     UnsupportedDocument,
 )
 from winnow.models import ParsedDocument
-from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
+from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document, one_line
+from winnow.parsing.cleaning import clean_inline
 from winnow.parsing.containers import check_archive
 from winnow.settings import IngestSettings
 

@@ -16,8 +16,14 @@ from typing import Any
 
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
 from winnow.models import ParsedDocument
-from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
-from winnow.parsing.cleaning import heading_text, is_named_furniture, is_permalink_anchor, link_furniture
+from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document, one_line
+from winnow.parsing.cleaning import (
+    clean_inline,
+    heading_text,
+    is_named_furniture,
+    is_permalink_anchor,
+    link_furniture,
+)
 from winnow.parsing.tables import html_table
 from winnow.parsing.text_decoding import DecodedText, decode_text
 

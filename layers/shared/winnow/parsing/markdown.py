@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 
 from winnow.models import ParsedDocument
-from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document
+from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document
+from winnow.parsing.cleaning import clean_inline
 from winnow.parsing.tables import is_pipe_delimiter_row, pipe_table
 
 # Every pattern here runs on lines an uploader controls, so none may backtrack: no two adjacent

@@ -28,7 +28,8 @@ from urllib.parse import unquote
 
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
 from winnow.models import Block, ParsedDocument
-from winnow.parsing.blocks import BlockCollector, clean_inline, finish_document, one_line, title_from_key
+from winnow.parsing.blocks import BlockCollector, finish_document, one_line, title_from_key
+from winnow.parsing.cleaning import clean_inline
 from winnow.parsing.containers import check_archive
 from winnow.settings import IngestSettings
 

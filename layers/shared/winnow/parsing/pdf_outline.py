@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from winnow.parsing.blocks import clean_inline
+from winnow.parsing.cleaning import clean_inline
 
 if TYPE_CHECKING:
     from pypdf import PdfReader

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from winnow.models import Block, Table
-from winnow.parsing.blocks import clean_inline
+from winnow.parsing.cleaning import clean_inline
 from winnow.text.tables import render_table
 
 # Wide enough for the sheets people keep (a 100-column export); columns beyond are cut.

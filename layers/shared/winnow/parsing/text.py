@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 
 from winnow.models import ParsedDocument
-from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document
+from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document
+from winnow.parsing.cleaning import clean_inline
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\v]*\n|\f")
 # "GREP(1)    User Commands    GREP(1)": a name and a manual section at both ends of the first line.

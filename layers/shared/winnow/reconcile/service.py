@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 
 from winnow.errors import BadRequest, EnqueueFailed, InvalidKey, ObjectGone, TransientError
+from winnow.index import open_pointer, switch_when_rebuilt
 from winnow.ingest.events import ObjectEvent
 from winnow.ingest.metadata import document_key_of, is_sidecar
 from winnow.models import DocumentStatus, EmbeddingProfile, LedgerRecord, ObjectInfo
@@ -211,17 +212,9 @@ class Reconciler:
         """Move searches to the configured profile once no indexed document is left on another one."""
         if self.active_index is None or active is None or active == self.profile or run.dry_run:
             return active
-        for record in self.ledger.scan():
-            live = is_tenant(record.tenant) and record.status == DocumentStatus.INDEXED
-            if live and record.profile != self.profile.slug:
-                logger.info(
-                    "profile rebuild still under way",
-                    extra={"active": active.slug, "configured": self.profile.slug},
-                )
-                return active
-        self.active_index.activate(self.profile)
+        if not switch_when_rebuilt(self.active_index, self.ledger, self.profile, active):
+            return active
         run.stats.switched = True
-        logger.info("searches switched to the rebuilt collection", extra={"profile": self.profile.slug})
         return self.profile
 
     def _active_profile(self, run: _Run, first: bool) -> EmbeddingProfile | None:
@@ -230,26 +223,7 @@ class Reconciler:
         active = self.active_index.active()
         if active is not None or not first:
             return active
-        target = self._legacy_profile() or self.profile
-        if not run.dry_run:
-            self.active_index.activate(target)
-            logger.info("active collection pointer created", extra={"profile": target.slug})
-        return target
-
-    def _legacy_profile(self) -> EmbeddingProfile | None:
-        """The profile of documents indexed before any pointer existed, when its collection is still
-        there: searches must stay on it until the configured profile's collection is complete."""
-        assert self.active_index is not None
-        for record in self.ledger.scan():
-            if not is_tenant(record.tenant) or record.status != DocumentStatus.INDEXED:
-                continue
-            if record.profile and record.profile != self.profile.slug:
-                for profile in self.active_index.available():
-                    if profile.slug == record.profile:
-                        return profile
-                return None
-            return None  # records carry the configured profile: nothing to protect
-        return None
+        return open_pointer(self.active_index, self.ledger, self.profile, dry_run=run.dry_run)
 
     # --- one tenant --------------------------------------------------------------------------------------
     def _tenant(

@@ -41,10 +41,12 @@ from winnow.adapters.qdrant_collection import (
 from winnow.adapters.qdrant_errors import CollectionNotFound
 from winnow.adapters.qdrant_points import payload_of
 from winnow.errors import ConfigurationError, ProviderRejected
+from winnow.observability import logger
 from winnow.ports import ActiveIndex
 
 if TYPE_CHECKING:
     import qdrant_edge as E
+    from qdrant_client import QdrantClient
 
     from winnow.models import ChunkPoint, EmbeddingProfile
     from winnow.settings import QdrantSettings
@@ -53,6 +55,9 @@ _SUBDIR = "edge"
 _COLLECTION_FILE = "collection.json"
 _ALIASES_FILE = "aliases.json"
 _SHARD_DIR = "shard"
+_MIGRATING = ".migrating"  # in <root>/edge while a local-mode index is moved in (migrate_local_mode)
+_LOCAL_MODE_COLLECTIONS = "collection"  # qdrant-client's local mode: <root>/collection/<name>, meta.json
+_LOCAL_MODE_BACKUP = "local-mode"
 _FORMAT = 1
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 
@@ -100,6 +105,17 @@ class EdgeFolder:
             self._flock.close()
             if self._temporary:
                 shutil.rmtree(self.root.parent, ignore_errors=True)
+
+    def store(
+        self,
+        profile: EmbeddingProfile,
+        settings: QdrantSettings,
+        *,
+        rrf_k: int = 60,
+        collection_name: str | None = None,
+    ) -> EdgeVectorStore:
+        """The store of ``profile``'s collection in this folder (``qdrant_store.store_on``)."""
+        return EdgeVectorStore(self, profile, settings, rrf_k=rrf_k, collection_name=collection_name)
 
     # --- collections --------------------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -447,3 +463,132 @@ def _write_json(path: Path, value: Any) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+# --- the engine of a local folder ----------------------------------------------------------------------
+# One engine per local folder and process (each locks its folder): qdrant-client's local mode or Edge.
+_LOCAL_CLIENTS: dict[str, QdrantClient | EdgeFolder] = {}
+_LOCAL_CLIENTS_LOCK = threading.Lock()
+
+
+def open_embedded(settings: QdrantSettings, local_path: Path) -> QdrantClient | EdgeFolder:
+    """The embedded engine at ``settings.path`` or ``local_path`` (``:memory:`` allowed): what
+    ``make_qdrant_client`` opens without a URL (the ``qdrant`` entry point of ``winnow.embedded``). A local
+    folder admits one engine per process, so they are shared by path."""
+    location = settings.path or str(local_path)
+    if location == ":memory:":
+        return _open_local(location, settings.local_engine)
+    resolved = str(Path(location).expanduser().resolve())
+    with _LOCAL_CLIENTS_LOCK:
+        cached = _LOCAL_CLIENTS.get(resolved)
+        if cached is not None and not _closed(cached):
+            return cached
+        Path(resolved).mkdir(parents=True, exist_ok=True)
+        try:
+            client = _open_local(resolved, local_engine_for(settings, Path(resolved)))
+        except RuntimeError as exc:  # portalocker: another process holds the folder
+            raise ConfigurationError(
+                f"Qdrant local storage {resolved} is in use by another process (a running `winnow serve`?): "
+                "stop it, or give this command another state folder with WINNOW_HOME"
+            ) from exc
+        _LOCAL_CLIENTS[resolved] = client
+        return client
+
+
+def local_engine_for(settings: QdrantSettings, folder: Path) -> str:
+    """The engine for a local folder: Edge, unless ``QDRANT_LOCAL_ENGINE`` says otherwise. A folder that
+    holds only an index made by qdrant-client's local mode (the default before Edge), or one whose move
+    was cut short, is moved to Edge first (``migrate_local_mode``), so an upgrade never shows an empty
+    index and never re-embeds."""
+    if "local_engine" in settings.model_fields_set or settings.local_engine != "edge":
+        return settings.local_engine
+    collections = folder / _LOCAL_MODE_COLLECTIONS
+    edge = folder / _SUBDIR
+    unfinished = (edge / _MIGRATING).exists()
+    if (unfinished or not edge.exists()) and collections.is_dir() and any(collections.iterdir()):
+        migrate_local_mode(folder, settings)
+    return "edge"
+
+
+def migrate_local_mode(folder: Path, settings: QdrantSettings) -> int:
+    """Copy the local-mode index of ``folder`` into Qdrant Edge beside it, once: every collection Winnow
+    made (whatever its prefix) with its points as stored (vectors and payloads, nothing re-embedded), its
+    payload indexes, and the aliases. The local-mode files then move to ``<folder>/local-mode`` (a
+    local-mode folder of their own, kept as the backup), so later opens see Edge only. A move cut short
+    is redone from the start. Returns the number of points copied."""
+    import qdrant_edge as E
+    from qdrant_client import QdrantClient
+
+    edge_root = folder / _SUBDIR
+    shutil.rmtree(edge_root, ignore_errors=True)  # what a move cut short left
+    edge_root.mkdir(parents=True)
+    (edge_root / _MIGRATING).touch()
+    client = QdrantClient(path=str(folder))
+    target = EdgeFolder(str(folder))
+    copied = 0
+    try:
+        for described in client.get_collections().collections:
+            name = described.name
+            profile = profile_from_metadata(client.get_collection(name).config.metadata)
+            if profile is None:  # not a collection Winnow made
+                continue
+            store = target.store(profile, settings, collection_name=name)
+            store.ensure_collection()
+            offset: Any = None
+            while True:
+                records, offset = client.scroll(
+                    name, limit=256, offset=offset, with_payload=True, with_vectors=True
+                )
+                if records:
+                    store._update(E.UpdateOperation.upsert_points([_edge_point(r) for r in records]))
+                copied += len(records)
+                if offset is None:
+                    break
+        moved = set(target.names())
+        aliases = client.get_aliases().aliases
+        target.set_aliases({a.alias_name: a.collection_name for a in aliases if a.collection_name in moved})
+    finally:
+        client.close()
+        target.close()
+    backup = folder / _LOCAL_MODE_BACKUP
+    backup.mkdir(exist_ok=True)
+    for part in (_LOCAL_MODE_COLLECTIONS, "meta.json"):
+        if (folder / part).exists():
+            (folder / part).rename(backup / part)
+    (edge_root / _MIGRATING).unlink()
+    logger.info(
+        "moved the local-mode index to Qdrant Edge; the old files are in local-mode/",
+        extra={"folder": str(folder), "points": copied},
+    )
+    return copied
+
+
+def _edge_point(record: Any) -> Any:
+    """A local-mode record (``id``, ``vector`` by name, ``payload``) as an Edge point."""
+    import qdrant_edge as E
+
+    vectors = record.vector
+    sparse = vectors[SPARSE_VECTOR]
+    return E.Point(
+        str(record.id),
+        {
+            DENSE_VECTOR: [float(x) for x in vectors[DENSE_VECTOR]],
+            SPARSE_VECTOR: E.SparseVector(list(sparse.indices), [float(v) for v in sparse.values]),
+        },
+        record.payload or {},
+    )
+
+
+def _open_local(location: str, engine: str) -> QdrantClient | EdgeFolder:
+    """qdrant-client's local mode, or a Qdrant Edge folder (``QDRANT_LOCAL_ENGINE``)."""
+    if engine == "edge":
+        return EdgeFolder(location)
+    from qdrant_client import QdrantClient
+
+    return QdrantClient(":memory:") if location == ":memory:" else QdrantClient(path=location)
+
+
+def _closed(engine: Any) -> bool:
+    if isinstance(engine, EdgeFolder):
+        return engine.closed
+    return bool(getattr(engine._client, "closed", False))

@@ -10,8 +10,8 @@ sentence-transformers does for this model (cosine 0.9996 against the fp32 model)
 onnxruntime, tokenizers and numpy are imported inside the methods that use them: this module is imported
 by the factory, which the search Lambda loads too.
 
-``python -m winnow.adapters.onnx_embedder --verify`` prints the files and their checksums and exits 1 when
-one is missing or altered (the Makefile runs it after installing).
+``python -m winnow_local.adapters.onnx_embedder --verify`` prints the files and their checksums and exits 1
+when one is missing or altered (the Makefile runs it after installing).
 """
 
 from __future__ import annotations
@@ -278,7 +278,8 @@ def _new_session(ort: Any, model: Path, threads: int, fold_weights: bool) -> Any
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m winnow.adapters.onnx_embedder", description="Check the local embedding model files."
+        prog="python -m winnow_local.adapters.onnx_embedder",
+        description="Check the local embedding model files.",
     )
     parser.add_argument("--verify", action="store_true", help="print paths and sha256, exit 1 on mismatch")
     parser.add_argument(
