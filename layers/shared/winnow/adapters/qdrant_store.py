@@ -59,9 +59,9 @@ def make_qdrant_client(
     ``settings.path`` or ``local_path`` (``:memory:`` allowed). A local folder admits one engine per
     process, so they are shared by path; the compatibility check is skipped because it costs a round trip
     at cold start."""
-    from qdrant_client import QdrantClient
-
     if settings.url:
+        from qdrant_client import QdrantClient
+
         return QdrantClient(
             url=settings.url,
             api_key=api_key,
