@@ -93,6 +93,14 @@ def test_batch_results_match_single_results(embedder: LocalOnnxEmbedder, paralle
         assert cosine(vector, alone) > 0.999
 
 
+@pytest.mark.parametrize(("parallel_runs", "threads"), [(1, min(2, os.cpu_count() or 1)), (3, 1)])
+def test_document_runs_one_at_a_time_use_both_cores(parallel_runs: int, threads: int) -> None:
+    # One run at a time gets two threads (the memory of one run, both cores); runs side by side one each
+    embedder = LocalOnnxEmbedder(parallel_runs=parallel_runs)
+    embedder.embed(["warm up"], "document")
+    assert embedder._document_session.get_session_options().intra_op_num_threads == threads
+
+
 def test_parallel_runs_must_be_positive() -> None:
     with pytest.raises(ValueError, match="parallel_runs"):
         LocalOnnxEmbedder(parallel_runs=0)
