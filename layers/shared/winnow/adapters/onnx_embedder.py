@@ -341,8 +341,12 @@ def prepare_query_model(target: Path | None = None) -> Path:
     import tempfile
 
     import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+
+    try:
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        raise ConfigurationError(f"the onnx package is not installed: {INSTALL_HINT}") from None
 
     source = verify_model_files()["model"]
     model = onnx.load(str(source))
