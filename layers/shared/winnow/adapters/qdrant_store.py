@@ -8,12 +8,13 @@ The collection rules are ``CollectionStore``'s; filters are ``qdrant_filters``';
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from winnow.adapters.qdrant_collection import (
     DENSE_VECTOR,
@@ -67,9 +68,9 @@ def make_qdrant_client(
     """Qdrant Cloud (or any server) when ``settings.url`` is set, else the embedded engine at
     ``settings.path`` or ``local_path`` (``:memory:`` allowed), which the local tools provide. The
     server's compatibility check is skipped because it costs a round trip at cold start."""
-    from qdrant_client import QdrantClient
-
     if settings.url:
+        from qdrant_client import QdrantClient
+
         return QdrantClient(
             url=settings.url,
             api_key=api_key,
@@ -104,12 +105,13 @@ def store_on(
     rrf_k: int = 60,
     collection_name: str | None = None,
 ) -> CollectionStore:
-    """The store of ``profile``'s collection on an engine ``make_qdrant_client`` opened."""
-    from qdrant_client import QdrantClient
-
-    if isinstance(engine, QdrantClient):
+    """The store of ``profile``'s collection on an engine ``make_qdrant_client`` opened. qdrant-client is
+    not imported to tell (about 55 MB): an engine can only be its client once something imported it."""
+    client_module = sys.modules.get("qdrant_client")
+    if client_module is not None and isinstance(engine, client_module.QdrantClient):
         return QdrantVectorStore(engine, profile, settings, rrf_k=rrf_k, collection_name=collection_name)
-    return engine.store(profile, settings, rrf_k=rrf_k, collection_name=collection_name)
+    embedded = cast("EmbeddedEngine", engine)
+    return embedded.store(profile, settings, rrf_k=rrf_k, collection_name=collection_name)
 
 
 def is_local_mode(client: Any) -> bool:
