@@ -9,7 +9,7 @@ handler (``functions/ingest/app.py``) with them, deletes what succeeded and leav
 to come back after the visibility timeout, until the queue is empty. S3, SQS and DynamoDB (the ledger)
 are moto's server and Voyage is the fake server with its simulation on (default latency, the tier's
 rate limits); both run in child processes, since in AWS their work is not on the Lambda's CPU. Qdrant
-runs in local mode (in memory) in this process. The schedule is run twice on fresh ledger tables and
+is Qdrant Edge, in memory, in this process. The schedule is run twice on fresh ledger tables and
 collections: ``WINNOW_INGEST_BATCH_CONCURRENCY=1`` (one document at a time, a Voyage request each: the
 schedule before batches were gathered) and ``--concurrency`` (documents at once, their texts gathered
 into shared requests, ``winnow.ingest.gather``).

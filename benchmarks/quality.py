@@ -4,7 +4,7 @@
 [--limit-queries N]``
 
 Every document is written as ``<_id>.txt``, put into the bucket of a fresh embedded stack (temporary
-WINNOW_HOME: folder bucket, SQLite ledger, Qdrant local mode, local ONNX embedder) and ingested by the
+WINNOW_HOME: folder bucket, SQLite ledger, Qdrant Edge, local ONNX embedder) and ingested by the
 real ingest handler from S3 notifications of 50 records each. Every query then goes through the real
 search handler as an API Gateway event (tenant from the JWT claim) with ``top_k`` 10, the API's default
 ``candidates`` (30) and ``relevance_threshold`` 0, so the ranking is measured rather than the threshold:

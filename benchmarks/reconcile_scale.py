@@ -233,7 +233,7 @@ def setup(moto: MotoProcess, cases: dict[str, list[str]], home: Path, progress: 
     sample = DynamoDbLedger(table, client("dynamodb")).get(TENANT, cases["unchanged"][0])
     assert sample is not None and sample.chunks == 1 and sample.profile == PROFILE.slug, sample
 
-    settings = QdrantSettings(path=str(home / "qdrant"), local_engine="edge")
+    settings = QdrantSettings(path=str(home / "qdrant"))
     store = store_on(make_qdrant_client(settings, None, home / "qdrant"), PROFILE, settings)
     store.ensure_collection()
     with_points = cases["unchanged"] + cases["modified"] + cases["deleted"] + cases["orphans"]

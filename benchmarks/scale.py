@@ -1,19 +1,18 @@
 """Warm search latency and memory of the embedded Qdrant engine at a given collection size, no model needed.
 
-``python -m benchmarks.scale [--chunks 50000] [--engine local|edge] [--queries 200] [--tenants 1] [--access]
-[--json]``
+``python -m benchmarks.scale [--chunks 50000] [--queries 200] [--tenants 1] [--access] [--json]``
 
 Synthetic points stand in for a real corpus, shaped like Winnow's: 384-d unit vectors (the local
 model's dimension) drawn around topic centroids, so neighbours are meaningful and HNSW/brute force have
 real work; BM25 sparse vectors of ~100 distinct terms per chunk (what SciFact chunks average, see
 ``winnow.text.sparse``) drawn from a Zipf-distributed vocabulary, valued with the encoder's own
 tf-saturation formula; payloads with ~1,000 characters of text and the fields ingest writes. Points go in
-through ``QdrantVectorStore.upsert`` (batches of 256, ``wait=True``) on disk under a temporary home.
+through ``EdgeVectorStore.upsert`` (batches of 256, ``wait=True``) on disk under a temporary home.
 
 Queries are built from random chunks: their topic's centroid plus noise as the dense side, 3-6 of their
 terms as the sparse side, scoped to the first tenant (with ``--tenants 1`` that is every point, the
 worst case of the embedded default). Each mode is warmed up, then timed through
-``QdrantVectorStore.search`` (limit 15, the API's default candidates): this is the engine part of a
+``EdgeVectorStore.search`` (limit 15, the API's default candidates): this is the engine part of a
 search, the part that grows with the collection; the query embedding (~3 ms with the local model,
 ``benchmarks.speed``) comes on top. ``--max-seconds`` caps each mode's timing loop (at least 20 queries
 run), so a slow engine still finishes. Peak RSS is this process's high-water mark (``VmHWM``).
@@ -40,7 +39,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any
 
 from benchmarks.common import Progress, machine, positive_int, quiet_known_warnings, table
 
@@ -226,12 +225,12 @@ def _text(index: int) -> str:
 
 
 # --- the run -------------------------------------------------------------------------------------------
-def open_store(home: Path, engine: str) -> Any:
+def open_store(home: Path) -> Any:
     from winnow.adapters.qdrant_store import make_qdrant_client, store_on
     from winnow.models import EmbeddingProfile
     from winnow.settings import QdrantSettings
 
-    settings = QdrantSettings(path=str(home / "qdrant"), local_engine=cast(Literal["local", "edge"], engine))
+    settings = QdrantSettings(path=str(home / "qdrant"))
     client = make_qdrant_client(settings, None, home / "qdrant")
     profile = EmbeddingProfile("synthetic", "scale-benchmark", DIMENSION)
     return store_on(client, profile, settings)
@@ -341,7 +340,6 @@ def _timed(store: Any, built: list[Any], max_seconds: float) -> dict[str, float]
 
 def run(
     chunks: int,
-    engine: str,
     queries: int,
     tenants: int,
     max_seconds: float,
@@ -355,8 +353,8 @@ def run(
 
     baseline_rss = current_rss_mb()
     corpus = Corpus(chunks, tenants)
-    store = open_store(home, engine)
-    progress(f"loading {chunks:,} synthetic chunks into the {engine} engine")
+    store = open_store(home)
+    progress(f"loading {chunks:,} synthetic chunks into Qdrant Edge")
     load_seconds = load(store, corpus, progress, access)
     loaded_rss = current_rss_mb()
     search = time_queries(store, corpus, corpus.tenant_of(0), queries, max_seconds, progress, access)
@@ -377,7 +375,7 @@ def run(
         }
     return {
         "chunks": chunks,
-        "engine": engine,
+        "engine": "edge",
         "tenants": tenants,
         "tenant_chunks": len(range(0, chunks, tenants)),
         "hybrid_p50_ms": hybrid["p50_ms"],
@@ -429,11 +427,6 @@ def render(result: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=positive_int, default=50_000, help="synthetic chunks to load")
-    parser.add_argument(
-        "--engine",
-        choices=["local", "edge"],
-        help="embedded engine (default: QDRANT_LOCAL_ENGINE, else the settings' default)",
-    )
     parser.add_argument("--queries", type=positive_int, default=200, help="timed queries per mode")
     parser.add_argument("--tenants", type=positive_int, default=1, help="tenants the chunks are spread over")
     parser.add_argument(
@@ -451,9 +444,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from winnow.settings import QdrantSettings
-
-    engine = args.engine or QdrantSettings().local_engine
     if args.tenants > args.chunks:
         print("--tenants must not exceed --chunks", file=sys.stderr)
         return 2
@@ -462,7 +452,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="winnow-scale-") as tmp:
         result = run(
             args.chunks,
-            engine,
             args.queries,
             args.tenants,
             args.max_seconds,

@@ -1,13 +1,13 @@
 """Speed of the real handlers on this machine, each figure next to a baseline measured in the same run.
 
 ``python -m benchmarks.speed [--json] [--limit-docs N] [--search-queries N] [--cold-runs N] [--only cold]
-[--engine local|edge]``
+``
 
 ``--only cold`` runs section 3 alone (same JSON object, with ``ingest`` and ``search`` null): the quick
 loop while working on start-up time.
 
 1. Ingest throughput (documents/s, chunks/s) of the real ingest handler with the local ONNX embedder
-   (S3 notifications of 50 records, folder bucket, SQLite ledger, Qdrant local mode on disk), against
+   (S3 notifications of 50 records, folder bucket, SQLite ledger, Qdrant Edge on disk), against
    a naive pipeline built from the same components: one document at a time, parse + chunk + embed in
    batches of 32 chunks in arrival order + BM25 + upsert, nothing batched across documents, one model run
    at a time, no ledger.
@@ -281,7 +281,6 @@ def cold_init(eval_set: EvalSet, workdir: Path, runs: int, note: Progress) -> di
         base["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT / "layers" / "shared"), str(REPO_ROOT)])
         handler_env = {
             **base,
-            **{k: v for k, v in os.environ.items() if k == "QDRANT_LOCAL_ENGINE"},  # --engine: same index
             "WINNOW_HOME": str(home),
             **{k: v for k, v in voyage_env.items() if v is not None},
         }
@@ -333,13 +332,12 @@ def bundle_sizes(build_dir: Path | None = None) -> dict[str, float] | None:
 # --- the run -------------------------------------------------------------------------------------------
 def _run_context() -> dict[str, Any]:
     """What every result carries besides its figures: memory, bundles, goals, engine and machine."""
-    from winnow.settings import QdrantSettings
 
     return {
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "bundle_mb": bundle_sizes(),
         "goals": GOALS,
-        "engine": QdrantSettings().local_engine,
+        "engine": "edge",
         "machine": machine(),
     }
 
@@ -459,11 +457,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cold-runs", type=positive_int, default=5, help="fresh processes per cold figure")
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
     parser.add_argument(
-        "--engine",
-        choices=["local", "edge"],
-        help="embedded Qdrant engine (sets QDRANT_LOCAL_ENGINE for this run and its child processes)",
-    )
-    parser.add_argument(
         "--only", choices=["cold"], help="run one section: cold = the search handler's cold init alone"
     )
     return parser.parse_args(argv)
@@ -471,8 +464,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.engine:
-        os.environ["QDRANT_LOCAL_ENGINE"] = args.engine
     quiet_known_warnings()
     try:
         eval_set = load_eval_set(eval_dir=args.eval_dir)

@@ -1,5 +1,5 @@
 """BM25 statistics per tenant: what another tenant's documents do to a tenant's keyword
-scores, and what counting IDF over the tenant's points costs a sparse search, on both embedded engines.
+scores, and what counting IDF over the tenant's points costs a sparse search, on Qdrant Edge.
 
 ``python -m benchmarks.tenant_idf [--points N] [--queries N] [--json]``
 
@@ -27,7 +27,6 @@ from typing import Any
 from winnow.adapters.qdrant_collection import CollectionStore, QueryPlan
 from winnow.adapters.qdrant_filters import search_filter, tenant_filter
 from winnow.adapters.qdrant_points import SPARSE_VECTOR
-from winnow.adapters.qdrant_store import QdrantVectorStore
 from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, ReadScope, SparseVector
 from winnow.settings import QdrantSettings
 from winnow_local.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
@@ -58,15 +57,9 @@ def chunk_point(tenant: str, number: int, sparse: SparseVector) -> ChunkPoint:
     )
 
 
-def store_on(engine: str) -> tuple[CollectionStore, Any]:
-    settings = QdrantSettings(collection_prefix="bench")
-    if engine == "edge":
-        folder = EdgeFolder(":memory:")
-        return EdgeVectorStore(folder, PROFILE, settings), folder
-    from qdrant_client import QdrantClient
-
-    client = QdrantClient(":memory:")
-    return QdrantVectorStore(client, PROFILE, settings), client
+def store_on() -> tuple[CollectionStore, Any]:
+    folder = EdgeFolder(":memory:")
+    return EdgeVectorStore(folder, PROFILE, QdrantSettings(collection_prefix="bench")), folder
 
 
 def eve_scores(store: CollectionStore, probes: list[SparseVector], idf_corpus: Any) -> list[dict[str, float]]:
@@ -86,9 +79,9 @@ def largest_change(before: list[dict[str, float]], after: list[dict[str, float]]
     return max(changes, default=0.0)
 
 
-def measure(engine: str, points: int, queries: int, seed: int = 7) -> dict[str, Any]:
+def measure(points: int, queries: int, seed: int = 7) -> dict[str, Any]:
     rng = random.Random(seed)
-    store, raw = store_on(engine)
+    store, raw = store_on()
     store.ensure_collection()
     for tenant in ("victim", "eve"):
         batch = [chunk_point(tenant, n, random_sparse(rng, TERMS_PER_CHUNK)) for n in range(points)]
@@ -115,7 +108,7 @@ def measure(engine: str, points: int, queries: int, seed: int = 7) -> dict[str, 
     collection_ms = statistics.median(timings["collection"])
     tenant_ms = statistics.median(timings["tenant"])
     return {
-        "engine": engine,
+        "engine": "edge",
         "points_per_tenant": points,
         "queries": queries,
         "eve_change_idf_over_collection": round(largest_change(before["collection"], after["collection"]), 4),
@@ -129,11 +122,10 @@ def measure(engine: str, points: int, queries: int, seed: int = 7) -> dict[str, 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--points", type=int, default=5_000, help="chunks per tenant (Edge)")
-    parser.add_argument("--local-points", type=int, default=1_000, help="chunks per tenant (local mode)")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    rows = [measure("edge", args.points, args.queries), measure("local", args.local_points, args.queries)]
+    rows = [measure(args.points, args.queries)]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

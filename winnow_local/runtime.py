@@ -26,9 +26,8 @@ DEFAULT_TENANT = "default"
 
 
 def close_local_qdrant(path: Path | str | None = None) -> None:
-    """Close the Qdrant local-mode client of ``path`` (every one when None). Local mode holds a folder
-    lock until closed, and a client left to ``__del__`` at interpreter exit prints an ignored-exception
-    traceback; the adapter reopens a closed client on next use."""
+    """Close the embedded Qdrant engine of ``path`` (every one when None). It holds a folder lock until
+    closed; the adapter reopens a closed engine on next use."""
     store_module = sys.modules.get("winnow_local.adapters.qdrant_edge")
     clients = getattr(store_module, "_LOCAL_CLIENTS", None)
     if not clients:
@@ -42,7 +41,7 @@ def close_local_qdrant(path: Path | str | None = None) -> None:
 
 
 def local_qdrant_path() -> Path | None:
-    """Where the current settings put Qdrant's local mode, or None for a server or ``:memory:``."""
+    """Where the current settings put Qdrant Edge's folder, or None for a server or ``:memory:``."""
     from winnow.factory import get_container
 
     settings = get_container().settings
@@ -106,7 +105,7 @@ class Upload:
 class LocalRuntime:
     """The handlers and the local bucket, behind one lock for writes.
 
-    Qdrant's local mode and the SQLite ledger are single-writer, so ingests (and deletes) run one at a
+    Qdrant Edge and the SQLite ledger are single-writer, so ingests (and deletes) run one at a
     time; searches share the same container and can run alongside."""
 
     def __init__(self, user: str | None = None, groups: Sequence[str] = ()) -> None:

@@ -95,16 +95,15 @@ def documents(draw: st.DrawFn) -> list[dict[str, Any]]:
     return docs
 
 
-@pytest.fixture(params=["local", "edge"])
+@pytest.fixture
 def access_stack(
-    request: pytest.FixtureRequest,
     tmp_path: Path,
     fake_voyage: FakeVoyageServer,
     fake_bedrock: FakeBedrockServer,
 ) -> Iterator[EmbeddedStack]:
     # show_configuration_errors as the CLI sets it, so the MCP tools' runtime keeps these settings
     search = SearchSettings(show_configuration_errors=True)
-    stack = EmbeddedStack(tmp_path / "home", fake_voyage, qdrant_engine=request.param, search=search)
+    stack = EmbeddedStack(tmp_path / "home", fake_voyage, search=search)
     stack.container.settings.providers.query_cache_size = 0
     stack.container.settings.answer = bedrock_settings(fake_bedrock)
     yield stack

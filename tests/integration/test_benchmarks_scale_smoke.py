@@ -10,20 +10,12 @@ import pytest
 from benchmarks import reconcile_scale, scale
 
 
-@pytest.mark.parametrize("engine", ["local", "edge"])
-def test_scale_prints_latency_and_memory_for_the_engine_it_ran(
-    engine: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_scale_prints_latency_and_memory_on_edge(capsys: pytest.CaptureFixture[str]) -> None:
     # When the scale benchmark loads 300 synthetic chunks over two tenants and times 20 queries per mode
-    assert (
-        scale.main(
-            ["--json", "--quiet", "--chunks", "300", "--tenants", "2", "--queries", "20", "--engine", engine]
-        )
-        == 0
-    )
+    assert scale.main(["--json", "--quiet", "--chunks", "300", "--tenants", "2", "--queries", "20"]) == 0
     result = json.loads(capsys.readouterr().out)
-    # Then the promised keys are there, for this engine and size
-    assert result["chunks"] == 300 and result["engine"] == engine
+    # Then the promised keys are there, for Edge and this size
+    assert result["chunks"] == 300 and result["engine"] == "edge"
     assert result["tenant_chunks"] == 150
     assert 0 < result["hybrid_p50_ms"] <= result["hybrid_p95_ms"]
     assert result["peak_rss_mb"] >= result["loaded_rss_mb"] > 0
@@ -35,12 +27,9 @@ def test_scale_prints_latency_and_memory_for_the_engine_it_ran(
     assert result["meets_goal"] == (result["hybrid_p50_ms"] <= 25.0)
 
 
-@pytest.mark.parametrize("engine", ["local", "edge"])
-def test_scale_times_hybrid_with_and_without_the_access_filter(
-    engine: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_scale_times_hybrid_with_and_without_the_access_filter(capsys: pytest.CaptureFixture[str]) -> None:
     # When the scale benchmark runs its access scenario on 400 chunks
-    argv = ["--json", "--quiet", "--chunks", "400", "--queries", "20", "--engine", engine, "--access"]
+    argv = ["--json", "--quiet", "--chunks", "400", "--queries", "20", "--access"]
     assert scale.main(argv) == 0
     result = json.loads(capsys.readouterr().out)
     # Then hybrid was timed with callers' read conditions too, against the same run's unfiltered p50

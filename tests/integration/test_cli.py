@@ -279,18 +279,14 @@ def test_unknown_tenant_names_the_state_folder_and_says_how_to_add_documents(
 def test_a_home_held_by_another_process_says_which_and_what_to_do(
     winnow: Winnow, ingested: list[Any]
 ) -> None:
-    # Given another process (as `winnow serve` would) holding the home's Qdrant folder, whichever
-    # embedded engine the home uses (each locks its own files)
-    from qdrant_client import QdrantClient
-
+    # Given another process (as `winnow serve` would) holding the home's Qdrant Edge folder
     from winnow_local.adapters.qdrant_edge import EdgeFolder
 
-    holders = [QdrantClient(path=str(winnow.home / "qdrant")), EdgeFolder(str(winnow.home / "qdrant"))]
+    holder = EdgeFolder(str(winnow.home / "qdrant"))
     try:
         run = winnow("search", "parental leave", "--tenant", "acme")
     finally:
-        for holder in holders:
-            holder.close()
+        holder.close()
     # Then one line names the folder and the documented way out, not an undocumented variable
     assert run.code == 1
     [line] = run.stderr.strip().splitlines()

@@ -1,7 +1,7 @@
-"""Which embedded engine a local folder gets: Qdrant Edge by default (benchmarks.scale: hybrid p50 in
-single-digit ms at 50k chunks, against seconds in qdrant-client's local mode); a folder that holds only an
-index made by local mode is moved to Edge once, points copied as stored, so an upgrade never shows an
-empty index and never re-embeds."""
+"""The embedded engine is Qdrant Edge, the only one (qdrant-client's local mode, the engine before it, was
+removed); a folder that holds only an index made by local mode is moved to Edge once, points copied as
+stored, so an upgrade never shows an empty index and never re-embeds. An old config that still asks for
+local mode is refused in one line that says so."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from qdrant_client import QdrantClient
 
 from tests.support.qdrant import PROFILE, keys, point, qsettings, query
 from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
 from winnow.settings import QdrantSettings
-from winnow_local.adapters.qdrant_edge import EdgeFolder, local_engine_for
+from winnow_local.adapters.qdrant_edge import EdgeFolder, migrate_if_needed
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +47,6 @@ def open_folder(folder: Path, settings: QdrantSettings) -> Any:
 def test_the_default_engine_is_edge_for_a_new_folder(tmp_path: Path) -> None:
     # Given no engine configured and an empty folder
     settings = QdrantSettings()
-    assert settings.local_engine == "edge"
     # When the embedded default opens it
     client = open_folder(tmp_path / "qdrant", settings)
     # Then it runs on Qdrant Edge
@@ -109,22 +109,41 @@ def test_a_move_cut_short_is_redone_from_the_start(tmp_path: Path) -> None:
         engine.close()
 
 
-def test_an_explicit_engine_always_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given a folder indexed by local mode
-    folder = tmp_path / "qdrant"
-    local_mode_index(folder)
-    # When Edge is asked for explicitly (as the environment variable sets it)
-    monkeypatch.setenv("QDRANT_LOCAL_ENGINE", "edge")
-    assert local_engine_for(QdrantSettings(), folder) == "edge"
-    # And local mode when asked for on a fresh folder
+def test_an_old_config_asking_for_local_mode_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given an old config that still chooses qdrant-client's local mode
     monkeypatch.setenv("QDRANT_LOCAL_ENGINE", "local")
-    assert local_engine_for(QdrantSettings(), tmp_path / "fresh") == "local"
+    # When the settings are validated
+    with pytest.raises(ValidationError) as raised:
+        QdrantSettings()
+    # Then one line says local mode is gone and the folder moves to Edge by itself
+    (error,) = raised.value.errors()
+    message = str(error["msg"])
+    assert "\n" not in message
+    assert "QDRANT_LOCAL_ENGINE=local is no longer supported" in message
+    assert "moved to Edge automatically on first open" in message
+
+
+def test_edge_asked_for_explicitly_still_moves_an_old_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a folder indexed by local mode, and an old config that names Edge (the only engine now)
+    folder = tmp_path / "qdrant"
+    stored = local_mode_index(folder)
+    monkeypatch.setenv("QDRANT_LOCAL_ENGINE", "edge")
+    # When the embedded default opens it
+    engine = open_folder(folder, QdrantSettings())
+    try:
+        # Then the index is moved to Edge as if nothing were set
+        assert isinstance(engine, EdgeFolder)
+        assert same_vectors(engine.store(PROFILE, qsettings()).existing_vectors("acme", "old.txt"), stored)
+    finally:
+        engine.close()
 
 
 def test_once_edge_holds_the_folder_the_old_local_index_no_longer_decides(tmp_path: Path) -> None:
-    # Given a folder with a local-mode index that was then rebuilt on Edge (QDRANT_LOCAL_ENGINE=edge once)
+    # Given a folder with a local-mode index beside an Edge folder already in use
     folder = tmp_path / "qdrant"
     local_mode_index(folder)
     (folder / "edge").mkdir()
-    # When no engine is configured any more, Then Edge stays in use
-    assert local_engine_for(QdrantSettings(), folder) == "edge"
+    # When it is opened again, Then nothing is moved
+    assert migrate_if_needed(folder, QdrantSettings()) is False

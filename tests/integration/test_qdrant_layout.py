@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
-from tests.support.qdrant import CORPUS, PROFILE, keys, point, qsettings, query
+from tests.support.qdrant import CORPUS, PROFILE, keys, point, qsettings, query, server_stand_in
 from winnow.adapters.qdrant_store import QdrantVectorStore, collection_layout, store_on
 from winnow.settings import QdrantSettings
 from winnow_local.adapters.qdrant_edge import EdgeFolder
@@ -241,13 +241,11 @@ LAYOUTS = [
 ]
 
 
-@pytest.mark.parametrize("engine", ["local", "edge"])
+@pytest.mark.parametrize("engine", ["server", "edge"])
 @pytest.mark.parametrize("layout", LAYOUTS, ids=["defaults", "plain", "global-graph"])
-def test_embedded_engines_accept_every_layout_and_search_the_same(
-    engine: str, layout: dict[str, Any]
-) -> None:
-    # Given a collection created with this layout on an embedded engine
-    client: Any = EdgeFolder(":memory:") if engine == "edge" else QdrantClient(":memory:")
+def test_both_engines_accept_every_layout_and_search_the_same(engine: str, layout: dict[str, Any]) -> None:
+    # Given a collection created with this layout on Edge, or through qdrant-client on the server stand-in
+    client: Any = EdgeFolder(":memory:") if engine == "edge" else server_stand_in()
     try:
         store = store_on(client, PROFILE, qsettings(**layout))
         store.ensure_collection()

@@ -2,10 +2,10 @@
 tenant isolation under any filter, metadata filters, metadata replacement, deletes, vector reuse; and the
 Qdrant adapter's error translation over real HTTP.
 
-Every contract test runs on both embedded adapters: ``QdrantVectorStore`` on qdrant-client's local mode
-(the same client code path as Qdrant Cloud) and ``EdgeVectorStore`` on Qdrant Edge
-(``QDRANT_LOCAL_ENGINE=edge``); they must behave the same. ``Engine`` builds stores on each and looks
-inside the engine the way its own API allows."""
+Every contract test runs on both adapters: ``QdrantVectorStore`` (Qdrant Cloud or a server), here over
+qdrant-client's in-memory local mode as the server's stand-in (the same client code path; not an engine
+of ours), and ``EdgeVectorStore`` on Qdrant Edge, the embedded engine; they must behave the same.
+``Engine`` builds stores on each and looks inside the engine the way its own API allows."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from tests.support.qdrant import (
     point,
     qsettings,
     query,
+    server_stand_in,
 )
 from winnow.access import ReadScope
 from winnow.adapters.qdrant_collection import CollectionStore
@@ -79,7 +80,7 @@ class Engine:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.raw: Any = EdgeFolder(":memory:") if name == "edge" else QdrantClient(":memory:")
+        self.raw: Any = EdgeFolder(":memory:") if name == "edge" else server_stand_in()
 
     def store(
         self, profile: EmbeddingProfile = PROFILE, settings_: QdrantSettings | None = None, **kw: Any
@@ -145,7 +146,7 @@ class Engine:
         self.raw.close()
 
 
-@pytest.fixture(params=["local", "edge"])
+@pytest.fixture(params=["server", "edge"])
 def engine_name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -214,8 +215,8 @@ def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(en
 
 
 def test_the_qdrant_client_gets_a_tenant_index_and_waits_for_every_write() -> None:
-    # Given the qdrant-client adapter (local mode, the same calls as Qdrant Cloud)
-    client = QdrantClient(":memory:")
+    # Given the qdrant-client adapter (on the server's stand-in: the same calls as Qdrant Cloud)
+    client = server_stand_in()
     recording = RecordingClient(client)
     store = QdrantVectorStore(recording, PROFILE, qsettings())  # type: ignore[arg-type]
     # When it creates its collection and writes 300 chunks
@@ -661,8 +662,8 @@ def test_search_never_returns_another_tenants_chunk(
 
 
 # --- local mode, clients and errors --------------------------------------------------------------------
-def test_local_path_mode_persists_and_shares_one_client_per_folder(tmp_path: Path, engine_name: str) -> None:
-    settings_ = qsettings(path=str(tmp_path / "qdrant"), local_engine=engine_name)
+def test_a_local_folder_persists_and_shares_one_engine_per_folder(tmp_path: Path) -> None:
+    settings_ = qsettings(path=str(tmp_path / "qdrant"))
     client = make_qdrant_client(settings_, None, tmp_path / "unused")
     assert make_qdrant_client(settings_, None, tmp_path / "unused") is client
     store = store_on(client, PROFILE, settings_)
@@ -677,13 +678,11 @@ def test_local_path_mode_persists_and_shares_one_client_per_folder(tmp_path: Pat
     reopened.close()
 
 
-def test_memory_and_default_local_paths(tmp_path: Path, engine_name: str) -> None:
-    memory = make_qdrant_client(
-        qsettings(path=":memory:", local_engine=engine_name), None, tmp_path / "unused"
-    )
+def test_memory_and_default_local_paths(tmp_path: Path) -> None:
+    memory = make_qdrant_client(qsettings(path=":memory:"), None, tmp_path / "unused")
     store_on(memory, PROFILE, qsettings()).upsert([point("acme", "a.txt", "alpha")])
     assert not (tmp_path / "unused").exists()
-    default = make_qdrant_client(qsettings(local_engine=engine_name), None, tmp_path / "home" / "qdrant")
+    default = make_qdrant_client(qsettings(), None, tmp_path / "home" / "qdrant")
     store_on(default, PROFILE, qsettings()).upsert([point("acme", "a.txt", "alpha")])
     assert (tmp_path / "home" / "qdrant").is_dir()
     default.close()

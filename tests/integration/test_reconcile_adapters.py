@@ -125,15 +125,18 @@ def test_lambda_async_invoke_on_the_wire(faulty_aws: FaultyAws) -> None:
         invoker.invoke("reconcile", {"continuation": "t"})
 
 
-@pytest.mark.parametrize("engine", ["local", "edge"])
+@pytest.mark.parametrize("engine", ["server", "edge"])
 def test_qdrant_alias_points_searches_at_one_profile_at_a_time(engine: str) -> None:
     from pathlib import Path
 
+    from tests.support.qdrant import server_stand_in
     from winnow.adapters.qdrant_store import make_qdrant_client, store_on
 
-    # (the pointer each embedded engine keeps: a Qdrant alias in local mode, Edge's own aliases file)
-    settings = QdrantSettings(path=":memory:", local_engine=engine)  # type: ignore[arg-type]
-    client = make_qdrant_client(settings, None, Path("/nonexistent"))
+    # (the pointer each engine keeps: a Qdrant alias on a server, Edge's own aliases file)
+    settings = QdrantSettings(path=":memory:")
+    client = (
+        server_stand_in() if engine == "server" else make_qdrant_client(settings, None, Path("/nonexistent"))
+    )
     old, new = EmbeddingProfile("voyage", "voyage-3.5", 256), EmbeddingProfile("voyage", "voyage-3.5", 512)
     index = store_on(client, old, settings).active_index()
     # Given no pointer yet, and a collection for the old profile only

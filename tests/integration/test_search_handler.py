@@ -499,22 +499,15 @@ def _answers(stack: EmbeddedStack) -> list[tuple[int, list[tuple[str, str]]]]:
     return answers
 
 
-def test_the_edge_engine_answers_like_local_mode_through_the_handlers(
-    tmp_path: Path, fake_voyage: Any
-) -> None:
-    # Given the same documents ingested through the ingest handler into each embedded engine
-    answers = {}
-    for engine in ("local", "edge"):
-        stack = EmbeddedStack(tmp_path / engine, fake_voyage, qdrant_engine=engine)
-        try:
-            assert type(stack.container.store).__name__ == (
-                "EdgeVectorStore" if engine == "edge" else "QdrantVectorStore"
-            )
-            # When the search handler answers the same requests
-            answers[engine] = _answers(stack)
-        finally:
-            stack.close()
-    # Then Qdrant Edge returns the same hits in the same order as qdrant-client's local mode
-    assert all(status == 200 and hits for status, hits in answers["edge"])
-    assert all(key.startswith("acme/") for _, hits in answers["edge"] for key, _ in hits)
-    assert answers["edge"] == answers["local"]
+def test_the_embedded_engine_answers_through_the_handlers(tmp_path: Path, fake_voyage: Any) -> None:
+    # Given documents ingested through the ingest handler into the embedded default (no Qdrant URL)
+    stack = EmbeddedStack(tmp_path / "edge", fake_voyage)
+    try:
+        # Then they are stored on Qdrant Edge
+        assert type(stack.container.store).__name__ == "EdgeVectorStore"
+        # And the search handler answers each request with the tenant's documents
+        answers = _answers(stack)
+    finally:
+        stack.close()
+    assert all(status == 200 and hits for status, hits in answers)
+    assert all(key.startswith("acme/") for _, hits in answers for key, _ in hits)

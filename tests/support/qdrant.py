@@ -1,20 +1,35 @@
 """The toy embedding and data the Qdrant store tests share: one dense axis and one sparse term per word, so
 expected rankings are obvious; ``point`` and ``query`` build what the store takes, ``CORPUS`` a small
-two-tenant corpus with metadata."""
+two-tenant corpus with metadata. ``server_stand_in`` is the Qdrant server the tests of ``QdrantVectorStore``
+talk to."""
 
 from __future__ import annotations
 
 import math
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from winnow.access import ReadScope
 from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector
 from winnow.ports import FilterValue, SearchQuery
 from winnow.settings import QdrantSettings
 
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
+
 EVERYTHING = ReadScope(everything=True)
+
+
+def server_stand_in() -> QdrantClient:
+    """A Qdrant server for ``QdrantVectorStore`` (the adapter Qdrant Cloud uses): qdrant-client's in-memory
+    local mode, which answers through the same client calls. It is a test double of the server, not an
+    engine of ours: the embedded engine is Qdrant Edge, and the product opens local mode only to move an
+    old local-mode folder to Edge once (``migrate_local_mode``)."""
+    from qdrant_client import QdrantClient
+
+    return QdrantClient(":memory:")
+
 
 VOCAB = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
 PROFILE = EmbeddingProfile(provider="test", model="toy-axes", dimension=len(VOCAB))

@@ -3,7 +3,7 @@
 ``EmbeddedStack`` puts objects into a bucket (the local folder bucket, or S3 on moto over HTTP), builds
 the S3 notification S3 would send, and invokes the real ingest handler, directly or wrapped in an SQS
 batch. Searches go through the real search handler as HTTP API (payload v2) events with JWT claims.
-Qdrant runs in local mode (in memory); the embedder is the real ``VoyageEmbedder`` talking to the
+Qdrant runs on Edge (in memory); the embedder is the real ``VoyageEmbedder`` talking to the
 loopback fake Voyage server, unless a test passes another one (the local ONNX model)."""
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ class EmbeddedStack:
         chunking: ChunkingSettings | None = None,
         ingest: IngestSettings | None = None,
         search: SearchSettings | None = None,
-        qdrant_engine: str | None = None,
     ) -> None:
         self.fake = fake_voyage
         voyage = voyage_settings(fake_voyage) if fake_voyage else VoyageSettings()
@@ -74,8 +73,6 @@ class EmbeddedStack:
             qdrant=QdrantSettings(
                 path=":memory:",
                 metadata_indexes=["department", "year"],
-                # None: the environment decides (QDRANT_LOCAL_ENGINE), as in the embedded default.
-                **({"local_engine": qdrant_engine} if qdrant_engine else {}),
             ),
             voyage=voyage,
             providers=ProviderSettings(

@@ -1,7 +1,8 @@
 """The ``VectorStore`` and ``ActiveIndex`` on Qdrant Edge (``qdrant-edge-py``), an in-process Rust engine:
-the embedded default's engine (``QDRANT_LOCAL_ENGINE=edge``), written against Edge's own API.
+the embedded default's one engine, written against Edge's own API.
 
-Why: qdrant-client's local mode evaluates filters and sparse dot products per point in Python; Edge runs
+Why: qdrant-client's local mode (the embedded engine before Edge, read now only to move an old folder
+to Edge once: ``migrate_local_mode``) evaluates filters and sparse dot products per point in Python; Edge runs
 the same queries in Rust (docs/benchmarks.md). Never used with a Qdrant URL and never imported by the
 search Lambda (``qdrant_edge`` is imported lazily and is not in the Lambda layer).
 
@@ -46,7 +47,6 @@ from winnow.ports import ActiveIndex
 
 if TYPE_CHECKING:
     import qdrant_edge as E
-    from qdrant_client import QdrantClient
 
     from winnow.models import ChunkPoint, EmbeddingProfile
     from winnow.settings import QdrantSettings
@@ -86,7 +86,7 @@ class EdgeFolder:
             )
         except portalocker.exceptions.LockException as exc:
             self._flock.close()
-            # What qdrant-client's local mode raises too, so the opener handles both engines alike.
+            # What qdrant-client's local mode raises too (opened to move an old folder): one handler for both.
             raise RuntimeError(
                 f"Qdrant Edge storage {self.root} is already accessed by another process"
             ) from exc
@@ -469,26 +469,27 @@ def _write_json(path: Path, value: Any) -> None:
 
 
 # --- the engine of a local folder ----------------------------------------------------------------------
-# One engine per local folder and process (each locks its folder): qdrant-client's local mode or Edge.
-_LOCAL_CLIENTS: dict[str, QdrantClient | EdgeFolder] = {}
+# One Edge engine per local folder and process (it locks its folder).
+_LOCAL_CLIENTS: dict[str, EdgeFolder] = {}
 _LOCAL_CLIENTS_LOCK = threading.Lock()
 
 
-def open_embedded(settings: QdrantSettings, local_path: Path) -> QdrantClient | EdgeFolder:
-    """The embedded engine at ``settings.path`` or ``local_path`` (``:memory:`` allowed): what
+def open_embedded(settings: QdrantSettings, local_path: Path) -> EdgeFolder:
+    """Qdrant Edge at ``settings.path`` or ``local_path`` (``:memory:`` allowed): what
     ``make_qdrant_client`` opens without a URL (the ``qdrant`` entry point of ``winnow.embedded``). A local
     folder admits one engine per process, so they are shared by path."""
     location = settings.path or str(local_path)
     if location == ":memory:":
-        return _open_local(location, settings.local_engine)
+        return EdgeFolder(location)
     resolved = str(Path(location).expanduser().resolve())
     with _LOCAL_CLIENTS_LOCK:
         cached = _LOCAL_CLIENTS.get(resolved)
-        if cached is not None and not _closed(cached):
+        if cached is not None and not cached.closed:
             return cached
         Path(resolved).mkdir(parents=True, exist_ok=True)
         try:
-            client = _open_local(resolved, local_engine_for(settings, Path(resolved)))
+            migrate_if_needed(Path(resolved), settings)
+            client = EdgeFolder(resolved)
         except RuntimeError as exc:  # portalocker: another process holds the folder
             raise ConfigurationError(
                 f"Qdrant local storage {resolved} is in use by another process (a running `winnow serve`?): "
@@ -498,19 +499,17 @@ def open_embedded(settings: QdrantSettings, local_path: Path) -> QdrantClient | 
         return client
 
 
-def local_engine_for(settings: QdrantSettings, folder: Path) -> str:
-    """The engine for a local folder: Edge, unless ``QDRANT_LOCAL_ENGINE`` says otherwise. A folder that
-    holds only an index made by qdrant-client's local mode (the default before Edge), or one whose move
-    was cut short, is moved to Edge first (``migrate_local_mode``), so an upgrade never shows an empty
-    index and never re-embeds."""
-    if "local_engine" in settings.model_fields_set or settings.local_engine != "edge":
-        return settings.local_engine
+def migrate_if_needed(folder: Path, settings: QdrantSettings) -> bool:
+    """Move a folder that holds only an index made by qdrant-client's local mode (the embedded engine
+    before Edge), or one whose move was cut short, to Edge (``migrate_local_mode``), so an upgrade never
+    shows an empty index and never re-embeds. Returns whether it moved anything."""
     collections = folder / _LOCAL_MODE_COLLECTIONS
     edge = folder / _SUBDIR
     unfinished = (edge / _MIGRATING).exists()
     if (unfinished or not edge.exists()) and collections.is_dir() and any(collections.iterdir()):
         migrate_local_mode(folder, settings)
-    return "edge"
+        return True
+    return False
 
 
 def migrate_local_mode(folder: Path, settings: QdrantSettings) -> int:
@@ -580,18 +579,3 @@ def _edge_point(record: Any) -> Any:
         },
         record.payload or {},
     )
-
-
-def _open_local(location: str, engine: str) -> QdrantClient | EdgeFolder:
-    """qdrant-client's local mode, or a Qdrant Edge folder (``QDRANT_LOCAL_ENGINE``)."""
-    if engine == "edge":
-        return EdgeFolder(location)
-    from qdrant_client import QdrantClient
-
-    return QdrantClient(":memory:") if location == ":memory:" else QdrantClient(path=location)
-
-
-def _closed(engine: Any) -> bool:
-    if isinstance(engine, EdgeFolder):
-        return engine.closed
-    return bool(getattr(engine._client, "closed", False))

@@ -32,7 +32,7 @@ Routes besides the API:
   unavailable (retry). The API's write rules apply first (``POST /uploads`` is asked with the caller's
   headers; a sidecar counts as a change of its document granting its access list).
 
-Handler calls run on one worker thread: Qdrant's local mode and the SQLite ledger are single-process,
+Handler calls run on one worker thread: Qdrant Edge and the SQLite ledger are single-process,
 single-writer stores, and one lane keeps them consistent without locking inside the handlers. The lane
 takes one task from each tenant with work in turn (``winnow_local.web.lanes``), so one tenant's backlog
 never holds another tenant's request behind all of it.

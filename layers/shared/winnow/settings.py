@@ -2,8 +2,8 @@
 sets them in Lambda; the embedded default needs none). A test checks that every variable the template
 sets is a field here and that every required field is set by the template.
 
-Provider choice: no Voyage key → local ONNX embedder and no re-ranker; no ``QDRANT_URL`` → Qdrant local
-mode under ``WINNOW_HOME``; no ``WINNOW_BUCKET`` / ``WINNOW_LEDGER_TABLE`` → a folder bucket and a SQLite
+Provider choice: no Voyage key → local ONNX embedder and no re-ranker; no ``QDRANT_URL`` → Qdrant Edge
+under ``WINNOW_HOME``; no ``WINNOW_BUCKET`` / ``WINNOW_LEDGER_TABLE`` → a folder bucket and a SQLite
 ledger under ``WINNOW_HOME``.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -46,15 +46,14 @@ class StorageSettings(BaseSettings):
 class QdrantSettings(BaseSettings):
     model_config = _config("QDRANT_")
 
-    url: str | None = Field(default=None, description="Qdrant Cloud URL; unset means local mode.")
+    url: str | None = Field(default=None, description="Qdrant Cloud URL; unset means Qdrant Edge, embedded.")
     api_key: SecretStr | None = None
     api_key_secret_arn: str | None = Field(default=None, description="Secrets Manager ARN of the API key.")
-    path: str | None = Field(default=None, description="Local mode path, or ':memory:'.")
-    local_engine: Literal["local", "edge"] = Field(
-        default="edge",
-        description="Engine without a URL: Qdrant Edge (in-process Rust, qdrant-edge-py; stores under "
-        "<path>/edge), or qdrant-client's local mode (pure Python; slow beyond a few thousand chunks). "
-        "Unset, a folder holding only a local-mode index is moved to Edge once (docs/local.md).",
+    path: str | None = Field(default=None, description="Embedded engine folder, or ':memory:'.")
+    local_engine: str | None = Field(
+        default=None,
+        description="Removed: without a URL the engine is Qdrant Edge (stores under <path>/edge); "
+        "'edge' is still accepted, 'local' is refused (a local-mode folder is moved to Edge on first open).",
     )
     collection_prefix: str = "winnow"
     timeout_seconds: int = Field(default=10, ge=1, le=120)
@@ -64,7 +63,8 @@ class QdrantSettings(BaseSettings):
     )
     max_attempts: int = Field(default=3, ge=1, le=10)
     # Collection layout for Qdrant Cloud, applied when a collection is created (docs/scaling.md explains
-    # the defaults). Local mode ignores them; changing one later needs a new collection (reconcile rebuild).
+    # the defaults). The embedded engine ignores what it lacks; changing one later needs a new collection
+    # (reconcile rebuild).
     hnsw_m: int = Field(
         default=0,
         ge=0,
@@ -91,6 +91,18 @@ class QdrantSettings(BaseSettings):
     )
     payload_on_disk: bool = Field(default=True, description="Payloads (chunk text) on disk, not in RAM.")
     shard_number: int = Field(default=2, ge=1, le=64, description="Shards of a new collection.")
+
+    @field_validator("local_engine")
+    @classmethod
+    def _local_mode_removed(cls, value: str | None) -> str | None:
+        """An old config may still ask for qdrant-client's local mode: say what replaced it, in one line."""
+        if value is not None and value.strip().lower() != "edge":
+            raise ValueError(
+                f"QDRANT_LOCAL_ENGINE={value} is no longer supported: qdrant-client's local mode was "
+                "removed, the embedded engine is Qdrant Edge and a local-mode folder is moved to Edge "
+                "automatically on first open (docs/local.md); unset QDRANT_LOCAL_ENGINE"
+            )
+        return value
 
 
 class VoyageSettings(BaseSettings):

@@ -1,7 +1,7 @@
 """The ``ActiveIndex`` as a Qdrant collection alias: ``<prefix>_active`` names the collection searches read.
 
 Why an alias: the pointer lives with the collections it names, Qdrant swaps it atomically (delete and
-create in one ``update_collection_aliases`` request), and it works the same in local mode (Qdrant Edge
+create in one ``update_collection_aliases`` request), and the embedded engine has the same (Qdrant Edge
 keeps its aliases in its folder: ``EdgeActiveIndex``). The profile of the named collection is read from
 the collection's own metadata (written by the store), so a search container can build the matching query
 embedder from it."""

@@ -1,6 +1,5 @@
-"""The ``VectorStore`` on qdrant-client: Qdrant Cloud over REST, or qdrant-client's local mode (a folder or
-``:memory:``) through the same code path. Which engine a local folder uses (local mode or Qdrant Edge,
-``QDRANT_LOCAL_ENGINE``) is the local tools' choice (``winnow.embedded``).
+"""The ``VectorStore`` on qdrant-client, for Qdrant Cloud or any Qdrant server over REST. Without a URL the
+engine is Qdrant Edge, which the local tools provide (``winnow.embedded``).
 
 The collection rules are ``CollectionStore``'s; filters are ``qdrant_filters``'; errors and retries are
 ``qdrant_errors``'. ``qdrant_client`` is imported lazily: it pulls numpy and grpc."""
@@ -44,8 +43,9 @@ __all__ = ["QdrantVectorStore", "fuse_rrf", "make_qdrant_client", "open_store", 
 T = TypeVar("T")
 MIN_SERVER_VERSION = (1, 19)  # IDF counted over a filter (the tenant's points), SearchParams.idf
 
-# Local mode mutates numpy arrays and a SQLite file without locks of its own: one lock per process
-# serialises every call on a local client (threads of a test, or the local server's workers).
+# qdrant-client's in-process local mode (the tests' stand-in for a Qdrant server, and what the move of an
+# old local-mode folder to Edge reads) mutates numpy arrays and a SQLite file without locks of its own:
+# one lock per process serialises every call on such a client.
 _LOCAL_LOCK = threading.RLock()
 
 
