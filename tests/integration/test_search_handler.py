@@ -184,9 +184,11 @@ def test_every_mode_finds_the_document_with_a_citation(loaded: EmbeddedStack, mo
         "ocr",
         "restricted",
         "access",
+        "context",
     }
     assert top["kind"] == "text" and top["ocr"] is False
     assert top["restricted"] is False and top["access"] is None
+    assert top["context"] is None  # only when asked for (tests/integration/test_search_context.py)
     assert set(body["timings_ms"]) == {"embed", "search", "rerank", "total"}
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from winnow.access import AccessList, ReadScope
 from winnow.models import ChunkPoint, EmbeddingProfile, StoredChunk
-from winnow.ports import ActiveIndex, SearchQuery, VectorStore
+from winnow.ports import ActiveIndex, ChunkPlace, SearchQuery, VectorStore
 
 
 class ActiveProfileCache:
@@ -90,6 +90,9 @@ class TransitionStore(VectorStore):
 
     def dense_vectors(self, point_ids: Sequence[str]) -> dict[str, list[float]]:
         return self.target.dense_vectors(point_ids)
+
+    def chunks_at(self, tenant: str, reader: ReadScope, places: Sequence[ChunkPlace]) -> list[StoredChunk]:
+        return self.target.chunks_at(tenant, reader, places)
 
     def count_by_document(self, tenant: str | None = None) -> dict[tuple[str, str], int]:
         return self.target.count_by_document(tenant)

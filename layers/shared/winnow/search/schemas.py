@@ -20,6 +20,7 @@ from winnow.access import UPLOAD_METADATA_NAME, AccessList, parse_access
 from winnow.errors import InvalidMetadata
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.rules import FIELD_NAME_RULE, is_field_name
+from winnow.search.context import CONTEXT_CHARS
 from winnow.settings import SearchSettings
 
 
@@ -171,6 +172,12 @@ class SearchRequest(BaseModel):
     score_threshold: StrictFloat | None = Field(
         default=None, ge=0, le=1, description="Minimum dense similarity, applied inside the vector search."
     )
+    context: Literal["none", "neighbours", "section"] = Field(
+        default="none",
+        description='Text around each result, in its `context`: "neighbours" the chunk before and the chunk '
+        'after in the document, "section" the rest of its own section; each side at most '
+        f"{CONTEXT_CHARS} characters.",
+    )
 
     @field_validator("query")
     @classmethod
@@ -239,6 +246,13 @@ class AccessModel(BaseModel):
         return parse_access({"users": self.users, "groups": self.groups})
 
 
+class ResultContext(BaseModel):
+    """The text around a result in its document (``context`` in the request)."""
+
+    before: str = Field(description=f"Text just before the passage, at most {CONTEXT_CHARS} characters.")
+    after: str = Field(description=f"Text just after the passage, at most {CONTEXT_CHARS} characters.")
+
+
 class SearchResult(BaseModel):
     rank: int
     score: float = Field(
@@ -274,6 +288,9 @@ class SearchResult(BaseModel):
         default=None,
         description="Who may read a restricted document; shown only to those who may change it (the "
         "admin group and its listed users).",
+    )
+    context: ResultContext | None = Field(
+        default=None, description="The text around the passage; null unless the request asked for `context`."
     )
 
 

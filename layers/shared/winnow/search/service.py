@@ -22,8 +22,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from winnow.access import Caller, ReadScope
 from winnow.models import SparseVector, StoredChunk
 from winnow.ports import Embedder, FilterValue, RangeFilter, Reranker, SearchQuery, VectorStore
+from winnow.search.context import contexts
 from winnow.search.relevance import Evidence, RelevanceModel, RelevanceModels, load_models
-from winnow.search.schemas import RangeCondition, SearchRequest, SearchResponse, SearchResult, Timings
+from winnow.search.schemas import (
+    RangeCondition,
+    ResultContext,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+    Timings,
+)
 from winnow.settings import SearchSettings
 
 if TYPE_CHECKING:
@@ -160,6 +168,10 @@ class SearchService:
         if request.mode == "hybrid" and not plan.rerank and self._model(request.mode) is None:
             kept = kept[: request.top_k]  # no relevance model: the fusion picks, the cosine orders
         kept.sort(key=lambda sh: (-sh[0], sh[1].key, sh[1].chunk_index))
+        kept = kept[: request.top_k]
+        around = contexts(
+            self.store, caller.tenant, self.read_scope(caller), [h for _, h in kept], request.context
+        )
         return [
             SearchResult(
                 rank=i + 1,
@@ -175,8 +187,9 @@ class SearchService:
                 kind="table" if hit.kind == "table" else "text",
                 ocr=hit.ocr,
                 **_access_shown(hit, caller),
+                context=None if request.context == "none" else ResultContext(before=before, after=after),
             )
-            for i, (score, hit) in enumerate(kept[: request.top_k])
+            for i, ((score, hit), (before, after)) in enumerate(zip(kept, around, strict=True))
         ]
 
     def candidates(self, who: Caller | str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
