@@ -396,6 +396,14 @@ def _env_pair(text: str) -> tuple[str, str]:
     return name, value
 
 
+def _without_header() -> None:
+    """The measurement's other arm: ``Chunk.embed_text`` (what the embedder and BM25 read) is the chunk's
+    text alone. Benchmarks only; the product always prefixes the title and section path."""
+    from winnow.models import Chunk
+
+    Chunk.embed_text = property(lambda chunk: chunk.text)  # type: ignore[method-assign,assignment]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -404,9 +412,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--documents", type=Path, help="a folder of documents instead of /usr/share's")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="a TSV of questions (see above)")
     parser.add_argument("--candidates", type=positive_int, help="send this candidates value (default: none)")
+    parser.add_argument(
+        "--no-header",
+        action="store_true",
+        help="embed and BM25-score each chunk's text alone, without its title and section path (issue 24)",
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     quiet_known_warnings()
+    if args.no_header:
+        _without_header()
     progress = Progress(args.quiet)
     with stdout_reserved_for_result():
         result = run(dict(args.env), args.limit, progress, args.documents, args.questions, args.candidates)

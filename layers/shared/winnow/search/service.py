@@ -115,7 +115,8 @@ class SearchService:
         dense, sparse = self._encode(tenant, request, plan)
         embed_ms = (time.perf_counter() - t0) * 1000
         t1 = time.perf_counter()
-        hits = self._retrieve(caller, request, dense, sparse, plan.candidates, with_dense=plan.cosine)
+        retrieve = sparse if request.mode != "dense" else None
+        hits = self._retrieve(caller, request, dense, retrieve, plan.candidates, with_dense=plan.cosine)
         search_ms = (time.perf_counter() - t1) * 1000
         t2 = time.perf_counter()
         scored = self._relevance(request, dense, sparse, hits, plan.rerank)
@@ -157,7 +158,10 @@ class SearchService:
         self, tenant: str, request: SearchRequest, plan: _Plan
     ) -> tuple[list[float] | None, SparseVector | None]:
         dense = self._embed_query(tenant, request.query) if plan.cosine else None
-        sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
+        model = self._model(request.mode)
+        # Dense mode encodes the keywords too when its model reads their coverage (never to retrieve).
+        coverage = not plan.rerank and model is not None and "coverage" in model.reads
+        sparse = self.sparse.encode_query(request.query) if request.mode != "dense" or coverage else None
         return dense, sparse
 
     def _keep(
@@ -197,8 +201,9 @@ class SearchService:
         before any model, threshold or ``top_k``: what the model is fitted on (benchmarks)."""
         caller = self.caller(who)
         dense = self._embed_query(caller.tenant, request.query)
-        sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
-        hits = self._retrieve(caller, request, dense, sparse, request.candidate_count, with_dense=True)
+        sparse = self.sparse.encode_query(request.query)
+        retrieve = sparse if request.mode != "dense" else None
+        hits = self._retrieve(caller, request, dense, retrieve, request.candidate_count, with_dense=True)
         return list(zip(hits, self._evidence(dense, hits, sparse), strict=True))
 
     def _retrieve(
