@@ -284,6 +284,7 @@ def time_queries(
     max_seconds: float,
     progress: Progress,
     access: bool = False,
+    candidates: Sequence[int] = (),
 ) -> dict[str, dict[str, float]]:
     from winnow.models import ReadScope, SparseVector
     from winnow.ports import SearchQuery
@@ -291,7 +292,8 @@ def time_queries(
     queries = corpus.queries(count + WARMUP, tenant)
     scopes = caller_scopes(len(queries)) if access else []
     out: dict[str, dict[str, float]] = {}
-    for mode in MODES:
+    modes = [(mode, LIMIT) for mode in MODES] + [("hybrid", n) for n in candidates if n != LIMIT]
+    for mode, limit in modes:
         built = [
             SearchQuery(
                 tenant=tenant,
@@ -300,14 +302,15 @@ def time_queries(
                 if mode != "dense"
                 else None,
                 mode=mode,  # type: ignore[arg-type]
-                limit=LIMIT,
+                limit=limit,
                 filters={},
                 reader=ReadScope(everything=True),
             )
             for dense, terms in queries
         ]
-        out[mode] = _timed(store, built, max_seconds)
-        progress(f"{mode}: p50 {out[mode]['p50_ms']} ms over {out[mode]['queries']} queries")
+        name = mode if limit == LIMIT else f"{mode}@{limit}"
+        out[name] = _timed(store, built, max_seconds)
+        progress(f"{name}: p50 {out[name]['p50_ms']} ms over {out[name]['queries']} queries")
         if mode == "hybrid" and access:
             # The same queries again, each from a caller whose read condition joins the tenant's.
             filtered = [replace(query, reader=scope) for query, scope in zip(built, scopes, strict=True)]
@@ -348,6 +351,7 @@ def run(
     home: Path,
     progress: Progress,
     access: bool = False,
+    candidates: Sequence[int] = (),
 ) -> dict[str, Any]:
     import numpy  # noqa: F401  (imported before the baseline, as the engine needs it anyway)
 
@@ -359,7 +363,9 @@ def run(
     progress(f"loading {chunks:,} synthetic chunks into the {engine} engine")
     load_seconds = load(store, corpus, progress, access)
     loaded_rss = current_rss_mb()
-    search = time_queries(store, corpus, corpus.tenant_of(0), queries, max_seconds, progress, access)
+    search = time_queries(
+        store, corpus, corpus.tenant_of(0), queries, max_seconds, progress, access, candidates
+    )
     store.close()
     hybrid = search["hybrid"]
     extra: dict[str, Any] = {}
@@ -444,6 +450,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="access lists on documents; time hybrid with a caller's filter too",
     )
+    parser.add_argument(
+        "--candidates",
+        type=positive_int,
+        nargs="*",
+        default=[],
+        help=f"time hybrid again at these candidate counts, same queries (besides {LIMIT}; issue 24)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
     return parser.parse_args(argv)
@@ -469,6 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(tmp),
             Progress(args.quiet),
             args.access,
+            args.candidates,
         )
     print(json.dumps(result) if args.json else render(result))
     return 0
