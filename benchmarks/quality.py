@@ -412,12 +412,12 @@ def run(
         for name, figures in off.items():
             note(f"off-topic {name}: {figures['refused']:.1%} of {figures['queries']} refused at {deployed}")
         if offtopic_heldout:
-            off["heldout_by_mode"] = {
+            threshold_cv["offtopic_heldout_refused_by_mode"] = {
                 mode: refusals(stack, offtopic_heldout, deployed, TOP_K, mode)["refused"]
                 for mode in modes
                 if mode in ("sparse", "dense", DEFAULT_MODE)
             }
-            note(f"off-topic heldout by mode: {off['heldout_by_mode']}")
+            note(f"off-topic heldout by mode: {threshold_cv['offtopic_heldout_refused_by_mode']}")
 
     demo_result = (
         run_demo(workdir / "demo", env, embed_cache, offtopic, offtopic_heldout, all_models) if demo else None

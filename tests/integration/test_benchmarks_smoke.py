@@ -85,6 +85,9 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     for figures in result["offtopic"].values():
         assert figures["queries"] >= 100 and 0 <= figures["refused"] <= 1
     assert 0 <= result["threshold"]["offtopic_fitting_refused_cv"] <= 1
+    for figures in ("answerable_refused_cv_by_mode", "offtopic_heldout_refused_by_mode"):
+        assert set(result["threshold"][figures]) == {"sparse", "dense", "hybrid"}
+        assert all(0 <= v <= 1 for v in result["threshold"][figures].values())
     # And the calibration of the held-out scores: each band's mean score inside it, shares in [0, 1]
     bands = result["threshold"]["calibration"]
     assert bands and all(b["passages"] > 0 for b in bands)
