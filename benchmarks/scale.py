@@ -13,7 +13,8 @@ through ``QdrantVectorStore.upsert`` (batches of 256, ``wait=True``) on disk und
 Queries are built from random chunks: their topic's centroid plus noise as the dense side, 3-6 of their
 terms as the sparse side, scoped to the first tenant (with ``--tenants 1`` that is every point, the
 worst case of the embedded default). Each mode is warmed up, then timed through
-``QdrantVectorStore.search`` (limit 15, the API's default candidates): this is the engine part of a
+``QdrantVectorStore.search`` (limit 15; ``--candidates 30 50`` times hybrid again at those limits, the
+API default being 30 since issue 24): this is the engine part of a
 search, the part that grows with the collection; the query embedding (~3 ms with the local model,
 ``benchmarks.speed``) comes on top. ``--max-seconds`` caps each mode's timing loop (at least 20 queries
 run), so a slow engine still finishes. Peak RSS is this process's high-water mark (``VmHWM``).

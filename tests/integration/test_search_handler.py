@@ -15,6 +15,7 @@ from functions.search import app as search_app
 from tests.support.stack import EmbeddedStack
 from winnow.access import ReadScope
 from winnow.ports import SearchQuery
+from winnow.search.schemas import default_candidates
 from winnow_fakes.fake_voyage import Fault
 from winnow_local.context import LocalLambdaContext
 
@@ -224,7 +225,7 @@ def test_without_reranker_or_relevance_model_hybrid_returns_the_fused_top_k_orde
             dense=container.embedder.embed([query], "query")[0],
             sparse=container.sparse.encode_query(query),
             mode="hybrid",
-            limit=max(15, 3 * top_k),
+            limit=default_candidates(top_k),
             filters={},
             reader=ReadScope(open_documents=True),
         )
