@@ -314,3 +314,33 @@ def test_passage_benchmark_prints_every_figure_for_winnow_and_both_bm25_baseline
     assert result["bm25_gold_passages"]["all"]["document_first"] > 0
     assert set(result["chunk_lengths"]) == {"md", "txt"}
     assert 0.0 <= result["offtopic_refused"] <= 1.0
+
+
+def test_passage_benchmark_with_context_counts_answers_in_the_text_around_a_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import passages
+
+    # Given a document whose answer sits in the section after the one its question matches
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "shell.md").write_text(
+        "# Shell\n\n## Settings file\n\nTo make completion ignore case, put this line in /etc/inputrc:\n\n"
+        "## Setting\n\nset completion-ignore-case on\n\n## History\n\nThe history keeps 500 commands.\n",
+        encoding="utf-8",
+    )
+    questions = tmp_path / "questions.tsv"
+    questions.write_text(
+        "id\tdocument\tquestion\tanswer_excerpt\n"
+        "s1\tshell.md\tmake completion ignore case in the inputrc file\tset completion-ignore-case on\n",
+        encoding="utf-8",
+    )
+    argv = ["--json", "--quiet", "--documents", str(folder), "--questions", str(questions)]
+    # When it runs with --context neighbours
+    assert passages.main([*argv, "--context", "neighbours"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Then the answer counts when it is in a result's context, never less often than in the passages alone
+    assert result["context"] == "neighbours"
+    for group, figures in result["winnow_with_context"].items():
+        assert figures["top3"] >= result["winnow"][group]["top3"]
+    assert result["winnow_with_context"]["all"]["top3"] == 1.0
