@@ -263,7 +263,7 @@ class SearchResult(BaseModel):
         "With the re-ranker: the re-ranker's relevance score. Without: the estimated probability that the "
         "passage is relevant, from logistic models over the retrievers' evidence (cosine similarity, BM25 "
         "score) fitted per embedding model and search mode on an evaluation set (SciFact: on other "
-        "documents an estimate carried over, not a guarantee); in hybrid mode an order model sets the "
+        "documents an estimate carried over, not a guarantee); in each mode an order model sets the "
         "order and an answer model the best passage's score. For an embedding model with no fitted model: "
         "the dense cosine similarity (0 when negative)."
     )
