@@ -247,7 +247,9 @@ def _corpus_from_folder(
     return files, kinds, {name: name for name, _ in files}
 
 
-def _default_request(stack: Any, query: str, candidates: int | None = None) -> list[dict[str, Any]]:
+def _default_request(
+    stack: Any, query: str, candidates: int | None = None, context: str | None = None
+) -> list[dict[str, Any]]:
     """A client's default search: only the query (and ``candidates`` when measuring other values of
     it), everything else the API's defaults."""
     from functions.search.app import handler
@@ -258,6 +260,8 @@ def _default_request(stack: Any, query: str, candidates: int | None = None) -> l
     body: dict[str, Any] = {"query": query}
     if candidates is not None:
         body["candidates"] = candidates
+    if context is not None:
+        body["context"] = context
     event = http_api_event("POST", "/search", body=body, tenant=stack.tenant, claim=claim)
     response = handler(event, LocalLambdaContext())
     if response.get("statusCode") != 200:
@@ -287,6 +291,7 @@ def run(
     documents: Path | None = None,
     questions_file: Path = QUESTIONS,
     candidates: int | None = None,
+    context: str | None = None,
 ) -> dict[str, Any]:
     from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.stack import EmbeddedStack
@@ -310,10 +315,16 @@ def run(
         chunks = _chunks_as_indexed(stack, files)
         progress(f"{sum(len(c) for c in chunks.values())} chunks; asking {len(questions)} questions")
         winnow: dict[str, list[Passage]] = {}
+        # With ``context``: the same results, each read with the text around it (what the reader sees).
+        around: dict[str, list[Passage]] = {}
         for question in questions:
-            results = _default_request(stack, question.text, candidates)
-            winnow[question.id] = [
-                Passage(by_upload.get(r["key"].rsplit("/", 1)[-1], r["key"]), r["text"]) for r in results
+            results = _default_request(stack, question.text, candidates, context)
+            names = [by_upload.get(r["key"].rsplit("/", 1)[-1], r["key"]) for r in results]
+            winnow[question.id] = [Passage(n, r["text"]) for n, r in zip(names, results, strict=True)]
+            around[question.id] = [
+                Passage(n, "\n\n".join(filter(None, [c["before"], r["text"], c["after"]])))
+                for n, r in zip(names, results, strict=True)
+                for c in [r.get("context") or {"before": "", "after": ""}]
             ]
         refused_offtopic = sum(not _default_request(stack, query, candidates) for query in offtopic)
         gold = [
@@ -336,6 +347,7 @@ def run(
         "documents": len(files),
         "questions": len(questions),
         "winnow": tally(questions, winnow, kinds),
+        **({"winnow_with_context": tally(questions, around, kinds), "context": context} if context else {}),
         "bm25_same_chunks": tally(questions, bm25_chunks, kinds),
         "bm25_gold_passages": tally(questions, bm25_gold, kinds),
         "folds_winnow": fold_spread(questions, winnow),
@@ -381,6 +393,11 @@ def report(result: Mapping[str, Any]) -> str:
         f"Winnow top-3 across {spread['folds']} folds: {spread['top3_min']:.1%} - {spread['top3_max']:.1%}; "
         f"off-topic refused {result['offtopic_refused']:.1%} of {result['offtopic_questions']}"
     )
+    if "winnow_with_context" in result:
+        shares = ", ".join(
+            f"{group} {figures['top3']:.1%}" for group, figures in result["winnow_with_context"].items()
+        )
+        lines.append(f"Answer in a top-3 passage or its context ({result['context']}): {shares}")
     length_rows = [
         [fmt, str(s["chunks"]), str(s["median"]), str(s["p10"]), str(s["p90"])]
         for fmt, s in result["chunk_lengths"].items()
@@ -396,6 +413,14 @@ def _env_pair(text: str) -> tuple[str, str]:
     return name, value
 
 
+def _without_header() -> None:
+    """The measurement's other arm: ``Chunk.embed_text`` (what the embedder and BM25 read) is the chunk's
+    text alone. Benchmarks only; the product always prefixes the title and section path."""
+    from winnow.models import Chunk
+
+    Chunk.embed_text = property(lambda chunk: chunk.text)  # type: ignore[method-assign,assignment]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -404,12 +429,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--documents", type=Path, help="a folder of documents instead of /usr/share's")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="a TSV of questions (see above)")
     parser.add_argument("--candidates", type=positive_int, help="send this candidates value (default: none)")
+    parser.add_argument(
+        "--context",
+        choices=["neighbours", "section"],
+        help="send this context and also count an answer found in a result's context (issue 24)",
+    )
+    parser.add_argument(
+        "--no-header",
+        action="store_true",
+        help="embed and BM25-score each chunk's text alone, without its title and section path (issue 24)",
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     quiet_known_warnings()
+    if args.no_header:
+        _without_header()
     progress = Progress(args.quiet)
     with stdout_reserved_for_result():
-        result = run(dict(args.env), args.limit, progress, args.documents, args.questions, args.candidates)
+        result = run(
+            dict(args.env),
+            args.limit,
+            progress,
+            args.documents,
+            args.questions,
+            args.candidates,
+            args.context,
+        )
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0
 

@@ -66,7 +66,7 @@ from benchmarks.stack import EmbeddedStack, Hit, documents_by_best_chunk, write_
 
 MODES = ("sparse", "dense", "hybrid")
 RERANK_MODE = "hybrid+rerank"
-CANDIDATES: int | None = None  # the API default, max(15, 3 x top_k)
+CANDIDATES: int | None = None  # the API default, max(30, 3 x top_k)
 EVENT_RECORDS = 50
 DATA_DIR = REPO_ROOT / "benchmarks" / "data"
 OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"  # the fitting set: the threshold rule reads it
@@ -385,6 +385,19 @@ def run(
             for q in fold
         ]
         threshold_cv["answerable_refused_cv"] = round(sum(refused) / max(1, len(refused)), 4)
+        # The same per mode (issue 24: sparse and dense are calibrated too), at the fold thresholds.
+        threshold_cv["answerable_refused_cv_by_mode"] = {
+            mode: round(
+                sum(
+                    max((h.score for h in held_out_hits[mode][q]), default=0.0) < t
+                    for fold, t in zip(split, fold_thresholds, strict=True)
+                    for q in fold
+                )
+                / max(1, len(queries)),
+                4,
+            )
+            for mode in modes
+        }
         threshold_cv["offtopic_fitting_refused_cv"] = (
             round(sum(off_refused_cv) / len(off_refused_cv), 4) if off_refused_cv else None
         )
@@ -398,6 +411,13 @@ def run(
         }
         for name, figures in off.items():
             note(f"off-topic {name}: {figures['refused']:.1%} of {figures['queries']} refused at {deployed}")
+        if offtopic_heldout:
+            threshold_cv["offtopic_heldout_refused_by_mode"] = {
+                mode: refusals(stack, offtopic_heldout, deployed, TOP_K, mode)["refused"]
+                for mode in modes
+                if mode in ("sparse", "dense", DEFAULT_MODE)
+            }
+            note(f"off-topic heldout by mode: {threshold_cv['offtopic_heldout_refused_by_mode']}")
 
     demo_result = (
         run_demo(workdir / "demo", env, embed_cache, offtopic, offtopic_heldout, all_models) if demo else None
@@ -418,13 +438,15 @@ def run(
     }
 
 
-def refusals(stack: EmbeddedStack, texts: Sequence[str], threshold: float, top_k: int) -> dict[str, Any]:
+def refusals(
+    stack: EmbeddedStack, texts: Sequence[str], threshold: float, top_k: int, mode: str = DEFAULT_MODE
+) -> dict[str, Any]:
     """Off-topic questions through the search handler at ``threshold``: the share answered "No relevant
     passages found", and the first few that got an answer."""
     answers = {
         text: stack.search(
             text,
-            DEFAULT_MODE,
+            mode,
             top_k=top_k,
             candidates=CANDIDATES,
             rerank=stack.has_reranker,

@@ -29,6 +29,11 @@ MODE_FEATURES: dict[str, tuple[str, ...]] = {
 # generated known-item queries (benchmarks.known_item); ``MODE_FEATURES["hybrid"]`` is its answer model,
 # fitted on the judged queries only. Chosen by cross-validation (docs/benchmarks.md).
 ORDER_FEATURES = ("cosine", "cosine_gap", "bm25_log", "bm25_rel")
+# The answer model of the other modes (issue 24): whether the best passage answers must not read BM25's raw
+# score, which shrinks with a small tenant's IDF (an exact keyword match in a two-document tenant was
+# refused in sparse mode); keyword coverage says the same at any corpus size. Each mode's own
+# ``MODE_FEATURES`` model keeps the order.
+ANSWER_FEATURES = ("cosine", "cosine_gap", "coverage")
 CALIBRATION_L2 = 1.0
 
 Candidate = tuple[str, Any]  # (document id, winnow.search.relevance.Evidence)
@@ -114,6 +119,10 @@ def fit_models(
         modes[mode] = fit_mode(per_query_cands, qrels, qids, features, l2)
         if mode == DEFAULT_MODE and known is not None and known.ids:
             modes[mode] = fit_ranked(per_query_cands, qrels, qids, modes[mode], known)
+        elif mode != DEFAULT_MODE:
+            answer_l2 = choose_l2(per_query_cands, qrels, qids, ANSWER_FEATURES)
+            answer = fit_mode(per_query_cands, qrels, qids, ANSWER_FEATURES, answer_l2)
+            modes[mode] = calibrate(per_query_cands, qrels, qids, modes[mode], answer)
     return RelevanceModels(profile=profile, modes=modes, source=source)
 
 
@@ -126,13 +135,25 @@ def fit_ranked(
 ) -> Any:
     """The order model on the judged and the known-item queries, then the logistic step that combines
     it with ``answer`` (fitted on the judged queries) on the judged queries' candidates."""
-    from winnow.search.relevance import RankedRelevance, feature_rows
-
     merged = {**candidates, **known.candidates}
     merged_qrels = {**qrels, **known.qrels}
     order_ids = [*qids, *known.ids]
     l2 = choose_l2(merged, merged_qrels, order_ids, ORDER_FEATURES)
     order = fit_mode(merged, merged_qrels, order_ids, ORDER_FEATURES, l2)
+    return calibrate(candidates, qrels, qids, order, answer)
+
+
+def calibrate(
+    candidates: dict[str, list[Candidate]],
+    qrels: dict[str, dict[str, int]],
+    qids: Sequence[str],
+    order: Any,
+    answer: Any,
+) -> Any:
+    """The logistic step that combines an order model and an answer model into one probability, fitted
+    on the judged queries' candidates (``RankedRelevance``)."""
+    from winnow.search.relevance import RankedRelevance, feature_rows
+
     rows: list[list[float]] = []
     labels: list[int] = []
     for qid in qids:

@@ -12,7 +12,8 @@ through ``EdgeVectorStore.upsert`` (batches of 256, ``wait=True``) on disk under
 Queries are built from random chunks: their topic's centroid plus noise as the dense side, 3-6 of their
 terms as the sparse side, scoped to the first tenant (with ``--tenants 1`` that is every point, the
 worst case of the embedded default). Each mode is warmed up, then timed through
-``EdgeVectorStore.search`` (limit 15, the API's default candidates): this is the engine part of a
+``EdgeVectorStore.search`` (limit 15; ``--candidates 30 50`` times hybrid again at those limits, the
+API default being 30 since issue 24): this is the engine part of a
 search, the part that grows with the collection; the query embedding (~3 ms with the local model,
 ``benchmarks.speed``) comes on top. ``--max-seconds`` caps each mode's timing loop (at least 20 queries
 run), so a slow engine still finishes. Peak RSS is this process's high-water mark (``VmHWM``).
@@ -283,6 +284,7 @@ def time_queries(
     max_seconds: float,
     progress: Progress,
     access: bool = False,
+    candidates: Sequence[int] = (),
 ) -> dict[str, dict[str, float]]:
     from winnow.models import ReadScope, SparseVector
     from winnow.ports import SearchQuery
@@ -290,7 +292,8 @@ def time_queries(
     queries = corpus.queries(count + WARMUP, tenant)
     scopes = caller_scopes(len(queries)) if access else []
     out: dict[str, dict[str, float]] = {}
-    for mode in MODES:
+    modes = [(mode, LIMIT) for mode in MODES] + [("hybrid", n) for n in candidates if n != LIMIT]
+    for mode, limit in modes:
         built = [
             SearchQuery(
                 tenant=tenant,
@@ -299,14 +302,15 @@ def time_queries(
                 if mode != "dense"
                 else None,
                 mode=mode,  # type: ignore[arg-type]
-                limit=LIMIT,
+                limit=limit,
                 filters={},
                 reader=ReadScope(everything=True),
             )
             for dense, terms in queries
         ]
-        out[mode] = _timed(store, built, max_seconds)
-        progress(f"{mode}: p50 {out[mode]['p50_ms']} ms over {out[mode]['queries']} queries")
+        name = mode if limit == LIMIT else f"{mode}@{limit}"
+        out[name] = _timed(store, built, max_seconds)
+        progress(f"{name}: p50 {out[name]['p50_ms']} ms over {out[name]['queries']} queries")
         if mode == "hybrid" and access:
             # The same queries again, each from a caller whose read condition joins the tenant's.
             filtered = [replace(query, reader=scope) for query, scope in zip(built, scopes, strict=True)]
@@ -346,6 +350,7 @@ def run(
     home: Path,
     progress: Progress,
     access: bool = False,
+    candidates: Sequence[int] = (),
 ) -> dict[str, Any]:
     import numpy  # noqa: F401  (imported before the baseline, as the engine needs it anyway)
 
@@ -357,7 +362,9 @@ def run(
     progress(f"loading {chunks:,} synthetic chunks into Qdrant Edge")
     load_seconds = load(store, corpus, progress, access)
     loaded_rss = current_rss_mb()
-    search = time_queries(store, corpus, corpus.tenant_of(0), queries, max_seconds, progress, access)
+    search = time_queries(
+        store, corpus, corpus.tenant_of(0), queries, max_seconds, progress, access, candidates
+    )
     store.close()
     hybrid = search["hybrid"]
     extra: dict[str, Any] = {}
@@ -437,6 +444,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="access lists on documents; time hybrid with a caller's filter too",
     )
+    parser.add_argument(
+        "--candidates",
+        type=positive_int,
+        nargs="*",
+        default=[],
+        help=f"time hybrid again at these candidate counts, same queries (besides {LIMIT}; issue 24)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
     return parser.parse_args(argv)
@@ -458,6 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(tmp),
             Progress(args.quiet),
             args.access,
+            args.candidates,
         )
     print(json.dumps(result) if args.json else render(result))
     return 0

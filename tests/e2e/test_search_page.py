@@ -519,3 +519,54 @@ def test_a_restricted_result_is_marked_and_names_its_readers_only_to_those_who_m
     [owner] = memo_results()
     assert text_of(owner, ".citation .access-badge") == "Restricted to users ann; groups board"
     page.find_element(By.ID, "user").clear()
+
+
+def _api_search(server: WinnowHTTPServer, body: dict[str, Any]) -> dict[str, Any]:
+    """POST /search straight to the server, as the page's tenant: what the page should show."""
+    import http.client
+    import json
+
+    host, port = str(server.server_address[0]), int(server.server_address[1])
+    connection = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        headers = {"X-Winnow-Tenant": TENANT, "content-type": "application/json"}
+        connection.request("POST", "/search", body=json.dumps(body), headers=headers)
+        response = connection.getresponse()
+        payload = json.loads(response.read())
+    finally:
+        connection.close()
+    assert response.status == 200, payload
+    return dict(payload)
+
+
+def test_each_passage_shows_the_text_around_it_unless_asked_not_to(
+    page: Any, server: WinnowHTTPServer
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    # Given the page's default (the text before and after each passage)
+    query = "How long is the warranty on the Beacon?"
+    run_search(page, query)
+    top = wait_for(page, "#results li.result")[0]
+    expected = _api_search(server, {"query": query, "context": "neighbours"})["results"][0]["context"]
+    assert expected["before"] or expected["after"]
+    # Then the top passage shows the same context as the API, dimmed around it, passage in between
+    shown = [e.get_attribute("class") for e in top.find_elements(By.CSS_SELECTOR, "p")]
+    for side in ("before", "after"):
+        if expected[side]:
+            part = top.find_element(By.CSS_SELECTOR, f".context-{side}")
+            assert " ".join(part.text.split()) == " ".join(expected[side].split())
+    if expected["before"]:
+        assert shown.index("context context-before") < shown.index("passage")
+    # When the user asks for the passage only, Then no context is shown
+    _open_options(page)
+    Select(page.find_element(By.ID, "context")).select_by_value("none")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run_search(page, query)
+    results_list = page.find_element(By.ID, "results")
+    WebDriverWait(page, 60).until(lambda _: results_list.get_attribute("aria-busy") != "true")
+    assert wait_for(page, "#results li.result .passage")
+    assert not page.find_elements(By.CSS_SELECTOR, "#results .context")
+    Select(page.find_element(By.ID, "context")).select_by_value("neighbours")

@@ -91,7 +91,7 @@ def test_answer_cites_the_passage_it_comes_from_by_its_result_rank(
 
 
 def test_results_are_exactly_what_search_returns_for_the_same_request(bedrock: EmbeddedStack) -> None:
-    fields = {"top_k": 2, "relevance_threshold": 0.05}
+    fields = {"top_k": 2, "relevance_threshold": 0.05, "context": "neighbours"}
     _, answered = ask(bedrock, HOLIDAY_QUESTION, **fields)
     _, searched = bedrock.search(HOLIDAY_QUESTION, **fields)
     assert answered["results"] == searched["results"]

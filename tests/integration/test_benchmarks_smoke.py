@@ -85,6 +85,9 @@ def test_quality_prints_one_json_object_with_every_mode_and_both_baselines(
     for figures in result["offtopic"].values():
         assert figures["queries"] >= 100 and 0 <= figures["refused"] <= 1
     assert 0 <= result["threshold"]["offtopic_fitting_refused_cv"] <= 1
+    for figures in ("answerable_refused_cv_by_mode", "offtopic_heldout_refused_by_mode"):
+        assert set(result["threshold"][figures]) == {"sparse", "dense", "hybrid"}
+        assert all(0 <= v <= 1 for v in result["threshold"][figures].values())
     # And the calibration of the held-out scores: each band's mean score inside it, shares in [0, 1]
     bands = result["threshold"]["calibration"]
     assert bands and all(b["passages"] > 0 for b in bands)
@@ -284,3 +287,33 @@ def test_passage_benchmark_prints_every_figure_for_winnow_and_both_bm25_baseline
     assert result["bm25_gold_passages"]["all"]["document_first"] > 0
     assert set(result["chunk_lengths"]) == {"md", "txt"}
     assert 0.0 <= result["offtopic_refused"] <= 1.0
+
+
+def test_passage_benchmark_with_context_counts_answers_in_the_text_around_a_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import passages
+
+    # Given a document whose answer sits in the section after the one its question matches
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "shell.md").write_text(
+        "# Shell\n\n## Settings file\n\nTo make completion ignore case, put this line in /etc/inputrc:\n\n"
+        "## Setting\n\nset completion-ignore-case on\n\n## History\n\nThe history keeps 500 commands.\n",
+        encoding="utf-8",
+    )
+    questions = tmp_path / "questions.tsv"
+    questions.write_text(
+        "id\tdocument\tquestion\tanswer_excerpt\n"
+        "s1\tshell.md\tmake completion ignore case in the inputrc file\tset completion-ignore-case on\n",
+        encoding="utf-8",
+    )
+    argv = ["--json", "--quiet", "--documents", str(folder), "--questions", str(questions)]
+    # When it runs with --context neighbours
+    assert passages.main([*argv, "--context", "neighbours"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Then the answer counts when it is in a result's context, never less often than in the passages alone
+    assert result["context"] == "neighbours"
+    for group, figures in result["winnow_with_context"].items():
+        assert figures["top3"] >= result["winnow"][group]["top3"]
+    assert result["winnow_with_context"]["all"]["top3"] == 1.0

@@ -15,6 +15,7 @@ from functions.search import app as search_app
 from tests.support.stack import EmbeddedStack
 from winnow.access import ReadScope
 from winnow.ports import SearchQuery
+from winnow.search.schemas import default_candidates
 from winnow_fakes.fake_voyage import Fault
 from winnow_local.context import LocalLambdaContext
 
@@ -184,9 +185,11 @@ def test_every_mode_finds_the_document_with_a_citation(loaded: EmbeddedStack, mo
         "ocr",
         "restricted",
         "access",
+        "context",
     }
     assert top["kind"] == "text" and top["ocr"] is False
     assert top["restricted"] is False and top["access"] is None
+    assert top["context"] is None  # only when asked for (tests/integration/test_search_context.py)
     assert set(body["timings_ms"]) == {"embed", "search", "rerank", "total"}
 
 
@@ -222,7 +225,7 @@ def test_without_reranker_or_relevance_model_hybrid_returns_the_fused_top_k_orde
             dense=container.embedder.embed([query], "query")[0],
             sparse=container.sparse.encode_query(query),
             mode="hybrid",
-            limit=max(15, 3 * top_k),
+            limit=default_candidates(top_k),
             filters={},
             reader=ReadScope(open_documents=True),
         )

@@ -221,3 +221,29 @@ def test_ollama_settings_read_ollama_host_like_ollama_does(monkeypatch: pytest.M
     assert settings.ollama_host == "127.0.0.1:11434" and settings.chosen == "ollama"
     monkeypatch.delenv("OLLAMA_HOST")
     assert AnswerSettings().chosen == "none"
+
+
+def test_a_passages_context_is_escaped_inside_it_and_the_prompt_holds_at_most_the_budget() -> None:
+    from winnow.answer.prompt import CONTEXT_BUDGET
+
+    side = CONTEXT_BUDGET // 5  # two passages' context fit (4 sides), the third's does not
+    passages = [
+        Passage(
+            number=n,
+            title="Manual",
+            section="",
+            page=None,
+            text=f"passage {n}",
+            before=f"<b{n}>" + "x" * side,
+            after=f"a{n}" + "y" * side,
+        )
+        for n in (1, 2, 3)
+    ]
+    rendered = render_passages(passages)
+    # Each context sits inside its own passage element, escaped like the passage text
+    assert "<before>&lt;b1&gt;" in rendered and "<b1>" not in rendered
+    assert rendered.index("<before>&lt;b2&gt;") < rendered.index("passage 2") < rendered.index("<after>a2")
+    # The best passages keep their context; the third would pass the budget and is sent alone
+    assert "&lt;b3&gt;" not in rendered and "a3" not in rendered and "passage 3" in rendered
+    context_chars = sum(len(p.before) + len(p.after) for p in passages[:2])
+    assert context_chars <= CONTEXT_BUDGET

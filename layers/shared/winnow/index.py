@@ -26,7 +26,7 @@ from winnow.access import AccessList, ReadScope
 from winnow.errors import ConfigurationError
 from winnow.models import ChunkPoint, DocumentStatus, EmbeddingProfile, StoredChunk
 from winnow.observability import logger
-from winnow.ports import ActiveIndex, Embedder, Ledger, SearchQuery, VectorStore
+from winnow.ports import ActiveIndex, ChunkPlace, Embedder, Ledger, SearchQuery, VectorStore
 from winnow.rules import is_tenant
 
 
@@ -256,6 +256,9 @@ class TransitionStore(VectorStore):
 
     def dense_vectors(self, point_ids: Sequence[str]) -> dict[str, list[float]]:
         return self.target.dense_vectors(point_ids)
+
+    def chunks_at(self, tenant: str, reader: ReadScope, places: Sequence[ChunkPlace]) -> list[StoredChunk]:
+        return self.target.chunks_at(tenant, reader, places)
 
     def count_by_document(self, tenant: str | None = None) -> dict[tuple[str, str], int]:
         return self.target.count_by_document(tenant)

@@ -161,6 +161,8 @@ class StoredChunk:
     sparse_rank: int | None = None
     # Who may read the document ({"users": [...], "groups": [...]}); None: no access list.
     access: dict[str, list[str]] | None = None
+    # The document version the chunk was indexed from: its neighbours are the same version's chunks.
+    doc_version: str | None = None
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,15 @@ FilterValue = str | int | float | bool | list[str | int | float | bool] | RangeF
 
 
 @dataclass(frozen=True)
+class ChunkPlace:
+    """Chunks of one document version by position (``chunk_index``); ``doc_version`` None: any version."""
+
+    key: str
+    doc_version: str | None
+    indexes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class SearchQuery:
     """One search of one tenant's points that ``reader`` may read (required: no default can widen it)."""
 
@@ -143,6 +152,11 @@ class VectorStore(ABC):
 
     @abstractmethod
     def dense_vectors(self, point_ids: Sequence[str]) -> dict[str, list[float]]: ...
+
+    @abstractmethod
+    def chunks_at(self, tenant: str, reader: ReadScope, places: Sequence[ChunkPlace]) -> list[StoredChunk]:
+        """The chunks at these places that ``reader`` may read, in one filtered call (a result's
+        neighbours, ``winnow.search.context``); a place names one document version's chunk indexes."""
 
     @abstractmethod
     def count_by_document(self, tenant: str | None = None) -> dict[tuple[str, str], int]:
@@ -362,6 +376,8 @@ class Passage:
     section: str
     page: int | None
     text: str
+    before: str = ""  # the document's text just before and after the passage (``winnow.search.context``)
+    after: str = ""
 
 
 @dataclass(frozen=True)

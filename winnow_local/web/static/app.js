@@ -105,7 +105,7 @@
 
   // --- search -------------------------------------------------------------------------------------
   function searchBody() {
-    const body = { query: $("query").value, mode: $("mode").value };
+    const body = { query: $("query").value, mode: $("mode").value, context: $("context").value };
     const topK = $("top-k").value.trim();
     if (topK) body.top_k = Number(topK);
     const threshold = $("threshold").value.trim();
@@ -178,6 +178,13 @@
     return box;
   }
 
+  // The document's text around a passage (the request's `context`), dimmed: it is not the passage.
+  function contextPart(cls, label, text) {
+    const part = element("p", `context ${cls}`, text);
+    part.setAttribute("aria-label", label);
+    return part;
+  }
+
   function renderResults(payload) {
     const list = $("results");
     list.replaceChildren();
@@ -196,7 +203,10 @@
       const item = element("li", "result");
       const title = element("h3", "result-title", result.title || documentName(result.key));
       item.appendChild(title);
+      const context = result.context || { before: "", after: "" };
+      if (context.before) item.appendChild(contextPart("context-before", "Text before", context.before));
       item.appendChild(result.kind === "table" ? tablePassage(result.text) : element("p", "passage", result.text));
+      if (context.after) item.appendChild(contextPart("context-after", "Text after", context.after));
       const cite = element("p", "citation");
       if (result.ocr) {
         const badge = element("span", "ocr-badge", "OCR");

@@ -51,7 +51,7 @@ from winnow.errors import (
 )
 from winnow.models import ChunkPoint, EmbeddingProfile, SparseVector, StoredChunk
 from winnow.observability import logger
-from winnow.ports import ActiveIndex, FilterValue, SearchQuery, VectorStore
+from winnow.ports import ActiveIndex, ChunkPlace, FilterValue, SearchQuery, VectorStore
 
 if TYPE_CHECKING:
     from winnow.settings import QdrantSettings
@@ -72,9 +72,12 @@ SEARCH_PAYLOAD = [
     "meta",
     "kind",
     "ocr",
+    "doc_version",
     *PAYLOAD_FIELDS,
 ]
 SCROLL_PAGE = 256
+MAX_PLACES = 50  # chunks_at: the most places (a search's top_k) and indexes per place one call reads
+MAX_PLACE_INDEXES = 8
 DELETE_BATCH = 1000
 
 
@@ -464,6 +467,28 @@ class CollectionStore(VectorStore):
         if not points:
             return False, None
         return True, access_of_payload(points[0].payload or {})
+
+    def chunks_at(self, tenant: str, reader: ReadScope, places: Sequence[ChunkPlace]) -> list[StoredChunk]:
+        """One scroll: the tenant's readable points matching any place (key, version, indexes). At most
+        ``MAX_PLACES`` places of ``MAX_PLACE_INDEXES`` indexes: the work is bounded by what is asked."""
+        wanted = [p for p in places if p.indexes][:MAX_PLACES]
+        if not wanted or not self._require(create=False):
+            return []
+        c = self.conditions
+        anyof = []
+        for place in wanted:
+            must = [
+                c.match("key", place.key),
+                c.match_any("chunk_index", list(place.indexes[:MAX_PLACE_INDEXES])),
+            ]
+            if place.doc_version is not None:
+                must.append(c.match("doc_version", place.doc_version))
+            anyof.append(c.filter(must=must))
+        where = readable_filter(c, tenant, reader, c.filter(should=anyof))
+        # Two versions of a chunk coexist for a moment while a document is re-indexed: room for both.
+        limit = 2 * sum(min(len(p.indexes), MAX_PLACE_INDEXES) for p in wanted)
+        points, _ = self._call("scroll", lambda: self._scroll_page(where, SEARCH_PAYLOAD, False, limit, None))
+        return [stored_chunk(p) for p in points]
 
     def search(self, query: SearchQuery) -> list[StoredChunk]:
         if query.limit < 1:

@@ -88,6 +88,7 @@ def stored_chunk(point: Any, *, dense_rank: int | None = None, sparse_rank: int 
         sparse_score=score if sparse_rank is not None else None,
         sparse_rank=sparse_rank,
         access=access.as_json() if (access := access_of_payload(payload)) is not None else None,
+        doc_version=str(payload["doc_version"]) if payload.get("doc_version") is not None else None,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from winnow.search.schemas import SearchRequest, SearchResult, StrictInt
@@ -15,6 +17,10 @@ class AnswerRequest(SearchRequest):
         ge=16,
         le=4096,
         description="Most tokens the answer may use; default from configuration.",
+    )
+    context: Literal["none", "neighbours", "section"] = Field(
+        default="neighbours",
+        description="As in /search, but on by default: the model reads the text around each passage.",
     )
 
 

@@ -59,7 +59,15 @@ class AnswerService:
             )
 
         passages = [
-            Passage(number=r.rank, title=r.title, section=r.section, page=r.page, text=r.text)
+            Passage(
+                number=r.rank,
+                title=r.title,
+                section=r.section,
+                page=r.page,
+                text=r.text,
+                before=r.context.before if r.context else "",
+                after=r.context.after if r.context else "",
+            )
             for r in found.results
         ]
         prompt = build_prompt(

@@ -20,6 +20,7 @@ from winnow.access import UPLOAD_METADATA_NAME, AccessList, parse_access
 from winnow.errors import InvalidMetadata
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.rules import FIELD_NAME_RULE, is_field_name
+from winnow.search.context import CONTEXT_CHARS
 from winnow.settings import SearchSettings
 
 
@@ -132,9 +133,12 @@ def error_path(loc: tuple[int | str, ...]) -> list[str]:
     return parts
 
 
+DEFAULT_CANDIDATES = 30  # measured on passages, SciFact and at 50,000 chunks (docs/benchmarks.md, issue 24)
+
+
 def default_candidates(top_k: int) -> int:
     """The candidates a search fetches when the request does not say: enough for fusion to choose from."""
-    return max(15, 3 * top_k)
+    return max(DEFAULT_CANDIDATES, 3 * top_k)
 
 
 class SearchRequest(BaseModel):
@@ -146,7 +150,7 @@ class SearchRequest(BaseModel):
         default=None,
         le=200,
         description="How many candidates each retriever brings before re-ranking: top_k to 200, "
-        "default max(15, 3 * top_k).",
+        f"default max({DEFAULT_CANDIDATES}, 3 * top_k).",
     )
     filters: dict[str, FilterCondition] = Field(
         default_factory=dict,
@@ -170,6 +174,12 @@ class SearchRequest(BaseModel):
     )
     score_threshold: StrictFloat | None = Field(
         default=None, ge=0, le=1, description="Minimum dense similarity, applied inside the vector search."
+    )
+    context: Literal["none", "neighbours", "section"] = Field(
+        default="none",
+        description='Text around each result, in its `context`: "neighbours" the chunk before and the chunk '
+        'after in the document, "section" the rest of its own section; each side at most '
+        f"{CONTEXT_CHARS} characters.",
     )
 
     @field_validator("query")
@@ -239,6 +249,13 @@ class AccessModel(BaseModel):
         return parse_access({"users": self.users, "groups": self.groups})
 
 
+class ResultContext(BaseModel):
+    """The text around a result in its document (``context`` in the request)."""
+
+    before: str = Field(description=f"Text just before the passage, at most {CONTEXT_CHARS} characters.")
+    after: str = Field(description=f"Text just after the passage, at most {CONTEXT_CHARS} characters.")
+
+
 class SearchResult(BaseModel):
     rank: int
     score: float = Field(
@@ -246,7 +263,7 @@ class SearchResult(BaseModel):
         "With the re-ranker: the re-ranker's relevance score. Without: the estimated probability that the "
         "passage is relevant, from logistic models over the retrievers' evidence (cosine similarity, BM25 "
         "score) fitted per embedding model and search mode on an evaluation set (SciFact: on other "
-        "documents an estimate carried over, not a guarantee); in hybrid mode an order model sets the "
+        "documents an estimate carried over, not a guarantee); in each mode an order model sets the "
         "order and an answer model the best passage's score. For an embedding model with no fitted model: "
         "the dense cosine similarity (0 when negative)."
     )
@@ -274,6 +291,9 @@ class SearchResult(BaseModel):
         default=None,
         description="Who may read a restricted document; shown only to those who may change it (the "
         "admin group and its listed users).",
+    )
+    context: ResultContext | None = Field(
+        default=None, description="The text around the passage; null unless the request asked for `context`."
     )
 
 

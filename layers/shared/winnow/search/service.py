@@ -22,8 +22,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from winnow.access import Caller, ReadScope
 from winnow.models import SparseVector, StoredChunk
 from winnow.ports import Embedder, FilterValue, RangeFilter, Reranker, SearchQuery, VectorStore
+from winnow.search.context import contexts
 from winnow.search.relevance import Evidence, RelevanceModel, RelevanceModels, load_models
-from winnow.search.schemas import RangeCondition, SearchRequest, SearchResponse, SearchResult, Timings
+from winnow.search.schemas import (
+    RangeCondition,
+    ResultContext,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+    Timings,
+)
 from winnow.settings import SearchSettings
 
 if TYPE_CHECKING:
@@ -107,7 +115,8 @@ class SearchService:
         dense, sparse = self._encode(tenant, request, plan)
         embed_ms = (time.perf_counter() - t0) * 1000
         t1 = time.perf_counter()
-        hits = self._retrieve(caller, request, dense, sparse, plan.candidates, with_dense=plan.cosine)
+        retrieve = sparse if request.mode != "dense" else None
+        hits = self._retrieve(caller, request, dense, retrieve, plan.candidates, with_dense=plan.cosine)
         search_ms = (time.perf_counter() - t1) * 1000
         t2 = time.perf_counter()
         scored = self._relevance(request, dense, sparse, hits, plan.rerank)
@@ -149,7 +158,10 @@ class SearchService:
         self, tenant: str, request: SearchRequest, plan: _Plan
     ) -> tuple[list[float] | None, SparseVector | None]:
         dense = self._embed_query(tenant, request.query) if plan.cosine else None
-        sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
+        model = self._model(request.mode)
+        # Dense mode encodes the keywords too when its model reads their coverage (never to retrieve).
+        coverage = not plan.rerank and model is not None and "coverage" in model.reads
+        sparse = self.sparse.encode_query(request.query) if request.mode != "dense" or coverage else None
         return dense, sparse
 
     def _keep(
@@ -160,6 +172,10 @@ class SearchService:
         if request.mode == "hybrid" and not plan.rerank and self._model(request.mode) is None:
             kept = kept[: request.top_k]  # no relevance model: the fusion picks, the cosine orders
         kept.sort(key=lambda sh: (-sh[0], sh[1].key, sh[1].chunk_index))
+        kept = kept[: request.top_k]
+        around = contexts(
+            self.store, caller.tenant, self.read_scope(caller), [h for _, h in kept], request.context
+        )
         return [
             SearchResult(
                 rank=i + 1,
@@ -175,8 +191,9 @@ class SearchService:
                 kind="table" if hit.kind == "table" else "text",
                 ocr=hit.ocr,
                 **_access_shown(hit, caller),
+                context=None if request.context == "none" else ResultContext(before=before, after=after),
             )
-            for i, (score, hit) in enumerate(kept[: request.top_k])
+            for i, ((score, hit), (before, after)) in enumerate(zip(kept, around, strict=True))
         ]
 
     def candidates(self, who: Caller | str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
@@ -184,8 +201,9 @@ class SearchService:
         before any model, threshold or ``top_k``: what the model is fitted on (benchmarks)."""
         caller = self.caller(who)
         dense = self._embed_query(caller.tenant, request.query)
-        sparse = self.sparse.encode_query(request.query) if request.mode != "dense" else None
-        hits = self._retrieve(caller, request, dense, sparse, request.candidate_count, with_dense=True)
+        sparse = self.sparse.encode_query(request.query)
+        retrieve = sparse if request.mode != "dense" else None
+        hits = self._retrieve(caller, request, dense, retrieve, request.candidate_count, with_dense=True)
         return list(zip(hits, self._evidence(dense, hits, sparse), strict=True))
 
     def _retrieve(
