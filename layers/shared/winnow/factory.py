@@ -16,6 +16,7 @@ from winnow.errors import ConfigurationError
 from winnow.settings import (
     AnswerSettings,
     ChunkingSettings,
+    ConversationSettings,
     IngestSettings,
     OcrSettings,
     ProviderSettings,
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     import httpx
 
     from winnow.answer.service import AnswerService
+    from winnow.conversations.service import ConversationService
+    from winnow.conversations.store import ConversationStore
     from winnow.ingest.service import IngestService
     from winnow.models import EmbeddingProfile
     from winnow.ports import (
@@ -66,6 +69,7 @@ class Settings:
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     ocr: OcrSettings = field(default_factory=OcrSettings)
     reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
+    conversations: ConversationSettings = field(default_factory=ConversationSettings)
 
 
 def read_secret(arn: str, max_age: int) -> str:
@@ -372,6 +376,32 @@ class Container:
         from winnow.answer.service import AnswerService
 
         return AnswerService(self.search_service(), generator, self.settings.answer)
+
+    @cached_property
+    def conversation_store(self) -> ConversationStore:
+        """DynamoDB when ``WINNOW_CONVERSATION_TABLE`` is set, else SQLite beside the ledger."""
+        with self._lock:
+            c = self.settings.conversations
+            if c.table:
+                from winnow.adapters.conversations_dynamodb import DynamoDbConversationStore
+
+                return DynamoDbConversationStore(c.table)
+            from winnow.adapters.conversations_sqlite import SqliteConversationStore
+
+            return SqliteConversationStore(self.settings.storage.home / "conversations.sqlite3")
+
+    def conversation_service(self) -> ConversationService:
+        """Follow-ups are rewritten by the answer generator when one is configured, else by the rule."""
+        from winnow.conversations.service import ConversationService
+        from winnow.errors import FeatureDisabled
+
+        try:
+            generator: Generator | None = self.generator
+        except FeatureDisabled:
+            generator = None
+        return ConversationService(
+            self.search_service(), self.conversation_store, self.settings.conversations, generator
+        )
 
     def ingest_store(self) -> VectorStore:
         """The store ingest writes: the configured profile's, mirroring deletions and metadata to the
