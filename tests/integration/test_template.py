@@ -312,8 +312,12 @@ def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -
     assert {name for name, _ in ingest} <= {"AWSSecretsManagerGetSecretValuePolicy", "KMSDecryptPolicy"}
     assert {name for name, _ in search} == {"DynamoDBReadPolicy", "AWSSecretsManagerGetSecretValuePolicy"}
     assert {name for name, _ in reconcile} <= allowed | {"SQSSendMessagePolicy"}
-    # Ingest's, search's and reconcile's statements are checked below.
-    assert {st["Sid"] for st in inline_statements(fns["SearchFunction"])} == set(SEARCH_GRANTS)
+    # Ingest's, search's and reconcile's statements are checked below (the conversation store's in
+    # tests/integration/test_conversation_stores.py).
+    assert {st["Sid"] for st in inline_statements(fns["SearchFunction"])} == {
+        *SEARCH_GRANTS,
+        "ConversationsAndMemory",
+    }
     (statement,) = inline_statements(fns["ReconcileFunction"])
     assert statement["Effect"] == "Allow"
     assert statement["Action"] == "lambda:InvokeFunction"

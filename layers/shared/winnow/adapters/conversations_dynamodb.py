@@ -72,13 +72,15 @@ class DynamoDbConversationStore(ConversationStore):
         now: float | None = None,
     ) -> Iterator[dict[str, Any]]:
         """The owner's items whose sort key starts with ``prefix``, page after page (until ``limit``)."""
+        values: dict[str, Any] = {":pk": {"S": owner_key(owner.tenant, owner.user)}}
+        condition = "pk = :pk"
+        if prefix:  # begins_with refuses an empty prefix: no prefix is the whole partition
+            condition += " AND begins_with(sk, :prefix)"
+            values[":prefix"] = {"S": prefix}
         args: dict[str, Any] = {
             "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": {
-                ":pk": {"S": owner_key(owner.tenant, owner.user)},
-                ":prefix": {"S": prefix},
-            },
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
             "ScanIndexForward": not newest_first,
         }
         if keys_only:

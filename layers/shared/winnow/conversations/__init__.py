@@ -5,15 +5,7 @@ search and answer (``service``). This package's ``__init__`` imports nothing, so
 
 from __future__ import annotations
 
-import re
 from typing import Any
-
-CONVERSATION_ID_RULE = "8-64 letters, digits, '_' or '-' (the id a previous response returned)"
-_CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
-
-
-def is_conversation_id(value: object) -> bool:
-    return isinstance(value, str) and _CONVERSATION_ID.fullmatch(value) is not None
 
 
 def new_conversation_id() -> str:

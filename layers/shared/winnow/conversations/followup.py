@@ -24,8 +24,42 @@ MAX_QUERY_CHARS = 2000  # the request's own limit on a query
 # Words that ask rather than say what about: the BM25 stop-words keep some of them (they can matter in a
 # passage), but carried into a follow-up they only dilute it.
 _ASKING = frozenset(
-    "how what when where which who whom whose why does do did is are was were can could would should "
-    "may might must shall will tell explain describe give list about please also else".split()
+    {
+        "how",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "does",
+        "do",
+        "did",
+        "is",
+        "are",
+        "was",
+        "were",
+        "can",
+        "could",
+        "would",
+        "should",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "will",
+        "tell",
+        "explain",
+        "describe",
+        "give",
+        "list",
+        "about",
+        "please",
+        "also",
+        "else",
+    }
 )
 _SKIP = ENGLISH_STOP_WORDS | _ASKING
 
@@ -41,9 +75,7 @@ def words(text: str) -> list[str]:
 
 def content_words(text: str) -> list[str]:
     """The words of ``text`` that carry its topic: no stop-words, no numbers alone, no single letters."""
-    return [
-        w for w in words(text) if len(w) > 1 and not w.isdigit() and w.casefold() not in _SKIP
-    ]
+    return [w for w in words(text) if len(w) > 1 and not w.isdigit() and w.casefold() not in _SKIP]
 
 
 def rule_query(question: str, history: Sequence[Turn], max_history_tokens: int) -> str:

@@ -19,7 +19,7 @@ from pydantic import (
 from winnow.access import UPLOAD_METADATA_NAME, AccessList, parse_access
 from winnow.errors import InvalidMetadata
 from winnow.models import DocumentStatus, LedgerRecord
-from winnow.rules import FIELD_NAME_RULE, is_field_name
+from winnow.rules import CONVERSATION_ID_RULE, FIELD_NAME_RULE, is_conversation_id, is_field_name
 from winnow.settings import SearchSettings
 
 
@@ -181,8 +181,6 @@ class SearchRequest(BaseModel):
     @field_validator("conversation_id")
     @classmethod
     def _conversation_id(cls, value: str | None) -> str | None:
-        from winnow.conversations import CONVERSATION_ID_RULE, is_conversation_id
-
         if value is not None and not is_conversation_id(value):
             raise ValueError(f"conversation_id must be {CONVERSATION_ID_RULE}")
         return value
