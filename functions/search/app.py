@@ -29,10 +29,9 @@ with building_long_lived_objects():
 
     import winnow
     from winnow.answer.schemas import AnswerRequest, AnswerResponse
-    from winnow.conversations import in_conversation
     from winnow.factory import get_container
     from winnow.observability import MetricUnit, logger, metrics, tracer
-    from winnow.rules import CONVERSATION_ID_RULE
+    from winnow.rules import CONVERSATION_ID_RULE, in_conversation
     from winnow.search import documents, http
     from winnow.search.body import decode_json_body
     from winnow.search.schemas import (

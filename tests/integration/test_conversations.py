@@ -5,6 +5,8 @@ requests that never touch the store, and access that holds inside a conversation
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -133,6 +135,15 @@ def test_a_caller_without_a_user_id_is_one_shot_and_never_touches_the_store(chat
     assert status == 400, body
     assert "without conversation_id" in body["error"]["message"]
     assert store(chat).calls == calls
+
+
+def test_cold_start_loads_nothing_of_conversations() -> None:
+    """The search function's import (its cold start) loads no conversation module and no store adapter."""
+    code = "import sys, functions.search.app\nprint(sorted(m for m in sys.modules if 'conversation' in m))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
 
 
 def test_only_the_newest_turns_are_kept(tmp_path: Path, fake_voyage: FakeVoyageServer) -> None:

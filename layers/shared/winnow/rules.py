@@ -50,6 +50,12 @@ def is_conversation_id(value: object) -> bool:
     return isinstance(value, str) and _CONVERSATION_ID.fullmatch(value) is not None
 
 
+def in_conversation(user: str | None, conversation_id: str | None) -> bool:
+    """Whether a request goes through conversations: a caller with a user id (a new or continued
+    conversation), or an id sent without one (answered 400). Anything else is one-shot: no store call."""
+    return user is not None or conversation_id is not None
+
+
 PRINCIPAL_RULE = "1-256 characters without spaces, commas or control characters (and not '*')"
 
 
