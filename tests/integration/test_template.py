@@ -1236,6 +1236,8 @@ def test_sqs_batch_holds_s3_notifications_with_an_encoded_key_and_a_test_event()
     ("name", "route_key"),
     [
         ("api-search.json", "POST /search"),
+        ("api-search-follow-up.json", "POST /search"),
+        ("api-memory-list.json", "GET /memory"),
         ("api-documents-list.json", "GET /documents"),
         ("api-document-status.json", "GET /documents/{key+}"),
         ("api-document-delete.json", "DELETE /documents/{key+}"),
@@ -1273,6 +1275,8 @@ def test_search_event_body_is_a_valid_search_request_and_health_event_answers() 
 
     request = SearchRequest.model_validate_json(load_event("api-search.json")["body"])
     assert request.query
+    follow_up = SearchRequest.model_validate_json(load_event("api-search-follow-up.json")["body"])
+    assert follow_up.conversation_id
 
     class Context:
         function_name = "winnow-search"
