@@ -24,6 +24,7 @@ from winnow.conversations.store import ConversationStore, Memory, Owner, Turn
 from winnow.errors import BadRequest, NotFound, WinnowError
 from winnow.observability import logger
 from winnow.ports import Generator
+from winnow.rules import iso_timestamp
 from winnow.search.schemas import SearchRequest, SearchResponse
 from winnow.search.service import SearchService
 from winnow.settings import ConversationSettings
@@ -174,7 +175,7 @@ class ConversationService:
 
     def _now(self) -> tuple[float, int, str]:
         now = self.clock()
-        stamp = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        stamp = iso_timestamp(datetime.fromtimestamp(now, UTC))
         return now, int(now * 1e9), stamp
 
     def _expires(self, now: float) -> int:
