@@ -252,3 +252,12 @@ def test_an_unusable_rewrite_falls_back_to_the_rule_but_its_tokens_count(
     assert status == 200, follow
     assert follow["query_used"] == "and for adoptions? long maternity leave"
     assert follow["usage"]["input_tokens"] > 0
+
+
+def test_a_first_turn_builds_no_model_client(
+    answering: EmbeddedStack, fake_bedrock: FakeBedrockServer
+) -> None:
+    _, first = post(answering, "/search", "How long is maternity leave?")
+    assert "generator" not in answering.container.__dict__  # no boto3 client for a turn with no history
+    post(answering, "/search", "and for adoptions?", conversation_id=first["conversation_id"])
+    assert "generator" in answering.container.__dict__ and len(fake_bedrock.converse_requests()) == 1

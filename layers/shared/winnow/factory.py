@@ -391,17 +391,21 @@ class Container:
             return SqliteConversationStore(self.settings.storage.home / "conversations.sqlite3")
 
     def conversation_service(self) -> ConversationService:
-        """Follow-ups are rewritten by the answer generator when one is configured, else by the rule."""
+        """Follow-ups are rewritten by the answer generator when one is configured, else by the rule
+        (the generator is built only when a follow-up first needs it)."""
         from winnow.conversations.service import ConversationService
+
+        return ConversationService(
+            self.search_service(), self.conversation_store, self.settings.conversations, self._rewriter
+        )
+
+    def _rewriter(self) -> Generator | None:
         from winnow.errors import FeatureDisabled
 
         try:
-            generator: Generator | None = self.generator
+            return self.generator
         except FeatureDisabled:
-            generator = None
-        return ConversationService(
-            self.search_service(), self.conversation_store, self.settings.conversations, generator
-        )
+            return None
 
     def ingest_store(self) -> VectorStore:
         """The store ingest writes: the configured profile's, mirroring deletions and metadata to the

@@ -59,14 +59,21 @@ class ConversationService:
         search: SearchService,
         store: ConversationStore,
         settings: ConversationSettings,
-        generator: Generator | None = None,
+        generator: Generator | Callable[[], Generator | None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.searches = search
         self.store = store
         self.settings = settings
-        self.generator = generator if settings.rewrite else None
+        # A callable is asked only when a follow-up needs a rewrite: a first turn builds no model client.
+        self._generator = generator if settings.rewrite else None
         self.clock = clock
+
+    @property
+    def generator(self) -> Generator | None:
+        if self._generator is None or isinstance(self._generator, Generator):
+            return self._generator
+        return self._generator()
 
     # --- the routes -----------------------------------------------------------------------------------
     def search(self, caller: Caller, request: SearchRequest) -> SearchResponse:
@@ -148,10 +155,11 @@ class ConversationService:
 
     def _follow_up(self, turn: _Turn, query: str, deadline: float | None) -> None:
         """The generator's standalone rewrite; on a fault or an unusable reply, the rule."""
-        if self.generator is not None:
+        generator = self.generator
+        if generator is not None:
             prompt = rewrite_prompt(query, turn.history, self._budget, self.settings.rewrite_max_tokens)
             try:
-                generation = self.generator.generate(prompt, deadline=deadline)
+                generation = generator.generate(prompt, deadline=deadline)
             except WinnowError as exc:  # transient or permanent alike: the rule still searches
                 logger.warning(
                     "follow-up rewrite failed; the rule is used", extra={"error_type": type(exc).__name__}
