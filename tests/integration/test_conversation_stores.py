@@ -6,6 +6,7 @@ DynamoDB table of template.yaml matches the adapter, which makes only the calls 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -175,3 +176,31 @@ def test_dumps_are_json(store: ConversationStore) -> None:
     (got,) = store.turns(ALICE, "conv-aaaa", 1, NOW) or []
     assert got == odd
     assert json.loads(json.dumps(list(got.cited))) == ['id"1']
+
+
+def test_a_conversation_through_the_handler_on_dynamodb(
+    dynamodb_table: str, tmp_path: Path, fake_voyage: Any
+) -> None:
+    """The search handler with the DynamoDB store (moto over HTTP): a first turn is one write, a follow-up
+    one read and one write; another user's id is 404."""
+    from tests.support.stack import EmbeddedStack
+
+    stack = EmbeddedStack(tmp_path / "home", fake_voyage)
+    store = DynamoDbConversationStore(dynamodb_table)
+    stack.container.conversation_store = store  # type: ignore[misc]
+    try:
+        leave = b"# Leave\n\n## Maternity\n\nBirth mothers receive twenty-six weeks of maternity leave.\n"
+        assert stack.upload("acme/leave.md", leave)["status"] == "indexed"
+        alice = {"sub": "alice"}
+        status, _, first = stack.api("POST", "/search", {"query": "maternity leave weeks"}, claims=alice)
+        assert status == 200 and store.calls == 1
+        body = {"query": "and the pay?", "conversation_id": first["conversation_id"]}
+        status, _, follow = stack.api("POST", "/search", body, claims=alice)
+        assert status == 200, follow
+        assert follow["query_used"] == "and the pay? maternity leave weeks" and store.calls == 3
+        status, _, _ = stack.api("POST", "/search", body, claims={"sub": "bob"})
+        assert status == 404
+        turns = store.turns(Owner("acme", "alice"), first["conversation_id"], 10, time.time())
+        assert [t.question for t in turns or []] == ["maternity leave weeks", "and the pay?"]
+    finally:
+        stack.close()
