@@ -204,3 +204,27 @@ def test_a_conversation_through_the_handler_on_dynamodb(
         assert [t.question for t in turns or []] == ["maternity leave weeks", "and the pay?"]
     finally:
         stack.close()
+
+
+def test_a_store_outage_is_a_503_for_conversations_and_nothing_for_one_shot_requests(
+    faulty_aws: Any, tmp_path: Path, fake_voyage: Any
+) -> None:
+    from tests.support.stack import EmbeddedStack
+
+    faulty_aws.respond(500, '{"__type": "InternalServerError", "message": "boom"}')
+    stack = EmbeddedStack(tmp_path / "home", fake_voyage)
+    stack.container.conversation_store = DynamoDbConversationStore("t", client=faulty_aws.client("dynamodb"))  # type: ignore[misc]
+    try:
+        assert (
+            stack.upload("acme/leave.md", b"# Leave\n\nTwenty-six weeks of maternity leave.\n")["status"]
+            == "indexed"
+        )
+        status, headers, body = stack.api(
+            "POST", "/search", {"query": "maternity leave"}, claims={"sub": "alice"}
+        )
+        assert status == 503 and "Retry-After" in headers, body
+        assert "boom" not in json.dumps(body) and "InternalServerError" not in json.dumps(body)
+        status, _, body = stack.api("POST", "/search", {"query": "maternity leave"})
+        assert status == 200 and body["results"]
+    finally:
+        stack.close()
