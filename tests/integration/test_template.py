@@ -1236,7 +1236,7 @@ def test_sqs_batch_holds_s3_notifications_with_an_encoded_key_and_a_test_event()
     ("name", "route_key"),
     [
         ("api-search.json", "POST /search"),
-        ("api-search-follow-up.json", "POST /search"),
+        ("api-answer-follow-up.json", "POST /answer"),
         ("api-memory-list.json", "GET /memory"),
         ("api-documents-list.json", "GET /documents"),
         ("api-document-status.json", "GET /documents/{key+}"),
@@ -1275,7 +1275,7 @@ def test_search_event_body_is_a_valid_search_request_and_health_event_answers() 
 
     request = SearchRequest.model_validate_json(load_event("api-search.json")["body"])
     assert request.query
-    follow_up = SearchRequest.model_validate_json(load_event("api-search-follow-up.json")["body"])
+    follow_up = SearchRequest.model_validate_json(load_event("api-answer-follow-up.json")["body"])
     assert follow_up.conversation_id
 
     class Context:
