@@ -8,7 +8,10 @@ sentence of the passage that shares most words with the question, cites it as ``
 line starting with ``SYSTEM:`` that it finds outside a passage. So a document that breaks out of its
 passage element would take it over: the injection test proves the prompt's escaping prevents that.
 With no passage sharing a word with the question it says it cannot find the answer (citing nothing).
-Tests may also script the next replies word for word (``fake.script("... [7]")``)."""
+Tests may also script the next replies word for word (``fake.script("... [7]")``).
+
+A follow-up rewrite request (``<follow_up>`` in the user turn) is answered, unscripted, with the follow-up
+followed by the last ``<asked>`` question: a naive but deterministic standalone question."""
 
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ _PASSAGES = re.compile(r"<passages>(.*?)</passages>", re.DOTALL)  # the first cl
 _PASSAGE = re.compile(r'<passage number="(\d+)"[^>]*>\n?(.*?)\n?</passage>', re.DOTALL)
 _QUESTION = re.compile(r"<question>\n?(.*?)\n?</question>", re.DOTALL)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_FOLLOW_UP = re.compile(r"<follow_up>\n?(.*?)\n?</follow_up>", re.DOTALL)
+_ASKED = re.compile(r"<asked>(.*?)</asked>", re.DOTALL)
 NOT_FOUND_REPLY = "I cannot find that in the passages."
 
 
@@ -91,6 +96,11 @@ class Reply:
 
 def read_prompt(system: str, user: str) -> Reply:
     """The deterministic "model" (see the module docstring)."""
+    follow_up = _FOLLOW_UP.search(user)
+    if follow_up is not None:
+        asked = _ASKED.findall(user)
+        text = html.unescape(follow_up.group(1) + (f" {asked[-1]}" if asked else ""))
+        return Reply(text, count_tokens(system) + count_tokens(user), count_tokens(text))
     block = _PASSAGES.search(user)
     inside = block.group(1) if block else ""
     outside = user.replace(block.group(0), "") if block else user

@@ -150,12 +150,23 @@ def _source(result: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _search_body(query: str, top_k: int, filters: dict[str, Any] | None, mode: str) -> dict[str, Any]:
+def _search_body(
+    query: str, top_k: int, filters: dict[str, Any] | None, mode: str, conversation_id: str | None = None
+) -> dict[str, Any]:
     """The request body ``/search`` and ``/answer`` share."""
     body: dict[str, Any] = {"query": query, "top_k": top_k, "mode": mode}
     if filters:
         body["filters"] = filters
+    if conversation_id:
+        body["conversation_id"] = conversation_id
     return body
+
+
+def _conversation(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """What a conversation adds to a tool's result (nothing for a caller without a user id)."""
+    if not payload.get("conversation_id"):
+        return {}
+    return {"conversation_id": payload["conversation_id"], "query_used": payload.get("query_used")}
 
 
 @dataclass
@@ -190,8 +201,10 @@ class WinnowTools:
         top_k: int = 5,
         filters: dict[str, Any] | None = None,
         mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
+        conversation_id: str | None = None,
     ) -> dict[str, Any]:
-        payload = self._call("POST", "/search", body=_search_body(query, top_k, filters, mode))
+        body = _search_body(query, top_k, filters, mode, conversation_id)
+        payload = self._call("POST", "/search", body=body)
         passages = [
             _source(r)
             | {
@@ -208,7 +221,7 @@ class WinnowTools:
             "relevant": bool(payload.get("relevant")),
             "message": payload.get("message"),
             "passages": passages,
-        }
+        } | _conversation(payload)
 
     def answer(
         self,
@@ -216,8 +229,10 @@ class WinnowTools:
         top_k: int = 5,
         filters: dict[str, Any] | None = None,
         mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
+        conversation_id: str | None = None,
     ) -> dict[str, Any]:
-        payload = self._call("POST", "/answer", body=_search_body(query, top_k, filters, mode))
+        body = _search_body(query, top_k, filters, mode, conversation_id)
+        payload = self._call("POST", "/answer", body=body)
         if payload.get("answer") is None:
             self._nothing_found()
         return {
@@ -226,7 +241,7 @@ class WinnowTools:
             "message": payload.get("message"),
             "citations": [_source(c) for c in payload.get("citations") or []],
             "model": payload.get("model"),
-        }
+        } | _conversation(payload)
 
     def list_documents(self, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
         query: dict[str, Any] = {"limit": limit}
@@ -261,12 +276,15 @@ def build_server(tools: WinnowTools) -> Any:
         top_k: int = 5,
         filters: dict[str, Any] | None = None,
         mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
+        conversation_id: str | None = None,
     ) -> dict[str, Any]:
         """Search the documents; the few passages that clear the relevance threshold, best first, each with
         its text, score and citation (document, page, section). `top_k` 1-50; `filters` maps a metadata
         field to a value, a list of values (any of) or {"gte": n, "lte": n}; `mode` hybrid (default),
-        dense or sparse. `relevant: false` means nothing relevant was found."""
-        return tools.search(query, top_k, filters, mode)
+        dense or sparse. `relevant: false` means nothing relevant was found. With a user id the result
+        carries a `conversation_id`: pass it back with a follow-up question ("and for adoptions?") and the
+        search reads it in the conversation's context (`query_used` says what was searched)."""
+        return tools.search(query, top_k, filters, mode, conversation_id)
 
     @tool
     def answer(
@@ -274,12 +292,14 @@ def build_server(tools: WinnowTools) -> Any:
         top_k: int = 5,
         filters: dict[str, Any] | None = None,
         mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
+        conversation_id: str | None = None,
     ) -> dict[str, Any]:
         """Answer a question from the documents only: the same search as `search`, then a model writes an
         answer citing the passages as [1], [2] (`citations` says which document, page and section each
         is). `relevant: false` means nothing relevant was found and no answer was written. An error says
-        how to enable answers when no model is configured."""
-        return tools.answer(query, top_k, filters, mode)
+        how to enable answers when no model is configured. `conversation_id` (from an earlier result)
+        continues a conversation: follow-ups are read in its context."""
+        return tools.answer(query, top_k, filters, mode, conversation_id)
 
     @tool
     def list_documents(limit: int = 50, cursor: str | None = None) -> dict[str, Any]:

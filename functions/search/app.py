@@ -31,14 +31,19 @@ with building_long_lived_objects():
     from winnow.answer.schemas import AnswerRequest, AnswerResponse
     from winnow.factory import get_container
     from winnow.observability import MetricUnit, logger, metrics, tracer
+    from winnow.rules import CONVERSATION_ID_RULE, in_conversation
     from winnow.search import documents, http
     from winnow.search.body import decode_json_body
     from winnow.search.schemas import (
+        ConversationDeleted,
         DeleteResponse,
         DocumentsPage,
         DocumentStatusModel,
         ErrorResponse,
+        Forgotten,
         Health,
+        MemoryItem,
+        MemoryList,
         RangeCondition,
         SearchRequest,
         SearchResponse,
@@ -99,8 +104,12 @@ _AUTH_ERRORS: dict[int, OpenAPIResponse] = {
     summary="Search the caller's documents",
     responses={
         200: OpenAPIResponse(description="Relevant passages, or an empty list with relevant=false"),
-        400: _error_response("The body is not readable JSON: malformed, nested too deep, not Unicode"),
+        400: _error_response(
+            "The body is not readable JSON (malformed, nested too deep, not Unicode), or conversation_id "
+            "sent by a caller without a user id"
+        ),
         **_AUTH_ERRORS,
+        404: _error_response("conversation_id is not one of this user's conversations"),
         413: _error_response("The body is over 1 MiB"),
         415: _error_response("The body is not sent as application/json"),
         422: _error_response("Invalid request, with field-level messages"),
@@ -109,7 +118,10 @@ _AUTH_ERRORS: dict[int, OpenAPIResponse] = {
 )
 @tracer.capture_method
 def search(request: SearchRequest) -> SearchResponse:
-    return service().search(app.context["caller"], request)
+    caller = app.context["caller"]
+    if in_conversation(caller.user, request.conversation_id):  # one-shot requests never touch the store
+        return get_container().conversation_service().search(caller, request)
+    return service().search(caller, request)
 
 
 @app.post(
@@ -119,7 +131,9 @@ def search(request: SearchRequest) -> SearchResponse:
         200: OpenAPIResponse(
             description="An answer citing results by rank, or answer=null with relevant=false"
         ),
+        400: _error_response("conversation_id sent by a caller without a user id"),
         **_AUTH_ERRORS,
+        404: _error_response("conversation_id is not one of this user's conversations"),
         422: _error_response("Invalid request, with field-level messages"),
         501: _error_response("Answers are not enabled in this deployment; the message says how"),
         503: _error_response("A provider is unavailable; retry after Retry-After"),
@@ -130,9 +144,12 @@ def answer(request: AnswerRequest) -> AnswerResponse:
     answers = get_container().answer_service()  # FeatureDisabled (501) before anything is built or called
     # Never start a model call that the function's timeout would cut off: stop 1.5 s before it.
     remaining_ms = app.lambda_context.get_remaining_time_in_millis()
-    result = answers.answer(
-        app.context["caller"], request, deadline=time.monotonic() + remaining_ms / 1000 - 1.5
-    )
+    deadline = time.monotonic() + remaining_ms / 1000 - 1.5
+    caller = app.context["caller"]
+    if in_conversation(caller.user, request.conversation_id):
+        result = get_container().conversation_service().answer(caller, request, answers, deadline)
+    else:
+        result = answers.answer(caller, request, deadline=deadline)
     if result.model is not None:
         metrics.add_metric(name="AnswerInputTokens", unit=MetricUnit.Count, value=result.usage.input_tokens)
         metrics.add_metric(name="AnswerOutputTokens", unit=MetricUnit.Count, value=result.usage.output_tokens)
@@ -221,6 +238,54 @@ def create_upload(request: UploadRequest) -> Response[UploadResponse]:
         key=signed.key, url=signed.form.url, fields=signed.form.fields, expires_in=signed.expires_in
     )
     return Response(201, content_types.APPLICATION_JSON, body)
+
+
+_USER_ONLY = {400: _error_response("The caller has no user id: memory and conversations are per user")}
+
+
+@app.get(
+    "/memory",
+    summary="The caller's long-term memory: the exchanges /answer recalls (newest first)",
+    responses={200: OpenAPIResponse(description="The memories"), **_USER_ONLY, **_AUTH_ERRORS},
+)
+def list_memory() -> MemoryList:
+    memories = get_container().conversation_service().memories(app.context["caller"])
+    return MemoryList(
+        memories=[
+            MemoryItem(
+                id=m.id, conversation_id=m.conversation_id, question=m.question, answer=m.answer, at=m.at
+            )
+            for m in memories
+        ]
+    )
+
+
+@app.delete(
+    "/memory",
+    summary="Forget the caller for good: every memory and every conversation turn",
+    responses={200: OpenAPIResponse(description="How many items went"), **_USER_ONLY, **_AUTH_ERRORS},
+)
+def forget_memory() -> Forgotten:
+    return Forgotten(deleted=get_container().conversation_service().forget(app.context["caller"]))
+
+
+@app.delete(
+    "/conversations/<conversation_id>",
+    summary="Delete one conversation for good: its turns and the memories made from it",
+    responses={
+        200: OpenAPIResponse(description="Deleted"),
+        **_USER_ONLY,
+        **_AUTH_ERRORS,
+        404: _error_response("Not one of this user's conversations"),
+    },
+)
+def delete_conversation(
+    conversation_id: Annotated[
+        str, Path(pattern=r"^[A-Za-z0-9_-]{8,64}$", description=f"The id: {CONVERSATION_ID_RULE}")
+    ],
+) -> ConversationDeleted:
+    get_container().conversation_service().delete(app.context["caller"], conversation_id)
+    return ConversationDeleted(conversation_id=conversation_id, status="deleted")
 
 
 @app.get("/health", summary="Liveness: no provider calls")

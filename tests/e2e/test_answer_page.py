@@ -134,3 +134,33 @@ def test_a_plain_search_hides_the_previous_answer(page: Any) -> None:
     run_search(page, "travel expenses receipts")
     wait_for(page, "#results li.result")
     assert not page.find_element("id", "answer").is_displayed()
+
+
+def test_with_a_user_answers_form_a_thread_of_follow_ups(page: Any, fake_ollama: FakeOllamaServer) -> None:
+    from selenium.webdriver.common.by import By
+
+    # Given a user id on the page, when the user asks, then asks a follow-up
+    user = page.find_element(By.ID, "user")
+    user.clear()
+    user.send_keys("ann")
+    try:
+        _ask(page, QUESTION)
+        wait_for(page, "#answer .answer-text")
+        wait_for(page, "#new-conversation")
+        _ask(page, "can they be carried over?")
+        wait_for(page, "#thread .thread-question")
+        # Then the first exchange shows above the follow-up's answer, which came from the same conversation
+        assert text_of(page, "#thread .thread-question") == QUESTION
+        assert "five days" in text_of(page, "#answer .answer-text")
+        assert "Searched: can they be carried over?" in text_of(page, "#answer")
+        requests = fake_ollama.chat_requests()
+        assert len(requests) == 3  # the answer, the follow-up's rewrite, its answer
+        assert "<follow_up>" in requests[1].body["messages"][-1]["content"]
+        # And "start a new conversation" ends the thread: the next question stands alone
+        page.find_element(By.ID, "new-conversation").click()
+        _ask(page, QUESTION)
+        wait_for(page, "#answer .answer-text")
+        assert page.find_elements(By.CSS_SELECTOR, "#thread .thread-turn") == []
+        assert len(fake_ollama.chat_requests()) == 4
+    finally:
+        user.clear()

@@ -128,9 +128,10 @@ def test_an_agent_lists_the_tools_and_searches_local_documents_with_citations(ho
         # Then search, answer, list_documents and get_document are there, search taking query, top_k,
         # filters, mode
         assert set(tools) == {"search", "answer", "list_documents", "get_document"}
-        assert set(tools["answer"].input_schema["properties"]) == {"query", "top_k", "filters", "mode"}
+        fields = {"query", "top_k", "filters", "mode", "conversation_id"}
+        assert set(tools["answer"].input_schema["properties"]) == fields
         schema = tools["search"].input_schema
-        assert set(schema["properties"]) == {"query", "top_k", "filters", "mode"}
+        assert set(schema["properties"]) == fields
         assert schema["required"] == ["query"]
         assert schema["properties"]["mode"]["enum"] == ["hybrid", "dense", "sparse"]
         assert tools["get_document"].input_schema["required"] == ["key"]
@@ -246,6 +247,27 @@ def test_an_agent_gets_a_grounded_answer_citing_the_passages(
 
     # Given the local stack with a (fake) Ollama server
     with_mcp_client(["--tenant", "acme"], clean_env(WINNOW_HOME=str(home), OLLAMA_HOST=fake_ollama.url), body)
+
+
+def test_an_agent_continues_a_conversation_by_its_id(home: Path) -> None:
+    async def body(session: Session) -> None:
+        # When a user's agent searches, the result carries a conversation id
+        first = await session.call_tool("search", {"query": "how many days of paid holiday"})
+        conversation = first.structured_content["conversation_id"]
+        assert first.structured_content["query_used"] == "how many days of paid holiday"
+        # Then a follow-up passed with it is read in the conversation's context
+        follow = await session.call_tool(
+            "search", {"query": "can they be carried over?", "conversation_id": conversation}
+        )
+        assert not follow.is_error, text_of(follow)
+        assert follow.structured_content["conversation_id"] == conversation
+        assert "holiday" in follow.structured_content["query_used"]
+        assert follow.structured_content["passages"][0]["key"] == "acme/handbook.md"
+        # And an id that is not this user's is a tool error that says so
+        bad = await session.call_tool("search", {"query": "and?", "conversation_id": "0" * 32})
+        assert bad.is_error and "no such conversation" in text_of(bad)
+
+    with_mcp_client(["--tenant", "acme", "--user", "ann"], clean_env(WINNOW_HOME=str(home)), body)
 
 
 def test_without_a_model_the_answer_tool_says_how_to_enable_it(home: Path) -> None:

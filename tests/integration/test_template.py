@@ -302,8 +302,12 @@ def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -
     assert {name for name, _ in ingest} <= {"AWSSecretsManagerGetSecretValuePolicy", "KMSDecryptPolicy"}
     assert {name for name, _ in search} == {"DynamoDBReadPolicy", "AWSSecretsManagerGetSecretValuePolicy"}
     assert {name for name, _ in reconcile} <= allowed | {"SQSSendMessagePolicy"}
-    # Ingest's, search's and reconcile's statements are checked below.
-    assert {st["Sid"] for st in inline_statements(fns["SearchFunction"])} == set(SEARCH_GRANTS)
+    # Ingest's, search's and reconcile's statements are checked below (the conversation store's in
+    # tests/integration/test_conversation_stores.py).
+    assert {st["Sid"] for st in inline_statements(fns["SearchFunction"])} == {
+        *SEARCH_GRANTS,
+        "ConversationsAndMemory",
+    }
     (statement,) = inline_statements(fns["ReconcileFunction"])
     assert statement["Effect"] == "Allow"
     assert statement["Action"] == "lambda:InvokeFunction"
@@ -1152,6 +1156,8 @@ def test_sqs_batch_holds_s3_notifications_with_an_encoded_key_and_a_test_event()
     ("name", "route_key"),
     [
         ("api-search.json", "POST /search"),
+        ("api-answer-follow-up.json", "POST /answer"),
+        ("api-memory-list.json", "GET /memory"),
         ("api-documents-list.json", "GET /documents"),
         ("api-document-status.json", "GET /documents/{key+}"),
         ("api-document-delete.json", "DELETE /documents/{key+}"),
@@ -1189,6 +1195,8 @@ def test_search_event_body_is_a_valid_search_request_and_health_event_answers() 
 
     request = SearchRequest.model_validate_json(load_event("api-search.json")["body"])
     assert request.query
+    follow_up = SearchRequest.model_validate_json(load_event("api-answer-follow-up.json")["body"])
+    assert follow_up.conversation_id
 
     class Context:
         function_name = "winnow-search"

@@ -19,8 +19,10 @@ from winnow_local.cli.common import (
     wrap,
 )
 from winnow_local.cli.search import (
+    CONVERSATION_HELP,
     citation,
     post_query,
+    print_conversation,
     print_search_results,
     query_payload,
     search_request,
@@ -103,6 +105,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     payload = query_payload(runtime, response, tenant, args.json, lambda p: p.get("answer") is not None)
     if not args.json:
         print_answer(payload, tenant)
+        print_conversation(payload)
     return 0
 
 
@@ -130,5 +133,6 @@ def add_ask_parser(commands: Any) -> None:
     ask.add_argument("--no-rerank", action="store_true", help="skip the re-ranker")
     ask.add_argument("--threshold", type=unit_float, default=None, help="relevance threshold in [0, 1]")
     ask.add_argument("--max-answer-tokens", type=whole_number, default=None, help="answer length cap")
+    ask.add_argument("--conversation", default=None, metavar="ID", help=CONVERSATION_HELP)
     ask.add_argument("--json", action="store_true", help="print the response body exactly as returned")
     ask.set_defaults(func=cmd_ask)

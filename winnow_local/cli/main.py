@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Sequence
 
 import winnow
-from winnow_local.cli import ask, ingest, search
+from winnow_local.cli import ask, chat, ingest, search
 from winnow_local.cli.common import check_tenant, print_json
 from winnow_local.errors import CliError
 from winnow_local.runtime import close_local_qdrant
@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_parsers(commands)
     search.add_search_parser(commands)
     ask.add_ask_parser(commands)
+    chat.add_chat_parser(commands)
     search.add_documents_parser(commands)
 
     serve = commands.add_parser("serve", help="serve the API and the search page over HTTP")

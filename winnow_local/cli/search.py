@@ -44,7 +44,25 @@ def search_request(args: argparse.Namespace) -> dict[str, Any]:
         body["rerank"] = False
     if args.threshold is not None:
         body["relevance_threshold"] = args.threshold
+    if getattr(args, "conversation", None):
+        body["conversation_id"] = args.conversation
     return body
+
+
+CONVERSATION_HELP = "continue this conversation (the id a previous answer printed); needs --user"
+
+
+def print_conversation(payload: dict[str, Any], out: IO[str] | None = None) -> None:
+    """What a follow-up searched, and the id to continue with (conversations need a user id)."""
+    out = out or sys.stdout
+    conversation = payload.get("conversation_id")
+    if not conversation:
+        return
+    used = payload.get("query_used")
+    if used and used != payload.get("query"):
+        print(f"\n(searched: {used})", file=out)
+    print(f"(conversation {conversation}: continue with --conversation {conversation})", file=out)
+    out.flush()
 
 
 def citation(result: dict[str, Any], tenant: str) -> str:
@@ -126,6 +144,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"No passages: {conditions} matched no documents of tenant {tenant}.")
             return 0
         print_search_results(payload, tenant)
+        print_conversation(payload)
     return 0
 
 
@@ -214,6 +233,7 @@ def add_search_parser(commands: Any) -> None:
     search.add_argument("--mode", choices=("hybrid", "dense", "sparse"), default=None)
     search.add_argument("--no-rerank", action="store_true", help="skip the re-ranker")
     search.add_argument("--threshold", type=unit_float, default=None, help="relevance threshold in [0, 1]")
+    search.add_argument("--conversation", default=None, metavar="ID", help=CONVERSATION_HELP)
     search.add_argument("--json", action="store_true", help="print the response body exactly as returned")
     search.set_defaults(func=cmd_search)
 

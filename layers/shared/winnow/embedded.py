@@ -1,7 +1,8 @@
-"""The embedded default's adapters (the folder bucket, the SQLite ledger, the in-process queue, the local
-Qdrant engines, the ONNX embedder) ship with the local tools, never in the Lambda layer. The composition
-root finds them by name through the ``winnow.embedded`` entry points the local package declares
-(pyproject.toml), so the shipped package never imports the local one and the layer carries none of them."""
+"""The embedded default's adapters (the folder bucket, the SQLite ledger and conversation store, the
+in-process queue, Qdrant Edge, the ONNX embedder) ship with the local tools, never in the Lambda layer.
+The composition root finds them by name through the ``winnow.embedded`` entry points the local package
+declares (pyproject.toml), so the shipped package never imports the local one and the layer carries none
+of them."""
 
 from __future__ import annotations
 

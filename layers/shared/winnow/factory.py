@@ -16,6 +16,7 @@ from winnow.errors import ConfigurationError
 from winnow.settings import (
     AnswerSettings,
     ChunkingSettings,
+    ConversationSettings,
     IngestSettings,
     OcrSettings,
     ProviderSettings,
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     import httpx
 
     from winnow.answer.service import AnswerService
+    from winnow.conversations.service import ConversationService
+    from winnow.conversations.store import ConversationStore
     from winnow.index import IndexLifecycle
     from winnow.ingest.service import IngestService
     from winnow.models import EmbeddingProfile
@@ -66,6 +69,7 @@ class Settings:
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     ocr: OcrSettings = field(default_factory=OcrSettings)
     reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
+    conversations: ConversationSettings = field(default_factory=ConversationSettings)
 
 
 def read_secret(arn: str, max_age: int) -> str:
@@ -313,6 +317,39 @@ class Container:
         from winnow.answer.service import AnswerService
 
         return AnswerService(self.search_service(), generator, self.settings.answer)
+
+    @cached_property
+    def conversation_store(self) -> ConversationStore:
+        """DynamoDB when ``WINNOW_CONVERSATION_TABLE`` is set, else SQLite beside the ledger."""
+        with self._lock:
+            c = self.settings.conversations
+            if c.table:
+                from winnow.adapters.conversations_dynamodb import DynamoDbConversationStore
+
+                return DynamoDbConversationStore(c.table)
+            from winnow.embedded import embedded
+
+            sqlite_conversations = embedded("conversations", instead="WINNOW_CONVERSATION_TABLE")
+            home = self.settings.storage.home
+            store: ConversationStore = sqlite_conversations(home / "conversations.sqlite3")
+            return store
+
+    def conversation_service(self) -> ConversationService:
+        """Follow-ups are rewritten by the answer generator when one is configured, else by the rule
+        (the generator is built only when a follow-up first needs it)."""
+        from winnow.conversations.service import ConversationService
+
+        return ConversationService(
+            self.search_service(), self.conversation_store, self.settings.conversations, self._rewriter
+        )
+
+    def _rewriter(self) -> Generator | None:
+        from winnow.errors import FeatureDisabled
+
+        try:
+            return self.generator
+        except FeatureDisabled:
+            return None
 
     def ingest_service(self) -> IngestService:
         store = self.index.writes()

@@ -42,6 +42,20 @@ def is_field_name(name: object) -> bool:
 # group, an Entra ID group GUID). No whitespace or commas: a groups claim may arrive as one string
 # separated by either. ``*`` is reserved.
 _PRINCIPAL = re.compile(r"[^\s,\x00-\x1f\x7f]{1,256}")
+CONVERSATION_ID_RULE = "8-64 letters, digits, '_' or '-' (the id a previous response returned)"
+_CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+
+
+def is_conversation_id(value: object) -> bool:
+    return isinstance(value, str) and _CONVERSATION_ID.fullmatch(value) is not None
+
+
+def in_conversation(user: str | None, conversation_id: str | None) -> bool:
+    """Whether a request goes through conversations: a caller with a user id (a new or continued
+    conversation), or an id sent without one (answered 400). Anything else is one-shot: no store call."""
+    return user is not None or conversation_id is not None
+
+
 PRINCIPAL_RULE = "1-256 characters without spaces, commas or control characters (and not '*')"
 
 

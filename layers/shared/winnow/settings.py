@@ -300,3 +300,22 @@ class AnswerSettings(BaseSettings):
         if self.ollama_host:
             return "ollama"
         return "none"
+
+
+class ConversationSettings(BaseSettings):
+    """Conversations and long-term memory (``winnow.conversations``): per (tenant, user), in DynamoDB when
+    ``table`` is set, else SQLite beside the ledger. Sizes bound what one follow-up may cost."""
+
+    model_config = _config("WINNOW_CONVERSATION_")
+
+    table: str | None = Field(default=None, description="DynamoDB table; unset means SQLite under home.")
+    turns_kept: int = Field(default=20, ge=1, le=200, description="Turns kept per conversation (newest).")
+    ttl_days: int = Field(default=30, ge=1, le=3650, description="Turns and memories expire this long after.")
+    max_history_tokens: int = Field(
+        default=200, ge=16, le=4000, description="Words of earlier turns a follow-up reads."
+    )
+    rewrite: bool = Field(default=True, description="Let the answer generator rewrite follow-ups when set.")
+    rewrite_max_tokens: int = Field(default=96, ge=16, le=512, description="Length cap of a rewrite.")
+    memory_limit: int = Field(default=5, ge=0, le=20, description="Memories given to the model per answer.")
+    memory_floor: float = Field(default=0.35, ge=-1, le=1, description="Least cosine of a memory given.")
+    memories_kept: int = Field(default=200, ge=1, le=2000, description="Newest memories kept per user.")

@@ -1,11 +1,33 @@
 // The search page's "Answer" button. Lambda cannot stream, so the page gets a fast first result the way
 // docs/answers.md advises: POST /search shows the passages at once, then POST /answer with the same body
 // writes the answer above them. Its [n] markers link to the passage of rank n. textContent only.
+// With a user id the answers form a thread (docs/conversations.md): the next Answer is a follow-up in the
+// same conversation, sent straight to /answer (alone, a follow-up would preview the wrong passages).
 "use strict";
 
 (function () {
   const $ = (id) => document.getElementById(id);
   const api = () => window.winnowPage;
+  const thread = { id: null, turns: [] };
+
+  function newConversation() {
+    thread.id = null;
+    thread.turns = [];
+  }
+
+  // The earlier questions and answers of the conversation, above the current answer.
+  function threadList() {
+    const element = api().element;
+    const list = element("ol", "thread");
+    list.id = "thread";
+    for (const turn of thread.turns.slice(0, -1)) {
+      const item = element("li", "thread-turn");
+      item.appendChild(element("p", "thread-question", turn.question));
+      item.appendChild(element("p", "thread-answer", turn.answer || "(no answer)"));
+      list.appendChild(item);
+    }
+    return list;
+  }
 
   function showError(message) {
     const box = $("search-error");
@@ -43,8 +65,11 @@
   function renderAnswer(payload) {
     const box = $("answer");
     const element = api().element;
-    box.replaceChildren(element("h3", "answer-heading", "Answer"));
+    box.replaceChildren(threadList(), element("h3", "answer-heading", "Answer"));
     box.hidden = false;
+    if (payload.query_used && payload.query_used !== payload.query) {
+      box.appendChild(element("p", "answer-meta", `Searched: ${payload.query_used}`));
+    }
     if (payload.answer === null || payload.answer === undefined) {
       box.appendChild(element("p", "answer-none", payload.message || "No relevant passages found"));
       return;
@@ -83,6 +108,24 @@
           (typeof total === "number" ? ` · ${Math.round(total)} ms` : ""),
       ),
     );
+    if (thread.id) {
+      const more = element("p", "answer-meta", "Ask a follow-up and press Answer, or ");
+      const restart = element("button", "secondary", "start a new conversation");
+      restart.type = "button";
+      restart.id = "new-conversation";
+      restart.addEventListener("click", () => {
+        newConversation();
+        box.hidden = true;
+      });
+      more.appendChild(restart);
+      box.appendChild(more);
+    }
+  }
+
+  function remember(payload) {
+    if (!payload.conversation_id) return; // anonymous: every answer stands alone
+    thread.id = payload.conversation_id;
+    thread.turns.push({ question: payload.query, answer: payload.answer });
   }
 
   async function answer() {
@@ -101,6 +144,21 @@
     $("answer-button").disabled = true;
     $("search-button").disabled = true;
     try {
+      if (thread.id) {
+        body.conversation_id = thread.id;
+        box.replaceChildren(api().element("p", "answer-pending", "Writing an answer…"));
+        const followed = await post("/answer", body);
+        if (!followed.response.ok) {
+          box.hidden = true;
+          showError(api().errorMessage(followed.payload, followed.response));
+          return;
+        }
+        remember(followed.payload);
+        api().renderResults(followed.payload);
+        labelResults(followed.payload.results || []);
+        renderAnswer(followed.payload);
+        return;
+      }
       const searched = await post("/search", body);
       if (!searched.response.ok) {
         box.hidden = true;
@@ -120,6 +178,7 @@
         showError(api().errorMessage(answered.payload, answered.response));
         return;
       }
+      remember(answered.payload);
       api().renderResults(answered.payload); // the passages the answer cites, by the ranks it cites
       labelResults(answered.payload.results || []);
       renderAnswer(answered.payload);
@@ -136,6 +195,7 @@
     $("answer-button").addEventListener("click", answer);
     $("search-form").addEventListener("submit", () => {
       $("answer").hidden = true; // a plain search: the previous answer no longer belongs to the results
+      newConversation();
     });
   });
 })();

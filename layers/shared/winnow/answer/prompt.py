@@ -12,6 +12,7 @@ the instructions tell the model that passage text is content to quote, never ins
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 
@@ -59,10 +60,42 @@ def render_passages(passages: Sequence[Passage], context_budget: int = CONTEXT_B
     return "\n".join(lines)
 
 
-def build_prompt(question: str, passages: Sequence[Passage], max_tokens: int, temperature: float) -> Prompt:
+RECALL_RULE = """
+6. <earlier_turns> and <memories> hold what this user asked and was told before (in this conversation, \
+and in earlier ones). Use them only to understand what the question refers to. They are not passages: \
+never cite them and never state a fact because they say it."""
+_MARKER = re.compile(r"\[\d+\]")
+
+
+def render_recall(tag: str, item: str, exchanges: Sequence[tuple[str, str | None]]) -> str:
+    """Earlier exchanges (question, answer) as data without citation markers: not sources."""
+    if not exchanges:
+        return ""
+    lines = [f"<{tag}>"]
+    for asked, answered in exchanges:
+        lines.append(f"<{item}><asked>{escape(asked, quote=False)}</asked>")
+        if answered:
+            lines.append(f"<answered>{escape(_MARKER.sub('', answered).strip(), quote=False)}</answered>")
+        lines.append(f"</{item}>")
+    lines.append(f"</{tag}>")
+    return "\n".join(lines) + "\n\n"
+
+
+def build_prompt(
+    question: str,
+    passages: Sequence[Passage],
+    max_tokens: int,
+    temperature: float,
+    earlier: Sequence[tuple[str, str | None]] = (),
+    memories: Sequence[tuple[str, str | None]] = (),
+) -> Prompt:
+    """``earlier`` (this conversation's turns) and ``memories`` (the user's long-term memory) come before
+    the passages, marked as what the user said before; without them the prompt is the one-shot one."""
+    recall = render_recall("earlier_turns", "turn", earlier) + render_recall("memories", "memory", memories)
     user = (
-        f"{render_passages(passages)}\n\n"
+        f"{recall}{render_passages(passages)}\n\n"
         f"<question>\n{escape(question, quote=False)}\n</question>\n\n"
         "Answer the question from the passages above, citing passage numbers in square brackets."
     )
-    return Prompt(system=SYSTEM, user=user, max_tokens=max_tokens, temperature=temperature)
+    system = SYSTEM + RECALL_RULE if recall else SYSTEM
+    return Prompt(system=system, user=user, max_tokens=max_tokens, temperature=temperature)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from winnow.search.schemas import SearchRequest, SearchResult, StrictInt
+from winnow.search.schemas import SearchRequest, SearchResult, StrictInt, Usage
+
+__all__ = ["AnswerRequest", "AnswerResponse", "AnswerTimings", "Citation", "Usage"]
 
 
 class AnswerRequest(SearchRequest):
@@ -22,6 +24,9 @@ class AnswerRequest(SearchRequest):
         default="neighbours",
         description="As in /search, but on by default: the model reads the text around each passage.",
     )
+    memory: Annotated[bool, Field(strict=True)] = Field(
+        default=True, description="false: neither read nor add to the user's long-term memory."
+    )
 
 
 class Citation(BaseModel):
@@ -31,11 +36,6 @@ class Citation(BaseModel):
     title: str
     page: int | None
     section: str
-
-
-class Usage(BaseModel):
-    input_tokens: int
-    output_tokens: int
 
 
 class AnswerTimings(BaseModel):
@@ -54,5 +54,11 @@ class AnswerResponse(BaseModel):
     citations: list[Citation] = Field(description="Exactly the results the answer cites, by rank.")
     results: list[SearchResult] = Field(description="The passages, exactly as /search returns them.")
     model: str | None = Field(description="The model that wrote the answer; null when none was called.")
-    usage: Usage
+    usage: Usage = Field(description="Model tokens of this request: the answer and any follow-up rewrite.")
     timings_ms: AnswerTimings
+    query_used: str | None = Field(
+        default=None, description="What was searched: the query, or a follow-up made standalone."
+    )
+    conversation_id: str | None = Field(
+        default=None, description="The conversation this turn belongs to; null for a one-shot request."
+    )

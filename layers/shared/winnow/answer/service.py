@@ -7,6 +7,8 @@ Nothing relevant → an honest null answer and no model call. (No generator conf
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from winnow.access import Caller
 from winnow.answer.citations import check_citations
@@ -21,6 +23,17 @@ from winnow.settings import AnswerSettings
 NOT_ANSWERED = "The passages do not answer the question"
 
 
+@dataclass(frozen=True)
+class Recall:
+    """What a conversation adds to an answer (``winnow.conversations``): the question the model is asked
+    (the standalone rewrite, or the follow-up itself), and earlier exchanges shown as context, never as
+    sources."""
+
+    question: str
+    earlier: Sequence[tuple[str, str | None]] = ()
+    memories: Sequence[tuple[str, str | None]] = field(default_factory=tuple)
+
+
 class AnswerService:
     def __init__(
         self,
@@ -33,7 +46,11 @@ class AnswerService:
         self.settings = settings
 
     def answer(
-        self, who: Caller | str, request: AnswerRequest, deadline: float | None = None
+        self,
+        who: Caller | str,
+        request: AnswerRequest,
+        deadline: float | None = None,
+        recall: Recall | None = None,
     ) -> AnswerResponse:
         """Only passages the caller may read reach the model: the search is filtered in the query."""
         started = time.perf_counter()
@@ -56,6 +73,7 @@ class AnswerService:
                     generate=0.0,
                     total=round((time.perf_counter() - started) * 1000, 2),
                 ),
+                query_used=found.query_used,
             )
 
         passages = [
@@ -71,10 +89,12 @@ class AnswerService:
             for r in found.results
         ]
         prompt = build_prompt(
-            found.query,
+            found.query if recall is None else recall.question,
             passages,
             max_tokens=request.max_answer_tokens or self.settings.max_answer_tokens,
             temperature=self.settings.temperature,
+            earlier=recall.earlier if recall else (),
+            memories=recall.memories if recall else (),
         )
         t0 = time.perf_counter()
         try:
@@ -122,4 +142,5 @@ class AnswerService:
                 generate=round(generate_ms, 2),
                 total=round((time.perf_counter() - started) * 1000, 2),
             ),
+            query_used=found.query_used,
         )

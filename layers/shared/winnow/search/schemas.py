@@ -19,7 +19,7 @@ from pydantic import (
 from winnow.access import UPLOAD_METADATA_NAME, AccessList, parse_access
 from winnow.errors import InvalidMetadata
 from winnow.models import DocumentStatus, LedgerRecord
-from winnow.rules import FIELD_NAME_RULE, is_field_name
+from winnow.rules import CONVERSATION_ID_RULE, FIELD_NAME_RULE, is_conversation_id, is_field_name
 from winnow.search.context import CONTEXT_CHARS
 from winnow.settings import SearchSettings
 
@@ -181,6 +181,19 @@ class SearchRequest(BaseModel):
         'after in the document, "section" the rest of its own section; each side at most '
         f"{CONTEXT_CHARS} characters.",
     )
+    conversation_id: str | None = Field(
+        default=None,
+        description="Continue this conversation (the id an earlier response returned): the query is read "
+        "as a follow-up of its turns. Without it, a caller with a user id starts one. 404: not this "
+        "user's; 400: the caller has no user id (docs/conversations.md).",
+    )
+
+    @field_validator("conversation_id")
+    @classmethod
+    def _conversation_id(cls, value: str | None) -> str | None:
+        if value is not None and not is_conversation_id(value):
+            raise ValueError(f"conversation_id must be {CONVERSATION_ID_RULE}")
+        return value
 
     @field_validator("query")
     @classmethod
@@ -304,6 +317,11 @@ class Timings(BaseModel):
     total: float
 
 
+class Usage(BaseModel):
+    input_tokens: int
+    output_tokens: int
+
+
 class SearchResponse(BaseModel):
     query: str
     count: int
@@ -311,6 +329,15 @@ class SearchResponse(BaseModel):
     message: str
     results: list[SearchResult]
     timings_ms: Timings
+    query_used: str | None = Field(
+        default=None, description="What was searched: the query, or a follow-up made standalone."
+    )
+    conversation_id: str | None = Field(
+        default=None, description="The conversation this turn belongs to; null for a one-shot request."
+    )
+    usage: Usage | None = Field(
+        default=None, description="Model tokens of a follow-up's rewrite; null when no model was called."
+    )
 
 
 class DocumentStatusModel(BaseModel):
@@ -436,3 +463,26 @@ class DeleteResponse(BaseModel):
     status: Literal["deleting"] = Field(
         description="The object is gone; its passages leave the index when ingest handles the removal."
     )
+
+
+class MemoryItem(BaseModel):
+    """One remembered exchange of the caller (``GET /memory``)."""
+
+    id: str
+    conversation_id: str
+    question: str
+    answer: str
+    at: str = Field(description="When it was answered (ISO 8601, UTC).")
+
+
+class MemoryList(BaseModel):
+    memories: list[MemoryItem] = Field(description="Newest first.")
+
+
+class Forgotten(BaseModel):
+    deleted: int = Field(description="Memories and conversation turns removed for good.")
+
+
+class ConversationDeleted(BaseModel):
+    conversation_id: str
+    status: Literal["deleted"]

@@ -135,6 +135,7 @@ class SearchService:
             message=(f"{len(results)} relevant passage(s) found" if results else NOTHING_RELEVANT),
             results=results,
             timings_ms=timings,
+            query_used=request.query,
         )
 
     def _plan(self, request: SearchRequest) -> _Plan:

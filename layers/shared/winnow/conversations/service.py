@@ -1,0 +1,262 @@
+"""Conversations woven into search and answer, per verified (tenant, user).
+
+A turn: read the conversation's turns (one store read; none for a new conversation), make the follow-up
+standalone (``followup``: the generator's rewrite when one is configured, else the rule), search with the
+caller's access as it is now, answer (``/answer``), then store the turn (one write) and, for an answered
+turn, a memory. Earlier answers and memories reach the model only while every document they cited is
+still readable by the caller, and never as citable passages."""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from winnow.access import Caller
+from winnow.answer.schemas import AnswerRequest, AnswerResponse, Usage
+from winnow.answer.service import AnswerService, Recall
+from winnow.conversations import new_conversation_id
+from winnow.conversations.followup import parse_rewrite, recent, rewrite_prompt, rule_query
+from winnow.conversations.store import ConversationStore, Memory, Owner, Turn
+from winnow.errors import BadRequest, NotFound, WinnowError
+from winnow.observability import logger
+from winnow.ports import Generator
+from winnow.rules import iso_timestamp
+from winnow.search.schemas import SearchRequest, SearchResponse
+from winnow.search.service import SearchService
+from winnow.settings import ConversationSettings
+
+T = TypeVar("T", Turn, Memory)
+R = TypeVar("R", SearchRequest, AnswerRequest)
+DAY_SECONDS = 86_400
+NO_USER = (
+    "conversations belong to a user: this caller has no user id (the token's user claim; locally "
+    "x-winnow-user or --user), so send the request without conversation_id"
+)
+NOT_YOURS = "no such conversation for this user (it may have expired)"
+
+
+class _Turn:
+    """One request under way: who, which conversation, its history and what is searched."""
+
+    def __init__(self, owner: Owner, conversation_id: str, history: list[Turn] | None) -> None:
+        self.owner = owner
+        self.conversation_id = conversation_id
+        self.history = history or []
+        self.query_used = ""
+        self.question = ""  # what the answer model is asked
+        self.usage = Usage(input_tokens=0, output_tokens=0)
+        self.rewritten = False
+        self.memories: list[Memory] | None = None  # read once per turn
+
+
+class ConversationService:
+    def __init__(
+        self,
+        search: SearchService,
+        store: ConversationStore,
+        settings: ConversationSettings,
+        generator: Generator | Callable[[], Generator | None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.searches = search
+        self.store = store
+        self.settings = settings
+        # A callable is asked only when a follow-up needs a rewrite: a first turn builds no model client.
+        self._generator = generator if settings.rewrite else None
+        self.clock = clock
+
+    @property
+    def generator(self) -> Generator | None:
+        if self._generator is None or isinstance(self._generator, Generator):
+            return self._generator
+        return self._generator()
+
+    # --- the routes -----------------------------------------------------------------------------------
+    def search(self, caller: Caller, request: SearchRequest) -> SearchResponse:
+        turn = self._begin(caller, request.query, request.conversation_id, None)
+        found = self.searches.search(caller, self._searched(request, turn))
+        self._store_turn(turn, request.query, None, (), ())
+        return found.model_copy(
+            update={
+                "query": request.query,
+                "query_used": turn.query_used,
+                "conversation_id": turn.conversation_id,
+                "usage": turn.usage if turn.rewritten else None,
+            }
+        )
+
+    def answer(
+        self, caller: Caller, request: AnswerRequest, answers: AnswerService, deadline: float | None = None
+    ) -> AnswerResponse:
+        turn = self._begin(caller, request.query, request.conversation_id, deadline)
+        searched = self._searched(request, turn)
+        memories = self._recall(caller, turn) if request.memory else []
+        earlier = [(t.question, t.answer) for t in self._readable(caller, recent(turn.history, self._budget))]
+        recall = Recall(question=turn.question, earlier=earlier, memories=memories)
+        result = answers.answer(caller, searched, deadline=deadline, recall=recall)
+        cited = tuple(c.chunk_id for c in result.citations)
+        keys = tuple(dict.fromkeys(c.key for c in result.citations))
+        answered = result.answer if cited else None
+        self._store_turn(turn, request.query, answered, cited, keys)
+        if answered is not None and request.memory:
+            self._remember(caller, turn, request.query, answered, keys)
+        usage = Usage(
+            input_tokens=result.usage.input_tokens + turn.usage.input_tokens,
+            output_tokens=result.usage.output_tokens + turn.usage.output_tokens,
+        )
+        return result.model_copy(
+            update={
+                "query": request.query,
+                "query_used": turn.query_used,
+                "conversation_id": turn.conversation_id,
+                "usage": usage,
+            }
+        )
+
+    def memories(self, caller: Caller) -> list[Memory]:
+        return self.store.memories(self._owner(caller), self.clock())
+
+    def forget(self, caller: Caller) -> int:
+        return self.store.forget(self._owner(caller))
+
+    def delete(self, caller: Caller, conversation_id: str) -> None:
+        if not self.store.delete_conversation(self._owner(caller), conversation_id):
+            raise NotFound(NOT_YOURS)
+
+    # --- steps ----------------------------------------------------------------------------------------
+    @property
+    def _budget(self) -> int:
+        return self.settings.max_history_tokens
+
+    def _owner(self, caller: Caller) -> Owner:
+        if caller.user is None:
+            raise BadRequest(NO_USER)
+        return Owner(caller.tenant, caller.user)
+
+    def _begin(
+        self, caller: Caller, query: str, conversation_id: str | None, deadline: float | None
+    ) -> _Turn:
+        owner = self._owner(caller)
+        if conversation_id is None:  # a new conversation: nothing to read
+            turn = _Turn(owner, new_conversation_id(), None)
+        else:
+            history = self.store.turns(owner, conversation_id, self.settings.turns_kept, self.clock())
+            if history is None:
+                raise NotFound(NOT_YOURS)
+            turn = _Turn(owner, conversation_id, history)
+        turn.query_used = turn.question = query
+        if turn.history:
+            self._follow_up(turn, query, deadline)
+        return turn
+
+    def _follow_up(self, turn: _Turn, query: str, deadline: float | None) -> None:
+        """The generator's standalone rewrite; on a fault or an unusable reply, the rule."""
+        generator = self.generator
+        if generator is not None:
+            prompt = rewrite_prompt(query, turn.history, self._budget, self.settings.rewrite_max_tokens)
+            try:
+                generation = generator.generate(prompt, deadline=deadline)
+            except WinnowError as exc:  # transient or permanent alike: the rule still searches
+                logger.warning(
+                    "follow-up rewrite failed; the rule is used", extra={"error_type": type(exc).__name__}
+                )
+            else:
+                turn.usage = Usage(
+                    input_tokens=generation.input_tokens, output_tokens=generation.output_tokens
+                )
+                turn.rewritten = True
+                rewritten = parse_rewrite(generation.text)
+                if rewritten is not None:
+                    turn.query_used = turn.question = rewritten
+                    return
+                logger.info("follow-up rewrite unusable; the rule is used")
+        turn.query_used = rule_query(query, turn.history, self._budget)
+
+    @staticmethod
+    def _searched(request: R, turn: _Turn) -> R:
+        # model_copy skips validation: query_used is at most the query limit by construction (followup).
+        return request.model_copy(update={"query": turn.query_used, "conversation_id": None})
+
+    def _now(self) -> tuple[float, int, str]:
+        now = self.clock()
+        stamp = iso_timestamp(datetime.fromtimestamp(now, UTC))
+        return now, int(now * 1e9), stamp
+
+    def _expires(self, now: float) -> int:
+        return int(now) + self.settings.ttl_days * DAY_SECONDS
+
+    def _store_turn(
+        self,
+        turn: _Turn,
+        question: str,
+        answer: str | None,
+        cited: Sequence[str],
+        keys: Sequence[str],
+    ) -> None:
+        now, at_ns, stamp = self._now()
+        if turn.history and at_ns <= turn.history[-1].at_ns:
+            at_ns = turn.history[-1].at_ns + 1  # a clock step back never reorders a conversation
+        stored = Turn(question, turn.query_used, answer, tuple(cited), tuple(keys), stamp, at_ns)
+        overflow = len(turn.history) + 1 - self.settings.turns_kept
+        drop = [t.at_ns for t in turn.history[: max(0, overflow)]]
+        self.store.add_turn(turn.owner, turn.conversation_id, stored, self._expires(now), drop)
+
+    def _query_vector(self, caller: Caller, turn: _Turn) -> list[float]:
+        return self.searches._embed_query(caller.tenant, turn.query_used)  # cached: the search embedded it
+
+    def _recall(self, caller: Caller, turn: _Turn) -> list[tuple[str, str | None]]:
+        """Up to ``memory_limit`` of the user's memories most similar to what is searched, above the
+        floor, of the active embedding profile, and only while their documents stay readable."""
+        if self.settings.memory_limit == 0:
+            return []
+        profile = self.searches.embedder.profile.slug
+        turn.memories = self.store.memories(turn.owner, self.clock())
+        stored = [m for m in turn.memories if m.profile == profile]
+        if not stored:
+            return []
+        vector = self._query_vector(caller, turn)
+        scored = sorted(
+            ((similarity(vector, m.vector), m) for m in stored), key=lambda sm: (-sm[0], -sm[1].at_ns)
+        )
+        wanted = [m for score, m in scored if score >= self.settings.memory_floor]
+        kept = self._readable(caller, wanted)[: self.settings.memory_limit]
+        return [(m.question, m.answer) for m in kept]
+
+    def _readable(self, caller: Caller, items: Sequence[T]) -> list[T]:
+        """The items whose cited documents the caller may all still read (one store call for all)."""
+        keys = sorted({k for item in items for k in item.keys})
+        if not keys:
+            return list(items)
+        readable = self.searches.store.readable_keys(caller.tenant, self.searches.read_scope(caller), keys)
+        return [item for item in items if set(item.keys) <= readable]
+
+    def _remember(self, caller: Caller, turn: _Turn, question: str, answer: str, keys: Sequence[str]) -> None:
+        now, at_ns, stamp = self._now()
+        memory = Memory(
+            id=uuid.uuid4().hex,
+            conversation_id=turn.conversation_id,
+            question=question if turn.query_used == question else turn.question,
+            answer=answer,
+            keys=tuple(keys),
+            at=stamp,
+            at_ns=at_ns,
+            profile=self.searches.embedder.profile.slug,
+            vector=tuple(self._query_vector(caller, turn)),
+        )
+        existing = turn.memories if turn.memories is not None else self.store.memories(turn.owner, now)
+        overflow = len(existing) + 1 - self.settings.memories_kept
+        drop = existing[len(existing) - overflow :] if overflow > 0 else []
+        self.store.add_memory(turn.owner, memory, self._expires(now), drop)
+
+
+def similarity(a: Sequence[float], b: Sequence[float]) -> float:
+    if len(a) != len(b):
+        return -1.0
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else -1.0

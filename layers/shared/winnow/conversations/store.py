@@ -1,0 +1,86 @@
+"""The ``ConversationStore`` port and what it keeps: a conversation's turns and a user's memories, both
+under one owner (tenant, user). Every read and delete names the owner, so another user's or tenant's
+conversation id is simply not found (404): ownership is a key, not a check that could be forgotten."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Owner:
+    tenant: str
+    user: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One request of a conversation: what was asked, what was searched, what was answered and cited."""
+
+    question: str
+    query_used: str
+    answer: str | None
+    cited: tuple[str, ...]  # chunk ids
+    keys: tuple[str, ...]  # their documents: an earlier answer is shown only while all stay readable
+    at: str  # ISO 8601, UTC
+    at_ns: int  # orders turns; unique within a conversation
+
+
+@dataclass(frozen=True)
+class Memory:
+    """An answered exchange, embedded (``vector``, by the ``profile`` slug) so later questions find it."""
+
+    id: str
+    conversation_id: str
+    question: str
+    answer: str
+    keys: tuple[str, ...]  # the documents the answer cited: recalled only while all stay readable
+    at: str
+    at_ns: int
+    profile: str
+    vector: tuple[float, ...]
+
+
+def pack_vector(vector: Sequence[float]) -> bytes:
+    return array("f", vector).tobytes()
+
+
+def unpack_vector(data: bytes) -> tuple[float, ...]:
+    values = array("f")
+    values.frombytes(data)
+    return tuple(values)
+
+
+class ConversationStore(ABC):
+    """Turns and memories per owner (SQLite on the embedded default, DynamoDB in AWS). Expired items
+    (``expires``, epoch seconds) are never returned, whether or not they are gone yet."""
+
+    @abstractmethod
+    def turns(self, owner: Owner, conversation_id: str, limit: int, now: float) -> list[Turn] | None:
+        """The newest ``limit`` turns, oldest first; None when the owner has no such conversation."""
+
+    @abstractmethod
+    def add_turn(
+        self, owner: Owner, conversation_id: str, turn: Turn, expires: int, drop: Sequence[int] = ()
+    ) -> None:
+        """Store ``turn`` and drop the turns at ``drop`` (``at_ns``: the oldest, past the turns kept), in
+        one write: the caller read the history anyway."""
+
+    @abstractmethod
+    def delete_conversation(self, owner: Owner, conversation_id: str) -> bool:
+        """Its turns and the memories made from it, for good; False when the owner has no such one."""
+
+    @abstractmethod
+    def add_memory(self, owner: Owner, memory: Memory, expires: int, drop: Sequence[Memory] = ()) -> None:
+        """Store ``memory`` and drop ``drop`` (the oldest, past the memories kept), in one write."""
+
+    @abstractmethod
+    def memories(self, owner: Owner, now: float) -> list[Memory]:
+        """The owner's memories, newest first."""
+
+    @abstractmethod
+    def forget(self, owner: Owner) -> int:
+        """Every memory and every conversation turn of the owner, for good; how many items went."""

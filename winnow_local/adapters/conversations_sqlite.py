@@ -1,0 +1,193 @@
+"""The ``ConversationStore`` on SQLite, beside the ledger on the embedded default (``conversations.sqlite3``
+under ``WINNOW_HOME``). One connection behind a lock, WAL mode: the CLI and ``winnow serve`` may share it."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from winnow.conversations.store import (
+    ConversationStore,
+    Memory,
+    Owner,
+    Turn,
+    pack_vector,
+    unpack_vector,
+)
+from winnow.errors import ProviderUnavailable
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS turns (
+    tenant TEXT NOT NULL, user TEXT NOT NULL, conversation_id TEXT NOT NULL, at_ns INTEGER NOT NULL,
+    question TEXT NOT NULL, query_used TEXT NOT NULL, answer TEXT, cited TEXT NOT NULL, keys TEXT NOT NULL,
+    at TEXT NOT NULL,
+    expires INTEGER NOT NULL,
+    PRIMARY KEY (tenant, user, conversation_id, at_ns)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS memories (
+    tenant TEXT NOT NULL, user TEXT NOT NULL, at_ns INTEGER NOT NULL, id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL, question TEXT NOT NULL, answer TEXT NOT NULL, keys TEXT NOT NULL,
+    at TEXT NOT NULL,
+    profile TEXT NOT NULL, vector BLOB NOT NULL, expires INTEGER NOT NULL,
+    PRIMARY KEY (tenant, user, at_ns, id)
+) WITHOUT ROWID;
+"""
+
+
+class SqliteConversationStore(ConversationStore):
+    def __init__(self, path: Path | str) -> None:
+        self._path = str(path)
+        self._lock = threading.RLock()
+        if self._path != ":memory:":
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self._path, timeout=10.0, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        with self._lock:
+            self._db.execute("PRAGMA busy_timeout = 10000")
+            if self._path != ":memory:":
+                self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.executescript(_SCHEMA)
+        self.calls = 0  # store calls made (tests: a one-shot request makes none)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            self.calls += 1
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:  # locked past the busy timeout, disk full
+                raise ProviderUnavailable(f"conversation store: {exc}") from exc
+
+    def _batch(self, statements: list[tuple[str, tuple[Any, ...]]]) -> int:
+        with self._lock:
+            self.calls += 1
+            changed = 0
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                for sql, params in statements:
+                    changed += self._db.execute(sql, params).rowcount
+                self._db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                self._db.execute("ROLLBACK")
+                raise ProviderUnavailable(f"conversation store: {exc}") from exc
+            return changed
+
+    def turns(self, owner: Owner, conversation_id: str, limit: int, now: float) -> list[Turn] | None:
+        rows = self._run(
+            "SELECT * FROM turns WHERE tenant = ? AND user = ? AND conversation_id = ? AND expires > ? "
+            "ORDER BY at_ns DESC LIMIT ?",
+            (owner.tenant, owner.user, conversation_id, int(now), limit),
+        )
+        if not rows:
+            return None
+        return [
+            Turn(
+                question=r["question"],
+                query_used=r["query_used"],
+                answer=r["answer"],
+                cited=tuple(json.loads(r["cited"])),
+                keys=tuple(json.loads(r["keys"])),
+                at=r["at"],
+                at_ns=r["at_ns"],
+            )
+            for r in reversed(rows)
+        ]
+
+    def add_turn(
+        self, owner: Owner, conversation_id: str, turn: Turn, expires: int, drop: Sequence[int] = ()
+    ) -> None:
+        key = (owner.tenant, owner.user, conversation_id)
+        self._batch(
+            [
+                (
+                    "INSERT OR REPLACE INTO turns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*key, turn.at_ns, turn.question, turn.query_used, turn.answer, *_rest(turn, expires)),
+                ),
+                *[
+                    (
+                        "DELETE FROM turns WHERE tenant = ? AND user = ? AND conversation_id = ? "
+                        "AND at_ns = ?",
+                        (*key, at_ns),
+                    )
+                    for at_ns in drop
+                ],
+            ]
+        )
+
+    def delete_conversation(self, owner: Owner, conversation_id: str) -> bool:
+        key = (owner.tenant, owner.user, conversation_id)
+        where = "tenant = ? AND user = ? AND conversation_id = ?"
+        turns = self._batch([(f"DELETE FROM turns WHERE {where}", key)])
+        memories = self._batch([(f"DELETE FROM memories WHERE {where}", key)])
+        return bool(turns or memories)
+
+    def add_memory(self, owner: Owner, memory: Memory, expires: int, drop: Sequence[Memory] = ()) -> None:
+        key = (owner.tenant, owner.user)
+        self._batch(
+            [
+                (
+                    "INSERT OR REPLACE INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*key, memory.at_ns, memory.id, memory.conversation_id, *_memory_rest(memory, expires)),
+                ),
+                *[
+                    (
+                        "DELETE FROM memories WHERE tenant = ? AND user = ? AND at_ns = ? AND id = ?",
+                        (*key, old.at_ns, old.id),
+                    )
+                    for old in drop
+                ],
+            ]
+        )
+
+    def memories(self, owner: Owner, now: float) -> list[Memory]:
+        rows = self._run(
+            "SELECT * FROM memories WHERE tenant = ? AND user = ? AND expires > ? ORDER BY at_ns DESC",
+            (owner.tenant, owner.user, int(now)),
+        )
+        return [
+            Memory(
+                id=r["id"],
+                conversation_id=r["conversation_id"],
+                question=r["question"],
+                answer=r["answer"],
+                keys=tuple(json.loads(r["keys"])),
+                at=r["at"],
+                at_ns=r["at_ns"],
+                profile=r["profile"],
+                vector=unpack_vector(r["vector"]),
+            )
+            for r in rows
+        ]
+
+    def forget(self, owner: Owner) -> int:
+        key = (owner.tenant, owner.user)
+        return self._batch(
+            [
+                ("DELETE FROM turns WHERE tenant = ? AND user = ?", key),
+                ("DELETE FROM memories WHERE tenant = ? AND user = ?", key),
+            ]
+        )
+
+
+def _rest(turn: Turn, expires: int) -> tuple[Any, ...]:
+    return (json.dumps(turn.cited), json.dumps(turn.keys), turn.at, expires)
+
+
+def _memory_rest(memory: Memory, expires: int) -> tuple[Any, ...]:
+    vector = pack_vector(memory.vector)
+    return (
+        memory.question,
+        memory.answer,
+        json.dumps(memory.keys),
+        memory.at,
+        memory.profile,
+        vector,
+        expires,
+    )
