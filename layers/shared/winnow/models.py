@@ -19,6 +19,23 @@ class Table:
 
 
 @dataclass(frozen=True)
+class Figure:
+    """A picture inside a document (a chart, a diagram, a photo). While parsing it holds the image
+    (``data``, PNG/JPEG/TIFF, ``digest`` its SHA-256) and what the document says of it (``caption``,
+    ``alt``); ``winnow.parsing.figures`` then keeps or drops it and says where its text came from:
+    ``figure_text`` is "vision", "ocr" or "caption"."""
+
+    caption: str = ""
+    alt: str = ""
+    media_type: str = ""
+    digest: str = ""
+    width: int = 0
+    height: int = 0
+    figure_text: str = "caption"
+    data: bytes = field(default=b"", repr=False, compare=False)
+
+
+@dataclass(frozen=True)
 class Block:
     """A run of text from a parsed document, with where it sits in the document's structure. A table
     block carries its cells in ``table`` (``text`` is the whole table rendered); ``ocr`` marks text that
@@ -29,9 +46,12 @@ class Block:
     page: int | None = None
     table: Table | None = None
     ocr: bool = False
+    figure: Figure | None = None
 
     @property
     def kind(self) -> str:
+        if self.figure is not None:
+            return "figure"
         return "table" if self.table is not None else "text"
 
 
@@ -53,8 +73,9 @@ class Chunk:
     title: str
     section_path: tuple[str, ...]
     page: int | None
-    kind: str = "text"  # "text" | "table"
+    kind: str = "text"  # "text" | "table" | "figure"
     ocr: bool = False
+    figure_text: str = ""  # a figure's: "vision" | "ocr" | "caption"
 
     @property
     def section(self) -> str:
@@ -153,6 +174,7 @@ class StoredChunk:
     dense: list[float] | None = None
     kind: str = "text"
     ocr: bool = False
+    figure_text: str = ""
     # Each retriever's own evidence, when it returned the chunk: cosine and rank (1 = best) among the
     # dense candidates, BM25 score and rank among the sparse ones. The relevance model reads these.
     dense_score: float | None = None

@@ -297,6 +297,7 @@ class OcrPage:
 
     data: bytes
     media_type: str
+    figure: bool = False  # a figure inside a page: a provider's refusal keeps its caption, fails nothing
 
 
 class Ocr(ABC):

@@ -186,6 +186,10 @@ class IngestSettings(BaseSettings):
     batch_concurrency: int = Field(
         default=10, ge=1, le=32, description="Documents of one batch indexed at once (1 = sequential)."
     )
+    # Figures inside documents (winnow.parsing.figures): at most this many per document (0: none), and
+    # an image with a side under the floor is decoration (a bullet, a rule, an icon), not a figure.
+    max_figures: int = Field(default=50, ge=0, le=1000, description="Figures kept per document.")
+    figure_min_side_pixels: int = Field(default=64, ge=1, le=4096, description="Smaller images are skipped.")
 
 
 class OcrSettings(BaseSettings):

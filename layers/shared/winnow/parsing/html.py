@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
-from winnow.models import ParsedDocument
+from winnow.models import Figure, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, clean_inline, finish_document, one_line
 from winnow.parsing.cleaning import heading_text, is_named_furniture, is_permalink_anchor, link_furniture
+from winnow.parsing.figures import held_limit
 from winnow.parsing.tables import html_table
 from winnow.parsing.text_decoding import DecodedText, decode_text
+from winnow.settings import IngestSettings
 
 _DROPPED_TAGS = frozenset(
     {
@@ -46,14 +49,24 @@ _META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-
 _DOCTYPE_WITH_SUBSET = re.compile(
     r"\A(\ufeff?\s*(?:<\?xml[^<>]*\?>\s*)?)<!DOCTYPE[^<>\[]*\[.*?\]\s*>", re.IGNORECASE | re.DOTALL
 )
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]{0,20}:|//)", re.IGNORECASE)  # a URL with a scheme: never fetched
 _MAX_HTML_DEPTH = 2048  # libxml2's limit with XML_PARSE_HUGE
 _UNICODE_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 
 
-def parse_html(key: str, data: bytes, decoded: DecodedText | None = None) -> ParsedDocument:
+def parse_html(
+    key: str,
+    data: bytes,
+    decoded: DecodedText | None = None,
+    *,
+    settings: IngestSettings | None = None,
+    images: Callable[[str], bytes | None] | None = None,
+) -> ParsedDocument:
+    """``images`` finds the bytes an ``<img src>`` names inside the file's own package (an EPUB's
+    members); without it only ``data:`` images are the page's own. Nothing is fetched."""
     text = _decode(data, decoded)
     try:
-        return _parse(key, text)
+        return _parse(key, text, settings or IngestSettings(), images)
     except (DocumentError, ImportError):
         raise  # an ImportError is a broken deployment, not a broken document: let it be loud
     except RecursionError as error:
@@ -73,7 +86,9 @@ def _decode(data: bytes, decoded: DecodedText | None) -> str:
     return decode_text(data, declared.group(1).decode("ascii")).text
 
 
-def _parse(key: str, text: str) -> ParsedDocument:
+def _parse(
+    key: str, text: str, settings: IngestSettings, images: Callable[[str], bytes | None] | None
+) -> ParsedDocument:
     import lxml.html
     from lxml import etree
 
@@ -94,7 +109,7 @@ def _parse(key: str, text: str) -> ParsedDocument:
     title = _title(root)
     navigation_only = _drop_invisible(root)
     body = root.find("body")
-    collector = BlockCollector()
+    collector = BlockCollector(held_limit(settings))
     headings = HeadingStack()
     first_h1: str | None = None
     buffer: list[str] = []
@@ -130,6 +145,11 @@ def _parse(key: str, text: str) -> ParsedDocument:
                 walker.skip_subtree()
             elif tag == "br":
                 buffer.append("\n")
+            elif tag == "img" and settings.max_figures:
+                figure = _image_figure(element, settings, images)
+                if figure is not None:
+                    flush()
+                    collector.add_figure(figure, headings.path)
             else:
                 if tag in _BLOCK_TAGS:
                     flush()
@@ -152,6 +172,44 @@ def _parse(key: str, text: str) -> ParsedDocument:
             else "HTML has no visible text"
         ),
     )
+
+
+def _image_figure(
+    element: Any, settings: IngestSettings, images: Callable[[str], bytes | None] | None
+) -> Figure | None:
+    """An ``<img>`` as a figure candidate when its image is the file's own (a ``data:`` URL, or a
+    member ``images`` finds), with its alt text and its ``<figure>``'s ``<figcaption>`` as caption."""
+    from winnow.parsing.figures import figure_candidate
+
+    source = (element.get("src") or "").strip()
+    data: bytes | None = None
+    if source[:5].lower() == "data:":
+        data = _data_url(source)
+    elif images is not None and not _REMOTE.match(source):
+        data = images(source)
+    if not data:
+        return None
+    caption = ""
+    holder = next((parent for parent in element.iterancestors("figure")), None)
+    if holder is not None:
+        captions = holder.find(".//figcaption")
+        caption = captions.text_content() if captions is not None else ""
+    alt = element.get("alt") or element.get("title") or ""
+    return figure_candidate(data, caption=caption, alt=alt, min_side=settings.figure_min_side_pixels)
+
+
+def _data_url(source: str) -> bytes | None:
+    """The bytes of a base64 ``data:`` URL (``data:image/png;base64,...``); None for anything else."""
+    import base64
+    import binascii
+
+    header, comma, body = source.partition(",")
+    if not comma or not header.lower().endswith(";base64"):
+        return None
+    try:
+        return base64.b64decode("".join(body.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _title(root: Any) -> str | None:

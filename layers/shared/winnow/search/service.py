@@ -32,6 +32,15 @@ if TYPE_CHECKING:
 NOTHING_RELEVANT = "No relevant passages found"
 
 
+# Stored kinds as the answer names them (points written before a kind existed are text).
+_KINDS: dict[str, Literal["text", "table", "figure"]] = {"table": "table", "figure": "figure"}
+_FIGURE_TEXTS: dict[str, Literal["vision", "ocr", "caption"]] = {
+    "vision": "vision",
+    "ocr": "ocr",
+    "caption": "caption",
+}
+
+
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     na = math.sqrt(sum(x * x for x in a))
@@ -172,8 +181,9 @@ class SearchService:
                 section=hit.section,
                 text=hit.text,
                 metadata=hit.metadata,
-                kind="table" if hit.kind == "table" else "text",
+                kind=_KINDS.get(hit.kind, "text"),
                 ocr=hit.ocr,
+                figure_text=_FIGURE_TEXTS.get(hit.figure_text) if hit.kind == "figure" else None,
                 **_access_shown(hit, caller),
             )
             for i, (score, hit) in enumerate(kept[: request.top_k])

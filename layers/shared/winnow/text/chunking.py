@@ -83,6 +83,7 @@ class _Draft:
     gap: str = _BLOCK_SEPARATOR
     kind: str = "text"
     ocr: bool = False
+    figure_text: str = ""
 
 
 def max_chunk_chars(settings: ChunkingSettings) -> int:
@@ -117,6 +118,7 @@ def chunk_document(
                 page=draft.page,
                 kind=draft.kind,
                 ocr=draft.ocr,
+                figure_text=draft.figure_text,
             )
         )
     return chunks
@@ -200,7 +202,8 @@ def _fit_each_chunk(
                 source_type=doc.source_type,
             )
             fitted.extend(
-                replace(piece, kind=chunk.kind) for piece in chunk_document(part, _scaled(settings, target))
+                replace(piece, kind=chunk.kind, figure_text=chunk.figure_text)
+                for piece in chunk_document(part, _scaled(settings, target))
             )
         if max_chunks is not None and len(fitted) > max_chunks:
             raise OversizedDocument(too_many_chunks(max_chunks))
@@ -287,6 +290,21 @@ class _SectionPacker:
                 self.drafts.extend(
                     _Draft(text=piece, section_path=self.path, page=block.page, kind="table", ocr=block.ocr)
                     for piece in table_pieces(block.table, self.table_target)
+                )
+                continue
+            if block.figure is not None:
+                # A figure is a wall too: its caption leads every piece of its text.
+                self._emit()
+                self.drafts.extend(
+                    _Draft(
+                        text=piece,
+                        section_path=self.path,
+                        page=block.page,
+                        kind="figure",
+                        ocr=block.ocr,
+                        figure_text=block.figure.figure_text,
+                    )
+                    for piece in _figure_pieces(text, block.figure.caption, self.target)
                 )
                 continue
             if self._parts and block.ocr != self._ocr:
@@ -536,6 +554,36 @@ def _packable(last: _Draft, draft: _Draft) -> bool:
     )
 
 
+def _figure_pieces(text: str, caption: str, target: int) -> list[str]:
+    """A figure's text in pieces of at most ``target`` characters, whole lines packed in order (a line
+    longer than the room is cut between words), each piece after the first led by the caption."""
+    lead = caption[: target // 2] if caption and text.startswith(caption) else ""
+    lines = text.split("\n")[1:] if lead else text.split("\n")
+    room = max(1, target - len(lead) - 1) if lead else target
+    pieces: list[str] = []
+    current: list[str] = []
+    used = 0
+    for line in (part for whole in lines for part in _cut_line(whole, room)):
+        if current and used + 1 + len(line) > room:
+            pieces.append("\n".join([lead, *current] if lead else current))
+            current, used = [], 0
+        used += len(line) + (1 if current else 0)
+        current.append(line)
+    if current or not pieces:
+        pieces.append("\n".join([lead, *current] if lead else current))
+    return [piece for piece in pieces if piece]
+
+
+def _cut_line(line: str, room: int) -> Iterator[str]:
+    while len(line) > room:
+        cut = line.rfind(" ", 0, room)
+        cut = cut if cut > 0 else room
+        yield line[:cut]
+        line = line[cut:].lstrip()
+    if line:
+        yield line
+
+
 def _common_prefix(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
     shared = 0
     for a, b in zip(first, second, strict=False):
@@ -591,7 +639,7 @@ def _merge_small(drafts: Iterable[_Draft], min_chars: int, limit: int) -> Iterat
     preceding_slot: _Draft | None = None  # the last draft handed on, still open to a backward fold
     draft = ahead.pop()
     while draft is not None:
-        if len(draft.text) >= min_chars or draft.kind == "table":
+        if len(draft.text) >= min_chars or draft.kind in ("table", "figure"):
             if preceding_slot is not None:
                 yield preceding_slot
             preceding_slot, draft = draft, ahead.pop()
