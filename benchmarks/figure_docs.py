@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -269,3 +270,64 @@ PHOTO = FigureSpec(
 )
 SAMPLE_FIGURES = (CHART, DIAGRAM, PHOTO)
 INTRO = "This report describes regional services; the figures below give the details."
+
+
+# --- hostile images (the bad-input corpus) -------------------------------------------------------------
+def docx_with_picture(picture: bytes, *, caption: str, intro: str = INTRO) -> bytes:
+    """A DOCX holding ``picture`` as it is (its bytes are not checked or re-encoded) under a caption."""
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph(intro)
+    placeholder = png(draw_figure(CHART))
+    document.add_picture(io.BytesIO(placeholder))
+    document.add_paragraph(caption, style="Caption")
+    out = io.BytesIO()
+    document.save(out)
+    data = out.getvalue()
+    # swap the placeholder's member for the hostile bytes: python-docx would refuse to embed some of them
+    source, target = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member in source.infolist():
+            content = source.read(member.filename)
+            archive.writestr(member, picture if content == placeholder else content)
+    return target.getvalue()
+
+
+def many_tiny_images_html(count: int = 10_000) -> bytes:
+    """A page of ``count`` 16-pixel ``data:`` images (bullets, spacers) around one paragraph."""
+    icon = base64.b64encode(bullet()).decode()
+    images = f"<img src='data:image/png;base64,{icon}'>" * count
+    return (f"<html><body><h1>Spacers</h1><p>{INTRO}</p><p>{images}</p></body></html>").encode()
+
+
+def pdf_with_flate_bomb(inflated_bytes: int = 200_000_000) -> bytes:
+    """A text page drawing an image XObject that declares 1,000 x 1,000 gray pixels and whose Flate
+    stream inflates to ``inflated_bytes`` (about 200 KB on disk): a decompression bomb inside a PDF."""
+    compressor = zlib.compressobj(9)
+    chunk = b"\0" * (1 << 20)
+    stream = b"".join(compressor.compress(chunk) for _ in range(inflated_bytes // len(chunk)))
+    stream += compressor.flush()
+    content = b"BT /F1 12 Tf 50 780 Td (" + INTRO.encode() + b") Tj ET q 400 0 0 400 50 300 cm /Im1 Do Q"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> /XObject << /Im1 6 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /XObject /Subtype /Image /Width 1000 /Height 1000 /ColorSpace /DeviceGray"
+        b" /BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n" % len(stream)
+        + stream
+        + b"\nendstream",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)

@@ -60,7 +60,7 @@ _MAX_OCR_CHARS = 1_500
 # "Figure 3: ...", "Fig. 2.1 ...", "Chart 4 -", "Diagram A", "Photo 12". Bounded: a caption is one line.
 _CAPTION = re.compile(
     r"^(?:figure|fig\.?|chart|diagram|graph|photo(?:graph)?|plate|illustration|image|exhibit|abbildung)"
-    r"\s{0,3}(?:[0-9]{1,4}(?:[.\-][0-9]{1,4}){0,3}[a-z]?|[A-Z]|[IVXLC]{1,6})\b",
+    r"(?:\s{1,3}|(?<=\.))(?:[0-9]{1,4}(?:[.\-][0-9]{1,4}){0,3}[a-z]?|(?-i:[A-Z]|[IVXLC]{1,6}))\b",
     re.IGNORECASE,
 )
 # Alt text that is only the picture's file name ("image.png", as Office tools write it) says nothing.
@@ -112,8 +112,8 @@ def _clip(text: str) -> str:
 
 def pdf_image(xobject: Any, *, min_side: int, max_side: int, wanted: Any = None) -> Figure | None:
     """A PDF image XObject as a figure candidate (``wanted(digest)`` false: without its bytes): a JPEG
-    stream as it is, 8-bit gray or RGB samples (Flate, ASCII85, predictors: pypdf decodes them, under
-    its own output limit) as a PNG. The declared
+    stream as it is, 8-bit gray or RGB samples as a PNG (Flate alone: inflated by us, never past the
+    declared size; other chains such as ASCII85 + Flate: by pypdf, under its own output limit). The declared
     size is checked first, so a hostile image is skipped without inflating a byte; anything else (CMYK
     or indexed samples, JBIG2, CCITT, JPEG 2000) is no figure."""
     from pypdf.generic import ArrayObject
@@ -137,6 +137,8 @@ def pdf_image(xobject: Any, *, min_side: int, max_side: int, wanted: Any = None)
     channels = _channels(xobject.get("/ColorSpace"))
     if channels is None:
         return None
+    if names == ["/FlateDecode"]:
+        return _flate_image(xobject, raw, digest, width, height, channels)
     samples = xobject.get_data()
     if len(samples) != width * height * channels:
         return None  # a stream that does not hold what it declares
@@ -147,6 +149,36 @@ def pdf_image(xobject: Any, *, min_side: int, max_side: int, wanted: Any = None)
         height=height,
         data=png_from_samples(width, height, channels, samples),
     )
+
+
+def _flate_image(
+    xobject: Any, raw: bytes, digest: str, width: int, height: int, channels: int
+) -> Figure | None:
+    """A Flate-only image inflated by us, never past the size its header declares (a stream that
+    inflates further is a bomb, and no figure). PNG-predicted samples are already PNG scanlines: the
+    stream itself becomes the PNG's data, unchanged."""
+    parameters = xobject.get("/DecodeParms")
+    parameters = parameters.get_object() if parameters is not None else None
+    predictor = int(parameters.get("/Predictor", 1)) if isinstance(parameters, dict) else 1
+    if predictor >= 10:
+        colors = int(parameters.get("/Colors", 1)) if isinstance(parameters, dict) else 1
+        columns = int(parameters.get("/Columns", 1)) if isinstance(parameters, dict) else 1
+        if (colors, columns) != (channels, width):
+            return None
+        expected = (width * channels + 1) * height
+    elif predictor == 1:
+        expected = width * height * channels
+    else:
+        return None  # TIFF predictor: rare in figures
+    inflater = zlib.decompressobj()
+    inflated = inflater.decompress(raw, expected + 1)
+    if len(inflated) != expected:
+        return None  # shorter than declared, or longer: a bomb stops here, one byte past the size
+    if predictor >= 10:
+        data = _png(width, height, channels, raw)
+    else:
+        data = png_from_samples(width, height, channels, inflated)
+    return Figure(media_type="image/png", digest=digest, width=width, height=height, data=data)
 
 
 def _channels(space: Any) -> int | None:
@@ -164,13 +196,17 @@ def png_from_samples(width: int, height: int, channels: int, samples: bytes) -> 
     """A PNG of 8-bit gray (1) or RGB (3) samples, rows unfiltered: ``zlib`` and ``struct`` only."""
     stride = width * channels
     rows = b"".join(b"\x00" + samples[row * stride : (row + 1) * stride] for row in range(height))
+    return _png(width, height, channels, zlib.compress(rows, 6))
+
+
+def _png(width: int, height: int, channels: int, compressed_rows: bytes) -> bytes:
     color_type = 0 if channels == 1 else 2
 
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
     header = struct.pack(">IIBBBBB", width, height, 8, color_type, 0, 0, 0)
-    return PNG_MAGIC + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 6)) + chunk(b"IEND", b"")
+    return PNG_MAGIC + chunk(b"IHDR", header) + chunk(b"IDAT", compressed_rows) + chunk(b"IEND", b"")
 
 
 def resolve_figures(
