@@ -317,7 +317,8 @@ def pdf_with_flate_bomb(inflated_bytes: int = 200_000_000) -> bytes:
         b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         b"<< /Type /XObject /Subtype /Image /Width 1000 /Height 1000 /ColorSpace /DeviceGray"
-        b" /BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n" % len(stream)
+        b" /BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n"
+        % len(stream)
         + stream
         + b"\nendstream",
     ]

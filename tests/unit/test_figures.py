@@ -85,7 +85,9 @@ def test_figures_carry_their_page_and_section(ocr: TesseractOcr) -> None:
         (2, ("Kiln overview",)),
         (3, ("Harbour overview",)),
     ]
-    pdf = parse_document("r.pdf", figure_pdf(SAMPLE_FIGURES, intro=INTRO), ocr=ocr, ocr_settings=OcrSettings())
+    pdf = parse_document(
+        "r.pdf", figure_pdf(SAMPLE_FIGURES, intro=INTRO), ocr=ocr, ocr_settings=OcrSettings()
+    )
     assert [block.page for block in figures(pdf)] == [1, 2, 3]
 
 

@@ -72,6 +72,7 @@ SEARCH_PAYLOAD = [
     "meta",
     "kind",
     "ocr",
+    "figure_text",
     *PAYLOAD_FIELDS,
 ]
 SCROLL_PAGE = 256
