@@ -98,5 +98,5 @@ def test_a_provider_outage_retries_the_document_and_records_nothing(
     # and once Textract is back, the figures are read
     fake_textract.faults.clear()
     assert stack.upload("acme/report.docx", data)["status"] == "indexed"
-    status, body = stack.search("Drying Bisque Glazing kiln", relevance_threshold=0)
+    _status, body = stack.search("Drying Bisque Glazing kiln", relevance_threshold=0)
     assert body["results"][0]["kind"] == "figure" and body["results"][0]["figure_text"] == "ocr"
