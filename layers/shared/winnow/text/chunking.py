@@ -28,7 +28,9 @@ The rules, in the order they apply:
 6. **Tables are walls of their own.** A table block becomes ``kind="table"`` chunks of whole rows
    (``winnow.text.tables``: caption and column line repeated at the top of each, at most
    ``table_target_chars``); they are never merged with text, and text read by OCR is never packed or
-   merged with text from a text layer (a chunk's ``ocr`` mark is true of all of it).
+   merged with text from a text layer (a chunk's ``ocr`` mark is true of all of it). A figure block
+   (``winnow.parsing.figures``) is a wall too: ``kind="figure"`` pieces of whole lines, its caption
+   leading each.
 
 7. **Small sections are packed** (``pack_sections``): consecutive sections whose chunks together fit
    ``target_chars`` become one passage whose section is their common ancestor, each deeper part led by
