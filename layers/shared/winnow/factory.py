@@ -362,6 +362,7 @@ class Container:
                         reranker=self.reranker,
                         settings=self.settings.search,
                         cache_size=self.settings.providers.query_cache_size,
+                        objects=self.objects,
                     )
                     self._search = (store, service)
                 return self._search[1]

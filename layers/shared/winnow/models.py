@@ -76,6 +76,7 @@ class Chunk:
     kind: str = "text"  # "text" | "table" | "figure"
     ocr: bool = False
     figure_text: str = ""  # a figure's: "vision" | "ocr" | "caption"
+    image: str = ""  # a figure's stored image (``rules.figure_name``), in its document's folder
 
     @property
     def section(self) -> str:
@@ -175,6 +176,7 @@ class StoredChunk:
     kind: str = "text"
     ocr: bool = False
     figure_text: str = ""
+    image: str = ""
     # Each retriever's own evidence, when it returned the chunk: cosine and rank (1 = best) among the
     # dense candidates, BM25 score and rank among the sparse ones. The relevance model reads these.
     dense_score: float | None = None

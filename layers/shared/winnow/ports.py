@@ -290,6 +290,17 @@ class ObjectSource(ABC):
 
         raise FeatureDisabled("this bucket does not sign uploads")
 
+    def put_figure(self, key: str, data: bytes, content_type: str) -> None:
+        """Store a document's figure image (a key under ``rules.FIGURE_PREFIX``)."""
+        from winnow.errors import FeatureDisabled
+
+        raise FeatureDisabled("this bucket does not store figures")
+
+    def figure_url(self, key: str, expires_in: int) -> str | None:
+        """A URL that reads the figure image ``key`` for ``expires_in`` seconds and names no other
+        object; None when this bucket cannot make one (no server to read it from)."""
+        return None
+
 
 @dataclass(frozen=True)
 class OcrPage:

@@ -245,6 +245,9 @@ class SearchSettings(BaseSettings):
     upload_expires_seconds: int = Field(
         default=300, ge=10, le=3600, description="How long an upload form from POST /uploads stays valid."
     )
+    image_url_seconds: int = Field(
+        default=300, ge=10, le=3600, description="How long a figure's image_url works."
+    )
 
 
 class ReconcileSettings(BaseSettings):

@@ -73,6 +73,7 @@ SEARCH_PAYLOAD = [
     "kind",
     "ocr",
     "figure_text",
+    "image",
     *PAYLOAD_FIELDS,
 ]
 SCROLL_PAGE = 256

@@ -22,6 +22,7 @@ beyond plain data.
 from __future__ import annotations
 
 import atexit
+import base64
 import json
 import math
 import os
@@ -151,6 +152,8 @@ def _encode_figure(figure: Figure | None) -> dict[str, Any] | None:
         "width": figure.width,
         "height": figure.height,
         "figure_text": figure.figure_text,
+        # a kept figure's image, for ingest to store (plain base64: the worker's answer stays JSON)
+        "data": base64.b64encode(figure.data).decode("ascii") if figure.data else "",
     }
 
 
@@ -165,6 +168,7 @@ def _decode_figure(value: Any) -> Figure | None:
         width=int(value["width"]),
         height=int(value["height"]),
         figure_text=str(value["figure_text"]),
+        data=base64.b64decode(str(value.get("data") or "")),
     )
 
 

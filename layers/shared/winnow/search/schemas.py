@@ -274,6 +274,11 @@ class SearchResult(BaseModel):
         description='A figure\'s text: "ocr" read in the image, "vision" described by a vision model, '
         '"caption" its caption and alt text only.',
     )
+    image_url: str | None = Field(
+        default=None,
+        description="A figure's image: a short-lived URL (a presigned S3 GET in AWS, a signed `winnow serve` "
+        "URL locally) that reads this one image; given only with the passage, to those who may read it.",
+    )
     ocr: bool = Field(default=False, description="The text was read from a scanned page or image by OCR.")
     restricted: bool = Field(
         default=False, description="The document has an access list: not every member of the tenant reads it."

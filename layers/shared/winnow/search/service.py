@@ -27,6 +27,7 @@ from winnow.search.schemas import RangeCondition, SearchRequest, SearchResponse,
 from winnow.settings import SearchSettings
 
 if TYPE_CHECKING:
+    from winnow.ports import ObjectSource
     from winnow.text.sparse import Bm25Encoder
 
 NOTHING_RELEVANT = "No relevant passages found"
@@ -78,8 +79,10 @@ class SearchService:
         settings: SearchSettings,
         cache_size: int = 256,
         models: RelevanceModels | Literal["shipped"] | None = "shipped",
+        objects: ObjectSource | None = None,
     ) -> None:
         self.embedder = embedder
+        self.objects = objects  # signs figures' image URLs
         self.store = store
         self.sparse = sparse
         self.reranker = reranker
@@ -184,10 +187,21 @@ class SearchService:
                 kind=_KINDS.get(hit.kind, "text"),
                 ocr=hit.ocr,
                 figure_text=_FIGURE_TEXTS.get(hit.figure_text) if hit.kind == "figure" else None,
+                image_url=self._image_url(hit),
                 **_access_shown(hit, caller),
             )
             for i, (score, hit) in enumerate(kept[: request.top_k])
         ]
+
+    def _image_url(self, hit: StoredChunk) -> str | None:
+        """The figure's image URL: only for a passage the caller is being shown (its tenant's and one it
+        may read, as the search filter already decided), of that document's own folder."""
+        from winnow.rules import figure_key
+
+        if hit.kind != "figure" or not hit.image or self.objects is None:
+            return None
+        key = figure_key(hit.key, hit.image)
+        return self.objects.figure_url(key, self.settings.image_url_seconds) if key else None
 
     def candidates(self, who: Caller | str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
         """Every candidate of a search with the evidence the relevance model reads, in retrieval order,

@@ -57,6 +57,7 @@ from dataclasses import dataclass, replace
 
 from winnow.errors import OversizedDocument
 from winnow.models import Block, Chunk, ParsedDocument
+from winnow.rules import figure_name
 from winnow.settings import ChunkingSettings
 from winnow.text.tables import table_pieces
 
@@ -86,6 +87,7 @@ class _Draft:
     kind: str = "text"
     ocr: bool = False
     figure_text: str = ""
+    image: str = ""
 
 
 def max_chunk_chars(settings: ChunkingSettings) -> int:
@@ -121,6 +123,7 @@ def chunk_document(
                 kind=draft.kind,
                 ocr=draft.ocr,
                 figure_text=draft.figure_text,
+                image=draft.image,
             )
         )
     return chunks
@@ -204,7 +207,7 @@ def _fit_each_chunk(
                 source_type=doc.source_type,
             )
             fitted.extend(
-                replace(piece, kind=chunk.kind, figure_text=chunk.figure_text)
+                replace(piece, kind=chunk.kind, figure_text=chunk.figure_text, image=chunk.image)
                 for piece in chunk_document(part, _scaled(settings, target))
             )
         if max_chunks is not None and len(fitted) > max_chunks:
@@ -305,6 +308,9 @@ class _SectionPacker:
                         kind="figure",
                         ocr=block.ocr,
                         figure_text=block.figure.figure_text,
+                        image=figure_name(block.figure.digest, block.figure.media_type)
+                        if block.figure.data
+                        else "",
                     )
                     for piece in _figure_pieces(text, block.figure.caption, self.target)
                 )
