@@ -61,6 +61,8 @@ class ParsedDocument:
     blocks: list[Block]
     source_type: str  # pdf | docx | markdown | text | html | image | pptx | xlsx | csv | rst | epub
     ocr_pages: int = 0  # pages (or images) whose text came from OCR
+    vision_calls: int = 0  # figures sent to a vision model (winnow.ingest.figures), and their tokens
+    vision_tokens: int = 0
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from winnow.models import (
@@ -385,6 +385,9 @@ class Prompt:
     user: str
     max_tokens: int
     temperature: float = 0.0
+    # A figure to describe (vision models only): its bytes and format ("png", "jpeg").
+    image: bytes = field(default=b"", repr=False)
+    image_format: str = ""
 
 
 @dataclass(frozen=True)

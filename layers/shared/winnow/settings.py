@@ -260,6 +260,33 @@ class ReconcileSettings(BaseSettings):
     max_invocations: int = Field(default=1000, ge=1, le=100_000)
 
 
+class FigureSettings(BaseSettings):
+    """Describing figures with a vision model (docs/figures.md). ``auto``: Bedrock when
+    ``WINNOW_FIGURES_BEDROCK_MODEL_ID`` is set, else Ollama when ``OLLAMA_HOST`` and
+    ``WINNOW_FIGURES_OLLAMA_MODEL`` are, else none (figures keep caption and OCR text). Calls and tokens
+    are bounded per document; the provider's host, region, timeout and retries are the answer's."""
+
+    model_config = _config("WINNOW_FIGURES_")
+
+    vision: Literal["auto", "bedrock", "ollama", "none"] = "auto"
+    bedrock_model_id: str = Field(
+        default="", description="A Bedrock model that reads images (off when empty)."
+    )
+    ollama_model: str = Field(default="", description="An Ollama vision model, e.g. llava (off when empty).")
+    max_calls: int = Field(default=20, ge=0, le=1000, description="Vision calls per document.")
+    max_tokens: int = Field(default=20_000, ge=0, description="Vision tokens (in + out) per document.")
+    description_tokens: int = Field(default=300, ge=16, le=4096, description="Longest description.")
+
+    def chosen(self, answer: AnswerSettings) -> Literal["bedrock", "ollama", "none"]:
+        if self.vision != "auto":
+            return self.vision
+        if self.bedrock_model_id:
+            return "bedrock"
+        if answer.ollama_host and self.ollama_model:
+            return "ollama"
+        return "none"
+
+
 class AnswerSettings(BaseSettings):
     """``POST /answer``: which generator writes answers from the kept passages. ``auto``: Bedrock when
     ``WINNOW_ANSWER_BEDROCK_MODEL_ID`` is set, else Ollama when ``OLLAMA_HOST`` is set, else none (the

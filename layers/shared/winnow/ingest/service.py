@@ -56,9 +56,10 @@ from winnow.rules import (
     sequencer_is_newer,
     split_key,
 )
-from winnow.settings import ChunkingSettings, IngestSettings, OcrSettings
+from winnow.settings import ChunkingSettings, FigureSettings, IngestSettings, OcrSettings
 
 if TYPE_CHECKING:
+    from winnow.ports import Generator
     from winnow.text.sparse import Bm25Encoder
 
 POINT_NAMESPACE = uuid.UUID("6f0b1d55-7c1e-4f43-9b7e-1f5f0c3a9e21")
@@ -87,8 +88,12 @@ class IngestService:
         chunker: Chunker | None = None,
         ocr: Ocr | None = None,
         ocr_settings: OcrSettings | None = None,
+        vision: Generator | None = None,
+        figure_settings: FigureSettings | None = None,
     ) -> None:
         self.objects = objects
+        self.vision = vision  # describes figures (winnow.ingest.figures); None: caption and OCR text
+        self.figure_settings = figure_settings or FigureSettings()
         self.ledger = ledger
         self.store = store
         self.embedder = embedder
@@ -145,6 +150,8 @@ class IngestService:
                 "embedded": result.embedded,
                 "reused": result.reused,
                 "ocr_pages": result.ocr_pages,
+                "vision_calls": result.vision_calls,
+                "vision_tokens": result.vision_tokens,
                 "duration_ms": round(result.duration_ms, 1),
                 "reason": result.error,
             },
@@ -279,6 +286,8 @@ class IngestService:
             embedded=embedded,
             reused=reused,
             ocr_pages=parsed.ocr_pages,
+            vision_calls=parsed.vision_calls,
+            vision_tokens=parsed.vision_tokens,
         )
 
     def _indexed_as_is(self, tenant: str, event: ObjectEvent, current: LedgerRecord | None) -> bool:
@@ -325,6 +334,11 @@ class IngestService:
 
     def _parse_and_chunk(self, key: str, data: bytes) -> tuple[ParsedDocument, list[Chunk]]:
         parsed = self._parse(key, data)
+        if self.vision is not None and any(block.figure is not None for block in parsed.blocks):
+            from winnow.ingest.figures import describe_figures
+
+            parsed, use = describe_figures(parsed, self.vision, self.figure_settings)
+            parsed = replace(parsed, vision_calls=use.calls, vision_tokens=use.tokens)
         chunks = self._chunk(parsed)
         if not chunks:
             raise EmptyDocument("no text to index")
