@@ -1640,3 +1640,30 @@ def test_search_document_routes_call_only_what_is_granted(
     for action, resource in SEARCH_GRANTS.values():
         granted.setdefault(action, set()).add(resource)
     assert needed == granted
+
+
+def test_the_figure_vision_model_is_off_by_default_and_ingest_may_invoke_it_only() -> None:
+    """Given the template, then FigureVisionModelId is empty by default (vision off), reaches the ingest
+    function as WINNOW_FIGURES_BEDROCK_MODEL_ID, and only when set grants InvokeModel on that model in this
+    Region; the search function gets no figure model permission."""
+    template = load_template()
+    assert template["Parameters"]["FigureVisionModelId"]["Default"] == ""
+    assert template["Conditions"]["FiguresOnBedrock"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "FigureVisionModelId"}, ""]}]
+    }
+    ingest = template["Resources"]["IngestFunction"]["Properties"]
+    assert ingest["Environment"]["Variables"]["WINNOW_FIGURES_BEDROCK_MODEL_ID"] == {
+        "Ref": "FigureVisionModelId"
+    }
+    conditional = [
+        policy["Fn::If"] for policy in ingest["Policies"] if isinstance(policy, dict) and "Fn::If" in policy
+    ]
+    (when_set,) = [branch for branch in conditional if branch[0] == "FiguresOnBedrock"]
+    (statement,) = when_set[1]["Statement"]
+    assert statement["Action"] == "bedrock:InvokeModel"
+    assert statement["Resource"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${FigureVisionModelId}"
+    }
+    assert when_set[2] == {"Ref": "AWS::NoValue"}
+    search = json.dumps(template["Resources"]["SearchFunction"]["Properties"]["Policies"])
+    assert "FigureVisionModelId" not in search
