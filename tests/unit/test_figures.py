@@ -77,6 +77,9 @@ def test_each_format_gives_its_figures_and_no_decoration(key: str, ocr: Tesserac
     assert document.ocr_pages == 2
     # and the remote image named by the HTML page is no figure (nothing is fetched)
     assert all("remote picture" not in block.text for block in found)
+    # and a caption is said once, by its figure: a text passage repeating it would crowd the figure out
+    texts = [block.text for block in document.blocks if block.kind == "text"]
+    assert not [spec.caption for spec in SAMPLE_FIGURES if any(spec.caption in text for text in texts)]
 
 
 def test_figures_carry_their_page_and_section(ocr: TesseractOcr) -> None:
@@ -112,6 +115,8 @@ def test_the_setting_caps_the_figures_of_a_document() -> None:
     data = figure_docx(SAMPLE_FIGURES, intro=INTRO)
     capped = parse_document("r.docx", data, IngestSettings(max_figures=2))
     assert len(figures(capped)) == 2
+    # the figure past the cap gives its caption back to the text: nothing the document says is lost
+    assert [block.text for block in capped.blocks if PHOTO.caption in block.text] == [PHOTO.caption]
     none = parse_document("r.docx", data, IngestSettings(max_figures=0))
     assert figures(none) == []
     # and the captions are still text of the document

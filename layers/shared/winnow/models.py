@@ -32,6 +32,9 @@ class Figure:
     width: int = 0
     height: int = 0
     figure_text: str = "caption"
+    # The caption line was taken out of the running text (the figure carries it, as a table carries its
+    # "Table N" line): should the figure be dropped, the caption goes back as text.
+    owns_caption: bool = False
     data: bytes = field(default=b"", repr=False, compare=False)
 
 

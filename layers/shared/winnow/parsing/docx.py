@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Iterator
+from dataclasses import replace
 from io import BytesIO
 from typing import IO, TYPE_CHECKING, Any
 
@@ -120,7 +121,10 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     title_paragraph: str | None = None
     first_top_heading: str | None = None
     elements = list(_iter_body(document))
+    taken: set[int] = set()  # caption paragraphs a figure carries: not text of their own
     for at, element in enumerate(elements):
+        if at in taken:
+            continue
         if element.tag == table_tag:
             collector.add_table(_table_rows(element), headings.path)
             continue
@@ -129,7 +133,13 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
         if level is None or not clean_inline(text):
             collector.add(text, headings.path)
             if settings.max_figures:
-                for figure in _pictures(document, elements, at, settings):
+                caption, where = _caption_near(elements, at)
+                for figure in _pictures(document, elements, at, settings, caption):
+                    if where == at - 1 and collector.blocks and collector.blocks[-1].text == caption:
+                        collector.blocks.pop()  # the caption above the picture: the figure carries it
+                    if where is not None:
+                        taken.add(where)
+                        figure = replace(figure, owns_caption=True)
                     collector.add_figure(figure, headings.path)
             continue
         headings.push(level, text)
@@ -147,7 +157,7 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
 
 
 def _pictures(
-    document: DocxDocument, elements: list[Any], at: int, settings: IngestSettings
+    document: DocxDocument, elements: list[Any], at: int, settings: IngestSettings, caption: str
 ) -> Iterator[Figure]:
     """The pictures drawn in paragraph ``at`` (``w:drawing`` with an embedded image part; linked
     pictures are never fetched) as figure candidates, with their alt text (``wp:docPr`` ``descr``) and
@@ -160,7 +170,6 @@ def _pictures(
     drawings = list(elements[at].iter(qn("w:drawing")))
     if not drawings:
         return
-    caption = _caption_near(elements, at)
     blip_tag, embed = f"{{{_DRAWING}}}blip", qn("r:embed")
     for drawing in drawings[:_MAX_PICTURES_PER_PARAGRAPH]:
         blip = next(drawing.iter(blip_tag), None)
@@ -177,7 +186,7 @@ def _pictures(
             yield figure
 
 
-def _caption_near(elements: list[Any], at: int) -> str:
+def _caption_near(elements: list[Any], at: int) -> tuple[str, int | None]:
     from docx.oxml.ns import qn
 
     from winnow.parsing.figures import is_figure_caption
@@ -189,8 +198,8 @@ def _caption_near(elements: list[Any], at: int) -> str:
         style = elements[index].find(f"{qn('w:pPr')}/{qn('w:pStyle')}")
         style_id = (style.get(qn("w:val")) or "") if style is not None else ""
         if text and (style_id.lower() == "caption" or is_figure_caption(text)):
-            return text
-    return ""
+            return text, index
+    return "", None
 
 
 def _iter_body(document: DocxDocument) -> Iterator[Any]:

@@ -232,6 +232,8 @@ def resolve_figures(
         chosen = resolved.get(index, block) if index in resolved else block
         if chosen is not None:
             blocks.append(chosen)
+        elif block.figure is not None and block.figure.owns_caption and block.figure.caption:
+            blocks.append(Block(block.figure.caption, block.section_path, block.page))  # a dropped figure
     if not blocks:
         raise EmptyDocument(f"{document.source_type.upper()} has no text, and its images no caption or text")
     return replace(document, blocks=blocks, ocr_pages=document.ocr_pages + ocr_read)

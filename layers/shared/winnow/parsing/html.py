@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
@@ -113,6 +114,7 @@ def _parse(
     headings = HeadingStack()
     first_h1: str | None = None
     buffer: list[str] = []
+    taken: set[Any] = set()  # <figcaption>s a figure carries
 
     def flush() -> None:
         if buffer:
@@ -146,10 +148,19 @@ def _parse(
             elif tag == "br":
                 buffer.append("\n")
             elif tag == "img" and settings.max_figures:
-                figure = _image_figure(element, settings, images)
+                figure, caption_element = _image_figure(element, settings, images)
                 if figure is not None:
                     flush()
+                    if caption_element is not None:
+                        # the figure carries its <figcaption>: not text of its own (read already when
+                        # it came first: taken back)
+                        taken.add(caption_element)
+                        if collector.blocks and collector.blocks[-1].text == figure.caption:
+                            collector.blocks.pop()
+                        figure = replace(figure, owns_caption=True)
                     collector.add_figure(figure, headings.path)
+            elif tag == "figcaption" and element in taken:
+                walker.skip_subtree()
             else:
                 if tag in _BLOCK_TAGS:
                     flush()
@@ -176,9 +187,10 @@ def _parse(
 
 def _image_figure(
     element: Any, settings: IngestSettings, images: Callable[[str], bytes | None] | None
-) -> Figure | None:
+) -> tuple[Figure | None, Any]:
     """An ``<img>`` as a figure candidate when its image is the file's own (a ``data:`` URL, or a
-    member ``images`` finds), with its alt text and its ``<figure>``'s ``<figcaption>`` as caption."""
+    member ``images`` finds), with its alt text and its ``<figure>``'s ``<figcaption>`` as caption
+    (returned too, for the walker to leave out)."""
     from winnow.parsing.figures import figure_candidate
 
     source = (element.get("src") or "").strip()
@@ -188,14 +200,15 @@ def _image_figure(
     elif images is not None and not _REMOTE.match(source):
         data = images(source)
     if not data:
-        return None
-    caption = ""
+        return None, None
+    caption, captions = "", None
     holder = next((parent for parent in element.iterancestors("figure")), None)
     if holder is not None:
         captions = holder.find(".//figcaption")
         caption = captions.text_content() if captions is not None else ""
     alt = element.get("alt") or element.get("title") or ""
-    return figure_candidate(data, caption=caption, alt=alt, min_side=settings.figure_min_side_pixels)
+    figure = figure_candidate(data, caption=caption, alt=alt, min_side=settings.figure_min_side_pixels)
+    return figure, captions if figure is not None and figure.caption else None
 
 
 def _data_url(source: str) -> bytes | None:

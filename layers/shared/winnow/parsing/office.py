@@ -180,11 +180,20 @@ def _collect_slide(
         else:
             body.append(("text", shape))
     path = (title,) if title else (f"Slide {page}",)
+    figures: list[Figure] = []
+    if settings.max_figures:
+        captions = [text for kind, element in body if kind == "text" for text in _paragraphs(element)]
+        captions = [text for text in captions if is_figure_caption(text)]
+        figures = list(_slide_pictures(package, part, slide, captions, settings))
+    taken = [figure.caption for figure in figures if figure.owns_caption]  # the figures carry these
     for kind, element in body:
         if kind == "table":
             collector.add_table(_slide_table_rows(element), path, page)
         else:
             for paragraph in _paragraphs(element):
+                if paragraph in taken:
+                    taken.remove(paragraph)
+                    continue
                 collector.add(paragraph, path, page)
     related = package.relationships(part).values()
     for kind, target in related:
@@ -192,10 +201,8 @@ def _collect_slide(
             # SmartArt keeps its text in the diagram's data part, not on the slide
             for paragraph in _diagram_paragraphs(package.xml(target)):
                 collector.add(paragraph, path, page)
-    if settings.max_figures:
-        captions = [text for _, element in body for text in _paragraphs(element) if is_figure_caption(text)]
-        for figure in _slide_pictures(package, part, slide, captions, collector, settings):
-            collector.add_figure(figure, path, page)
+    for figure in figures:
+        collector.add_figure(figure, path, page)
     notes = [target for kind, target in related if kind == _NOTES_REL and package.has(target)]
     if notes:
         text = _notes_text(package.xml(notes[0]))
@@ -209,7 +216,6 @@ def _slide_pictures(
     part: str,
     slide: Any,
     captions: list[str],
-    collector: BlockCollector,
     settings: IngestSettings,
 ) -> Iterator[Figure]:
     """The slide's pictures (``p:pic`` with an embedded image; linked ones are never fetched) as figure
@@ -226,14 +232,12 @@ def _slide_pictures(
             continue
         properties = picture.find("p:nvPicPr/p:cNvPr", _NS)
         alt = (properties.get("descr") or "") if properties is not None else ""
+        caption = captions[number] if number < len(captions) else ""
         figure = figure_candidate(
-            package.read(target[1]),
-            caption=captions[number] if number < len(captions) else "",
-            alt=alt,
-            min_side=settings.figure_min_side_pixels,
+            package.read(target[1]), caption=caption, alt=alt, min_side=settings.figure_min_side_pixels
         )
         if figure is not None:
-            yield figure
+            yield replace(figure, caption=caption, owns_caption=bool(caption))
 
 
 def _slide_table_rows(table: Any) -> list[list[str]]:

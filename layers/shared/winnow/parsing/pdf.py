@@ -352,7 +352,7 @@ def _collect_page(
     """Add the page's paragraphs, tables and figures; returns the section path in effect at the end of
     the page. ``carry`` holds the table that ended the page before, if any, and is left holding the one
     that ends this page. The page's figures take its "Figure N" lines as captions, in order, and stand
-    after them; figures without one follow the page's text."""
+    where those lines stood; figures without one follow the page's text."""
     from winnow.parsing.figures import is_figure_caption
     from winnow.parsing.pdf_tables import continuation
 
@@ -370,8 +370,9 @@ def _collect_page(
             if caption_line is not None:
                 caption_lines.add(caption_line)
     caption_at = [index for index, line in enumerate(lines) if _MARK not in line and is_figure_caption(line)]
-    figure_after = {
-        at: replace(figure, caption=figure.caption or lines[at])
+    # each figure takes its caption line out of the text and stands there (``owns_caption``)
+    figure_at = {
+        at: replace(figure, caption=figure.caption or lines[at], owns_caption=True)
         for figure, at in zip(figures, caption_at, strict=False)
     }
     full_line = _typical_full_line(lines)
@@ -387,13 +388,14 @@ def _collect_page(
 
     switch_at = 0
     for index, line in enumerate(lines):
-        if index - 1 in figure_after:
-            flush()
-            collector.add_figure(figure_after[index - 1], path, page)
         while switch_at < len(switches) and switches[switch_at][0] == index:
             flush()
             path = switches[switch_at][1].path
             switch_at += 1
+        if index in figure_at:
+            flush()
+            collector.add_figure(figure_at[index], path, page)
+            continue
         if index in heading_lines:
             carried = None  # a heading starts a new part: a table under it is a table of its own
         if index in heading_lines or (
@@ -437,9 +439,7 @@ def _collect_page(
         path = switches[switch_at][1].path
         switch_at += 1
     flush()
-    if len(lines) - 1 in figure_after:
-        collector.add_figure(figure_after[len(lines) - 1], path, page)
-    for figure in figures[len(figure_after) :]:
+    for figure in figures[len(figure_at) :]:
         collector.add_figure(figure, path, page)
     if not _only_short_lines(lines_before_table):
         carry.open = None  # text follows the page's last table: a table on the next page is new
