@@ -153,3 +153,22 @@ def test_s3_stores_a_figure_and_presigns_a_get_of_that_key_only(s3_bucket: str, 
     with urllib.request.urlopen(url, timeout=10) as response:
         assert response.read() == image
         assert response.headers["content-type"] == "image/png"
+
+
+def test_only_those_who_may_read_the_document_get_its_image_link(stack: EmbeddedStack) -> None:
+    # Given a figure in a document the board group alone may read, and a bucket that signs image links
+    stack.container.objects.accept_signed_uploads("http://127.0.0.1:9/local/uploads", b"test secret")
+    access = {"winnow-access": json.dumps({"users": [], "groups": ["board"]})}
+    data = figure_docx([CHART], intro=INTRO)
+    assert stack.upload("acme/board.docx", data, access)["status"] == "indexed"
+    request = {"relevance_threshold": 0, "filters": {"kind": "figure"}}
+    # When a board member searches, Then the figure comes with its link
+    status, body = stack.search(
+        "tram ridership", claims={"sub": "ann", "cognito:groups": "[board]"}, **request
+    )
+    assert status == 200 and [bool(hit["image_url"]) for hit in body["results"]] == [True]
+    # When another member of the tenant searches, Then there is no figure and so no link
+    status, body = stack.search(
+        "tram ridership", claims={"sub": "eve", "cognito:groups": "[staff]"}, **request
+    )
+    assert status == 200 and body["results"] == []
