@@ -79,6 +79,8 @@ def test_vision_calls_and_tokens_are_bounded_and_counted_per_document(
     # Then two were described and counted, and the third keeps its caption
     assert len(fake_bedrock.converse_requests()) == 2
     assert result.status == "indexed" and result.vision_calls == 2 and result.vision_tokens > 0
+    record = vision_stack.container.ledger.get("acme", "acme/report.docx")
+    assert record is not None and (record.vision_calls, record.vision_tokens) == (2, result.vision_tokens)
     _status, body = vision_stack.search("harbour", relevance_threshold=0, filters={"kind": "figure"}, top_k=9)
     kinds = {hit["text"].split("\n")[0]: hit["figure_text"] for hit in body["results"]}
     assert kinds == {CHART.caption: "vision", DIAGRAM.caption: "vision", PHOTO.caption: "caption"}

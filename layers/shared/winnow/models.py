@@ -254,3 +254,5 @@ class LedgerRecord:
     created_at: str | None = None
     updated_at: str | None = None
     access: str | None = None
+    vision_calls: int = 0  # figures described by a vision model for this version, and their tokens
+    vision_tokens: int = 0

@@ -274,6 +274,8 @@ class IngestService:
                 metadata_sha256=meta.metadata_hash(metadata),
                 profile=self.embedder.profile.slug,
                 ocr_pages=parsed.ocr_pages,
+                vision_calls=parsed.vision_calls,
+                vision_tokens=parsed.vision_tokens,
                 created_at=current.created_at if current and current.created_at else now_iso(),
                 updated_at=now_iso(),
                 access=_encoded(access_in(metadata)),
