@@ -308,7 +308,18 @@ def pdf_with_flate_bomb(inflated_bytes: int = 200_000_000) -> bytes:
     chunk = b"\0" * (1 << 20)
     stream = b"".join(compressor.compress(chunk) for _ in range(inflated_bytes // len(chunk)))
     stream += compressor.flush()
-    content = b"BT /F1 12 Tf 50 780 Td (" + INTRO.encode() + b") Tj ET q 400 0 0 400 50 300 cm /Im1 Do Q"
+    return pdf_with_image(stream, 1000, 1000, b"/DeviceGray")
+
+
+def pdf_with_image(
+    stream: bytes, width: int, height: int, colour_space: bytes, decode_parms: bytes = b"", caption: str = ""
+) -> bytes:
+    """A text page drawing one Flate image XObject written by hand (``stream`` as stored), so a test
+    chooses exactly its filter parameters; ``caption`` is a line of text under it."""
+    under = b" BT /F1 12 Tf 50 280 Td (" + caption.encode() + b") Tj ET" if caption else b""
+    content = (
+        b"BT /F1 12 Tf 50 780 Td (" + INTRO.encode() + b") Tj ET q 400 0 0 400 50 300 cm /Im1 Do Q" + under
+    )
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -316,9 +327,9 @@ def pdf_with_flate_bomb(inflated_bytes: int = 200_000_000) -> bytes:
         b" /Resources << /Font << /F1 5 0 R >> /XObject << /Im1 6 0 R >> >> >>",
         b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Type /XObject /Subtype /Image /Width 1000 /Height 1000 /ColorSpace /DeviceGray"
-        b" /BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n"
-        % len(stream)
+        b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace %s"
+        % (width, height, colour_space)
+        + b" /BitsPerComponent 8 /Filter /FlateDecode%s /Length %d >>\nstream\n" % (decode_parms, len(stream))
         + stream
         + b"\nendstream",
     ]

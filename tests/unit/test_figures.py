@@ -216,3 +216,44 @@ def test_a_broken_png_keeps_its_caption_and_fails_nothing(ocr: TesseractOcr) -> 
     (figure,) = figures(parse_document("broken.docx", data, ocr=ocr, ocr_settings=OcrSettings()))
     assert figure.text == "Figure 1: Riders by city"
     assert figure.figure is not None and figure.figure.figure_text == "caption"
+
+
+def _pixels(data: bytes) -> tuple[tuple[int, int], bytes]:
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return image.size, image.convert("RGB").tobytes()
+
+
+def _idat(data: bytes) -> bytes:
+    """The compressed scanlines of a PNG (its IDAT chunks joined)."""
+    out, at = b"", 8
+    while at < len(data):
+        length = int.from_bytes(data[at : at + 4], "big")
+        if data[at + 4 : at + 8] == b"IDAT":
+            out += data[at + 8 : at + 8 + length]
+        at += 12 + length
+    return out
+
+
+def test_pdf_flate_images_become_the_same_pixels_as_png(ocr: TesseractOcr) -> None:
+    import zlib
+
+    from benchmarks.figure_docs import pdf_with_image
+
+    chart = draw_figure(CHART)
+    width, height = chart.size
+    # Given a chart stored as plain Flate RGB samples, and as PNG-predicted Flate (a PNG's own IDAT data)
+    plain = pdf_with_image(
+        zlib.compress(chart.tobytes()), width, height, b"/DeviceRGB", caption=CHART.caption
+    )
+    parms = b" /DecodeParms << /Predictor 15 /Colors 3 /BitsPerComponent 8 /Columns %d >>" % width
+    predicted = pdf_with_image(_idat(png(chart)), width, height, b"/DeviceRGB", parms, caption=CHART.caption)
+    for data in (plain, predicted):
+        # When the PDF is parsed, Then the figure's image is the chart, pixel for pixel, and OCR reads it
+        (figure,) = figures(parse_document("chart.pdf", data, ocr=ocr, ocr_settings=OcrSettings()))
+        assert figure.figure is not None and figure.figure.media_type == "image/png"
+        assert _pixels(figure.figure.data) == ((width, height), chart.tobytes())
+        assert figure.text.startswith(CHART.caption) and "Lisbon" in figure.text
