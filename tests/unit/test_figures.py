@@ -257,3 +257,23 @@ def test_pdf_flate_images_become_the_same_pixels_as_png(ocr: TesseractOcr) -> No
         assert figure.figure is not None and figure.figure.media_type == "image/png"
         assert _pixels(figure.figure.data) == ((width, height), chart.tobytes())
         assert figure.text.startswith(CHART.caption) and "Lisbon" in figure.text
+
+
+def test_an_image_a_pdf_page_names_but_never_draws_is_no_figure(ocr: TesseractOcr) -> None:
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import NameObject
+
+    # Given a page that draws the chart and also lists, unused, the diagram's image in its resources
+    writer = PdfWriter(clone_from=io.BytesIO(figure_pdf([CHART], intro=INTRO, decoration=False)))
+    other = PdfReader(io.BytesIO(figure_pdf([DIAGRAM], intro=INTRO, decoration=False)))
+    unused = next(iter(other.pages[0]["/Resources"]["/XObject"].values())).get_object().clone(writer)
+    writer.pages[0]["/Resources"]["/XObject"][NameObject("/Unused")] = unused.indirect_reference
+    out = io.BytesIO()
+    writer.write(out)
+    # When it is parsed with OCR (which would read the diagram's labels), Then only the drawn chart is a
+    # figure, with its caption
+    found = figures(parse_document("r.pdf", out.getvalue(), ocr=ocr, ocr_settings=OcrSettings()))
+    assert [block.figure.width for block in found if block.figure] == [900]
+    assert [block.text.split("\n")[0] for block in found] == [CHART.caption]

@@ -58,6 +58,9 @@ _MARK = "\x00"
 _SENTENCE_ENDS = (".", "!", "?", ":", ";", "\u201d", '"')
 _HEADING_CHARS = 80
 _MAX_PAGE_IMAGES = 200  # image XObjects looked at per page for figures
+_MAX_CONTENT_BYTES = 5_000_000  # of a page's content stream, scanned for the images it draws
+# "/Im1 Do": an XObject drawn. Names run to the next delimiter; bounded, so a hostile stream scans linearly.
+_DRAWN = re.compile(rb"/([^\s/\[\]()<>{}%]{1,127})\s{1,8}Do\b")
 
 
 @dataclass
@@ -217,15 +220,22 @@ def _read_page(page: PageObject, follow: PdfTable | None = None) -> tuple[str, l
 def _page_figures(
     page: PageObject, collector: BlockCollector, settings: IngestSettings, max_side: int
 ) -> list[Figure]:
-    """The page's image XObjects that may be figures (``parsing.figures``), in the resources' order; an
-    image that cannot be read is skipped, never a reason to fail the page."""
+    """The image XObjects the page draws that may be figures (``parsing.figures``), in the order it
+    draws them (``Do``), so its captions pair with them in reading order; an image the page names but
+    never draws is no figure. An image that cannot be read is skipped, never a reason to fail the page."""
     from winnow.parsing.figures import pdf_image
 
     found: list[Figure] = []
     try:
         resources = page.get("/Resources")
         xobjects = resources.get_object().get("/XObject") if resources is not None else None
-        references = list(xobjects.get_object().values())[:_MAX_PAGE_IMAGES] if xobjects is not None else []
+        if xobjects is None:
+            return found
+        named = xobjects.get_object()
+        contents = page.get_contents()
+        drawn = _DRAWN.findall(contents.get_data()[:_MAX_CONTENT_BYTES]) if contents is not None else []
+        order = list(dict.fromkeys("/" + name.decode("latin-1") for name in drawn))
+        references = [named[name] for name in order if name in named][:_MAX_PAGE_IMAGES]
     except RecursionError:
         raise
     except Exception:
