@@ -256,3 +256,4 @@ class LedgerRecord:
     access: str | None = None
     vision_calls: int = 0  # figures described by a vision model for this version, and their tokens
     vision_tokens: int = 0
+    figures: int = 0  # figure images stored for this version (none: nothing to prune when it goes)

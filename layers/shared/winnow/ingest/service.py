@@ -181,7 +181,8 @@ class IngestService:
                 event.key, IngestOutcome.SKIPPED, error="object exists again; nothing removed"
             )
         removed = self.store.delete_document(tenant, event.key)
-        self._prune_figures(event.key, set())
+        if current is not None and current.figures:
+            self._prune_figures(event.key, set())
         self._put(
             LedgerRecord(
                 tenant=tenant,
@@ -217,7 +218,7 @@ class IngestService:
         except DocumentError as exc:
             reason = str(exc) or type(exc).__name__
             self.store.delete_document(tenant, event.key)
-            self._prune_figures(event.key, set())
+            self._prune_figures(event.key, set())  # a failure may come after this version's images
             access = self._access_of(event.key, info)
             self._record_failure(tenant, event, reason, info=info, current=current, access=access)
             return IngestResult(event.key, IngestOutcome.FAILED, error=reason)
@@ -255,7 +256,7 @@ class IngestService:
         vectors, embedded, reused = self._vectors(tenant, event.key, chunks, known)
         points = self._points(tenant, event.key, chunks, vectors, metadata, parsed.source_type, info)
         self._write(tenant, event.key, points, known)
-        if known:
+        if current is not None and current.figures:
             self._prune_figures(event.key, figures)  # the replaced version's images, now unreferenced
         self._put(
             LedgerRecord(
@@ -276,6 +277,7 @@ class IngestService:
                 ocr_pages=parsed.ocr_pages,
                 vision_calls=parsed.vision_calls,
                 vision_tokens=parsed.vision_tokens,
+                figures=len(figures),
                 created_at=current.created_at if current and current.created_at else now_iso(),
                 updated_at=now_iso(),
                 access=_encoded(access_in(metadata)),
