@@ -6,7 +6,9 @@ The wire (REST-JSON, docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime
 ``messages``, ``system``, ``inferenceConfig``; the answer is ``{"output": {"message": {"role":
 "assistant", "content": [{"text"}]}}, "stopReason", "usage": {"inputTokens", "outputTokens",
 "totalTokens"}, "metrics": {"latencyMs"}}``. Errors carry ``x-amzn-ErrorType`` and ``{"message"}``,
-which botocore turns into ``ClientError`` codes. The "model" is ``winnow_fakes.fake_model``'s reader."""
+which botocore turns into ``ClientError`` codes. A user turn may carry ``image`` blocks (``format``,
+``source.bytes``), as a vision model's does; they are checked and logged. The "model" is
+``winnow_fakes.fake_model``'s reader."""
 
 from __future__ import annotations
 
@@ -67,7 +69,11 @@ class FakeBedrockServer(FakeModelServer):
         try:
             system = "\n".join(block["text"] for block in body.get("system") or [])
             (message,) = body["messages"]
-            user = "\n".join(block["text"] for block in message["content"])
+            user = "\n".join(block["text"] for block in message["content"] if "image" not in block)
+            images = [block["image"] for block in message["content"] if "image" in block]
+            for image in images:  # Converse's image block: a format and base64 bytes
+                if image["format"] not in ("png", "jpeg", "gif", "webp") or not image["source"]["bytes"]:
+                    raise ValueError("bad image block")
             max_tokens = int((body.get("inferenceConfig") or {}).get("maxTokens") or 5000)
         except (AttributeError, KeyError, TypeError, ValueError):
             self.send_fault(handler, ModelFault("status", status=400))

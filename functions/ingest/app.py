@@ -72,6 +72,9 @@ def _add_metrics(result: IngestResult) -> None:
         metrics.add_metric(name="ChunksReused", unit=MetricUnit.Count, value=result.reused)
         if result.ocr_pages:
             metrics.add_metric(name="OcrPages", unit=MetricUnit.Count, value=result.ocr_pages)
+        if result.vision_calls:
+            metrics.add_metric(name="VisionCalls", unit=MetricUnit.Count, value=result.vision_calls)
+            metrics.add_metric(name="VisionTokens", unit=MetricUnit.Count, value=result.vision_tokens)
     metrics.add_metric(name="IngestDuration", unit=MetricUnit.Milliseconds, value=result.duration_ms)
 
 

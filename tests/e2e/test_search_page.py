@@ -570,3 +570,31 @@ def test_each_passage_shows_the_text_around_it_unless_asked_not_to(
     assert wait_for(page, "#results li.result .passage")
     assert not page.find_elements(By.CSS_SELECTOR, "#results .context")
     Select(page.find_element(By.ID, "context")).select_by_value("neighbours")
+
+
+def test_a_figure_result_shows_its_thumbnail_which_opens_the_image(
+    browser: Any, server: WinnowHTTPServer
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from benchmarks.figure_docs import CHART, INTRO, figure_docx
+
+    # Given a tenant of its own holding a DOCX with a chart
+    upload(server, "figures-page", "report.docx", figure_docx([CHART], intro=INTRO))
+    browser.get(f"{server.url}/?tenant=figures-page")
+    # When the chart is searched for
+    run_search(browser, "tram ridership by city")
+    (image,) = wait_for(browser, "img.figure-thumbnail")
+    # Then its thumbnail loads from this server (the page's policy allows its own images only)
+    WebDriverWait(browser, 30).until(
+        lambda _: browser.execute_script("return arguments[0].naturalWidth", image)
+    )
+    assert browser.execute_script("return arguments[0].naturalWidth", image) == 900
+    assert image.get_attribute("alt") == CHART.caption
+    # and the thumbnail is a link that opens the image itself, signed for it
+    link = image.find_element(By.XPATH, "..")
+    assert link.tag_name == "a" and "/local/figures?key=_figures%2Ffigures-page%2F" in link.get_attribute(
+        "href"
+    )
+    assert link.get_attribute("target") == "_blank"

@@ -183,11 +183,14 @@ def test_every_mode_finds_the_document_with_a_citation(loaded: EmbeddedStack, mo
         "metadata",
         "kind",
         "ocr",
+        "figure_text",
+        "image_url",
         "restricted",
         "access",
         "context",
     }
     assert top["kind"] == "text" and top["ocr"] is False
+    assert top["figure_text"] is None and top["image_url"] is None
     assert top["restricted"] is False and top["access"] is None
     assert top["context"] is None  # only when asked for (tests/integration/test_search_context.py)
     assert set(body["timings_ms"]) == {"embed", "search", "rerank", "total"}

@@ -360,6 +360,7 @@ def granted_ingest_actions() -> dict[str, set[str]]:
 
 OBJECTS = json.dumps({"Fn::Sub": "${DocumentsBucket.Arn}/*"}, sort_keys=True)
 BUCKET = json.dumps({"Fn::GetAtt": ["DocumentsBucket", "Arn"]}, sort_keys=True)
+FIGURES = json.dumps({"Fn::Sub": "${DocumentsBucket.Arn}/_figures/*"}, sort_keys=True)
 TABLE = json.dumps({"Fn::GetAtt": ["LedgerTable", "Arn"]}, sort_keys=True)
 
 
@@ -392,7 +393,14 @@ class AwsCallRecorder:
         def record(params: dict[str, Any], model: Any, **_: Any) -> None:
             if not self.active:
                 return
-            if service == "s3":
+            if service == "s3" and model.name in ("PutObject", "DeleteObject"):
+                # a document's figure images, under the reserved prefix only
+                assert str(params.get("Key", "")).startswith("_figures/"), params.get("Key")
+                self._need(f"s3:{model.name}", FIGURES)
+            elif service == "s3" and model.name == "ListObjectsV2":
+                assert str(params.get("Prefix", "")).startswith("_figures/"), params.get("Prefix")
+                self._need("s3:ListBucket", BUCKET)
+            elif service == "s3":
                 assert model.name in ("HeadObject", "GetObject"), f"ingest called s3 {model.name}"
                 self._need("s3:GetObjectVersion" if params.get("VersionId") else "s3:GetObject", OBJECTS)
             else:
@@ -416,6 +424,7 @@ def test_ingest_is_granted_exactly_the_calls_it_makes(
     with a sidecar, unchanged re-upload, edit, sidecar change, a corrupt file, deletes), then the IAM
     actions its calls need are exactly the ones its statements grant, on exactly those resources: no
     Scan, Query, PutItem or batch write on the ledger, no listing beyond the 404 of a missing key."""
+    from benchmarks.figure_docs import CHART, INTRO, SAMPLE_FIGURES, figure_docx
     from tests.support.stack import EmbeddedStack
     from winnow.adapters.ledger_dynamodb import DynamoDbLedger
     from winnow.adapters.objects_s3 import S3ObjectSource
@@ -442,6 +451,12 @@ def test_ingest_is_granted_exactly_the_calls_it_makes(
         assert stack.upload("acme/leave.md", text, {"year": "2025"})["status"] == "unchanged"
         assert stack.upload("acme/leave.md", text + b"\nAnd five more.\n")["status"] == "indexed"
         assert stack.upload("acme/other.md", text)["status"] == "indexed"  # no sidecar: a HEAD 404
+        # figures are stored, pruned when the document is replaced, and removed with it
+        assert (
+            stack.upload("acme/report.docx", figure_docx(SAMPLE_FIGURES, intro=INTRO))["status"] == "indexed"
+        )
+        assert stack.upload("acme/report.docx", figure_docx([CHART], intro=INTRO))["status"] == "indexed"
+        assert stack.remove("acme/report.docx")["status"] == "deleted"
         assert stack.upload("acme/broken.pdf", b"%PDF-1.7 not really")["status"] == "failed"
         # a sidecar whose document has no record: the lease item it leaves is deleted on release
         assert stack.upload("acme/none.md.metadata.json", sidecar)["status"] == "skipped"
@@ -468,6 +483,7 @@ def test_ingest_statements_name_only_this_stacks_bucket_objects_and_ledger_table
         "MissingKeysAnswer404",
         "LedgerRecordsAndLeases",
         "ReadScannedPages",
+        "StoreFigureImages",
     }
     for statement in statements.values():
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
@@ -476,6 +492,8 @@ def test_ingest_statements_name_only_this_stacks_bucket_objects_and_ledger_table
         "s3:GetObject": {OBJECTS},
         "s3:GetObjectVersion": {OBJECTS},
         "s3:ListBucket": {BUCKET},
+        "s3:PutObject": {FIGURES},
+        "s3:DeleteObject": {FIGURES},
         "dynamodb:GetItem": {TABLE},
         "dynamodb:UpdateItem": {TABLE},
         "dynamodb:DeleteItem": {TABLE},
@@ -1504,6 +1522,7 @@ SEARCH_GRANTS = {
     "DeleteDocuments": ("s3:DeleteObject", OBJECTS),
     "PendingStatus": ("s3:GetObject", OBJECTS),
     "MissingKeysAnswer404": ("s3:ListBucket", BUCKET),
+    "ReadFigureImages": ("s3:GetObject", FIGURES),
 }
 
 
@@ -1561,4 +1580,35 @@ def test_search_document_routes_call_only_what_is_granted(
     finally:
         stack.close()
     needed["s3:PutObject"] = {OBJECTS}
-    assert needed == {action: {resource} for action, resource in SEARCH_GRANTS.values()}
+    needed["s3:GetObject"].add(FIGURES)  # a figure's presigned image_url: the browser's GET, not ours
+    granted: dict[str, set[str]] = {}
+    for action, resource in SEARCH_GRANTS.values():
+        granted.setdefault(action, set()).add(resource)
+    assert needed == granted
+
+
+def test_the_figure_vision_model_is_off_by_default_and_ingest_may_invoke_it_only() -> None:
+    """Given the template, then FigureVisionModelId is empty by default (vision off), reaches the ingest
+    function as WINNOW_FIGURES_BEDROCK_MODEL_ID, and only when set grants InvokeModel on that model in this
+    Region; the search function gets no figure model permission."""
+    template = load_template()
+    assert template["Parameters"]["FigureVisionModelId"]["Default"] == ""
+    assert template["Conditions"]["FiguresOnBedrock"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "FigureVisionModelId"}, ""]}]
+    }
+    ingest = template["Resources"]["IngestFunction"]["Properties"]
+    assert ingest["Environment"]["Variables"]["WINNOW_FIGURES_BEDROCK_MODEL_ID"] == {
+        "Ref": "FigureVisionModelId"
+    }
+    conditional = [
+        policy["Fn::If"] for policy in ingest["Policies"] if isinstance(policy, dict) and "Fn::If" in policy
+    ]
+    (when_set,) = [branch for branch in conditional if branch[0] == "FiguresOnBedrock"]
+    (statement,) = when_set[1]["Statement"]
+    assert statement["Action"] == "bedrock:InvokeModel"
+    assert statement["Resource"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${FigureVisionModelId}"
+    }
+    assert when_set[2] == {"Ref": "AWS::NoValue"}
+    search = json.dumps(template["Resources"]["SearchFunction"]["Properties"]["Policies"])
+    assert "FigureVisionModelId" not in search

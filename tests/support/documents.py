@@ -641,6 +641,44 @@ def _hostile_markup_inputs(xlsx: bytes, pptx: bytes, epub: bytes) -> list[BadInp
     ]
 
 
+def _hostile_image_inputs() -> list[BadInput]:
+    """Images inside documents that must cost nothing and fail nothing (issue 27): the document's text
+    is indexed, the image is no figure or keeps its caption."""
+    from benchmarks.figure_docs import (
+        CHART,
+        docx_with_picture,
+        draw_figure,
+        jpeg,
+        many_tiny_images_html,
+        pdf_with_flate_bomb,
+        png,
+    )
+    from benchmarks.scans import huge_png_header
+
+    return [
+        BadInput("pdf image that inflates to 200 MB", "acme/image-bomb.pdf", pdf_with_flate_bomb(), None),
+        BadInput(
+            "docx picture declaring 50,000 x 50,000 px",
+            "acme/picture-bomb.docx",
+            docx_with_picture(huge_png_header(50_000, 50_000), caption="Figure 1: A bomb"),
+            None,
+        ),
+        BadInput("html of 10,000 tiny images", "acme/spacers.html", many_tiny_images_html(10_000), None),
+        BadInput(
+            "docx with a cmyk jpeg figure",
+            "acme/cmyk.docx",
+            docx_with_picture(jpeg(draw_figure(CHART).convert("CMYK")), caption="Figure 1: Riders"),
+            None,
+        ),
+        BadInput(
+            "docx with a broken png figure",
+            "acme/broken-png.docx",
+            docx_with_picture(png(draw_figure(CHART))[:300], caption="Figure 1: Riders by city"),
+            None,
+        ),
+    ]
+
+
 def bad_input_corpus(*, include_large: bool = False) -> list[BadInput]:
     ok_pdf = make_pdf(["A perfectly good page about the quarterly report."])
     large = (
@@ -686,6 +724,7 @@ def bad_input_corpus(*, include_large: bool = False) -> list[BadInput]:
         ),
         BadInput("truncated docx", "acme/truncated.docx", _truncated_docx(), CorruptDocument),
         *_office_bad_inputs(),
+        *_hostile_image_inputs(),
         BadInput("html without visible text", "acme/scripts.html", _scripts_only_html(), EmptyDocument),
         BadInput(
             "key with spaces, plus, percent and unicode",

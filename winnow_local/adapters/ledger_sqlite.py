@@ -51,6 +51,9 @@ CREATE TABLE IF NOT EXISTS documents (
     created_at TEXT,
     updated_at TEXT,
     access TEXT,
+    vision_calls INTEGER NOT NULL DEFAULT 0,
+    vision_tokens INTEGER NOT NULL DEFAULT 0,
+    figures INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS leases (
@@ -232,15 +235,19 @@ def _translate(exc: sqlite3.OperationalError) -> Exception:
 def _record(row: sqlite3.Row) -> LedgerRecord:
     values = {name: row[name] for name in RECORD_FIELDS}
     values["status"] = DocumentStatus(values["status"])
-    for name in ("chunks", "embedded", "reused", "ocr_pages"):
+    for name in ("chunks", "embedded", "reused", "ocr_pages", "vision_calls", "vision_tokens", "figures"):
         values[name] = int(values[name] or 0)
     return LedgerRecord(**values)
 
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:
-    """A ledger written before a column existed gains it with its default (``ocr_pages``, ``access``)."""
+    """A ledger written before a column existed gains it with its default (``ocr_pages``, ``access``,
+    ``vision_calls``, ``vision_tokens``, ``figures``)."""
     present = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
     if "ocr_pages" not in present:
         db.execute("ALTER TABLE documents ADD COLUMN ocr_pages INTEGER NOT NULL DEFAULT 0")
     if "access" not in present:
         db.execute("ALTER TABLE documents ADD COLUMN access TEXT")
+    for name in ("vision_calls", "vision_tokens", "figures"):
+        if name not in present:
+            db.execute(f"ALTER TABLE documents ADD COLUMN {name} INTEGER NOT NULL DEFAULT 0")

@@ -65,6 +65,22 @@ class LocalObjectSource(ObjectSource):
         fields[SIGNATURE_FIELD] = sign(self._upload_secret, encoded)
         return UploadForm(url=self._upload_url, fields=fields)
 
+    def put_figure(self, key: str, data: bytes, content_type: str) -> None:
+        self.put(key, data, content_type=content_type)
+
+    def figure_url(self, key: str, expires_in: int) -> str | None:
+        """A loopback URL of ``winnow serve`` (``/local/figures``) signed with its upload secret over
+        the key and the expiry (``figure_signature``); None without a server to read it."""
+        import time
+        from urllib.parse import urlencode
+
+        if self._upload_url is None or self._upload_secret is None:
+            return None
+        expires = int(time.time()) + expires_in
+        base = self._upload_url.rsplit("/local/", 1)[0]
+        signature = figure_signature(self._upload_secret, key, expires)
+        return f"{base}/local/figures?" + urlencode({"key": key, "expires": expires, "signature": signature})
+
     @property
     def root(self) -> Path:
         return self._root
@@ -230,6 +246,14 @@ class LocalObjectSource(ObjectSource):
         current += 1
         _atomic_write(path, str(current).encode("ascii"))
         return f"{current:016X}"
+
+
+def figure_signature(secret: bytes, key: str, expires: int) -> str:
+    """HMAC-SHA256 over a figure's key and expiry: ``winnow serve`` serves exactly that key until then."""
+    import hmac
+
+    message = f"figure\n{key}\n{expires}".encode("utf-8", "surrogatepass")
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
 def check_key(key: str) -> None:

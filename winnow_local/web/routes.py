@@ -46,6 +46,8 @@ class WinnowRequestHandler(RequestPlumbing):
             self._static(path[len("/static/") :])
         elif path == "/local/config":
             self._page_config()
+        elif path == "/local/figures":
+            self._figure()
         else:
             self._api()
 
@@ -113,6 +115,46 @@ class WinnowRequestHandler(RequestPlumbing):
         reranker = container.settings.voyage.rerank_model if container.uses_voyage_reranker else None
         answers = container.settings.answer.chosen != "none"
         self._send_json(200, {"reranker": reranker, "answers": answers})
+
+    def _figure(self) -> None:
+        """A figure's image from a search result's ``image_url``: the signature over the key and the
+        expiry is the authority (an ``<img>`` sends no tenant header), as S3's presigned GET is in AWS.
+        A link that is forged, altered, expired or names anything but a figure image reads nothing."""
+        import hmac
+        import time
+        from urllib.parse import parse_qs
+
+        from winnow.errors import InvalidKey, ObjectGone
+        from winnow.factory import get_container
+        from winnow.rules import FIGURE_CONTENT_TYPES, is_figure_key
+        from winnow_local.adapters.objects_local import LocalObjectSource, figure_signature
+
+        query = parse_qs(urlsplit(self.path).query, max_num_fields=3)
+        key, expires, signature = (query.get(name, [""])[0] for name in ("key", "expires", "signature"))
+        objects = get_container().objects
+        valid = (
+            isinstance(objects, LocalObjectSource)
+            and is_figure_key(key)
+            and expires.isdigit()
+            and len(expires) <= 12
+            and int(expires) >= time.time()
+            and hmac.compare_digest(figure_signature(self.server.upload_secret, key, int(expires)), signature)
+        )
+        if not valid:
+            self._send_error(403, "forbidden", "the image link is expired or not signed here: search again")
+            return
+        try:
+            data = objects.get(key)
+        except (ObjectGone, InvalidKey):
+            self._send_error(404, "not_found", "the image is gone (its document was replaced or deleted)")
+            return
+        headers = {
+            "content-type": FIGURE_CONTENT_TYPES.get(key.rsplit(".", 1)[-1], "application/octet-stream"),
+            "cache-control": "private, max-age=300",
+            "x-content-type-options": "nosniff",
+            "content-security-policy": "default-src 'none'",
+        }
+        self._send(200, headers, data)
 
     def _api(self) -> None:
         headers = {name.lower(): value for name, value in self.headers.items()}

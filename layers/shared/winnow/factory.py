@@ -17,6 +17,7 @@ from winnow.settings import (
     AnswerSettings,
     ChunkingSettings,
     ConversationSettings,
+    FigureSettings,
     IngestSettings,
     OcrSettings,
     ProviderSettings,
@@ -67,6 +68,7 @@ class Settings:
     ingest: IngestSettings = field(default_factory=IngestSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
+    figures: FigureSettings = field(default_factory=FigureSettings)
     ocr: OcrSettings = field(default_factory=OcrSettings)
     reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
     conversations: ConversationSettings = field(default_factory=ConversationSettings)
@@ -250,6 +252,25 @@ class Container:
                 "(and WINNOW_ANSWER_OLLAMA_MODEL to a pulled model)"
             )
 
+    @cached_property
+    def vision(self) -> Generator | None:
+        """The model that describes figures (``FigureSettings``), on the answer's provider settings;
+        None when off."""
+        with self._lock:
+            figures, answer = self.settings.figures, self.settings.answer
+            chosen = figures.chosen(answer)
+            if chosen == "bedrock":
+                from winnow.adapters.bedrock import BedrockGenerator
+
+                return BedrockGenerator(
+                    answer.model_copy(update={"bedrock_model_id": figures.bedrock_model_id})
+                )
+            if chosen == "ollama":
+                from winnow.adapters.ollama import OllamaGenerator
+
+                return OllamaGenerator(answer.model_copy(update={"ollama_model": figures.ollama_model}))
+            return None
+
     # --- the index lifecycle (which collection serves reads, which take writes) ------------------------
     @cached_property
     def index(self) -> IndexLifecycle:
@@ -307,6 +328,7 @@ class Container:
                         reranker=self.reranker,
                         settings=self.settings.search,
                         cache_size=self.settings.providers.query_cache_size,
+                        objects=self.objects,
                     )
                     self._search = (store, service)
                 return self._search[1]
@@ -367,6 +389,8 @@ class Container:
                     settings=self.settings.ingest,
                     ocr=self.ocr,
                     ocr_settings=self.settings.ocr,
+                    vision=self.vision,
+                    figure_settings=self.settings.figures,
                 )
                 self._ingest = (store, service)
             return self._ingest[1]

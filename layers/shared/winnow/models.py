@@ -19,6 +19,26 @@ class Table:
 
 
 @dataclass(frozen=True)
+class Figure:
+    """A picture inside a document (a chart, a diagram, a photo). While parsing it holds the image
+    (``data``, PNG/JPEG/TIFF, ``digest`` its SHA-256) and what the document says of it (``caption``,
+    ``alt``); ``winnow.parsing.figures`` then keeps or drops it and says where its text came from:
+    ``figure_text`` is "vision", "ocr" or "caption"."""
+
+    caption: str = ""
+    alt: str = ""
+    media_type: str = ""
+    digest: str = ""
+    width: int = 0
+    height: int = 0
+    figure_text: str = "caption"
+    # The caption line was taken out of the running text (the figure carries it, as a table carries its
+    # "Table N" line): should the figure be dropped, the caption goes back as text.
+    owns_caption: bool = False
+    data: bytes = field(default=b"", repr=False, compare=False)
+
+
+@dataclass(frozen=True)
 class Block:
     """A run of text from a parsed document, with where it sits in the document's structure. A table
     block carries its cells in ``table`` (``text`` is the whole table rendered); ``ocr`` marks text that
@@ -29,9 +49,12 @@ class Block:
     page: int | None = None
     table: Table | None = None
     ocr: bool = False
+    figure: Figure | None = None
 
     @property
     def kind(self) -> str:
+        if self.figure is not None:
+            return "figure"
         return "table" if self.table is not None else "text"
 
 
@@ -41,6 +64,8 @@ class ParsedDocument:
     blocks: list[Block]
     source_type: str  # pdf | docx | markdown | text | html | image | pptx | xlsx | csv | rst | epub
     ocr_pages: int = 0  # pages (or images) whose text came from OCR
+    vision_calls: int = 0  # figures sent to a vision model (winnow.ingest.figures), and their tokens
+    vision_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -53,8 +78,10 @@ class Chunk:
     title: str
     section_path: tuple[str, ...]
     page: int | None
-    kind: str = "text"  # "text" | "table"
+    kind: str = "text"  # "text" | "table" | "figure"
     ocr: bool = False
+    figure_text: str = ""  # a figure's: "vision" | "ocr" | "caption"
+    image: str = ""  # a figure's stored image (``rules.figure_name``), in its document's folder
 
     @property
     def section(self) -> str:
@@ -153,6 +180,8 @@ class StoredChunk:
     dense: list[float] | None = None
     kind: str = "text"
     ocr: bool = False
+    figure_text: str = ""
+    image: str = ""
     # Each retriever's own evidence, when it returned the chunk: cosine and rank (1 = best) among the
     # dense candidates, BM25 score and rank among the sparse ones. The relevance model reads these.
     dense_score: float | None = None
@@ -227,3 +256,6 @@ class LedgerRecord:
     created_at: str | None = None
     updated_at: str | None = None
     access: str | None = None
+    vision_calls: int = 0  # figures described by a vision model for this version, and their tokens
+    vision_tokens: int = 0
+    figures: int = 0  # figure images stored for this version (none: nothing to prune when it goes)

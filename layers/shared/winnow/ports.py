@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from winnow.models import (
@@ -304,6 +304,17 @@ class ObjectSource(ABC):
 
         raise FeatureDisabled("this bucket does not sign uploads")
 
+    def put_figure(self, key: str, data: bytes, content_type: str) -> None:
+        """Store a document's figure image (a key under ``rules.FIGURE_PREFIX``)."""
+        from winnow.errors import FeatureDisabled
+
+        raise FeatureDisabled("this bucket does not store figures")
+
+    def figure_url(self, key: str, expires_in: int) -> str | None:
+        """A URL that reads the figure image ``key`` for ``expires_in`` seconds and names no other
+        object; None when this bucket cannot make one (no server to read it from)."""
+        return None
+
 
 @dataclass(frozen=True)
 class OcrPage:
@@ -311,6 +322,7 @@ class OcrPage:
 
     data: bytes
     media_type: str
+    figure: bool = False  # a figure inside a page: a provider's refusal keeps its caption, fails nothing
 
 
 class Ocr(ABC):
@@ -389,6 +401,9 @@ class Prompt:
     user: str
     max_tokens: int
     temperature: float = 0.0
+    # A figure to describe (vision models only): its bytes and format ("png", "jpeg").
+    image: bytes = field(default=b"", repr=False)
+    image_format: str = ""
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,42 @@ def split_key(key: str) -> tuple[str, str]:
     return tenant, rest
 
 
+# --- figures -------------------------------------------------------------------------------------------
+# A document's figure images (``winnow.parsing.figures``) live under this prefix, one folder per document:
+# ``_figures/<tenant>/<hash of the document key>/<digest>.<ext>``. The leading underscore breaks the
+# tenant rule, so no upload can write there, ingest never indexes it and reconcile never lists it.
+FIGURE_PREFIX = "_figures/"
+_FIGURE_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/tiff": "tif"}
+FIGURE_CONTENT_TYPES = {extension: media for media, extension in _FIGURE_EXTENSIONS.items()}
+_FIGURE_NAME = re.compile(r"[0-9a-f]{32}\.(?:png|jpg|tif)")
+
+
+def is_figure_key(key: str) -> bool:
+    """Whether ``key`` is a stored figure image (or the reserved prefix): never a document."""
+    return key.startswith(FIGURE_PREFIX)
+
+
+def figure_name(digest: str, media_type: str) -> str:
+    """A figure image's name in its document's folder: its content digest and its format."""
+    return f"{digest[:32]}.{_FIGURE_EXTENSIONS.get(media_type, 'png')}"
+
+
+def figure_folder(document_key: str) -> str:
+    """The folder of a document's figures (its key hashed: any key fits, none leaks into a listing)."""
+    import hashlib
+
+    tenant, _ = split_key(document_key)
+    digest = hashlib.sha256(document_key.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{FIGURE_PREFIX}{tenant}/{digest[:40]}/"
+
+
+def figure_key(document_key: str, name: str) -> str | None:
+    """The object key of the figure ``name`` of a document; None for a name that is not one."""
+    if _FIGURE_NAME.fullmatch(name) is None:
+        return None
+    return figure_folder(document_key) + name
+
+
 # --- S3 event order ---------------------------------------------------------------------------------
 # S3 sequencers are hex strings of varying length (16-18 characters today). The S3 notification docs
 # prescribe the order: pad the shorter one with zeros on the right, then compare as strings. Padded to

@@ -198,6 +198,10 @@ class IngestSettings(BaseSettings):
     batch_concurrency: int = Field(
         default=10, ge=1, le=32, description="Documents of one batch indexed at once (1 = sequential)."
     )
+    # Figures inside documents (winnow.parsing.figures): at most this many per document (0: none), and
+    # an image with a side under the floor is decoration (a bullet, a rule, an icon), not a figure.
+    max_figures: int = Field(default=50, ge=0, le=1000, description="Figures kept per document.")
+    figure_min_side_pixels: int = Field(default=64, ge=1, le=4096, description="Smaller images are skipped.")
 
 
 class OcrSettings(BaseSettings):
@@ -253,6 +257,9 @@ class SearchSettings(BaseSettings):
     upload_expires_seconds: int = Field(
         default=300, ge=10, le=3600, description="How long an upload form from POST /uploads stays valid."
     )
+    image_url_seconds: int = Field(
+        default=300, ge=10, le=3600, description="How long a figure's image_url works."
+    )
 
 
 class ReconcileSettings(BaseSettings):
@@ -263,6 +270,33 @@ class ReconcileSettings(BaseSettings):
 
     margin_ms: int = Field(default=90_000, ge=5_000, le=840_000)
     max_invocations: int = Field(default=1000, ge=1, le=100_000)
+
+
+class FigureSettings(BaseSettings):
+    """Describing figures with a vision model (docs/figures.md). ``auto``: Bedrock when
+    ``WINNOW_FIGURES_BEDROCK_MODEL_ID`` is set, else Ollama when ``OLLAMA_HOST`` and
+    ``WINNOW_FIGURES_OLLAMA_MODEL`` are, else none (figures keep caption and OCR text). Calls and tokens
+    are bounded per document; the provider's host, region, timeout and retries are the answer's."""
+
+    model_config = _config("WINNOW_FIGURES_")
+
+    vision: Literal["auto", "bedrock", "ollama", "none"] = "auto"
+    bedrock_model_id: str = Field(
+        default="", description="A Bedrock model that reads images (off when empty)."
+    )
+    ollama_model: str = Field(default="", description="An Ollama vision model, e.g. llava (off when empty).")
+    max_calls: int = Field(default=20, ge=0, le=1000, description="Vision calls per document.")
+    max_tokens: int = Field(default=20_000, ge=0, description="Vision tokens (in + out) per document.")
+    description_tokens: int = Field(default=300, ge=16, le=4096, description="Longest description.")
+
+    def chosen(self, answer: AnswerSettings) -> Literal["bedrock", "ollama", "none"]:
+        if self.vision != "auto":
+            return self.vision
+        if self.bedrock_model_id:
+            return "bedrock"
+        if answer.ollama_host and self.ollama_model:
+            return "ollama"
+        return "none"
 
 
 class AnswerSettings(BaseSettings):

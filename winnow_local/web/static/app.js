@@ -185,6 +185,29 @@
     return part;
   }
 
+  // A figure's image as a thumbnail that opens the full image. This server's own signed link is used
+  // by its path, so it loads from whichever host name the page was opened with (the page's policy
+  // allows images from itself only); an S3 presigned link is used as it is.
+  function figureThumbnail(result) {
+    let source = result.image_url;
+    try {
+      const url = new URL(source, window.location.href);
+      if (url.pathname === "/local/figures") source = url.pathname + url.search;
+    } catch (error) {
+      return element("span", "", "");
+    }
+    const link = element("a", "figure-link");
+    link.href = source;
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+    const image = element("img", "figure-thumbnail");
+    image.src = source;
+    image.alt = (result.text || "").split("\n")[0];
+    image.loading = "lazy";
+    link.appendChild(image);
+    return link;
+  }
+
   function renderResults(payload) {
     const list = $("results");
     list.replaceChildren();
@@ -207,6 +230,7 @@
       if (context.before) item.appendChild(contextPart("context-before", "Text before", context.before));
       item.appendChild(result.kind === "table" ? tablePassage(result.text) : element("p", "passage", result.text));
       if (context.after) item.appendChild(contextPart("context-after", "Text after", context.after));
+      if (result.kind === "figure" && result.image_url) item.appendChild(figureThumbnail(result));
       const cite = element("p", "citation");
       if (result.ocr) {
         const badge = element("span", "ocr-badge", "OCR");

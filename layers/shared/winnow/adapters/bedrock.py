@@ -121,7 +121,7 @@ class BedrockGenerator(Generator):
             response = client.converse(
                 modelId=self._model_id,
                 system=[{"text": prompt.system}],
-                messages=[{"role": "user", "content": [{"text": prompt.user}]}],
+                messages=[{"role": "user", "content": _content(prompt)}],
                 inferenceConfig={"maxTokens": prompt.max_tokens, "temperature": prompt.temperature},
             )
         except ClientError as exc:
@@ -136,6 +136,15 @@ class BedrockGenerator(Generator):
             return _parse(response, self._model_id)
         except ProviderResponseError as exc:
             raise Retryable("response", str(exc)) from exc
+
+
+def _content(prompt: Prompt) -> list[dict[str, Any]]:
+    """The user turn: a figure's image block first (Converse's ``image`` with raw bytes; boto3 encodes
+    them), then the text."""
+    if not prompt.image:
+        return [{"text": prompt.user}]
+    image = {"image": {"format": prompt.image_format or "png", "source": {"bytes": prompt.image}}}
+    return [image, {"text": prompt.user}]
 
 
 def _translate(exc: Any) -> Exception:

@@ -32,7 +32,9 @@ from winnow.rules import now_iso, sequencer_sort_key
 
 T = TypeVar("T")
 
-_INT_FIELDS = frozenset({"chunks", "embedded", "reused", "ocr_pages"})
+_INT_FIELDS = frozenset(
+    {"chunks", "embedded", "reused", "ocr_pages", "vision_calls", "vision_tokens", "figures"}
+)
 _ALWAYS_KEPT = frozenset({"sequencer", "created_at", "updated_at"})  # handled explicitly in put
 
 

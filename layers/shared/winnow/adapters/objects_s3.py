@@ -121,6 +121,23 @@ class S3ObjectSource(ObjectSource):
         fields = {str(k): str(v) for k, v in signed["fields"].items()}
         return UploadForm(url=str(signed["url"]), fields=fields)
 
+    def put_figure(self, key: str, data: bytes, content_type: str) -> None:
+        self._call(
+            f"put {key}",
+            lambda: self.client.put_object(Bucket=self._bucket, Key=key, Body=data, ContentType=content_type),
+        )
+
+    def figure_url(self, key: str, expires_in: int) -> str | None:
+        """A presigned GET (SigV4) of exactly this key: signing is local, no request is made."""
+        return str(
+            self._call(
+                f"sign read of {key}",
+                lambda: self.signer.generate_presigned_url(
+                    "get_object", Params={"Bucket": self._bucket, "Key": key}, ExpiresIn=expires_in
+                ),
+            )
+        )
+
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         try:
             return fn()

@@ -65,7 +65,7 @@ class OllamaGenerator(Generator):
             "model": self._settings.ollama_model,
             "messages": [
                 {"role": "system", "content": prompt.system},
-                {"role": "user", "content": prompt.user},
+                {"role": "user", "content": prompt.user, **_images(prompt)},
             ],
             "stream": False,
             "options": {"num_predict": prompt.max_tokens, "temperature": prompt.temperature},
@@ -130,6 +130,13 @@ class OllamaGenerator(Generator):
             output_tokens=output_tokens,
             stop_reason=body.get("done_reason"),
         )
+
+
+def _images(prompt: Prompt) -> dict[str, list[str]]:
+    """A figure for a vision model: Ollama's chat takes base64 images beside the text."""
+    import base64
+
+    return {"images": [base64.b64encode(prompt.image).decode("ascii")]} if prompt.image else {}
 
 
 def _detail(response: httpx.Response) -> str:

@@ -73,6 +73,8 @@ SEARCH_PAYLOAD = [
     "kind",
     "ocr",
     "doc_version",
+    "figure_text",
+    "image",
     *PAYLOAD_FIELDS,
 ]
 SCROLL_PAGE = 256

@@ -29,6 +29,8 @@ def payload_of(p: ChunkPoint) -> dict[str, Any]:
         "source_type": p.source_type,
         "kind": p.chunk.kind,
         "ocr": p.chunk.ocr,
+        **({"figure_text": p.chunk.figure_text} if p.chunk.figure_text else {}),
+        **({"image": p.chunk.image} if p.chunk.image else {}),
         "doc_version": p.doc_version,
         "meta": user_meta,
         **access,
@@ -83,6 +85,8 @@ def stored_chunk(point: Any, *, dense_rank: int | None = None, sparse_rank: int 
         dense=dense_of(point),
         kind=str(payload.get("kind") or "text"),  # points written before kind existed are text
         ocr=bool(payload.get("ocr", False)),
+        figure_text=str(payload.get("figure_text") or ""),
+        image=str(payload.get("image") or ""),
         dense_score=score if dense_rank is not None else None,
         dense_rank=dense_rank,
         sparse_score=score if sparse_rank is not None else None,

@@ -32,6 +32,8 @@ class IngestResult:
     tenant: str | None = None
     duration_ms: float = 0.0
     ocr_pages: int = 0
+    vision_calls: int = 0  # figures described by a vision model, and the tokens that cost
+    vision_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -48,10 +48,18 @@ from winnow.models import (
 )
 from winnow.observability import logger
 from winnow.ports import Embedder, Ledger, ObjectSource, Ocr, VectorStore
-from winnow.rules import UNASSIGNED_TENANT, is_sequencer, now_iso, sequencer_is_newer, split_key
-from winnow.settings import ChunkingSettings, IngestSettings, OcrSettings
+from winnow.rules import (
+    UNASSIGNED_TENANT,
+    is_figure_key,
+    is_sequencer,
+    now_iso,
+    sequencer_is_newer,
+    split_key,
+)
+from winnow.settings import ChunkingSettings, FigureSettings, IngestSettings, OcrSettings
 
 if TYPE_CHECKING:
+    from winnow.ports import Generator
     from winnow.text.sparse import Bm25Encoder
 
 POINT_NAMESPACE = uuid.UUID("6f0b1d55-7c1e-4f43-9b7e-1f5f0c3a9e21")
@@ -80,8 +88,12 @@ class IngestService:
         chunker: Chunker | None = None,
         ocr: Ocr | None = None,
         ocr_settings: OcrSettings | None = None,
+        vision: Generator | None = None,
+        figure_settings: FigureSettings | None = None,
     ) -> None:
         self.objects = objects
+        self.vision = vision  # describes figures (winnow.ingest.figures); None: caption and OCR text
+        self.figure_settings = figure_settings or FigureSettings()
         self.ledger = ledger
         self.store = store
         self.embedder = embedder
@@ -102,6 +114,8 @@ class IngestService:
         """Apply one object event. Permanent problems are recorded and returned as ``failed``;
         transient ones propagate (``TransientError``) so the caller can retry the message."""
         started = time.perf_counter()
+        if is_figure_key(event.key):  # our own figure images (S3 notifies them too): never documents
+            return IngestResult(event.key, IngestOutcome.SKIPPED, error="a figure image, not a document")
         try:
             tenant, _ = split_key(event.key)
         except InvalidKey as exc:
@@ -136,6 +150,8 @@ class IngestService:
                 "embedded": result.embedded,
                 "reused": result.reused,
                 "ocr_pages": result.ocr_pages,
+                "vision_calls": result.vision_calls,
+                "vision_tokens": result.vision_tokens,
                 "duration_ms": round(result.duration_ms, 1),
                 "reason": result.error,
             },
@@ -165,6 +181,8 @@ class IngestService:
                 event.key, IngestOutcome.SKIPPED, error="object exists again; nothing removed"
             )
         removed = self.store.delete_document(tenant, event.key)
+        if current is not None and current.figures:
+            self._prune_figures(event.key, set())
         self._put(
             LedgerRecord(
                 tenant=tenant,
@@ -200,6 +218,7 @@ class IngestService:
         except DocumentError as exc:
             reason = str(exc) or type(exc).__name__
             self.store.delete_document(tenant, event.key)
+            self._prune_figures(event.key, set())  # a failure may come after this version's images
             access = self._access_of(event.key, info)
             self._record_failure(tenant, event, reason, info=info, current=current, access=access)
             return IngestResult(event.key, IngestOutcome.FAILED, error=reason)
@@ -226,6 +245,7 @@ class IngestService:
             return self._unchanged(tenant, event, current, info, metadata, sha=sha)
 
         parsed, chunks = self._parse_and_chunk(event.key, data)
+        figures = self._store_figures(event.key, parsed, chunks)
         # The parsed text is not needed past chunking: let it go before waiting for vectors.
         parsed = replace(parsed, blocks=[])
         # A key the ledger has never seen has no points to reuse or replace: skip the two per-document
@@ -236,6 +256,8 @@ class IngestService:
         vectors, embedded, reused = self._vectors(tenant, event.key, chunks, known)
         points = self._points(tenant, event.key, chunks, vectors, metadata, parsed.source_type, info)
         self._write(tenant, event.key, points, known)
+        if current is not None and current.figures:
+            self._prune_figures(event.key, figures)  # the replaced version's images, now unreferenced
         self._put(
             LedgerRecord(
                 tenant=tenant,
@@ -253,6 +275,9 @@ class IngestService:
                 metadata_sha256=meta.metadata_hash(metadata),
                 profile=self.embedder.profile.slug,
                 ocr_pages=parsed.ocr_pages,
+                vision_calls=parsed.vision_calls,
+                vision_tokens=parsed.vision_tokens,
+                figures=len(figures),
                 created_at=current.created_at if current and current.created_at else now_iso(),
                 updated_at=now_iso(),
                 access=_encoded(access_in(metadata)),
@@ -265,6 +290,8 @@ class IngestService:
             embedded=embedded,
             reused=reused,
             ocr_pages=parsed.ocr_pages,
+            vision_calls=parsed.vision_calls,
+            vision_tokens=parsed.vision_tokens,
         )
 
     def _indexed_as_is(self, tenant: str, event: ObjectEvent, current: LedgerRecord | None) -> bool:
@@ -279,8 +306,43 @@ class IngestService:
             return len(self.store.point_ids(tenant, event.key)) == current.chunks
         return True
 
+    def _store_figures(self, key: str, parsed: ParsedDocument, chunks: list[Chunk]) -> set[str]:
+        """Store each figure image a chunk shows, once, before any point names it (a result never links
+        to an image not yet there); returns their names."""
+        from winnow.rules import FIGURE_CONTENT_TYPES, figure_key, figure_name
+
+        wanted = {chunk.image for chunk in chunks if chunk.image}
+        stored: set[str] = set()
+        for block in parsed.blocks:
+            figure = block.figure
+            if figure is None or not figure.data:
+                continue
+            name = figure_name(figure.digest, figure.media_type)
+            target = figure_key(key, name)
+            if name in wanted and name not in stored and target is not None:
+                self.objects.put_figure(target, figure.data, FIGURE_CONTENT_TYPES[name.rsplit(".", 1)[1]])
+                stored.add(name)
+        return stored
+
+    def _prune_figures(self, key: str, keep: set[str]) -> None:
+        """Delete the document's figure images other than ``keep`` (all of them when it is removed or
+        failed). A bucket that stores no figures has none to delete."""
+        from winnow.errors import FeatureDisabled
+        from winnow.rules import figure_folder
+
+        folder = figure_folder(key)
+        with suppress(FeatureDisabled):
+            for info in list(self.objects.list(folder)):
+                if info.key[len(folder) :] not in keep:
+                    self.objects.delete(info.key)
+
     def _parse_and_chunk(self, key: str, data: bytes) -> tuple[ParsedDocument, list[Chunk]]:
         parsed = self._parse(key, data)
+        if self.vision is not None and any(block.figure is not None for block in parsed.blocks):
+            from winnow.ingest.figures import describe_figures
+
+            parsed, use = describe_figures(parsed, self.vision, self.figure_settings)
+            parsed = replace(parsed, vision_calls=use.calls, vision_tokens=use.tokens)
         chunks = self._chunk(parsed)
         if not chunks:
             raise EmptyDocument("no text to index")

@@ -86,11 +86,22 @@ def parse_document(
         # Ingest refuses these from HEAD before downloading; this guards every other caller.
         raise OversizedDocument(f"file is {len(data)} bytes (limit {settings.max_object_bytes})")
     key, data = _gunzipped(key, data, settings.max_object_bytes)
+    parsed = _parse_type(key, data, settings, ocr, ocr_settings)
+    if any(block.figure is not None for block in parsed.blocks):
+        from winnow.parsing.figures import resolve_figures
+
+        return resolve_figures(parsed, settings, ocr, ocr_settings)
+    return parsed
+
+
+def _parse_type(
+    key: str, data: bytes, settings: IngestSettings, ocr: Ocr | None, ocr_settings: OcrSettings | None
+) -> ParsedDocument:
     source_type, decoded = _detect(key, data)
     if source_type == "pdf":
         from winnow.parsing.pdf import parse_pdf
 
-        return parse_pdf(key, data, ocr, ocr_settings)
+        return parse_pdf(key, data, ocr, ocr_settings, settings)
     if source_type == "docx":
         from winnow.parsing.docx import parse_docx
 
@@ -119,7 +130,7 @@ def parse_document(
     if source_type == "html":
         from winnow.parsing.html import parse_html
 
-        return parse_html(key, data, decoded)
+        return parse_html(key, data, decoded, settings=settings)
     from winnow.parsing.text import parse_text
 
     return parse_text(key, decoded.text)

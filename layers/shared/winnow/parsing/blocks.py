@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 
 from winnow.errors import EmptyDocument
-from winnow.models import Block, ParsedDocument
+from winnow.models import Block, Figure, ParsedDocument
 from winnow.parsing.cleaning import clean_inline, clean_lines
 from winnow.parsing.extensions import is_document_extension
 from winnow.parsing.tables import make_table_block
@@ -45,8 +45,11 @@ class HeadingStack:
 class BlockCollector:
     """Accumulates cleaned, non-empty blocks in document order."""
 
-    def __init__(self) -> None:
+    def __init__(self, held_figures: int = 200) -> None:
         self.blocks: list[Block] = []
+        # Distinct images whose bytes are kept (``parsing.figures``): more are judged by digest alone.
+        self._held_figures = held_figures
+        self._figure_bytes: dict[str, bytes] = {}
 
     def add(
         self,
@@ -74,6 +77,24 @@ class BlockCollector:
         block = make_table_block(rows, section_path, page, caption=caption, has_header=has_header)
         if block is not None:
             self.blocks.append(block)
+
+    def wants_figure(self, digest: str) -> bool:
+        """Whether the bytes of the image with this digest are still needed (first sight, room left)."""
+        return digest not in self._figure_bytes and len(self._figure_bytes) < self._held_figures
+
+    def add_figure(
+        self, figure: Figure | None, section_path: tuple[str, ...] = (), page: int | None = None
+    ) -> None:
+        """A figure candidate where it stands; ``parsing.figures.resolve_figures`` judges it later.
+        An image seen before shares the first sight's bytes; past the held limit it keeps none."""
+        if figure is None:
+            return
+        if figure.data:
+            if self.wants_figure(figure.digest):
+                self._figure_bytes[figure.digest] = figure.data
+            else:
+                figure = replace(figure, data=b"")
+        self.blocks.append(Block(text="", section_path=section_path, page=page, figure=figure))
 
 
 def title_from_key(key: str) -> str:

@@ -22,6 +22,7 @@ beyond plain data.
 from __future__ import annotations
 
 import atexit
+import base64
 import json
 import math
 import os
@@ -36,7 +37,7 @@ from typing import IO, TYPE_CHECKING, Any, TypedDict, cast
 
 from winnow import errors
 from winnow.errors import CorruptDocument, DocumentError, ParseBudgetExceeded
-from winnow.models import Block, ParsedDocument, Table
+from winnow.models import Block, Figure, ParsedDocument, Table
 from winnow.settings import IngestSettings, OcrSettings
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class DocumentWire(TypedDict):
     title: str
     source_type: str
     ocr_pages: int
-    blocks: list[list[Any]]  # [text, section path, page, ocr, table or None] per block
+    blocks: list[list[Any]]  # [text, section path, page, ocr, table or None, figure or None] per block
 
 
 class ErrorWire(TypedDict):
@@ -120,7 +121,14 @@ def encode_result(document: ParsedDocument) -> WorkerAnswer:
             "source_type": document.source_type,
             "ocr_pages": document.ocr_pages,
             "blocks": [
-                [block.text, list(block.section_path), block.page, block.ocr, _encode_table(block.table)]
+                [
+                    block.text,
+                    list(block.section_path),
+                    block.page,
+                    block.ocr,
+                    _encode_table(block.table),
+                    _encode_figure(block.figure),
+                ]
                 for block in document.blocks
             ],
         }
@@ -131,6 +139,37 @@ def _encode_table(table: Table | None) -> TableWire | None:
     if table is None:
         return None
     return {"header": list(table.header), "rows": [list(row) for row in table.rows], "caption": table.caption}
+
+
+def _encode_figure(figure: Figure | None) -> dict[str, Any] | None:
+    if figure is None:
+        return None
+    return {
+        "caption": figure.caption,
+        "alt": figure.alt,
+        "media_type": figure.media_type,
+        "digest": figure.digest,
+        "width": figure.width,
+        "height": figure.height,
+        "figure_text": figure.figure_text,
+        # a kept figure's image, for ingest to store (plain base64: the worker's answer stays JSON)
+        "data": base64.b64encode(figure.data).decode("ascii") if figure.data else "",
+    }
+
+
+def _decode_figure(value: Any) -> Figure | None:
+    if value is None:
+        return None
+    return Figure(
+        caption=str(value["caption"]),
+        alt=str(value["alt"]),
+        media_type=str(value["media_type"]),
+        digest=str(value["digest"]),
+        width=int(value["width"]),
+        height=int(value["height"]),
+        figure_text=str(value["figure_text"]),
+        data=base64.b64decode(str(value.get("data") or "")),
+    )
 
 
 def _decode_table(value: Any) -> Table | None:
@@ -154,8 +193,9 @@ def decode_result(answer: WorkerAnswer) -> ParsedDocument:
                 page=page,
                 table=_decode_table(table),
                 ocr=bool(ocr),
+                figure=_decode_figure(rest[0] if rest else None),
             )
-            for text, path, page, ocr, table in body["blocks"]
+            for text, path, page, ocr, table, *rest in body["blocks"]
         ]
         return ParsedDocument(
             title=str(body["title"]),
@@ -226,7 +266,7 @@ class _Worker:
                 if pages is None:
                     break
                 # raises on an outage (the caller stops this worker); no page is started past the deadline
-                texts = ocr.read(pages, deadline=deadline)
+                texts = _read_pages_with(ocr, pages, deadline)
                 ocr_asked = True
                 if time.monotonic() >= deadline:
                     break  # pages after the deadline were not read: the document is over its budget
@@ -261,6 +301,20 @@ class _Worker:
                     pipe.close()
 
 
+def _read_pages_with(ocr: Ocr, pages: list[OcrPage], deadline: float) -> list[str]:
+    """The pages' texts. Figures (``OcrPage.figure``) a provider refuses for good, or that exceed local
+    OCR's memory cap, give no text: the figure keeps its caption and the document is not failed for it.
+    Outages raise, as for pages."""
+    from winnow.errors import PermanentError
+
+    try:
+        return ocr.read(pages, deadline=deadline)
+    except (PermanentError, ParseBudgetExceeded):
+        if pages and all(page.figure for page in pages):
+            return [""] * len(pages)
+        raise
+
+
 def _read_message(pipe: IO[bytes], deadline: float) -> dict[str, Any] | None:
     """One length-prefixed JSON object from the worker, or None (deadline passed, pipe closed)."""
     header = _read_exactly(pipe, ANSWER_HEADER.size, deadline)
@@ -280,7 +334,7 @@ def _read_pages(pipe: IO[bytes], described: list[dict[str, Any]], deadline: floa
         data = _read_exactly(pipe, int(entry["length"]), deadline)
         if data is None:
             return None
-        pages.append(OcrPage(data, str(entry["media_type"])))
+        pages.append(OcrPage(data, str(entry["media_type"]), figure=bool(entry.get("figure"))))
     return pages
 
 

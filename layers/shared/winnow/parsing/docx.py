@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Iterator
+from dataclasses import replace
 from io import BytesIO
 from typing import IO, TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ from winnow.errors import (
     OversizedDocument,
     UnsupportedDocument,
 )
-from winnow.models import ParsedDocument
+from winnow.models import Figure, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document, one_line
 from winnow.parsing.cleaning import clean_inline
 from winnow.parsing.containers import check_archive
@@ -40,13 +41,16 @@ _CONTENT_TYPE = re.compile(r"content type is '([^']{1,120})'")
 _MAX_STYLE_DEPTH = 20
 _XML_READ_BYTES = 1024 * 1024
 _TITLE_LEVEL = 0
+_DRAWING = "http://schemas.openxmlformats.org/drawingml/2006/main"
+_WORD_DRAWING = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
+_MAX_PICTURES_PER_PARAGRAPH = 100
 
 
 def parse_docx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     check_archive(data, settings, "DOCX")
     check_xml_size(data, settings)
     try:
-        return _parse(key, data)
+        return _parse(key, data, settings)
     except (DocumentError, ImportError):
         raise  # an ImportError is a broken deployment, not a broken document: let it be loud
     except RecursionError as error:
@@ -104,18 +108,24 @@ def _count_start_tags(stream: IO[bytes], budget: int) -> int:
     return count
 
 
-def _parse(key: str, data: bytes) -> ParsedDocument:
+def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     import docx
     from docx.oxml.ns import qn
+
+    from winnow.parsing.figures import held_limit
 
     document = docx.Document(BytesIO(data))
     styles = _StyleLevels(document)
     table_tag = qn("w:tbl")
-    collector = BlockCollector()
+    collector = BlockCollector(held_limit(settings))
     headings = HeadingStack()
     title_paragraph: str | None = None
     first_top_heading: str | None = None
-    for element in _iter_body(document):
+    elements = list(_iter_body(document))
+    taken: set[int] = set()  # caption paragraphs a figure carries: not text of their own
+    for at, element in enumerate(elements):
+        if at in taken:
+            continue
         if element.tag == table_tag:
             collector.add_table(_table_rows(element), headings.path)
             continue
@@ -123,6 +133,15 @@ def _parse(key: str, data: bytes) -> ParsedDocument:
         level = styles.paragraph_level(element)
         if level is None or not clean_inline(text):
             collector.add(text, headings.path)
+            if settings.max_figures:
+                caption, where = _caption_near(elements, at)
+                for figure in _pictures(document, elements, at, settings, caption):
+                    if where == at - 1 and collector.blocks and collector.blocks[-1].text == caption:
+                        collector.blocks.pop()  # the caption above the picture: the figure carries it
+                    if where is not None:
+                        taken.add(where)
+                        figure = replace(figure, owns_caption=True)
+                    collector.add_figure(figure, headings.path)
             continue
         headings.push(level, text)
         if level == _TITLE_LEVEL and title_paragraph is None:
@@ -136,6 +155,52 @@ def _parse(key: str, data: bytes) -> ParsedDocument:
         source_type="docx",
         empty_reason="DOCX has no text",
     )
+
+
+def _pictures(
+    document: DocxDocument, elements: list[Any], at: int, settings: IngestSettings, caption: str
+) -> Iterator[Figure]:
+    """The pictures drawn in paragraph ``at`` (``w:drawing`` with an embedded image part; linked
+    pictures are never fetched) as figure candidates, with their alt text (``wp:docPr`` ``descr``) and
+    the caption next to them: the following paragraph, else the one before, when it is a Caption
+    paragraph or reads as one ("Figure 2: ...")."""
+    from docx.oxml.ns import qn
+
+    from winnow.parsing.figures import figure_candidate
+
+    drawings = list(elements[at].iter(qn("w:drawing")))
+    if not drawings:
+        return
+    blip_tag, embed = f"{{{_DRAWING}}}blip", qn("r:embed")
+    for drawing in drawings[:_MAX_PICTURES_PER_PARAGRAPH]:
+        blip = next(drawing.iter(blip_tag), None)
+        target = blip.get(embed) if blip is not None else None
+        part = document.part.related_parts.get(target) if target else None
+        if part is None:
+            continue
+        properties = next(drawing.iter(f"{{{_WORD_DRAWING}}}docPr"), None)
+        alt = (properties.get("descr") or properties.get("title") or "") if properties is not None else ""
+        figure = figure_candidate(
+            part.blob, caption=caption, alt=alt, min_side=settings.figure_min_side_pixels
+        )
+        if figure is not None:
+            yield figure
+
+
+def _caption_near(elements: list[Any], at: int) -> tuple[str, int | None]:
+    from docx.oxml.ns import qn
+
+    from winnow.parsing.figures import is_figure_caption
+
+    for index in (at + 1, at - 1):
+        if not 0 <= index < len(elements) or elements[index].tag != qn("w:p"):
+            continue
+        text = clean_inline(_paragraph_text(elements[index]))
+        style = elements[index].find(f"{qn('w:pPr')}/{qn('w:pStyle')}")
+        style_id = (style.get(qn("w:val")) or "") if style is not None else ""
+        if text and (style_id.lower() == "caption" or is_figure_caption(text)):
+            return text, index
+    return "", None
 
 
 def _iter_body(document: DocxDocument) -> Iterator[Any]:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
-from winnow.models import ParsedDocument
+from winnow.models import Figure, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document, one_line
 from winnow.parsing.cleaning import (
     clean_inline,
@@ -24,8 +26,10 @@ from winnow.parsing.cleaning import (
     is_permalink_anchor,
     link_furniture,
 )
+from winnow.parsing.figures import held_limit
 from winnow.parsing.tables import html_table
 from winnow.parsing.text_decoding import DecodedText, decode_text
+from winnow.settings import IngestSettings
 
 _DROPPED_TAGS = frozenset(
     {
@@ -52,14 +56,24 @@ _META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-
 _DOCTYPE_WITH_SUBSET = re.compile(
     r"\A(\ufeff?\s*(?:<\?xml[^<>]*\?>\s*)?)<!DOCTYPE[^<>\[]*\[.*?\]\s*>", re.IGNORECASE | re.DOTALL
 )
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]{0,20}:|//)", re.IGNORECASE)  # a URL with a scheme: never fetched
 _MAX_HTML_DEPTH = 2048  # libxml2's limit with XML_PARSE_HUGE
 _UNICODE_ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 
 
-def parse_html(key: str, data: bytes, decoded: DecodedText | None = None) -> ParsedDocument:
+def parse_html(
+    key: str,
+    data: bytes,
+    decoded: DecodedText | None = None,
+    *,
+    settings: IngestSettings | None = None,
+    images: Callable[[str], bytes | None] | None = None,
+) -> ParsedDocument:
+    """``images`` finds the bytes an ``<img src>`` names inside the file's own package (an EPUB's
+    members); without it only ``data:`` images are the page's own. Nothing is fetched."""
     text = _decode(data, decoded)
     try:
-        return _parse(key, text)
+        return _parse(key, text, settings or IngestSettings(), images)
     except (DocumentError, ImportError):
         raise  # an ImportError is a broken deployment, not a broken document: let it be loud
     except RecursionError as error:
@@ -79,7 +93,9 @@ def _decode(data: bytes, decoded: DecodedText | None) -> str:
     return decode_text(data, declared.group(1).decode("ascii")).text
 
 
-def _parse(key: str, text: str) -> ParsedDocument:
+def _parse(
+    key: str, text: str, settings: IngestSettings, images: Callable[[str], bytes | None] | None
+) -> ParsedDocument:
     import lxml.html
     from lxml import etree
 
@@ -100,10 +116,11 @@ def _parse(key: str, text: str) -> ParsedDocument:
     title = _title(root)
     navigation_only = _drop_invisible(root)
     body = root.find("body")
-    collector = BlockCollector()
+    collector = BlockCollector(held_limit(settings))
     headings = HeadingStack()
     first_h1: str | None = None
     buffer: list[str] = []
+    taken: set[Any] = set()  # <figcaption>s a figure carries
 
     def flush() -> None:
         if buffer:
@@ -136,6 +153,20 @@ def _parse(key: str, text: str) -> ParsedDocument:
                 walker.skip_subtree()
             elif tag == "br":
                 buffer.append("\n")
+            elif tag == "img" and settings.max_figures:
+                figure, caption_element = _image_figure(element, settings, images)
+                if figure is not None:
+                    flush()
+                    if caption_element is not None:
+                        # the figure carries its <figcaption>: not text of its own (read already when
+                        # it came first: taken back)
+                        taken.add(caption_element)
+                        if collector.blocks and collector.blocks[-1].text == figure.caption:
+                            collector.blocks.pop()
+                        figure = replace(figure, owns_caption=True)
+                    collector.add_figure(figure, headings.path)
+            elif tag == "figcaption" and element in taken:
+                walker.skip_subtree()
             else:
                 if tag in _BLOCK_TAGS:
                     flush()
@@ -158,6 +189,46 @@ def _parse(key: str, text: str) -> ParsedDocument:
             else "HTML has no visible text"
         ),
     )
+
+
+def _image_figure(
+    element: Any, settings: IngestSettings, images: Callable[[str], bytes | None] | None
+) -> tuple[Figure | None, Any]:
+    """An ``<img>`` as a figure candidate when its image is the file's own (a ``data:`` URL, or a
+    member ``images`` finds), with its alt text and its ``<figure>``'s ``<figcaption>`` as caption
+    (returned too, for the walker to leave out)."""
+    from winnow.parsing.figures import figure_candidate
+
+    source = (element.get("src") or "").strip()
+    data: bytes | None = None
+    if source[:5].lower() == "data:":
+        data = _data_url(source)
+    elif images is not None and not _REMOTE.match(source):
+        data = images(source)
+    if not data:
+        return None, None
+    caption, captions = "", None
+    holder = next((parent for parent in element.iterancestors("figure")), None)
+    if holder is not None:
+        captions = holder.find(".//figcaption")
+        caption = captions.text_content() if captions is not None else ""
+    alt = element.get("alt") or element.get("title") or ""
+    figure = figure_candidate(data, caption=caption, alt=alt, min_side=settings.figure_min_side_pixels)
+    return figure, captions if figure is not None and figure.caption else None
+
+
+def _data_url(source: str) -> bytes | None:
+    """The bytes of a base64 ``data:`` URL (``data:image/png;base64,...``); None for anything else."""
+    import base64
+    import binascii
+
+    header, comma, body = source.partition(",")
+    if not comma or not header.lower().endswith(";base64"):
+        return None
+    try:
+        return base64.b64decode("".join(body.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _title(root: Any) -> str | None:

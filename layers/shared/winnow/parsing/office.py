@@ -22,15 +22,17 @@ import posixpath
 import re
 import zipfile
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from io import BytesIO
 from typing import Any
 from urllib.parse import unquote
 
 from winnow.errors import CorruptDocument, DocumentError, EmptyDocument, OversizedDocument
-from winnow.models import Block, ParsedDocument
+from winnow.models import Block, Figure, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, finish_document, one_line, title_from_key
 from winnow.parsing.cleaning import clean_inline
 from winnow.parsing.containers import check_archive
+from winnow.parsing.figures import is_figure_caption
 from winnow.settings import IngestSettings
 
 MAX_SLIDES = 2_000
@@ -41,6 +43,7 @@ MAX_SHEET_CELLS = 6_400_000  # likewise, up to the last non-empty cell of each r
 # 1,048,576), so a sheet of a few rows can span a million. Two full-height sheets, then refused.
 MAX_ROWS_SPANNED = 2 * 1_048_576
 MAX_CHAPTERS = 2_000
+MAX_SLIDE_PICTURES = 200  # pictures looked at per slide for figures
 MAX_MEMBER_BYTES = 50 * 1024 * 1024
 
 _NS = {
@@ -132,22 +135,24 @@ class _Package:
 # --- PPTX ------------------------------------------------------------------------------------------
 def parse_pptx(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     members = check_archive(data, settings, "PPTX")
-    return _guarded("PPTX", lambda: _parse_pptx(key, _Package(data, members, "PPTX")))
+    return _guarded("PPTX", lambda: _parse_pptx(key, _Package(data, members, "PPTX"), settings))
 
 
-def _parse_pptx(key: str, package: _Package) -> ParsedDocument:
+def _parse_pptx(key: str, package: _Package, settings: IngestSettings) -> ParsedDocument:
+    from winnow.parsing.figures import held_limit
+
     presentation = package.xml("ppt/presentation.xml")
     rels = package.relationships("ppt/presentation.xml")
     slide_ids = presentation.findall("p:sldIdLst/p:sldId", _NS)
     if len(slide_ids) > MAX_SLIDES:
         raise OversizedDocument(f"PPTX has {len(slide_ids)} slides (limit {MAX_SLIDES})")
-    collector = BlockCollector()
+    collector = BlockCollector(held_limit(settings))
     title: str | None = None
     for number, slide_id in enumerate(slide_ids, start=1):
         target = rels.get(slide_id.get(f"{{{_NS['r']}}}id", ""))
         if target is None or not package.has(target[1]):
             continue
-        slide_title = _collect_slide(package, target[1], number, collector)
+        slide_title = _collect_slide(package, target[1], number, collector, settings)
         if number == 1 and slide_title:
             title = slide_title
     return finish_document(
@@ -155,7 +160,9 @@ def _parse_pptx(key: str, package: _Package) -> ParsedDocument:
     )
 
 
-def _collect_slide(package: _Package, part: str, page: int, collector: BlockCollector) -> str:
+def _collect_slide(
+    package: _Package, part: str, page: int, collector: BlockCollector, settings: IngestSettings
+) -> str:
     slide = package.xml(part)
     if slide.get("show") in ("0", "false"):
         return ""  # a hidden slide is skipped in the show: not what the audience sees
@@ -174,11 +181,20 @@ def _collect_slide(package: _Package, part: str, page: int, collector: BlockColl
         else:
             body.append(("text", shape))
     path = (title,) if title else (f"Slide {page}",)
+    figures: list[Figure] = []
+    if settings.max_figures:
+        captions = [text for kind, element in body if kind == "text" for text in _paragraphs(element)]
+        captions = [text for text in captions if is_figure_caption(text)]
+        figures = list(_slide_pictures(package, part, slide, captions, settings))
+    taken = [figure.caption for figure in figures if figure.owns_caption]  # the figures carry these
     for kind, element in body:
         if kind == "table":
             collector.add_table(_slide_table_rows(element), path, page)
         else:
             for paragraph in _paragraphs(element):
+                if paragraph in taken:
+                    taken.remove(paragraph)
+                    continue
                 collector.add(paragraph, path, page)
     related = package.relationships(part).values()
     for kind, target in related:
@@ -186,12 +202,43 @@ def _collect_slide(package: _Package, part: str, page: int, collector: BlockColl
             # SmartArt keeps its text in the diagram's data part, not on the slide
             for paragraph in _diagram_paragraphs(package.xml(target)):
                 collector.add(paragraph, path, page)
+    for figure in figures:
+        collector.add_figure(figure, path, page)
     notes = [target for kind, target in related if kind == _NOTES_REL and package.has(target)]
     if notes:
         text = _notes_text(package.xml(notes[0]))
         if text:
             collector.add(f"Speaker notes: {text}", path, page)
     return title
+
+
+def _slide_pictures(
+    package: _Package,
+    part: str,
+    slide: Any,
+    captions: list[str],
+    settings: IngestSettings,
+) -> Iterator[Figure]:
+    """The slide's pictures (``p:pic`` with an embedded image; linked ones are never fetched) as figure
+    candidates, with their alt text and the slide's "Figure N" lines as captions, in order."""
+    from winnow.parsing.figures import figure_candidate
+
+    targets = package.relationships(part)
+    pictures = list(itertools.islice(slide.iter(f"{{{_NS['p']}}}pic"), MAX_SLIDE_PICTURES))
+    captions = captions[: len(pictures)] if len(pictures) > 1 else captions[:1]
+    for number, picture in enumerate(pictures):
+        blip = picture.find("p:blipFill/a:blip", _NS)
+        target = targets.get(blip.get(f"{{{_NS['r']}}}embed", "")) if blip is not None else None
+        if target is None or not package.has(target[1]):
+            continue
+        properties = picture.find("p:nvPicPr/p:cNvPr", _NS)
+        alt = (properties.get("descr") or "") if properties is not None else ""
+        caption = captions[number] if number < len(captions) else ""
+        figure = figure_candidate(
+            package.read(target[1]), caption=caption, alt=alt, min_side=settings.figure_min_side_pixels
+        )
+        if figure is not None:
+            yield replace(figure, caption=caption, owns_caption=bool(caption))
 
 
 def _slide_table_rows(table: Any) -> list[list[str]]:
@@ -377,10 +424,10 @@ def _cell_text(value: Any) -> str:
 # --- EPUB ------------------------------------------------------------------------------------------
 def parse_epub(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     members = check_archive(data, settings, "EPUB")
-    return _guarded("EPUB", lambda: _parse_epub(key, _Package(data, members, "EPUB")))
+    return _guarded("EPUB", lambda: _parse_epub(key, _Package(data, members, "EPUB"), settings))
 
 
-def _parse_epub(key: str, package: _Package) -> ParsedDocument:
+def _parse_epub(key: str, package: _Package, settings: IngestSettings) -> ParsedDocument:
     from winnow.parsing.html import parse_html
 
     container = package.xml("META-INF/container.xml")
@@ -409,7 +456,9 @@ def _parse_epub(key: str, package: _Package) -> ParsedDocument:
             continue  # a chapter the spine lists again (some tools repeat itemrefs) is read once
         read.add(part)
         try:
-            chapter = parse_html(part, package.read(part))
+            chapter = parse_html(
+                part, package.read(part), settings=settings, images=_member_reader(package, part)
+            )
         except EmptyDocument:
             continue  # a cover page or an image-only chapter
         # Text before a chapter's first heading is filed under the chapter's entry in the book's table
@@ -419,10 +468,22 @@ def _parse_epub(key: str, package: _Package) -> ParsedDocument:
         chapter_path = (label,) if label and label != title and not named_by_file else ()
         for block in chapter.blocks:
             path = block.section_path if block.section_path else chapter_path
-            blocks.append(Block(block.text, path, block.page, block.table, block.ocr))
+            blocks.append(replace(block, section_path=path))
     return finish_document(
         blocks, title=title or None, key=key, source_type="epub", empty_reason="EPUB has no text"
     )
+
+
+def _member_reader(package: _Package, part: str) -> Callable[[str], bytes | None]:
+    """What an ``<img src>`` of chapter ``part`` names inside the book: a relative URL resolved
+    against the chapter's folder, read when it is a member (bounded like every member)."""
+    folder = posixpath.dirname(part)
+
+    def read(source: str) -> bytes | None:
+        name = posixpath.normpath(posixpath.join(folder, unquote(source.split("#")[0]))).lstrip("/")
+        return package.read(name) if package.has(name) else None
+
+    return read
 
 
 def _contents_labels(package: _Package, opf: Any, manifest: dict[Any, str]) -> dict[str, str]:

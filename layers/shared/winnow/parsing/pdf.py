@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
 
@@ -41,9 +41,10 @@ if TYPE_CHECKING:
     from pypdf import PdfReader
     from pypdf._page import PageObject
 
+    from winnow.models import Figure
     from winnow.parsing.pdf_tables import Fragment, PdfTable
     from winnow.ports import Ocr
-    from winnow.settings import OcrSettings
+    from winnow.settings import IngestSettings, OcrSettings
 
 # A line shorter than this share of the page's typical full line ends its paragraph.
 _SHORT_LINE_SHARE = 0.7
@@ -56,6 +57,10 @@ _MAX_WORD_CHARS = 100
 _MARK = "\x00"
 _SENTENCE_ENDS = (".", "!", "?", ":", ";", "\u201d", '"')
 _HEADING_CHARS = 80
+_MAX_PAGE_IMAGES = 200  # image XObjects looked at per page for figures
+_MAX_CONTENT_BYTES = 5_000_000  # of a page's content stream, scanned for the images it draws
+# "/Im1 Do": an XObject drawn. Names run to the next delimiter; bounded, so a hostile stream scans linearly.
+_DRAWN = re.compile(rb"/([^\s/\[\]()<>{}%]{1,127})\s{1,8}Do\b")
 
 
 @dataclass
@@ -76,14 +81,19 @@ class _TableCarry:
 
 
 def parse_pdf(
-    key: str, data: bytes, ocr: Ocr | None = None, ocr_settings: OcrSettings | None = None
+    key: str,
+    data: bytes,
+    ocr: Ocr | None = None,
+    ocr_settings: OcrSettings | None = None,
+    settings: IngestSettings | None = None,
 ) -> ParsedDocument:
     """Pages with a text layer are read from it; pages without one that hold an image go to ``ocr``
-    (when given), at most ``ocr_settings.max_pages`` of them."""
+    (when given), at most ``ocr_settings.max_pages`` of them. The images of text-layer pages become
+    figure candidates (``parsing.figures``)."""
     # pypdf logs warnings that can quote document strings (bookmark titles); keep them out of our logs.
     logging.getLogger("pypdf").setLevel(logging.CRITICAL)
     try:
-        return _parse(key, data, ocr, ocr_settings)
+        return _parse(key, data, ocr, ocr_settings, settings)
     except (WinnowError, ImportError):
         # An ImportError is a broken deployment, not a broken document: let it be loud. OCR outages
         # (TransientError) must reach the caller so the document is retried, not recorded as corrupt.
@@ -104,7 +114,14 @@ def _reason(error: Exception) -> str:
     return f"corrupt PDF ({type(error).__name__}: {one_line(error)})"
 
 
-def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | None) -> ParsedDocument:
+def _parse(
+    key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | None, settings: IngestSettings | None
+) -> ParsedDocument:
+    from winnow.parsing.figures import held_limit
+    from winnow.settings import IngestSettings
+    from winnow.settings import OcrSettings as _OcrSettings
+
+    settings = settings or IngestSettings()
     reader = _open(data)
     page_count = len(reader.pages)
     if page_count == 0:
@@ -133,7 +150,15 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
         index for index, text in enumerate(texts) if not _has_text(text) and _has_image(reader.pages[index])
     ]
     ocr_read = _read_scanned_pages(reader, texts, scanned, ocr, ocr_settings) if ocr is not None else set()
-    collector = BlockCollector()
+    collector = BlockCollector(held_limit(settings))
+    max_side = (ocr_settings or _OcrSettings()).max_side_pixels
+    figures = [
+        _page_figures(reader.pages[index], collector, settings, max_side)
+        if settings.max_figures and index not in ocr_read and _has_text(text)
+        else []
+        for index, text in enumerate(texts)
+    ]
+    _drop_furniture(figures)
     path: tuple[str, ...] = ()
     hyphenated = hyphenated_words(texts)
     carry = _TableCarry()
@@ -149,6 +174,7 @@ def _parse(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | N
             tables=tables[page_index],
             hyphenated=hyphenated,
             carry=carry,
+            figures=figures[page_index],
         )
     empty_reason = "PDF has no text layer (scanned PDF?)"
     if ocr is None and scanned:
@@ -189,6 +215,60 @@ def _read_page(page: PageObject, follow: PdfTable | None = None) -> tuple[str, l
             placed.add(number)
             parts.append(f"\n{_table_marker(number)}\n")
     return "".join(parts), found
+
+
+def _page_figures(
+    page: PageObject, collector: BlockCollector, settings: IngestSettings, max_side: int
+) -> list[Figure]:
+    """The image XObjects the page draws that may be figures (``parsing.figures``), in the order it
+    draws them (``Do``), so its captions pair with them in reading order; an image the page names but
+    never draws is no figure. An image that cannot be read is skipped, never a reason to fail the page."""
+    from winnow.parsing.figures import pdf_image
+
+    found: list[Figure] = []
+    try:
+        resources = page.get("/Resources")
+        xobjects = resources.get_object().get("/XObject") if resources is not None else None
+        if xobjects is None:
+            return found
+        named = xobjects.get_object()
+        contents = page.get_contents()
+        drawn = _DRAWN.findall(contents.get_data()[:_MAX_CONTENT_BYTES]) if contents is not None else []
+        order = list(dict.fromkeys("/" + name.decode("latin-1") for name in drawn))
+        references = [named[name] for name in order if name in named][:_MAX_PAGE_IMAGES]
+    except RecursionError:
+        raise
+    except Exception:
+        return found
+    for reference in references:
+        try:
+            xobject = reference.get_object()
+            if xobject.get("/Subtype") != "/Image":
+                continue
+            figure = pdf_image(
+                xobject,
+                min_side=settings.figure_min_side_pixels,
+                max_side=max_side,
+                wanted=collector.wants_figure,
+            )
+        except (RecursionError, MemoryError):
+            raise
+        except Exception:
+            figure = None  # a damaged or hostile image (LimitReachedError past pypdf's inflate limit)
+        if figure is not None:
+            found.append(figure)
+    return found
+
+
+def _drop_furniture(figures: list[list[Figure]]) -> None:
+    """Take out images drawn on two pages or more (a logo, a page border), before the pages' captions
+    are matched to their figures: a logo must not take a chart's caption."""
+    pages: dict[str, int] = {}
+    for page_figures in figures:
+        for digest in {figure.digest for figure in page_figures}:
+            pages[digest] = pages.get(digest, 0) + 1
+    for page_figures in figures:
+        page_figures[:] = [figure for figure in page_figures if pages[figure.digest] < 2]
 
 
 def _table_marker(number: int) -> str:
@@ -277,10 +357,13 @@ def _collect_page(
     tables: Sequence[PdfTable] = (),
     hyphenated: frozenset[str] = frozenset(),
     carry: _TableCarry | None = None,
+    figures: Sequence[Figure] = (),
 ) -> tuple[str, ...]:
-    """Add the page's paragraphs and tables; returns the section path in effect at the end of the page.
-    ``carry`` holds the table that ended the page before, if any, and is left holding the one that ends
-    this page."""
+    """Add the page's paragraphs, tables and figures; returns the section path in effect at the end of
+    the page. ``carry`` holds the table that ended the page before, if any, and is left holding the one
+    that ends this page. The page's figures take its "Figure N" lines as captions, in order, and stand
+    where those lines stood; figures without one follow the page's text."""
+    from winnow.parsing.figures import is_figure_caption
     from winnow.parsing.pdf_tables import continuation
 
     lines = [line.strip() for line in text.splitlines()]
@@ -296,6 +379,12 @@ def _collect_page(
             captions[index], caption_line = _table_caption(lines, index, heading_lines)
             if caption_line is not None:
                 caption_lines.add(caption_line)
+    caption_at = [index for index, line in enumerate(lines) if _MARK not in line and is_figure_caption(line)]
+    # each figure takes its caption line out of the text and stands there (``owns_caption``)
+    figure_at = {
+        at: replace(figure, caption=figure.caption or lines[at], owns_caption=True)
+        for figure, at in zip(figures, caption_at, strict=False)
+    }
     full_line = _typical_full_line(lines)
     paragraph: list[str] = []
     carry = carry if carry is not None else _TableCarry()
@@ -313,6 +402,10 @@ def _collect_page(
             flush()
             path = switches[switch_at][1].path
             switch_at += 1
+        if index in figure_at:
+            flush()
+            collector.add_figure(figure_at[index], path, page)
+            continue
         if index in heading_lines:
             carried = None  # a heading starts a new part: a table under it is a table of its own
         if index in heading_lines or (
@@ -356,6 +449,8 @@ def _collect_page(
         path = switches[switch_at][1].path
         switch_at += 1
     flush()
+    for figure in figures[len(figure_at) :]:
+        collector.add_figure(figure, path, page)
     if not _only_short_lines(lines_before_table):
         carry.open = None  # text follows the page's last table: a table on the next page is new
     return path

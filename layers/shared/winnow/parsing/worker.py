@@ -106,7 +106,14 @@ class ParentOcr:
 
     def read(self, pages: Sequence[Any], *, deadline: float | None = None) -> list[str]:
         """``deadline`` is the ingest process's to keep (it holds the budget's clock)."""
-        described = [{"media_type": page.media_type, "length": len(page.data)} for page in pages]
+        described = [
+            {
+                "media_type": page.media_type,
+                "length": len(page.data),
+                "figure": bool(getattr(page, "figure", False)),
+            }
+            for page in pages
+        ]
         body = json.dumps({"ocr": described}).encode()
         self._answers.write(ANSWER_HEADER.pack(len(body)))
         self._answers.write(body)

@@ -29,7 +29,7 @@ from winnow.reconcile.merge import OutOfOrderListing, merge_by_key
 from winnow.reconcile.spill import DEFAULT_RUN_SIZE, sorted_counts
 from winnow.reconcile.stats import ReconcileStats
 from winnow.reconcile.tokens import Position, decode_token, encode_token
-from winnow.rules import is_tenant, object_key, split_key
+from winnow.rules import is_figure_key, is_tenant, object_key, split_key
 
 SQS_BATCH = 10
 LEDGER_PAGE = 1000
@@ -160,7 +160,8 @@ class Reconciler:
         prefix = f"{run.scope}/" if run.scope else ""
         resume_tenant, after, ledger_page = pos.tenant, pos.after, pos.ledger_page
         listing = self.objects.list_after(prefix, after)
-        listing = (o for o in listing if not o.key.endswith("/"))  # folder placeholders are not objects
+        # folder placeholders are not objects, and stored figure images are not documents
+        listing = (o for o in listing if not o.key.endswith("/") and not is_figure_key(o.key))
         scope_visited = False
         for tenant, group in groupby(listing, key=lambda o: _tenant_of(o.key)):
             scope_visited = scope_visited or tenant == run.scope

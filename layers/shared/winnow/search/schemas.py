@@ -157,7 +157,8 @@ class SearchRequest(BaseModel):
         max_length=20,
         description="Metadata field → value, list of values (any of; at most "
         f"{MAX_FILTER_VALUES}, and at most {MAX_FILTER_FRACTIONS} fractional numbers in all lists), or "
-        '{gte, lte} for numbers. Also `kind` ("text" or "table") and `ocr` (true for text read from scans).',
+        '{gte, lte} for numbers. Also `kind` ("text", "table" or "figure") and `ocr` (true for text read '
+        "from scans).",
     )
     mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
     rerank: Annotated[bool, Field(strict=True)] | None = Field(
@@ -293,8 +294,20 @@ class SearchResult(BaseModel):
     section: str
     text: str
     metadata: dict[str, Any]
-    kind: Literal["text", "table"] = Field(
-        default="text", description='"table": rows of a table, one per line as "column: value" pairs.'
+    kind: Literal["text", "table", "figure"] = Field(
+        default="text",
+        description='"table": rows of a table, one per line as "column: value" pairs. "figure": a chart, '
+        "diagram or photo inside the document: its caption, alt text and the text read in it.",
+    )
+    figure_text: Literal["vision", "ocr", "caption"] | None = Field(
+        default=None,
+        description='A figure\'s text: "ocr" read in the image, "vision" described by a vision model, '
+        '"caption" its caption and alt text only.',
+    )
+    image_url: str | None = Field(
+        default=None,
+        description="A figure's image: a short-lived URL (a presigned S3 GET in AWS, a signed `winnow serve` "
+        "URL locally) that reads this one image; given only with the passage, to those who may read it.",
     )
     ocr: bool = Field(default=False, description="The text was read from a scanned page or image by OCR.")
     restricted: bool = Field(

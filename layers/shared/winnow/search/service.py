@@ -35,9 +35,19 @@ from winnow.search.schemas import (
 from winnow.settings import SearchSettings
 
 if TYPE_CHECKING:
+    from winnow.ports import ObjectSource
     from winnow.text.sparse import Bm25Encoder
 
 NOTHING_RELEVANT = "No relevant passages found"
+
+
+# Stored kinds as the answer names them (points written before a kind existed are text).
+_KINDS: dict[str, Literal["text", "table", "figure"]] = {"table": "table", "figure": "figure"}
+_FIGURE_TEXTS: dict[str, Literal["vision", "ocr", "caption"]] = {
+    "vision": "vision",
+    "ocr": "ocr",
+    "caption": "caption",
+}
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -77,8 +87,10 @@ class SearchService:
         settings: SearchSettings,
         cache_size: int = 256,
         models: RelevanceModels | Literal["shipped"] | None = "shipped",
+        objects: ObjectSource | None = None,
     ) -> None:
         self.embedder = embedder
+        self.objects = objects  # signs figures' image URLs
         self.store = store
         self.sparse = sparse
         self.reranker = reranker
@@ -189,13 +201,25 @@ class SearchService:
                 section=hit.section,
                 text=hit.text,
                 metadata=hit.metadata,
-                kind="table" if hit.kind == "table" else "text",
+                kind=_KINDS.get(hit.kind, "text"),
                 ocr=hit.ocr,
+                figure_text=_FIGURE_TEXTS.get(hit.figure_text) if hit.kind == "figure" else None,
+                image_url=self._image_url(hit),
                 **_access_shown(hit, caller),
                 context=None if request.context == "none" else ResultContext(before=before, after=after),
             )
             for i, ((score, hit), (before, after)) in enumerate(zip(kept, around, strict=True))
         ]
+
+    def _image_url(self, hit: StoredChunk) -> str | None:
+        """The figure's image URL: only for a passage the caller is being shown (its tenant's and one it
+        may read, as the search filter already decided), of that document's own folder."""
+        from winnow.rules import figure_key
+
+        if hit.kind != "figure" or not hit.image or self.objects is None:
+            return None
+        key = figure_key(hit.key, hit.image)
+        return self.objects.figure_url(key, self.settings.image_url_seconds) if key else None
 
     def candidates(self, who: Caller | str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
         """Every candidate of a search with the evidence the relevance model reads, in retrieval order,

@@ -28,7 +28,9 @@ The rules, in the order they apply:
 6. **Tables are walls of their own.** A table block becomes ``kind="table"`` chunks of whole rows
    (``winnow.text.tables``: caption and column line repeated at the top of each, at most
    ``table_target_chars``); they are never merged with text, and text read by OCR is never packed or
-   merged with text from a text layer (a chunk's ``ocr`` mark is true of all of it).
+   merged with text from a text layer (a chunk's ``ocr`` mark is true of all of it). A figure block
+   (``winnow.parsing.figures``) is a wall too: ``kind="figure"`` pieces of whole lines, its caption
+   leading each.
 
 7. **Small sections are packed** (``pack_sections``): consecutive sections whose chunks together fit
    ``target_chars`` become one passage whose section is their common ancestor, each deeper part led by
@@ -55,6 +57,7 @@ from dataclasses import dataclass, replace
 
 from winnow.errors import OversizedDocument
 from winnow.models import Block, Chunk, ParsedDocument
+from winnow.rules import figure_name
 from winnow.settings import ChunkingSettings
 from winnow.text.tables import table_pieces
 
@@ -83,6 +86,8 @@ class _Draft:
     gap: str = _BLOCK_SEPARATOR
     kind: str = "text"
     ocr: bool = False
+    figure_text: str = ""
+    image: str = ""
 
 
 def max_chunk_chars(settings: ChunkingSettings) -> int:
@@ -117,6 +122,8 @@ def chunk_document(
                 page=draft.page,
                 kind=draft.kind,
                 ocr=draft.ocr,
+                figure_text=draft.figure_text,
+                image=draft.image,
             )
         )
     return chunks
@@ -200,7 +207,8 @@ def _fit_each_chunk(
                 source_type=doc.source_type,
             )
             fitted.extend(
-                replace(piece, kind=chunk.kind) for piece in chunk_document(part, _scaled(settings, target))
+                replace(piece, kind=chunk.kind, figure_text=chunk.figure_text, image=chunk.image)
+                for piece in chunk_document(part, _scaled(settings, target))
             )
         if max_chunks is not None and len(fitted) > max_chunks:
             raise OversizedDocument(too_many_chunks(max_chunks))
@@ -287,6 +295,24 @@ class _SectionPacker:
                 self.drafts.extend(
                     _Draft(text=piece, section_path=self.path, page=block.page, kind="table", ocr=block.ocr)
                     for piece in table_pieces(block.table, self.table_target)
+                )
+                continue
+            if block.figure is not None:
+                # A figure is a wall too: its caption leads every piece of its text.
+                self._emit()
+                self.drafts.extend(
+                    _Draft(
+                        text=piece,
+                        section_path=self.path,
+                        page=block.page,
+                        kind="figure",
+                        ocr=block.ocr,
+                        figure_text=block.figure.figure_text,
+                        image=figure_name(block.figure.digest, block.figure.media_type)
+                        if block.figure.data
+                        else "",
+                    )
+                    for piece in _figure_pieces(text, block.figure.caption, self.target)
                 )
                 continue
             if self._parts and block.ocr != self._ocr:
@@ -536,6 +562,36 @@ def _packable(last: _Draft, draft: _Draft) -> bool:
     )
 
 
+def _figure_pieces(text: str, caption: str, target: int) -> list[str]:
+    """A figure's text in pieces of at most ``target`` characters, whole lines packed in order (a line
+    longer than the room is cut between words), each piece after the first led by the caption."""
+    lead = caption[: target // 2] if caption and text.startswith(caption) else ""
+    lines = text.split("\n")[1:] if lead else text.split("\n")
+    room = max(1, target - len(lead) - 1) if lead else target
+    pieces: list[str] = []
+    current: list[str] = []
+    used = 0
+    for line in (part for whole in lines for part in _cut_line(whole, room)):
+        if current and used + 1 + len(line) > room:
+            pieces.append("\n".join([lead, *current] if lead else current))
+            current, used = [], 0
+        used += len(line) + (1 if current else 0)
+        current.append(line)
+    if current or not pieces:
+        pieces.append("\n".join([lead, *current] if lead else current))
+    return [piece for piece in pieces if piece]
+
+
+def _cut_line(line: str, room: int) -> Iterator[str]:
+    while len(line) > room:
+        cut = line.rfind(" ", 0, room)
+        cut = cut if cut > 0 else room
+        yield line[:cut]
+        line = line[cut:].lstrip()
+    if line:
+        yield line
+
+
 def _common_prefix(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
     shared = 0
     for a, b in zip(first, second, strict=False):
@@ -591,7 +647,7 @@ def _merge_small(drafts: Iterable[_Draft], min_chars: int, limit: int) -> Iterat
     preceding_slot: _Draft | None = None  # the last draft handed on, still open to a backward fold
     draft = ahead.pop()
     while draft is not None:
-        if len(draft.text) >= min_chars or draft.kind == "table":
+        if len(draft.text) >= min_chars or draft.kind in ("table", "figure"):
             if preceding_slot is not None:
                 yield preceding_slot
             preceding_slot, draft = draft, ahead.pop()
