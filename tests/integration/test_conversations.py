@@ -261,3 +261,29 @@ def test_a_first_turn_builds_no_model_client(
     assert "generator" not in answering.container.__dict__  # no boto3 client for a turn with no history
     post(answering, "/search", "and for adoptions?", conversation_id=first["conversation_id"])
     assert "generator" in answering.container.__dict__ and len(fake_bedrock.converse_requests()) == 1
+
+
+def test_a_rewrite_never_reads_an_earlier_answer_the_user_can_no_longer_read(
+    answering: EmbeddedStack, fake_bedrock: FakeBedrockServer
+) -> None:
+    """Issue 26 item 4: an earlier answer citing a document the caller lost access to never reaches the
+    rewrite prompt (whose output comes back to the caller as query_used)."""
+    secret = b"# Board minutes\n\n## Merger\n\nThe board approved the merger with Initech on Tuesday.\n"
+    answering.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["alice"]}}')
+    assert answering.upload("acme/board/minutes.md", secret)["status"] == "indexed"
+    status, first = post(answering, "/answer", "What did the board approve about the merger?")
+    assert status == 200 and [c["key"] for c in first["citations"]] == ["acme/board/minutes.md"], first
+    assert "Initech" in first["answer"]
+    answering.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["carol"]}}')
+    assert answering.upload("acme/board/minutes.md", secret)["status"] in ("indexed", "unchanged")
+    for route in ("/search", "/answer"):
+        fake_bedrock.script("How long is adoption leave?")
+        before = len(fake_bedrock.converse_requests())
+        status, follow = post(
+            answering, route, "and adoption leave?", conversation_id=first["conversation_id"]
+        )
+        assert status == 200, follow
+        rewrite = fake_bedrock.converse_requests()[before]
+        rewrite_user = rewrite.body["messages"][0]["content"][0]["text"]
+        assert "<follow_up>" in rewrite_user
+        assert "Initech" not in rewrite_user, (route, rewrite_user)
