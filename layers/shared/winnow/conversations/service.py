@@ -12,6 +12,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -51,6 +52,7 @@ class _Turn:
         self.usage = Usage(input_tokens=0, output_tokens=0)
         self.rewritten = False
         self.memories: list[Memory] | None = None  # read once per turn
+        self.readable: list[Turn] | None = None  # the recent turns whose cited documents stay readable
 
 
 class ConversationService:
@@ -95,7 +97,7 @@ class ConversationService:
         turn = self._begin(caller, request.query, request.conversation_id, deadline)
         searched = self._searched(request, turn)
         memories = self._recall(caller, turn) if request.memory else []
-        earlier = [(t.question, t.answer) for t in self._readable(caller, recent(turn.history, self._budget))]
+        earlier = [(t.question, t.answer) for t in self._readable_history(caller, turn)]
         recall = Recall(question=turn.question, earlier=earlier, memories=memories)
         result = answers.answer(caller, searched, deadline=deadline, recall=recall)
         cited = tuple(c.chunk_id for c in result.citations)
@@ -150,14 +152,26 @@ class ConversationService:
             turn = _Turn(owner, conversation_id, history)
         turn.query_used = turn.question = query
         if turn.history:
-            self._follow_up(turn, query, deadline)
+            self._follow_up(caller, turn, query, deadline)
         return turn
 
-    def _follow_up(self, turn: _Turn, query: str, deadline: float | None) -> None:
-        """The generator's standalone rewrite; on a fault or an unusable reply, the rule."""
+    def _readable_history(self, caller: Caller, turn: _Turn) -> list[Turn]:
+        """The recent turns (within the budget) whose cited documents the caller may all still read."""
+        if turn.readable is None:
+            turn.readable = self._readable(caller, recent(turn.history, self._budget))
+        return turn.readable
+
+    def _follow_up(self, caller: Caller, turn: _Turn, query: str, deadline: float | None) -> None:
+        """The generator's standalone rewrite; on a fault or an unusable reply, the rule. An earlier
+        answer citing a document the caller can no longer read never reaches the rewrite prompt (its
+        question, the caller's own words, does)."""
         generator = self.generator
         if generator is not None:
-            prompt = rewrite_prompt(query, turn.history, self._budget, self.settings.rewrite_max_tokens)
+            readable = set(self._readable_history(caller, turn))
+            shown = [
+                t if t in readable else replace(t, answer=None) for t in recent(turn.history, self._budget)
+            ]
+            prompt = rewrite_prompt(query, shown, self._budget, self.settings.rewrite_max_tokens)
             try:
                 generation = generator.generate(prompt, deadline=deadline)
             except WinnowError as exc:  # transient or permanent alike: the rule still searches
