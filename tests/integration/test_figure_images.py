@@ -172,3 +172,18 @@ def test_only_those_who_may_read_the_document_get_its_image_link(stack: Embedded
         "tram ridership", claims={"sub": "eve", "cognito:groups": "[staff]"}, **request
     )
     assert status == 200 and body["results"] == []
+
+
+def test_a_hostile_image_link_is_refused_not_a_server_error(tmp_path: Path) -> None:
+    """Bad input gets a 4xx: a signature that is not ASCII (``hmac.compare_digest`` raises on one), or
+    a query with more fields than the route reads, is refused like any forged link."""
+    with serving(tmp_path / "home") as server:
+        key = figure_folder("acme/report.docx") + "0" * 32 + ".png"
+        expires = str(int(time.time()) + 300)
+        hostile = [
+            urlencode({"key": key, "expires": expires, "signature": "é" * 64}),
+            urlencode({"key": key, "expires": expires, "signature": "0" * 64, "a": "1", "b": "2"}),
+        ]
+        for query in hostile:
+            status, _, body = fetch(server, "/local/figures?" + query)
+            assert status == 403, (query, status, body)
