@@ -129,16 +129,23 @@ class WinnowRequestHandler(RequestPlumbing):
         from winnow.rules import FIGURE_CONTENT_TYPES, is_figure_key
         from winnow_local.adapters.objects_local import LocalObjectSource, figure_signature
 
-        query = parse_qs(urlsplit(self.path).query, max_num_fields=3)
+        try:
+            query = parse_qs(urlsplit(self.path).query, max_num_fields=3)
+        except ValueError:  # more fields than a link holds: not one this server signed
+            query = {}
         key, expires, signature = (query.get(name, [""])[0] for name in ("key", "expires", "signature"))
         objects = get_container().objects
         valid = (
             isinstance(objects, LocalObjectSource)
             and is_figure_key(key)
+            and expires.isascii()
             and expires.isdigit()
             and len(expires) <= 12
             and int(expires) >= time.time()
-            and hmac.compare_digest(figure_signature(self.server.upload_secret, key, int(expires)), signature)
+            and hmac.compare_digest(  # as bytes: compare_digest raises on a str that is not ASCII
+                figure_signature(self.server.upload_secret, key, int(expires)).encode(),
+                signature.encode("utf-8", "surrogatepass"),
+            )
         )
         if not valid:
             self._send_error(403, "forbidden", "the image link is expired or not signed here: search again")
