@@ -164,3 +164,27 @@ def test_no_memory_of_one_user_reaches_another_users_prompt_or_results(
             assert all(a.endswith(marker) for a in asked), (marker, asked)
         _, _, listed = stack.api("GET", "/memory", tenant=tenant, claims={"sub": user})
         assert all(m["question"].endswith(marker) for m in listed["memories"])
+
+
+def test_a_memory_of_a_rewrite_drawn_from_a_document_no_longer_readable_is_not_recalled(
+    stack: EmbeddedStack, fake_bedrock: FakeBedrockServer
+) -> None:
+    """A follow-up's memory keeps the model's standalone rewrite as its question, and the rewrite read the
+    earlier turns' answers: the memory is recalled only while their documents too stay readable."""
+    secret = b"# Board minutes\n\n## Merger\n\nThe board approved the merger with Initech on Tuesday.\n"
+    stack.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["alice"]}}')
+    assert stack.upload("acme/board/minutes.md", secret)["status"] == "indexed"
+    first = answer(stack, "What did the board approve about the merger?")
+    assert [c["key"] for c in first["citations"]] == ["acme/board/minutes.md"]
+    # The rewrite carries what the earlier answer said; this answer cites the parental policy only
+    fake_bedrock.script(
+        "How many weeks of maternity leave do birth mothers receive after the Initech merger?"
+    )
+    follow = answer(stack, "and maternity leave then?", conversation_id=first["conversation_id"])
+    assert "Initech" in follow["query_used"]
+    assert [c["key"] for c in follow["citations"]] == ["acme/people/parental.md"]
+    # alice loses the minutes: a new question recalls nothing drawn from them
+    stack.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["carol"]}}')
+    stack.upload("acme/board/minutes.md", secret)
+    answer(stack, MATERNITY)
+    assert "Initech" not in last_user_prompt(fake_bedrock)
