@@ -250,12 +250,15 @@ class ConversationService:
 
     def _remember(self, caller: Caller, turn: _Turn, question: str, answer: str, keys: Sequence[str]) -> None:
         now, at_ns, stamp = self._now()
+        remembered = question if turn.query_used == question else turn.question
+        if remembered != question:  # the model's rewrite, drawn from the earlier answers it was shown
+            keys = [*keys, *(k for t in turn.readable or () if t.answer for k in t.keys)]
         memory = Memory(
             id=uuid.uuid4().hex,
             conversation_id=turn.conversation_id,
-            question=question if turn.query_used == question else turn.question,
+            question=remembered,
             answer=answer,
-            keys=tuple(keys),
+            keys=tuple(dict.fromkeys(keys)),
             at=stamp,
             at_ns=at_ns,
             profile=self.searches.embedder.profile.slug,
