@@ -1528,7 +1528,8 @@ SEARCH_GRANTS = {
 
 def test_search_statements_grant_one_action_each_on_this_stacks_bucket() -> None:
     """Given the search function's statements, then each grants one S3 action on this stack's bucket (its
-    objects, or the bucket for ListBucket), with no wildcard; with SSE-KMS, only a data key is added."""
+    objects, or the bucket for ListBucket), with no wildcard; with SSE-KMS, a data key (uploads) and
+    Decrypt (a sidecar's read, and a figure's presigned GET, signed with this role) on the bucket's key."""
     search = load_template()["Resources"]["SearchFunction"]
     statements = {st["Sid"]: st for st in inline_statements(search)}
     for sid, (action, resource) in SEARCH_GRANTS.items():
@@ -1541,7 +1542,9 @@ def test_search_statements_grant_one_action_each_on_this_stacks_bucket() -> None
     ]
     (kms,) = [branch for branch in conditional if branch[0] == "UseBucketKms" and "Statement" in branch[1]]
     assert kms[0] == "UseBucketKms"
-    assert [st["Action"] for st in kms[1]["Statement"]] == ["kms:GenerateDataKey"]
+    assert [st["Action"] for st in kms[1]["Statement"]] == ["kms:GenerateDataKey", "kms:Decrypt"]
+    key = kms[1]["Statement"][0]["Resource"]
+    assert all(st["Resource"] == key and st["Effect"] == "Allow" for st in kms[1]["Statement"])
 
 
 def test_search_document_routes_call_only_what_is_granted(
