@@ -188,3 +188,21 @@ def test_a_memory_of_a_rewrite_drawn_from_a_document_no_longer_readable_is_not_r
     stack.upload("acme/board/minutes.md", secret)
     answer(stack, MATERNITY)
     assert "Initech" not in last_user_prompt(fake_bedrock)
+
+
+def test_get_memory_never_shows_an_answer_from_a_document_no_longer_readable(stack: EmbeddedStack) -> None:
+    """Issue 26 item 4 on GET /memory: a remembered answer quoting a document the user lost is not listed
+    (DELETE /memory still removes it for good)."""
+    secret = b"# Board minutes\n\n## Merger\n\nThe board approved the merger with Initech on Tuesday.\n"
+    stack.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["alice"]}}')
+    assert stack.upload("acme/board/minutes.md", secret)["status"] == "indexed"
+    first = answer(stack, "What did the board approve about the merger?")
+    assert "Initech" in first["answer"]
+    answer(stack, MATERNITY)
+    listed = stack.api("GET", "/memory", claims=ALICE)[2]["memories"]
+    assert any("Initech" in m["answer"] for m in listed)
+    stack.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["carol"]}}')
+    stack.upload("acme/board/minutes.md", secret)
+    listed = stack.api("GET", "/memory", claims=ALICE)[2]["memories"]
+    assert [m["question"] for m in listed] == [MATERNITY]
+    assert stack.api("DELETE", "/memory", claims=ALICE)[2]["deleted"] >= 2
