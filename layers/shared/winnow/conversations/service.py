@@ -120,7 +120,9 @@ class ConversationService:
         )
 
     def memories(self, caller: Caller) -> list[Memory]:
-        return self.store.memories(self._owner(caller), self.clock())
+        """The caller's memories, newest first: only those whose cited documents stay readable, as recall
+        (the others are still removed by ``forget``)."""
+        return self._readable(caller, self.store.memories(self._owner(caller), self.clock()))
 
     def forget(self, caller: Caller) -> int:
         return self.store.forget(self._owner(caller))
