@@ -185,23 +185,33 @@ def test_created_then_deleted_with_events_in_reverse_order(stack: EmbeddedStack)
 
 
 def test_a_lease_left_by_a_crashed_worker_delays_but_does_not_lose_the_document(
-    stack: EmbeddedStack,
+    tmp_path: Path, fake_voyage: FakeVoyageServer
 ) -> None:
-    stack.container.settings.ingest.lease_seconds = 1
-    key = "acme/menu.md"
-    # Given a worker that took the document's lease and died without releasing it
-    assert stack.container.ledger.acquire("acme", key, "crashed-worker", 1)
-    stack.put_object(key, CONTENTS[1])
-    batch = stack.sqs_batch(s3_event([stack.created_record(key)]))
-    # When the event arrives while the lease is still held, the message is handed back for retry
-    response = stack.invoke_ingest(batch)
-    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [batch["Records"][0]["messageId"]]
-    assert stack.container.ledger.get("acme", key) is None
-    # and once the lease has expired, SQS's redelivery indexes it
-    time.sleep(1.1)
-    assert stack.invoke_ingest(batch) == {"batchItemFailures": []}
-    record = stack.container.ledger.get("acme", key)
-    assert record is not None and record.status == DocumentStatus.INDEXED
+    # The ledger's clock is the test's: on a loaded machine a one-second lease could expire before the
+    # first delivery is handled, and the test would then see no retry at all
+    now = [1_800_000_000.0]
+    ledger = SqliteLedger(tmp_path / "ledger.sqlite3", clock=lambda: now[0])
+    stack = EmbeddedStack(tmp_path / "home", fake_voyage, ledger=ledger)
+    try:
+        stack.container.settings.ingest.lease_seconds = 1
+        key = "acme/menu.md"
+        # Given a worker that took the document's lease and died without releasing it
+        assert ledger.acquire("acme", key, "crashed-worker", 1)
+        stack.put_object(key, CONTENTS[1])
+        batch = stack.sqs_batch(s3_event([stack.created_record(key)]))
+        # When the event arrives while the lease is still held, the message is handed back for retry
+        response = stack.invoke_ingest(batch)
+        assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [
+            batch["Records"][0]["messageId"]
+        ]
+        assert ledger.get("acme", key) is None
+        # and once the lease has expired, SQS's redelivery indexes it
+        now[0] += 1.1
+        assert stack.invoke_ingest(batch) == {"batchItemFailures": []}
+        record = ledger.get("acme", key)
+        assert record is not None and record.status == DocumentStatus.INDEXED
+    finally:
+        stack.close()
 
 
 # --- racing workers: threads, moto over HTTP, one shared Qdrant --------------------------------------
