@@ -14,6 +14,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import winnow
 from winnow_local.cli import ask, chat, ingest, search
@@ -170,13 +171,34 @@ def _run(args: argparse.Namespace) -> int:
         print("winnow: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
+        from pydantic import ValidationError
+
         from winnow.errors import WinnowError
 
         if isinstance(exc, WinnowError):
             print(f"winnow: {exc}", file=sys.stderr)
             return 1
+        if isinstance(exc, ValidationError):
+            print(f"winnow: {setting_problem(exc)}", file=sys.stderr)
+            return 2
         raise
     return code
+
+
+def setting_problem(exc: Any) -> str:
+    """A settings ``ValidationError`` as one line naming each environment variable and what is wrong
+    (``QDRANT_TIMEOUT_SECONDS: Input should be greater than or equal to 1``), never a traceback."""
+    import winnow.settings
+
+    model = getattr(winnow.settings, str(exc.title), None)
+    config = getattr(model, "model_config", {})
+    prefix = str(config.get("env_prefix") or "")
+    problems = []
+    for error in exc.errors(include_url=False):
+        message = str(error["msg"]).removeprefix("Value error, ")
+        field = "_".join(str(part) for part in error["loc"])
+        problems.append(f"{(prefix + field).upper()}: {message}" if field else message)
+    return "invalid setting: " + "; ".join(problems)
 
 
 if __name__ == "__main__":  # pragma: no cover
