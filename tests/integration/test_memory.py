@@ -123,9 +123,10 @@ def test_a_memory_of_a_document_no_longer_readable_is_not_recalled(
     secret = b"# Board minutes\n\n## Merger\n\nThe board approved the merger with Initech on Tuesday.\n"
     stack.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["alice"]}}')
     assert stack.upload("acme/board/minutes.md", secret)["status"] == "indexed"
+    answer(stack, MATERNITY)  # before the minutes: an answer written with their memory in view hides too
     first = answer(stack, "What did the board approve about the merger?")
     assert [c["key"] for c in first["citations"]] == ["acme/board/minutes.md"]
-    answer(stack, MATERNITY)
+    answer(stack, "How fast are travel expenses reimbursed?")
     assert "merger" in memories_block(last_user_prompt(fake_bedrock))
     stack.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["carol"]}}')
     stack.upload("acme/board/minutes.md", secret)
@@ -196,9 +197,9 @@ def test_get_memory_never_shows_an_answer_from_a_document_no_longer_readable(sta
     secret = b"# Board minutes\n\n## Merger\n\nThe board approved the merger with Initech on Tuesday.\n"
     stack.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["alice"]}}')
     assert stack.upload("acme/board/minutes.md", secret)["status"] == "indexed"
+    answer(stack, MATERNITY)  # before the minutes: an answer written with their memory in view hides too
     first = answer(stack, "What did the board approve about the merger?")
     assert "Initech" in first["answer"]
-    answer(stack, MATERNITY)
     listed = stack.api("GET", "/memory", claims=ALICE)[2]["memories"]
     assert any("Initech" in m["answer"] for m in listed)
     stack.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["carol"]}}')
@@ -206,3 +207,34 @@ def test_get_memory_never_shows_an_answer_from_a_document_no_longer_readable(sta
     listed = stack.api("GET", "/memory", claims=ALICE)[2]["memories"]
     assert [m["question"] for m in listed] == [MATERNITY]
     assert stack.api("DELETE", "/memory", claims=ALICE)[2]["deleted"] >= 2
+
+
+@pytest.mark.parametrize("shown", ["earlier turn", "memory"])
+def test_an_answer_repeating_what_it_was_shown_hides_with_the_documents_behind_it(
+    stack: EmbeddedStack, fake_bedrock: FakeBedrockServer, shown: str
+) -> None:
+    """An answer is written with earlier answers and memories in front of the model, and may repeat them
+    while citing another document: once the user loses a document behind what it was shown, that answer
+    (as an earlier turn, a recalled memory, or in GET /memory) is gone with it."""
+    secret = b"# Board minutes\n\n## Merger\n\nThe board approved the merger with Initech on Tuesday.\n"
+    stack.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["alice"]}}')
+    assert stack.upload("acme/board/minutes.md", secret)["status"] == "indexed"
+    first = answer(stack, "What did the board approve about the merger?")
+    assert [c["key"] for c in first["citations"]] == ["acme/board/minutes.md"]
+    # The next answer cites the expenses policy only, but repeats what the first answer said
+    more = {"conversation_id": first["conversation_id"]} if shown == "earlier turn" else {}
+    if more:  # a follow-up: the model rewrites it first
+        fake_bedrock.script("How fast are travel expenses reimbursed?")
+    fake_bedrock.script("Travel is reimbursed within fourteen days [1], after the Initech merger.")
+    second = answer(
+        stack, "How fast are travel expenses reimbursed?", filters={"key": "acme/finance/expenses.md"}, **more
+    )
+    assert "Initech" in last_user_prompt(fake_bedrock)  # what the model was shown
+    assert [c["key"] for c in second["citations"]] == ["acme/finance/expenses.md"]
+    assert "Initech" in second["answer"]
+    stack.put_object("acme/board/minutes.md.metadata.json", b'{"access": {"users": ["carol"]}}')
+    stack.upload("acme/board/minutes.md", secret)
+    listed = stack.api("GET", "/memory", claims=ALICE)[2]["memories"]
+    assert not any("Initech" in m["answer"] for m in listed), listed
+    answer(stack, "travel receipts reimbursed", filters={"key": "acme/finance/expenses.md"}, **more)
+    assert "Initech" not in last_user_prompt(fake_bedrock)

@@ -97,11 +97,16 @@ class ConversationService:
         turn = self._begin(caller, request.query, request.conversation_id, deadline)
         searched = self._searched(request, turn)
         memories = self._recall(caller, turn) if request.memory else []
-        earlier = [(t.question, t.answer) for t in self._readable_history(caller, turn)]
-        recall = Recall(question=turn.question, earlier=earlier, memories=memories)
+        history = self._readable_history(caller, turn)
+        earlier = [(t.question, t.answer) for t in history]
+        recalled = [(m.question, m.answer) for m in memories]
+        recall = Recall(question=turn.question, earlier=earlier, memories=recalled)
         result = answers.answer(caller, searched, deadline=deadline, recall=recall)
         cited = tuple(c.chunk_id for c in result.citations)
-        keys = tuple(dict.fromkeys(c.key for c in result.citations))
+        # The answer may repeat what the model was shown of earlier answers and memories: it depends on
+        # their documents too, so it is shown again (turn, memory) only while all of them stay readable.
+        shown = [k for t in history if t.answer for k in t.keys] + [k for m in memories for k in m.keys]
+        keys = tuple(dict.fromkeys([*(c.key for c in result.citations), *shown]))
         answered = result.answer if cited else None
         self._store_turn(turn, request.query, answered, cited, keys)
         if answered is not None and request.memory:
@@ -224,7 +229,7 @@ class ConversationService:
     def _query_vector(self, caller: Caller, turn: _Turn) -> list[float]:
         return self.searches._embed_query(caller.tenant, turn.query_used)  # cached: the search embedded it
 
-    def _recall(self, caller: Caller, turn: _Turn) -> list[tuple[str, str | None]]:
+    def _recall(self, caller: Caller, turn: _Turn) -> list[Memory]:
         """Up to ``memory_limit`` of the user's memories most similar to what is searched, above the
         floor, of the active embedding profile, and only while their documents stay readable."""
         if self.settings.memory_limit == 0:
@@ -239,8 +244,7 @@ class ConversationService:
             ((similarity(vector, m.vector), m) for m in stored), key=lambda sm: (-sm[0], -sm[1].at_ns)
         )
         wanted = [m for score, m in scored if score >= self.settings.memory_floor]
-        kept = self._readable(caller, wanted)[: self.settings.memory_limit]
-        return [(m.question, m.answer) for m in kept]
+        return self._readable(caller, wanted)[: self.settings.memory_limit]
 
     def _readable(self, caller: Caller, items: Sequence[T]) -> list[T]:
         """The items whose cited documents the caller may all still read (one store call for all)."""
@@ -252,9 +256,8 @@ class ConversationService:
 
     def _remember(self, caller: Caller, turn: _Turn, question: str, answer: str, keys: Sequence[str]) -> None:
         now, at_ns, stamp = self._now()
+        # The model's rewrite draws on the earlier answers it was shown: ``keys`` holds their documents.
         remembered = question if turn.query_used == question else turn.question
-        if remembered != question:  # the model's rewrite, drawn from the earlier answers it was shown
-            keys = [*keys, *(k for t in turn.readable or () if t.answer for k in t.keys)]
         memory = Memory(
             id=uuid.uuid4().hex,
             conversation_id=turn.conversation_id,
