@@ -133,6 +133,28 @@ def test_memories_past_those_kept_are_dropped_in_the_same_write(store: Conversat
     assert [m.question for m in store.memories(ALICE, NOW)] == ["c", "b"]
 
 
+@pytest.mark.parametrize("delete", ["forget", "conversation"])
+def test_sqlite_leaves_no_deleted_text_in_its_files(tmp_path: Path, delete: str) -> None:
+    """DELETE /memory and DELETE /conversations/{id} are for good on disk too, whatever the SQLite build's
+    default: no byte of what went stays in the database or its write-ahead log while the store is open."""
+    store = SqliteConversationStore(tmp_path / "conversations.sqlite3")
+    try:
+        for i in range(20):  # rows of both users share pages: freed cells must be wiped, not just unlinked
+            store.add_turn(ALICE, "conv-aaaa", turn(f"q{i} Zanzibarco", i + 1, f"a{i} Zanzibarco"), LATER)
+            store.add_turn(BOB, "conv-bbbb", turn(f"q{i} holiday", i + 1, f"a{i} Portmeirion"), LATER)
+        store.add_memory(ALICE, memory("Zanzibarco merger?", 100), LATER)
+        if delete == "forget":
+            assert store.forget(ALICE) == 21
+        else:
+            assert store.delete_conversation(ALICE, "conv-aaaa") is True
+        assert store.turns(BOB, "conv-bbbb", 50, NOW) is not None
+        files = [p for p in tmp_path.iterdir() if p.is_file()]
+        assert any(b"Portmeirion" in p.read_bytes() for p in files)  # what stays is on disk
+        assert [p.name for p in files if b"Zanzibarco" in p.read_bytes()] == []
+    finally:
+        store.close()
+
+
 # --- the AWS side --------------------------------------------------------------------------------------
 def test_template_table_matches_the_adapter_and_the_role_grants_exactly_its_calls(
     dynamodb_table: str,

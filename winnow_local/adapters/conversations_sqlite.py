@@ -48,6 +48,8 @@ class SqliteConversationStore(ConversationStore):
         self._db.row_factory = sqlite3.Row
         with self._lock:
             self._db.execute("PRAGMA busy_timeout = 10000")
+            # Deletes are for good on disk too: freed cells are zeroed, whatever the build's default.
+            self._db.execute("PRAGMA secure_delete = ON")
             if self._path != ":memory:":
                 self._db.execute("PRAGMA journal_mode = WAL")
             self._db.executescript(_SCHEMA)
@@ -78,6 +80,18 @@ class SqliteConversationStore(ConversationStore):
                 self._db.execute("ROLLBACK")
                 raise ProviderUnavailable(f"conversation store: {exc}") from exc
             return changed
+
+    def _wipe(self) -> None:
+        """After a delete: copy the log into the database and empty it, so the deleted rows (zeroed in
+        the pages by ``secure_delete``) leave the write-ahead log too. A reader in another process can
+        keep the log for a moment: the next delete, or SQLite's own checkpoint, empties it then."""
+        if self._path == ":memory:":
+            return
+        with self._lock:
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.OperationalError as exc:
+                raise ProviderUnavailable(f"conversation store: {exc}") from exc
 
     def turns(self, owner: Owner, conversation_id: str, limit: int, now: float) -> list[Turn] | None:
         rows = self._run(
@@ -126,6 +140,7 @@ class SqliteConversationStore(ConversationStore):
         where = "tenant = ? AND user = ? AND conversation_id = ?"
         turns = self._batch([(f"DELETE FROM turns WHERE {where}", key)])
         memories = self._batch([(f"DELETE FROM memories WHERE {where}", key)])
+        self._wipe()
         return bool(turns or memories)
 
     def add_memory(self, owner: Owner, memory: Memory, expires: int, drop: Sequence[Memory] = ()) -> None:
@@ -168,12 +183,14 @@ class SqliteConversationStore(ConversationStore):
 
     def forget(self, owner: Owner) -> int:
         key = (owner.tenant, owner.user)
-        return self._batch(
+        deleted = self._batch(
             [
                 ("DELETE FROM turns WHERE tenant = ? AND user = ?", key),
                 ("DELETE FROM memories WHERE tenant = ? AND user = ?", key),
             ]
         )
+        self._wipe()
+        return deleted
 
 
 def _rest(turn: Turn, expires: int) -> tuple[Any, ...]:
