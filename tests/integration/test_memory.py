@@ -113,8 +113,10 @@ def test_delete_memory_and_delete_conversation_are_for_good(stack: EmbeddedStack
     assert stack.api("GET", "/memory", claims=ALICE)[2] == {"memories": []}
     # bob's memory is untouched; a caller without a user id has no memory to list
     assert len(stack.api("GET", "/memory", claims=BOB)[2]["memories"]) == 1
-    status, _, body = stack.api("GET", "/memory", claims=None)
-    assert status == 400 and "no user id" in body["error"]["message"]
+    for method, path in (("GET", "/memory"), ("DELETE", "/memory"), ("DELETE", "/conversations/abcdefgh")):
+        status, _, body = stack.api(method, path, claims=None)
+        assert status == 400 and "no user id" in body["error"]["message"], (path, body)
+        assert "conversation_id" not in body["error"]["message"]  # a body field these requests do not have
 
 
 def test_a_memory_of_a_document_no_longer_readable_is_not_recalled(

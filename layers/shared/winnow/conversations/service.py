@@ -33,9 +33,10 @@ from winnow.settings import ConversationSettings
 T = TypeVar("T", Turn, Memory)
 R = TypeVar("R", SearchRequest, AnswerRequest)
 DAY_SECONDS = 86_400
-NO_USER = (
-    "conversations belong to a user: this caller has no user id (the token's user claim; locally "
-    "x-winnow-user or --user), so send the request without conversation_id"
+_ANONYMOUS = "this caller has no user id (the token's user claim; locally x-winnow-user or --user)"
+NO_USER = f"conversations belong to a user: {_ANONYMOUS}, so send the request without conversation_id"
+NO_USER_MEMORY = (
+    f"memory and conversations belong to a user: {_ANONYMOUS}, so there is none to list or delete"
 )
 NOT_YOURS = "no such conversation for this user (it may have expired)"
 
@@ -127,13 +128,13 @@ class ConversationService:
     def memories(self, caller: Caller) -> list[Memory]:
         """The caller's memories, newest first: only those whose cited documents stay readable, as recall
         (the others are still removed by ``forget``)."""
-        return self._readable(caller, self.store.memories(self._owner(caller), self.clock()))
+        return self._readable(caller, self.store.memories(self._owner(caller, NO_USER_MEMORY), self.clock()))
 
     def forget(self, caller: Caller) -> int:
-        return self.store.forget(self._owner(caller))
+        return self.store.forget(self._owner(caller, NO_USER_MEMORY))
 
     def delete(self, caller: Caller, conversation_id: str) -> None:
-        if not self.store.delete_conversation(self._owner(caller), conversation_id):
+        if not self.store.delete_conversation(self._owner(caller, NO_USER_MEMORY), conversation_id):
             raise NotFound(NOT_YOURS)
 
     # --- steps ----------------------------------------------------------------------------------------
@@ -141,9 +142,9 @@ class ConversationService:
     def _budget(self) -> int:
         return self.settings.max_history_tokens
 
-    def _owner(self, caller: Caller) -> Owner:
+    def _owner(self, caller: Caller, anonymous: str = NO_USER) -> Owner:
         if caller.user is None:
-            raise BadRequest(NO_USER)
+            raise BadRequest(anonymous)
         return Owner(caller.tenant, caller.user)
 
     def _begin(
