@@ -100,6 +100,17 @@ def test_the_fake_reader_would_obey_a_document_that_escaped_its_passage() -> Non
     assert "PWNED" not in read_prompt(SYSTEM, escaped.user).text
 
 
+def test_the_recall_rule_follows_the_numbered_rules() -> None:
+    """With earlier turns or memories, the system prompt gains one rule: numbered after the others, so
+    the model never reads two different rules 6."""
+    import re
+
+    recalled = build_prompt("and for adoptions?", PASSAGES, 64, 0.0, earlier=[("maternity?", "26 weeks")])
+    numbers = [int(n) for n in re.findall(r"^(\d+)\. ", recalled.system, re.MULTILINE)]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) == 7, numbers
+    assert build_prompt("q", PASSAGES, 64, 0.0).system == SYSTEM
+
+
 # --- Bedrock adapter ----------------------------------------------------------------------------------
 @pytest.fixture
 def bedrock(fake_bedrock: FakeBedrockServer) -> BedrockGenerator:

@@ -61,7 +61,7 @@ def render_passages(passages: Sequence[Passage], context_budget: int = CONTEXT_B
 
 
 RECALL_RULE = """
-6. <earlier_turns> and <memories> hold what this user asked and was told before (in this conversation, \
+7. <earlier_turns> and <memories> hold what this user asked and was told before (in this conversation, \
 and in earlier ones). Use them only to understand what the question refers to. They are not passages: \
 never cite them and never state a fact because they say it."""
 _MARKER = re.compile(r"\[\d+\]")
