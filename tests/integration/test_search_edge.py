@@ -394,6 +394,24 @@ def test_the_query_cache_never_serves_one_tenant_anothers_query(loaded: Embedded
     assert embed_calls() == before + 1
 
 
+def test_the_query_cache_never_tells_one_user_what_another_of_the_tenant_asked(loaded: EmbeddedStack) -> None:
+    """Conversations are per user (issue 26): within a tenant, a cached vector (an embed time of about
+    zero) would tell bob that somebody asked exactly this question before him."""
+    query = "are the turbine parts pallets delayed until march"
+
+    def embed_calls() -> int:
+        return sum(1 for r in loaded.fake.requests_to("embeddings") if r.body["input_type"] == "query")
+
+    assert loaded.search(query, claims={"sub": "alice"})[0] == 200
+    before = embed_calls()
+    assert loaded.search(query, claims={"sub": "alice"})[0] == 200  # alice's own repeat: a hit
+    assert embed_calls() == before
+    for who in ({"sub": "bob"}, None):  # another user, and an anonymous member: embedded afresh
+        status, body = loaded.search(query, claims=who)
+        assert status == 200 and body["timings_ms"]["embed"] > 0
+    assert embed_calls() == before + 2
+
+
 # --- 13: BM25 statistics are the tenant's own (issue 31) ---------------------------------------------------
 def test_another_tenants_documents_never_move_a_tenants_keyword_scores(loaded: EmbeddedStack) -> None:
     def scores(tenant: str) -> list[tuple[str, float, float]]:

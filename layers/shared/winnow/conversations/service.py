@@ -228,7 +228,7 @@ class ConversationService:
         self.store.add_turn(turn.owner, turn.conversation_id, stored, self._expires(now), drop)
 
     def _query_vector(self, caller: Caller, turn: _Turn) -> list[float]:
-        return self.searches._embed_query(caller.tenant, turn.query_used)  # cached: the search embedded it
+        return self.searches._embed_query(caller, turn.query_used)  # cached: the search embedded it
 
     def _recall(self, caller: Caller, turn: _Turn) -> list[Memory]:
         """Up to ``memory_limit`` of the user's memories most similar to what is searched, above the

@@ -95,18 +95,18 @@ class SearchService:
         self.sparse = sparse
         self.reranker = reranker
         self.settings = settings
-        # A small LRU of query vectors for the warm container: a tenant's repeated queries skip the
-        # provider. Keyed by (tenant, embedding profile, query): a tenant only ever hits its own entries,
-        # so neither the answer nor its timing (``timings_ms.embed``) can tell one tenant what another
-        # has asked.
+        # A small LRU of query vectors for the warm container: a caller's repeated queries skip the
+        # provider. Keyed by (tenant, user, embedding profile, query): a caller only ever hits their own
+        # entries, so neither the answer nor its timing (``timings_ms.embed``) can tell one tenant, or
+        # one user of a tenant, what another has asked.
         self._query_vector = lru_cache(maxsize=cache_size)(self._embed_uncached)
         # The relevance models fitted for this embedding profile (None: cosine scores, see ``_relevance``).
         self.models = load_models(embedder.profile.slug) if models == "shipped" else models
 
-    def _embed_query(self, tenant: str, query: str) -> list[float]:
-        return self._query_vector(tenant, self.embedder.profile.slug, query)
+    def _embed_query(self, caller: Caller, query: str) -> list[float]:
+        return self._query_vector(caller.tenant, caller.user, self.embedder.profile.slug, query)
 
-    def _embed_uncached(self, _tenant: str, _profile: str, query: str) -> list[float]:
+    def _embed_uncached(self, _tenant: str, _user: str | None, _profile: str, query: str) -> list[float]:
         return self.embedder.embed([query], "query")[0]
 
     def caller(self, who: Caller | str) -> Caller:
@@ -121,10 +121,9 @@ class SearchService:
         may read), score them, keep what clears the threshold."""
         started = time.perf_counter()
         caller = self.caller(who)
-        tenant = caller.tenant
         plan = self._plan(request)
         t0 = time.perf_counter()
-        dense, sparse = self._encode(tenant, request, plan)
+        dense, sparse = self._encode(caller, request, plan)
         embed_ms = (time.perf_counter() - t0) * 1000
         t1 = time.perf_counter()
         retrieve = sparse if request.mode != "dense" else None
@@ -168,9 +167,9 @@ class SearchService:
         )
 
     def _encode(
-        self, tenant: str, request: SearchRequest, plan: _Plan
+        self, caller: Caller, request: SearchRequest, plan: _Plan
     ) -> tuple[list[float] | None, SparseVector | None]:
-        dense = self._embed_query(tenant, request.query) if plan.cosine else None
+        dense = self._embed_query(caller, request.query) if plan.cosine else None
         model = self._model(request.mode)
         # Dense mode encodes the keywords too when its model reads their coverage (never to retrieve).
         coverage = not plan.rerank and model is not None and "coverage" in model.reads
@@ -225,7 +224,7 @@ class SearchService:
         """Every candidate of a search with the evidence the relevance model reads, in retrieval order,
         before any model, threshold or ``top_k``: what the model is fitted on (benchmarks)."""
         caller = self.caller(who)
-        dense = self._embed_query(caller.tenant, request.query)
+        dense = self._embed_query(caller, request.query)
         sparse = self.sparse.encode_query(request.query)
         retrieve = sparse if request.mode != "dense" else None
         hits = self._retrieve(caller, request, dense, retrieve, request.candidate_count, with_dense=True)
