@@ -11,8 +11,10 @@ first): each runs SciFact questions through ``LocalRuntime.call_api("POST", "/se
 handler: validation, the local model's query embedding, hybrid search, threshold, answer — with 20
 warm-up questions before ``--queries`` timed ones. Reported per checkout: the median over pairs of the
 p50 and of queries/s, the peak RSS right after the first query (``VmHWM``) and at the end of the
-process (``os.wait4``). The question texts do not match the synthetic chunks; the engine's work does
-not depend on that, and most answers are "nothing relevant" after the threshold.
+process (``os.wait4``), and where the resident memory was right after the first query (``/proc/self/smaps``
+by mapping, summed into the parts of ``PARTS``: the Edge shard's files by kind, heap and anonymous
+memory, the rest). The question texts do not match the synthetic chunks; the engine's work does not
+depend on that, and most answers are "nothing relevant" after the threshold.
 """
 
 from __future__ import annotations
@@ -51,6 +53,16 @@ def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
+def resident():
+    kb, mapping = {}, ""
+    for line in open("/proc/self/smaps"):
+        fields = line.split()
+        if fields[0].endswith(":"):
+            if fields[0] == "Rss:":
+                kb[mapping] = kb.get(mapping, 0) + int(fields[1])
+        else:
+            mapping = fields[5] if len(fields) > 5 else ""
+    return kb
 from winnow_local.runtime import LocalRuntime
 questions = json.load(open(sys.argv[1]))
 timed, warmup, tenant = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -62,6 +74,7 @@ def ask(text):
     return len(response.json().get("results") or [])
 ask(questions[0])
 first_peak = hwm()
+first_resident = resident()
 for text in questions[1 : warmup + 1]:
     ask(text)
 times, answered = [], 0
@@ -74,8 +87,36 @@ elapsed = time.perf_counter() - started
 times.sort()
 print(json.dumps({"p50_ms": times[len(times) // 2] * 1000, "p95_ms": times[int(len(times) * 0.95)] * 1000,
                   "queries_per_s": len(times) / elapsed, "answered": answered, "timed": len(times),
-                  "first_query_peak_mb": first_peak}))
+                  "first_query_peak_mb": first_peak, "first_query_resident_kb": first_resident}))
 """
+
+# Where a search process's resident memory is, by mapping: the Edge shard's files by kind (the path part
+# that names them), then heap and anonymous memory; everything else (libraries, the model) is "other".
+PARTS = (
+    ("write-ahead log", "/wal/"),
+    ("dense vectors", "/vector_storage-dense/"),
+    ("dense index", "/vector_index-dense/"),
+    ("sparse vectors", "/vector_storage-bm25/"),
+    ("payload indexes", "/payload_index/"),
+    ("payloads", "/payload_storage/"),
+)
+
+
+def resident_parts(resident_kb: dict[str, int], home: str) -> dict[str, float]:
+    """MB per part of ``PARTS`` for the mappings under ``home``, plus "other store files", "heap and
+    anonymous" (no file: ``[heap]``, unnamed, ``[anon:...]``) and "other" (libraries, the model)."""
+    parts = dict.fromkeys(
+        [name for name, _ in PARTS] + ["other store files", "heap and anonymous", "other"], 0
+    )
+    for mapping, kb in resident_kb.items():
+        if mapping.startswith(home.rstrip("/") + "/"):
+            part = next((name for name, marker in PARTS if marker in mapping), "other store files")
+        elif not mapping or mapping == "[heap]" or mapping.startswith("[anon"):
+            part = "heap and anonymous"
+        else:
+            part = "other"
+        parts[part] += kb
+    return {name: round(kb / 1024, 1) for name, kb in parts.items()}
 
 
 def run_child(code: str, args: list[str], root: Path, home: Path) -> dict[str, Any]:
@@ -130,6 +171,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     _SEARCH, [str(texts_file), str(args.queries), str(WARMUP), TENANT], roots[label], home
                 )
                 result["load_average"] = os.getloadavg()[0]
+                result["first_query_parts_mb"] = resident_parts(
+                    result.pop("first_query_resident_kb", {}), str(home)
+                )
                 size[label]["runs"].append(result)
                 print(
                     f"{chunks:,} chunks, pair {pair + 1}, {label}: p50 {result['p50_ms']:.1f} ms, "
@@ -142,6 +186,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             side["queries_per_s"] = round(statistics.median(r["queries_per_s"] for r in runs), 1)
             side["first_query_peak_mb"] = round(statistics.median(r["first_query_peak_mb"] for r in runs), 1)
             side["peak_rss_mb"] = round(statistics.median(r["peak_rss_mb"] for r in runs), 1)
+            side["first_query_parts_mb"] = {
+                part: round(statistics.median(r["first_query_parts_mb"][part] for r in runs), 1)
+                for part in runs[0]["first_query_parts_mb"]
+            }
         out["sizes"][str(chunks)] = size
     return out
 
@@ -170,7 +218,14 @@ def render(result: dict[str, Any]) -> str:
                     f"{side['peak_rss_mb']:.0f}",
                 ]
             )
-    return table(headers, rows)
+    parts = next(iter(next(iter(result["sizes"].values())).values()))["first_query_parts_mb"]
+    breakdown = [
+        [f"{int(chunks):,}", label, *(f"{side['first_query_parts_mb'][p]:.1f}" for p in parts)]
+        for chunks, size in result["sizes"].items()
+        for label, side in size.items()
+    ]
+    resident = "Resident MB after the first query, by part (median over the pairs):"
+    return f"{table(headers, rows)}\n\n{resident}\n{table(['chunks', 'code', *parts], breakdown)}"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
