@@ -13,7 +13,6 @@ from pydantic import ValidationError
 from qdrant_client import QdrantClient
 
 from tests.support.qdrant import PROFILE, keys, point, qsettings, query
-from winnow.access import ReadScope
 from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
 from winnow.settings import QdrantSettings
 from winnow_local.adapters.qdrant_edge import EdgeFolder, migrate_if_needed
@@ -91,32 +90,6 @@ def test_a_folder_indexed_by_local_mode_is_moved_to_edge_once(tmp_path: Path) ->
         ]
     finally:
         backup.close()
-
-
-def test_a_moved_document_with_an_access_list_gets_the_access_indexes(tmp_path: Path) -> None:
-    # Given a local-mode folder with an open document and one only a group may read
-    folder = tmp_path / "qdrant"
-    client = QdrantClient(path=str(folder))
-    old = QdrantVectorStore(client, PROFILE, qsettings())
-    old.upsert([point("acme", "open.txt", "alpha beta")])
-    old.upsert([point("acme", "hr.txt", "alpha gamma", metadata={"_access": {"groups": ["hr"]}})])
-    old.active_index().activate(PROFILE)
-    client.close()
-    # When the embedded default moves it to Edge
-    engine = open_folder(folder, qsettings())
-    try:
-        store = engine.store(PROFILE, qsettings())
-        # Then the groups' field, which a moved point has a value in, is indexed; the users' field, which
-        # none has, is not (Edge holds an index whole in memory however empty)
-        indexed = store._facts().indexed
-        assert "access_groups" in indexed and "access_users" not in indexed
-        # And each reader finds what they may read
-        assert keys(store.search(query("acme", "alpha", reader=ReadScope(groups=("hr",))))) == ["hr.txt"]
-        assert keys(store.search(query("acme", "alpha", reader=ReadScope(open_documents=True)))) == [
-            "open.txt"
-        ]
-    finally:
-        engine.close()
 
 
 def test_a_move_cut_short_is_redone_from_the_start(tmp_path: Path) -> None:

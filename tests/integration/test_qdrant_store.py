@@ -185,56 +185,6 @@ def filled(store: CollectionStore) -> CollectionStore:
 
 
 # --- collection --------------------------------------------------------------------------------------
-def test_edge_indexes_an_access_list_field_with_the_first_document_that_has_one(engine: Engine) -> None:
-    # Given a collection holding only open documents
-    store = engine.store()
-    created = spy(store, "_create_index")
-
-    def requested() -> set[str]:
-        return {field for field, _ in created} & {"access_users", "access_groups"}
-
-    store.upsert([point("acme", "open.txt", "alpha beta")])
-    # Then on Edge the access lists' fields have no index yet (an empty one still costs 5 MB of memory in
-    # every process that opens the collection); a Qdrant server gets both with the collection
-    edge = engine.name == "edge"
-    assert requested() == (set() if edge else {"access_users", "access_groups"})
-    # When a document readable by one user is written
-    store.upsert([point("acme", "ann.txt", "alpha beta", metadata={"_access": {"users": ["ann"]}})])
-    # Then the users' field is indexed, the groups' field still only on a server
-    assert requested() == ({"access_users"} if edge else {"access_users", "access_groups"})
-    # When an open document's metadata gives it a group (no point written: the payload is set)
-    assert store.set_metadata("acme", "open.txt", {"_access": {"groups": ["hr"]}}) == 1
-    # Then the groups' field is indexed too, once
-    assert requested() == {"access_users", "access_groups"}
-    assert len(created) == len({field for field, _ in created})
-    if edge:  # the engine reports its indexes
-        assert {"access_users", "access_groups"} <= store._facts().indexed
-    # And every reader finds exactly what they may read, the points written before the index included
-    assert keys(store.search(query("acme", "alpha", reader=ReadScope(users=("ann",))))) == ["ann.txt"]
-    assert keys(store.search(query("acme", "alpha", reader=ReadScope(groups=("hr",))))) == ["open.txt"]
-    assert keys(store.search(query("acme", "alpha", reader=ReadScope(open_documents=True)))) == []
-
-
-def test_a_store_that_finds_the_access_indexes_on_edge_creates_none_again() -> None:
-    # (Edge only: the server stand-in, qdrant-client's local mode, reports no payload indexes at all)
-    engine = Engine("edge")
-    try:
-        # Given an Edge collection whose access lists' fields are indexed (a restricted document was written)
-        first = engine.store()
-        hr = {"_access": {"users": ["ann"], "groups": ["hr"]}}
-        first.upsert([point("acme", "hr.txt", "alpha", metadata=hr)])
-        # When another store (another container) opens it and writes restricted documents
-        again = engine.store()
-        created = spy(again, "_create_index")
-        eng = {"_access": {"users": ["bo"], "groups": ["eng"]}}
-        again.upsert([point("acme", "eng.txt", "beta", metadata=eng)])
-        again.set_metadata("acme", "hr.txt", {"_access": {"groups": ["legal"]}})
-        # Then it creates no index
-        assert created == []
-    finally:
-        engine.close()
-
-
 def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(engine: Engine) -> None:
     # Given a fresh Qdrant
     store = engine.store()
@@ -246,9 +196,8 @@ def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(en
     metadata, size, distance, modifier = engine.layout(store.collection_name)
     assert (size, distance, modifier) == (PROFILE.dimension, "Cosine", "idf")
     assert profile_from_metadata(metadata) == PROFILE
-    # And payload indexes were requested: tenant (is_tenant), key, kind, the access fields and each
-    # configured metadata field; on Edge, the access lists' two wait for the first document with one
-    expected = {
+    # And payload indexes were requested: tenant (is_tenant), key, kind, and each configured metadata field
+    assert dict(indexes) == {
         "tenant": "tenant",
         "key": "keyword",
         "kind": "keyword",
@@ -258,8 +207,6 @@ def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(en
         "meta.department": "keyword",
         "meta.year": "keyword",
     }
-    later = {"access_users", "access_groups"} if engine.name == "edge" else set()
-    assert dict(indexes) == {field: kind for field, kind in expected.items() if field not in later}
     # When a second store (another container) ensures it again, Then nothing is created again
     again = engine.store()
     created = spy(again, "_create")

@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from winnow.access import GROUPS_FIELD, USERS_FIELD
 from winnow.adapters.qdrant_collection import (
     DENSE_VECTOR,
     SEARCH_PAYLOAD,
@@ -272,9 +271,6 @@ class EdgeVectorStore(CollectionStore):
     """``CollectionStore`` on an ``EdgeFolder``."""
 
     conditions = EdgeConditions()
-    # An appendable segment loads each keyword index whole, 5 MB however few points it holds; the access
-    # lists' two stay empty unless documents have access lists (docs/benchmarks.md, issue 28).
-    indexed_on_first_value = frozenset({USERS_FIELD, GROUPS_FIELD})
 
     def __init__(
         self,
@@ -546,7 +542,6 @@ def migrate_local_mode(folder: Path, settings: QdrantSettings) -> int:
                     name, limit=256, offset=offset, with_payload=True, with_vectors=True
                 )
                 if records:
-                    store.index_fields_with_values([r.payload or {} for r in records])
                     store._update(E.UpdateOperation.upsert_points([_edge_point(r) for r in records]))
                 copied += len(records)
                 if offset is None:

@@ -143,9 +143,6 @@ class CollectionStore(VectorStore):
     """See the module docstring. ``rrf_k`` is the RRF ranking constant of hybrid fusion."""
 
     conditions: Conditions  # the engine's filter vocabulary
-    # Keyword fields indexed only once a written point has a value in them (an access list), not when the
-    # collection is made: on an engine where an empty index still costs memory (Edge: 5 MB each).
-    indexed_on_first_value: frozenset[str] = frozenset()
 
     def __init__(
         self,
@@ -168,7 +165,6 @@ class CollectionStore(VectorStore):
         self._batch_size = min(settings.upsert_batch_size, 256)
         self._ready = False  # collection seen and its profile verified
         self._ready_lock = threading.Lock()
-        self._indexed: set[str] = set()  # payload fields with an index, as of the last check or creation
 
     @property
     def collection_name(self) -> str:
@@ -279,29 +275,13 @@ class CollectionStore(VectorStore):
             wanted += [("kind", "keyword"), (USERS_FIELD, "keyword"), (GROUPS_FIELD, "keyword")]
             wanted += [(OPEN_FIELD, "bool")]
             wanted += [(f"meta.{field}", "keyword") for field in self._settings.metadata_indexes]
-            self._indexed = set(facts.indexed)
             for field, schema in wanted:
-                if field not in self._indexed and field not in self.indexed_on_first_value:
+                if field not in facts.indexed:
                     self._call(
                         "create payload index",
                         lambda f=field, t=schema: self._create_index(f, t),  # type: ignore[misc]
                     )
-                    self._indexed.add(field)
             self._ready = True
-
-    def index_fields_with_values(self, payloads: Sequence[dict[str, Any]]) -> None:
-        """Index each field of ``indexed_on_first_value`` that one of ``payloads`` (points about to be
-        written) has a value in and that has no index yet. Indexes never change results, only how a filter
-        on the field is evaluated, so points written before the index are found the same."""
-        for field in sorted(self.indexed_on_first_value - self._indexed):
-            if any(payload.get(field) for payload in payloads):
-                with self._ready_lock:
-                    if field not in self._indexed:
-                        self._call(
-                            "create payload index",
-                            lambda f=field: self._create_index(f, "keyword"),  # type: ignore[misc]
-                        )
-                        self._indexed.add(field)
 
     def recorded_profile(self) -> EmbeddingProfile | None:
         """The profile recorded on the collection, or None when the collection does not exist."""
@@ -334,9 +314,7 @@ class CollectionStore(VectorStore):
         with self._ready_lock:
             if not self._call("check collection", self._exists):
                 return False
-            facts = self._call("read collection", self._facts)
-            self._verify(facts)
-            self._indexed = set(facts.indexed)
+            self._verify(self._call("read collection", self._facts))
             self._ready = True
             return True
 
@@ -362,7 +340,6 @@ class CollectionStore(VectorStore):
         for p in points:
             self._check_point(p)
         self._require(create=True)
-        self.index_fields_with_values([split_metadata(p.metadata)[1] for p in points])
         for start in range(0, len(points), self._batch_size):
             batch = points[start : start + self._batch_size]
             self._call("upsert", lambda b=batch: self._write(b))  # type: ignore[misc]
@@ -407,7 +384,6 @@ class CollectionStore(VectorStore):
         if count:
             user_meta, access = split_metadata(metadata)
             payload = {"meta": user_meta, **access}
-            self.index_fields_with_values([access])
             self._call("set metadata", lambda: self._set_payload_where(document, payload))
         return count
 
