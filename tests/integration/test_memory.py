@@ -100,6 +100,31 @@ def test_only_the_memory_limit_is_recalled(stack: EmbeddedStack, fake_bedrock: F
     assert memories_block(last_user_prompt(fake_bedrock)).count("<memory>") == 1
 
 
+def test_the_answer_prompt_recalls_at_most_its_budget_of_words(
+    stack: EmbeddedStack, fake_bedrock: FakeBedrockServer
+) -> None:
+    # Given a conversation of five turns, each question padded to about 60 words, and a recall budget of
+    # 100 words
+    stack.container.settings.conversations.max_recall_tokens = 100
+    padding = " ".join(["please"] * 55)
+    first = answer(stack, f"{MATERNITY} {padding}")
+    for _ in range(4):
+        answer(stack, f"{MATERNITY} {padding}", conversation_id=first["conversation_id"])
+    # When one more follow-up is answered
+    answer(stack, "How long is adoption leave?", conversation_id=first["conversation_id"])
+    # Then what the answer prompt recalls (earlier turns and memories) holds at most 100 words
+    prompts = [
+        "\n".join(b["text"] for b in r.body["messages"][0]["content"])
+        for r in fake_bedrock.converse_requests()
+    ]
+    prompt = [p for p in prompts if "<question>" in p][-1]
+    assert "adoption leave" in prompt
+    recalled = re.findall(r"<(earlier_turns|memories)>(.*?)</\1>", prompt, re.DOTALL)
+    assert recalled, "the follow-up recalls its earlier turns"
+    text = " ".join(re.sub(r"<[^>]+>", " ", body) for _, body in recalled)
+    assert 0 < len(re.findall(r"\w+", text)) <= 100
+
+
 def test_delete_memory_and_delete_conversation_are_for_good(stack: EmbeddedStack) -> None:
     first = answer(stack, MATERNITY)
     answer(stack, "When are travel expenses reimbursed?")

@@ -351,5 +351,11 @@ class ConversationSettings(BaseSettings):
     rewrite: bool = Field(default=True, description="Let the answer generator rewrite follow-ups when set.")
     rewrite_max_tokens: int = Field(default=96, ge=16, le=512, description="Length cap of a rewrite.")
     memory_limit: int = Field(default=5, ge=0, le=20, description="Memories given to the model per answer.")
+    max_recall_tokens: int = Field(
+        default=1500,
+        ge=16,
+        le=20000,
+        description="Words of earlier turns and memories an answer prompt holds (newest turns first).",
+    )
     memory_floor: float = Field(default=0.35, ge=-1, le=1, description="Least cosine of a memory given.")
     memories_kept: int = Field(default=200, ge=1, le=2000, description="Newest memories kept per user.")

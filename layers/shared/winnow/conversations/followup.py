@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from html import escape
 
-from winnow.conversations.store import Turn
+from winnow.conversations.store import Memory, Turn
 from winnow.ports import Prompt
 from winnow.text.sparse import ENGLISH_STOP_WORDS
 
@@ -110,6 +111,40 @@ def recent(history: Sequence[Turn], max_history_tokens: int) -> list[Turn]:
         kept.append(turn)
         budget -= cost
     return list(reversed(kept))
+
+
+def _cost(question: str, answer: str | None) -> int:
+    return len(words(question)) + len(words(answer or ""))
+
+
+def fit_recall(
+    turns: Sequence[Turn], memories: Sequence[Memory], budget: int
+) -> tuple[list[Turn], list[Memory]]:
+    """What an answer prompt recalls within ``budget`` words: the newest turns that fit, in order (the
+    newest clipped to the budget when it alone is longer), then the memories that fit in what is left,
+    in the order given. Bounds the prompt whatever the conversation's length and the memory limit."""
+    kept: list[Turn] = []
+    left = budget
+    for turn in reversed(turns):
+        cost = _cost(turn.question, turn.answer)
+        if cost > left:
+            if not kept:  # the turn a follow-up most likely refers to: clipped, not dropped
+                asked = len(words(turn.question))
+                question = _clip_words(turn.question, max(1, min(asked, left // 2 if turn.answer else left)))
+                room = left - len(words(question))
+                answer = _clip_words(turn.answer, room) if turn.answer and room > 0 else None
+                kept.append(replace(turn, question=question, answer=answer))
+                left = 0
+            break
+        kept.append(turn)
+        left -= cost
+    recalled = []
+    for memory in memories:
+        cost = _cost(memory.question, memory.answer)
+        if cost <= left:
+            recalled.append(memory)
+            left -= cost
+    return list(reversed(kept)), recalled
 
 
 def _clip_words(text: str, limit: int) -> str:

@@ -20,7 +20,7 @@ from winnow.access import Caller
 from winnow.answer.schemas import AnswerRequest, AnswerResponse, Usage
 from winnow.answer.service import AnswerService, Recall
 from winnow.conversations import new_conversation_id
-from winnow.conversations.followup import parse_rewrite, recent, rewrite_prompt, rule_query
+from winnow.conversations.followup import fit_recall, parse_rewrite, recent, rewrite_prompt, rule_query
 from winnow.conversations.store import ConversationStore, Memory, Owner, Turn
 from winnow.errors import BadRequest, NotFound, WinnowError
 from winnow.observability import logger
@@ -97,8 +97,11 @@ class ConversationService:
     ) -> AnswerResponse:
         turn = self._begin(caller, request.query, request.conversation_id, deadline)
         searched = self._searched(request, turn)
-        memories = self._recall(caller, turn) if request.memory else []
-        history = self._readable_history(caller, turn)
+        history, memories = fit_recall(
+            self._readable_history(caller, turn),
+            self._recall(caller, turn) if request.memory else [],
+            self.settings.max_recall_tokens,
+        )
         earlier = [(t.question, t.answer) for t in history]
         recalled = [(m.question, m.answer) for m in memories]
         recall = Recall(question=turn.question, earlier=earlier, memories=recalled)
