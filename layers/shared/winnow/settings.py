@@ -275,8 +275,8 @@ class ReconcileSettings(BaseSettings):
 class FigureSettings(BaseSettings):
     """Describing figures with a vision model (docs/figures.md). ``auto``: Bedrock when
     ``WINNOW_FIGURES_BEDROCK_MODEL_ID`` is set, else Ollama when ``OLLAMA_HOST`` and
-    ``WINNOW_FIGURES_OLLAMA_MODEL`` are, else none (figures keep caption and OCR text). Calls and tokens
-    are bounded per document; the provider's host, region, timeout and retries are the answer's."""
+    ``WINNOW_FIGURES_OLLAMA_MODEL`` are, else none (figures keep caption and OCR text). Calls, tokens and
+    seconds are bounded per document; the provider's host, region, timeout and retries are the answer's."""
 
     model_config = _config("WINNOW_FIGURES_")
 
@@ -287,6 +287,12 @@ class FigureSettings(BaseSettings):
     ollama_model: str = Field(default="", description="An Ollama vision model, e.g. llava (off when empty).")
     max_calls: int = Field(default=20, ge=0, le=1000, description="Vision calls per document.")
     max_tokens: int = Field(default=20_000, ge=0, description="Vision tokens (in + out) per document.")
+    max_seconds: float = Field(
+        default=120.0,
+        ge=1,
+        le=900,
+        description="Seconds of vision calls per document: the ingest timeout must hold the rest.",
+    )
     description_tokens: int = Field(default=300, ge=16, le=4096, description="Longest description.")
 
     def chosen(self, answer: AnswerSettings) -> Literal["bedrock", "ollama", "none"]:

@@ -3,14 +3,18 @@ after parsing and before chunking, in the ingest process that holds the provider
 
 Each kept figure (``parsing.figures``) is sent with its caption as context; the description joins the
 caption, alt text and OCR text, and the figure says ``figure_text: "vision"``. At most
-``FigureSettings.max_calls`` calls and ``max_tokens`` tokens (in + out, as the provider counts them) per
-document: figures past either keep their caption and OCR text. A provider's permanent refusal does the
+``FigureSettings.max_calls`` calls, ``max_tokens`` tokens (in + out, as the provider counts them) and
+``max_seconds`` of calls per document: figures past any of them keep their caption and OCR text. The time
+bound is what keeps a document of many figures inside the ingest timeout: each call may take the
+provider's timeout times its attempts. A provider's permanent refusal does the
 same for the figure; an outage (``TransientError``, after the adapter's own retries) propagates, so the
 document is retried like any provider outage.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -39,13 +43,17 @@ class VisionUse:
 
 
 def describe_figures(
-    document: ParsedDocument, vision: Generator | None, settings: FigureSettings
+    document: ParsedDocument,
+    vision: Generator | None,
+    settings: FigureSettings,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[ParsedDocument, VisionUse]:
     """The document with its figures described, within the per-document bounds, and what it cost."""
     from winnow.parsing.blocks import clean_lines
 
     if vision is None or settings.max_calls == 0:
         return document, VisionUse()
+    started = clock()
     calls = tokens = 0
     blocks: list[Block] = []
     for block in document.blocks:
@@ -54,7 +62,7 @@ def describe_figures(
         if figure is None or not figure.data or media is None or calls >= settings.max_calls:
             blocks.append(block)
             continue
-        if tokens >= settings.max_tokens:
+        if tokens >= settings.max_tokens or clock() - started >= settings.max_seconds:
             blocks.append(block)
             continue
         from winnow.ports import Prompt
