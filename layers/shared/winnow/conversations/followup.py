@@ -105,7 +105,7 @@ def recent(history: Sequence[Turn], max_history_tokens: int) -> list[Turn]:
     kept: list[Turn] = []
     budget = max_history_tokens
     for turn in reversed(history):
-        cost = len(words(turn.question)) + len(words(turn.answer or ""))
+        cost = _cost(turn.question, turn.answer)
         if kept and cost > budget:
             break
         kept.append(turn)
@@ -120,31 +120,25 @@ def _cost(question: str, answer: str | None) -> int:
 def fit_recall(
     turns: Sequence[Turn], memories: Sequence[Memory], budget: int
 ) -> tuple[list[Turn], list[Memory]]:
-    """What an answer prompt recalls within ``budget`` words: the newest turns that fit, in order (the
-    newest clipped to the budget when it alone is longer), then the memories that fit in what is left,
-    in the order given. Bounds the prompt whatever the conversation's length and the memory limit."""
-    kept: list[Turn] = []
-    left = budget
-    for turn in reversed(turns):
-        cost = _cost(turn.question, turn.answer)
-        if cost > left:
-            if not kept:  # the turn a follow-up most likely refers to: clipped, not dropped
-                asked = len(words(turn.question))
-                question = _clip_words(turn.question, max(1, min(asked, left // 2 if turn.answer else left)))
-                room = left - len(words(question))
-                answer = _clip_words(turn.answer, room) if turn.answer and room > 0 else None
-                kept.append(replace(turn, question=question, answer=answer))
-                left = 0
-            break
-        kept.append(turn)
-        left -= cost
+    """What an answer prompt recalls within ``budget`` words: the newest turns that fit (``recent``), the
+    newest clipped to the budget when it alone is longer, then the memories that fit in what is left, in
+    the order given. Bounds the prompt whatever the conversation's length and the memory limit."""
+    kept = recent(turns, budget) if turns else []
+    if kept and _cost(kept[-1].question, kept[-1].answer) > budget:  # alone and too long: clipped
+        turn = kept[-1]
+        asked = len(words(turn.question))
+        question = _clip_words(turn.question, max(1, min(asked, budget // 2 if turn.answer else budget)))
+        room = budget - len(words(question))
+        answer = _clip_words(turn.answer, room) if turn.answer and room > 0 else None
+        return [replace(turn, question=question, answer=answer)], []  # the budget is spent
+    left = budget - sum(_cost(t.question, t.answer) for t in kept)
     recalled = []
     for memory in memories:
         cost = _cost(memory.question, memory.answer)
         if cost <= left:
             recalled.append(memory)
             left -= cost
-    return list(reversed(kept)), recalled
+    return kept, recalled
 
 
 def _clip_words(text: str, limit: int) -> str:
