@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from cfnlint.decode.cfn_yaml import loads as load_cfn_yaml
 
-from tests.support.aws import unique_name
+from tests.support.aws import key_value_table
 from winnow.adapters.conversations_dynamodb import TTL_ATTRIBUTE, DynamoDbConversationStore, table_definition
 from winnow.conversations.store import ConversationStore, Memory, Owner, Turn
 from winnow_local.adapters.conversations_sqlite import SqliteConversationStore
@@ -51,14 +51,7 @@ def memory(
 
 @pytest.fixture
 def dynamodb_table(aws_client: Callable[[str], Any]) -> str:
-    name = unique_name("winnow-conversations")
-    client = aws_client("dynamodb")
-    client.create_table(**table_definition(name))
-    client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
-    client.update_time_to_live(
-        TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE}
-    )
-    return name
+    return key_value_table(aws_client, "winnow-conversations")
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from winnow.adapters.ledger_dynamodb import TTL_ATTRIBUTE, table_definition
+from winnow.adapters._aws import TTL_ATTRIBUTE
+from winnow.adapters._aws import key_value_table as key_value_definition
 
 
 def _atomic_moto_server() -> Any:
@@ -97,17 +98,23 @@ def s3_bucket(aws_client: Callable[[str], Any]) -> str:
     return name
 
 
-@pytest.fixture
-def ledger_table(aws_client: Callable[[str], Any]) -> str:
-    """A DynamoDB table with the ledger's schema (``table_definition``) and TTL on ``ttl``."""
-    name = unique_name("winnow-ledger")
+def key_value_table(aws_client: Callable[[str], Any], prefix: str) -> str:
+    """A fresh DynamoDB table of our ``pk``/``sk`` shape (the ledger's and the conversations'), with TTL
+    on ``ttl`` as template.yaml enables it."""
+    name = unique_name(prefix)
     client = aws_client("dynamodb")
-    client.create_table(**table_definition(name))
+    client.create_table(**key_value_definition(name))
     client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
     client.update_time_to_live(
         TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE}
     )
     return name
+
+
+@pytest.fixture
+def ledger_table(aws_client: Callable[[str], Any]) -> str:
+    """A DynamoDB table with the ledger's schema (``table_definition``) and TTL on ``ttl``."""
+    return key_value_table(aws_client, "winnow-ledger")
 
 
 @pytest.fixture

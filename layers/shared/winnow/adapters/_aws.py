@@ -60,6 +60,27 @@ CONFIG_CODES = frozenset(
 _CLIENTS_LOCK = threading.Lock()
 
 
+TTL_ATTRIBUTE = "ttl"  # the attribute DynamoDB expires items on, in every table of ours
+
+
+def key_value_table(table_name: str) -> dict[str, Any]:
+    """``CreateTable`` arguments of a table keyed by a string partition key ``pk`` and sort key ``sk``,
+    on demand: the ledger's and the conversations' (tests build them from this; template.yaml declares
+    the same keys). TTL on ``TTL_ATTRIBUTE`` is enabled separately (``UpdateTimeToLive``)."""
+    return {
+        "TableName": table_name,
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        "KeySchema": [
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+
+
 def make_client(service: str, max_attempts: int = 5, signature_version: str | None = None) -> Any:
     """A boto3 client with botocore's standard retry mode (backoff with jitter on throttles and 5xx) and
     timeouts short enough for a Lambda. ``AWS_ENDPOINT_URL`` (tests: moto) is honoured by boto3 itself."""

@@ -23,7 +23,7 @@ from winnow.conversations.store import (
 )
 
 T = TypeVar("T")
-TTL_ATTRIBUTE = "ttl"
+TTL_ATTRIBUTE = _aws.TTL_ATTRIBUTE
 _BATCH = 25  # BatchWriteItem's limit
 
 
@@ -217,17 +217,4 @@ class DynamoDbConversationStore(ConversationStore):
         return len(keys)
 
 
-def table_definition(table_name: str) -> dict[str, Any]:
-    """``CreateTable`` arguments (tests build the table from this; template.yaml declares the same keys)."""
-    return {
-        "TableName": table_name,
-        "AttributeDefinitions": [
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        "KeySchema": [
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        "BillingMode": "PAY_PER_REQUEST",
-    }
+table_definition = _aws.key_value_table  # CreateTable arguments of this table

@@ -349,21 +349,7 @@ def _record(item: dict[str, Any]) -> LedgerRecord:
     return LedgerRecord(**values)
 
 
-def table_definition(table_name: str) -> dict[str, Any]:
-    """``CreateTable`` arguments of the ledger table (tests build it from this; the SAM template must
-    declare the same keys). TTL on ``ttl`` is enabled separately (``UpdateTimeToLive``)."""
-    return {
-        "TableName": table_name,
-        "AttributeDefinitions": [
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        "KeySchema": [
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        "BillingMode": "PAY_PER_REQUEST",
-    }
+table_definition = _aws.key_value_table  # CreateTable arguments of this table
 
 
-TTL_ATTRIBUTE = "ttl"
+TTL_ATTRIBUTE = _aws.TTL_ATTRIBUTE
