@@ -19,6 +19,7 @@ from winnow.conversations.store import (
     unpack_vector,
 )
 from winnow.errors import ProviderUnavailable
+from winnow_local.adapters._sqlite import open_database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS turns (
@@ -42,16 +43,9 @@ class SqliteConversationStore(ConversationStore):
     def __init__(self, path: Path | str) -> None:
         self._path = str(path)
         self._lock = threading.RLock()
-        if self._path != ":memory:":
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self._path, timeout=10.0, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
+        # Deletes are for good on disk too: freed cells are zeroed, whatever the build's default.
+        self._db = open_database(self._path, pragmas=("secure_delete = ON",))
         with self._lock:
-            self._db.execute("PRAGMA busy_timeout = 10000")
-            # Deletes are for good on disk too: freed cells are zeroed, whatever the build's default.
-            self._db.execute("PRAGMA secure_delete = ON")
-            if self._path != ":memory:":
-                self._db.execute("PRAGMA journal_mode = WAL")
             self._db.executescript(_SCHEMA)
         self.calls = 0  # store calls made (tests: a one-shot request makes none)
 

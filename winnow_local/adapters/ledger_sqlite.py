@@ -26,6 +26,7 @@ from winnow.errors import ProviderUnavailable
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.ports import Ledger
 from winnow.rules import now_iso, sequencer_sort_key
+from winnow_local.adapters._sqlite import open_database
 
 T = TypeVar("T")
 
@@ -73,16 +74,8 @@ class SqliteLedger(Ledger):
         self._path = str(path)
         self._clock = clock
         self._lock = threading.RLock()
-        if self._path != ":memory:":
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: we issue BEGIN ourselves, so a conditional write is one transaction.
-        self._db = sqlite3.connect(self._path, timeout=10.0, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
+        self._db = open_database(self._path, file_pragmas=("synchronous = NORMAL",))
         with self._lock:
-            self._db.execute("PRAGMA busy_timeout = 10000")
-            if self._path != ":memory:":
-                self._db.execute("PRAGMA journal_mode = WAL")
-                self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.executescript(_SCHEMA)
             _add_missing_columns(self._db)
 
