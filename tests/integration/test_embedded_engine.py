@@ -147,3 +147,46 @@ def test_once_edge_holds_the_folder_the_old_local_index_no_longer_decides(tmp_pa
     (folder / "edge").mkdir()
     # When it is opened again, Then nothing is moved
     assert migrate_if_needed(folder, QdrantSettings()) is False
+
+
+def resident_kb_under(folder: Path) -> int:
+    """This process's resident kilobytes in its mappings of files under ``folder``."""
+    total, current = 0, ""
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields[0] == "Rss:":
+            total += int(fields[1]) if current.startswith(str(folder) + "/") else 0
+        elif not fields[0].endswith(":"):
+            current = fields[5] if len(fields) > 5 else ""
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps")
+def test_opening_a_shard_keeps_no_page_it_read_to_open_and_loses_nothing(tmp_path: Path) -> None:
+    # Given a folder whose shard holds points in its write-ahead log and payload indexes
+    folder = tmp_path / "qdrant"
+    engine = open_folder(folder, qsettings())
+    store = engine.store(PROFILE, qsettings())
+    store.upsert([point("acme", f"doc{i}.txt", "alpha beta " * 40, metadata={"n": i}) for i in range(200)])
+    engine.close()
+    # When another process-like open loads it and searches
+    engine = open_folder(folder, qsettings())
+    try:
+        store = engine.store(PROFILE, qsettings())
+        assert len(keys(store.search(query("acme", "alpha", limit=5)))) == 5
+        # Then what loading read (the log's replay, the indexes' pages mapped whole) is not resident
+        # (it was 25 MB and more: five keyword indexes of 5 MB each, docs/benchmarks.md)
+        assert resident_kb_under(folder) < 4 * 1024
+        # And writes after it land and outlive the process
+        store.upsert([point("acme", "late.txt", "gamma delta")])
+        assert keys(store.search(query("acme", "gamma")))[0] == "late.txt"
+    finally:
+        engine.close()
+    engine = open_folder(folder, qsettings())
+    try:
+        store = engine.store(PROFILE, qsettings())
+        assert keys(store.search(query("acme", "gamma")))[0] == "late.txt"
+        found = keys(store.search(query("acme", "alpha", limit=300)))
+        assert set(found) == {f"doc{i}.txt" for i in range(200)} | {"late.txt"}
+    finally:
+        engine.close()

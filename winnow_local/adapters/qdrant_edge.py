@@ -44,6 +44,7 @@ from winnow.adapters.qdrant_points import payload_of
 from winnow.errors import ConfigurationError, ProviderRejected
 from winnow.observability import logger
 from winnow.ports import ActiveIndex
+from winnow_local.adapters._pages import release_mapped_pages
 
 if TYPE_CHECKING:
     import qdrant_edge as E
@@ -202,6 +203,8 @@ class EdgeFolder:
             shard = self._shards.get(name)
             if shard is None:
                 shard = self._shards[name] = E.EdgeShard.load(str(self.root / name / _SHARD_DIR))
+                # What loading read (the log's replay, indexes mapped whole) a search will not read again.
+                release_mapped_pages(self.root / name)
             return shard
 
     # --- aliases ------------------------------------------------------------------------------------

@@ -1,0 +1,44 @@
+"""Give back the pages an engine read while opening its files and will not read again.
+
+Why: opening a Qdrant Edge shard reads its write-ahead log through (to replay what was not flushed) and
+maps its appendable segment's keyword indexes whole (a 4 MB page and 1 MB trackers each, however few
+points they hold). Those pages stay resident for the life of the process although a search never
+touches them again: about 45 MB of a search process at 5,000 chunks (docs/benchmarks.md, issue 28).
+
+Only *shared* file mappings are released (``MADV_DONTNEED``): their contents live in the page cache
+and the file, so nothing is lost; the next access maps the page back. Private mappings (whose pages may
+hold copy-on-write changes) are left alone. Linux only: elsewhere, or when ``/proc`` is not there, it
+does nothing."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_MADV_DONTNEED = 4  # Linux, on every architecture Winnow runs on (x86-64, arm64)
+
+
+def release_mapped_pages(folder: Path, maps: str = "/proc/self/maps") -> int:
+    """Release the resident pages of this process's shared mappings of files under ``folder``; the
+    bytes of address space released (0 when the platform cannot)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    import ctypes
+
+    try:
+        lines = Path(maps).read_text().splitlines()
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return 0
+    madvise = libc.madvise
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    prefix = str(folder.resolve()).rstrip("/") + "/"
+    released = 0
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6 or not fields[5].startswith(prefix) or fields[1][3] != "s":
+            continue
+        start, end = (int(bound, 16) for bound in fields[0].split("-"))
+        if madvise(start, end - start, _MADV_DONTNEED) == 0:
+            released += end - start
+    return released
