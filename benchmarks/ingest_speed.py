@@ -48,6 +48,11 @@ print(json.dumps({"seconds": time.perf_counter() - started, "vectors": count}))
 
 _INGEST = """
 import io, json, sys, time
+try:  # as the winnow command starts (a checkout before it has no such module)
+    from winnow_local.memory import limit_malloc_arenas
+    limit_malloc_arenas()
+except ImportError:
+    pass
 from winnow.factory import get_container
 from winnow_local.cli.ingest import collect_files, ingest_files
 from winnow_local.runtime import LocalRuntime
@@ -67,6 +72,11 @@ print(json.dumps({"seconds": seconds, "statuses": statuses, "chunks": chunks}))
 
 _SEARCH = """
 import json, time
+try:  # as the winnow command starts (a checkout before it has no such module)
+    from winnow_local.memory import limit_malloc_arenas
+    limit_malloc_arenas()
+except ImportError:
+    pass
 from winnow_local.runtime import LocalRuntime
 runtime = LocalRuntime()
 started = time.perf_counter()

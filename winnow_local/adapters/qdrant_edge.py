@@ -44,7 +44,7 @@ from winnow.adapters.qdrant_points import payload_of
 from winnow.errors import ConfigurationError, ProviderRejected
 from winnow.observability import logger
 from winnow.ports import ActiveIndex
-from winnow_local.adapters._pages import release_mapped_pages
+from winnow_local.memory import release_mapped_pages
 
 if TYPE_CHECKING:
     import qdrant_edge as E

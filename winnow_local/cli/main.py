@@ -20,6 +20,7 @@ import winnow
 from winnow_local.cli import ask, chat, ingest, search
 from winnow_local.cli.common import check_tenant, print_json
 from winnow_local.errors import CliError
+from winnow_local.memory import limit_malloc_arenas
 from winnow_local.runtime import close_local_qdrant
 
 
@@ -152,6 +153,7 @@ def _set_log_level(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    limit_malloc_arenas()  # before any thread: ingest's peak memory (winnow_local/memory.py)
     args = build_parser().parse_args(argv)
     _set_log_level(args)
     _quiet_library_warnings()

@@ -1,15 +1,19 @@
-"""Releasing the pages of an engine's shared file mappings: the resident memory goes, the data stays, and
-private mappings (which may hold copy-on-write changes) and files elsewhere are left alone."""
+"""How local processes keep memory down: releasing the pages of an engine's shared file mappings (the
+resident memory goes, the data stays; private mappings and files elsewhere are left alone), and a cap on
+malloc's arenas."""
 
 from __future__ import annotations
 
+import ctypes
 import mmap
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from winnow_local.adapters._pages import release_mapped_pages
+from winnow_local.memory import limit_malloc_arenas, release_mapped_pages
 
 SIZE = 4 * 1024 * 1024
 
@@ -78,3 +82,44 @@ def test_elsewhere_than_linux_nothing_is_done(tmp_path: Path, monkeypatch: pytes
     assert release_mapped_pages(tmp_path) == 0
     assert resident_kb(tmp_path / "wal") >= SIZE // 1024 * 0.9
     view.close()
+
+
+ARENAS = """
+import ctypes, sys, threading
+from winnow_local.memory import limit_malloc_arenas
+if sys.argv[1] == "limit":
+    assert limit_malloc_arenas(2)
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+start = threading.Barrier(6)
+def allocate():
+    start.wait()  # all six alive at once, so none inherits another's arena
+    libc.malloc(4096)
+    start.wait()
+threads = [threading.Thread(target=allocate) for _ in range(6)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+libc.malloc_stats()  # one "Arena N:" block per arena, on stderr
+"""
+
+
+def arenas_used(mode: str) -> int:
+    done = subprocess.run([sys.executable, "-c", ARENAS, mode], capture_output=True, text=True, check=True)
+    return len(re.findall(r"^Arena \d+:", done.stderr, flags=re.MULTILINE))
+
+
+@pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "malloc_stats"), reason="glibc's malloc only")
+def test_malloc_keeps_at_most_two_arenas_however_many_threads_allocate() -> None:
+    # Given six threads that allocate at once: by default glibc gives each its own arena
+    assert arenas_used("default") > 2
+    # When the process limits its arenas first, as the winnow command does
+    # Then they share two
+    assert arenas_used("limit") <= 2
+
+
+def test_elsewhere_than_linux_malloc_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert limit_malloc_arenas() is False
