@@ -77,6 +77,7 @@ class EdgeFolder:
             weakref.finalize(self, shutil.rmtree, str(base), True)
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._settling = threading.Lock()
         self._shards: dict[str, E.EdgeShard] = {}
         self._configs: dict[str, dict[str, Any]] = {}
         self.closed = False
@@ -138,9 +139,15 @@ class EdgeFolder:
             return config
 
     def create(
-        self, name: str, dense: dict[str, int], sparse: Sequence[str], metadata: dict[str, Any] | None
+        self,
+        name: str,
+        dense: dict[str, int],
+        sparse: Sequence[str],
+        metadata: dict[str, Any] | None,
+        segment_points: int = 0,
     ) -> None:
-        """A collection with cosine ``dense`` vectors of the given sizes and IDF-weighted ``sparse`` ones."""
+        """A collection with cosine ``dense`` vectors of the given sizes and IDF-weighted ``sparse`` ones;
+        with ``segment_points``, its appendable segment is sealed at that many points (``_sealed_layout``)."""
         import qdrant_edge as E
 
         if not _NAME.match(name):
@@ -150,6 +157,7 @@ class EdgeFolder:
             "vectors": {n: {"size": size, "distance": "Cosine"} for n, size in dense.items()},
             "sparse_vectors": {n: {"modifier": "idf"} for n in sparse},
             "metadata": metadata,
+            **({"segment_points": segment_points} if segment_points > 0 else {}),
         }
         edge_config = E.EdgeConfig(
             vectors={
@@ -158,7 +166,10 @@ class EdgeFolder:
                 n: E.EdgeVectorParams(size=size, distance=E.Distance.Cosine, memory=E.Memory.Cold)
                 for n, size in dense.items()
             },
-            sparse_vectors={n: E.EdgeSparseVectorParams(modifier=E.Modifier.Idf) for n in sparse},
+            sparse_vectors={
+                n: E.EdgeSparseVectorParams(modifier=E.Modifier.Idf, memory=E.Memory.Cold) for n in sparse
+            },
+            **_sealed_layout(max(dense.values(), default=0), segment_points),
         )
         with self._lock:
             self._check_open()
@@ -206,6 +217,27 @@ class EdgeFolder:
                 # What loading read (the log's replay, indexes mapped whole) a search will not read again.
                 release_mapped_pages(self.root / name)
             return shard
+
+    def settle(self, name: str) -> None:
+        """Seal the collection's appendable segment once it holds its ``segment_points`` (Edge's optimizer:
+        a no-op until then), after a write. Why: an appendable segment keeps its sparse index and payload
+        index maps on the heap and is searched by reading every original vector, so a search process
+        holding one of 50,000 points was far over its memory budget; sealing every few thousand points
+        keeps each conversion (and its memory) small, where one over the whole shard would not fit in an
+        ingest. The pages the conversion read and wrote are released after it (``release_mapped_pages``):
+        an ingest that seals many segments would otherwise hold every one of them resident. One thread
+        seals at a time; another's write does not wait for it. Only a collection created to be sealed is:
+        on one created before (no ``segment_points`` in its layout), Edge's default optimizer would convert
+        every point at once and build a graph, the very conversion an ingest has no memory for."""
+        config = self.config(name)
+        if not (config and config.get("segment_points")) or not self._settling.acquire(blocking=False):
+            return
+        try:
+            if self.shard(name).optimize():
+                with self._lock:
+                    release_mapped_pages(self.root / name)
+        finally:
+            self._settling.release()
 
     # --- aliases ------------------------------------------------------------------------------------
     def aliases(self) -> dict[str, str]:
@@ -307,6 +339,7 @@ class EdgeVectorStore(CollectionStore):
             {DENSE_VECTOR: self._profile.dimension},
             [SPARSE_VECTOR],
             collection_metadata(self._profile),
+            self._settings.edge_segment_points,
         )
 
     def _facts(self) -> CollectionFacts:
@@ -398,7 +431,7 @@ class EdgeVectorStore(CollectionStore):
                 score_threshold=p.score_threshold,
                 with_payload=SEARCH_PAYLOAD,
                 with_vector=[DENSE_VECTOR] if p.with_dense else False,
-                params=None if p.idf_corpus is None else E.SearchParams(idf=E.IdfParams(corpus=p.idf_corpus)),
+                params=self._search_params(p),
             )
             for p in plans
         ]
@@ -406,8 +439,25 @@ class EdgeVectorStore(CollectionStore):
             list(hits) for hits in self.folder.shard(self._name).query_batch(E.QueryBatchRequest(requests))
         ]
 
+    def _search_params(self, plan: QueryPlan) -> E.SearchParams | None:
+        """A dense query re-scores its int8 candidates (``oversampling`` x limit of them) with the original
+        vectors, so a sealed segment ranks and scores as the appendable one did (Edge returns the int8
+        scores otherwise); a sparse one may count its IDF over a subset of the points."""
+        import qdrant_edge as E
+
+        if isinstance(plan.vector, list):
+            rescore, oversampling = (
+                self._settings.quantization_rescore,
+                self._settings.quantization_oversampling,
+            )
+            return E.SearchParams(
+                quantization=E.QuantizationSearchParams(rescore=rescore, oversampling=oversampling)
+            )
+        return None if plan.idf_corpus is None else E.SearchParams(idf=E.IdfParams(corpus=plan.idf_corpus))
+
     def _update(self, operation: E.UpdateOperation) -> None:
         self.folder.shard(self._name).update(operation)
+        self.folder.settle(self._name)
 
 
 class EdgeActiveIndex(ActiveIndex):
@@ -447,6 +497,27 @@ class EdgeActiveIndex(ActiveIndex):
             if profile is not None:
                 profiles.append(profile)
         return profiles
+
+
+def _sealed_layout(dimension: int, segment_points: int) -> dict[str, Any]:
+    """What a collection sealed every ``segment_points`` points is created with (none when 0): Edge's
+    optimizer seals the appendable segment once its dense vectors pass that size (its thresholds are in KB
+    of vectors), into a segment with no graph (search stays exact), int8 copies of the vectors kept in
+    RAM that a search scans before it re-scores its candidates from the mapped originals, and its sparse
+    index mapped (``Memory.Cold`` above). Merges are capped at one segment's size, so no optimization
+    rebuilds much more than ``segment_points`` points: sealed segments are never merged into bigger ones."""
+    import qdrant_edge as E
+
+    if segment_points <= 0 or dimension <= 0:
+        return {}
+    kilobytes = max(1, segment_points * dimension * 4 // 1024)
+    return {
+        "hnsw_config": E.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
+        "quantization_config": E.ScalarQuantizationConfig(type=E.ScalarType.Int8, always_ram=True),
+        "optimizers": E.EdgeOptimizersConfig(
+            indexing_threshold=kilobytes, max_segment_size=kilobytes, default_segment_number=2
+        ),
+    }
 
 
 def _edge_vector(vector: list[float] | Any) -> Any:

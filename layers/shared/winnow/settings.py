@@ -62,6 +62,13 @@ class QdrantSettings(BaseSettings):
         default_factory=list, description="User metadata fields to give a keyword payload index."
     )
     max_attempts: int = Field(default=3, ge=1, le=10)
+    edge_segment_points: int = Field(
+        default=4096,
+        ge=0,
+        le=1_000_000,
+        description="Qdrant Edge (embedded): points a collection's appendable segment takes before a write "
+        "seals it (int8-quantized, indexes on disk); 0 never seals. Applied when a collection is created.",
+    )
     # Collection layout for Qdrant Cloud, applied when a collection is created (docs/scaling.md explains
     # the defaults). The embedded engine ignores what it lacks; changing one later needs a new collection
     # (reconcile rebuild).
