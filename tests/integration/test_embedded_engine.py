@@ -258,3 +258,40 @@ def test_a_collection_made_without_sealing_keeps_one_segment(tmp_path: Path) -> 
         assert shard_info(engine).segments_count == 1
     finally:
         engine.close()
+
+
+def test_pages_are_released_after_sealing_only_while_no_write_can_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a collection sealed every 64 points, written by four threads at once
+    import threading
+
+    import winnow_local.adapters.qdrant_edge as edge
+
+    settings = qsettings(edge_segment_points=64)
+    engine = open_folder(tmp_path / "qdrant", settings)
+    releases: list[bool] = []
+
+    def release(folder: Path) -> int:
+        # a write running now could unmap a file of the shard and let its addresses be reused
+        releases.append(engine._writes.locked())
+        return 0
+
+    monkeypatch.setattr(edge, "release_mapped_pages", release)
+    try:
+        store = engine.store(PROFILE, settings)
+
+        def writer(first: int) -> None:
+            for start in range(first, first + 100, 10):
+                store.upsert([point("acme", f"doc{i}.txt", "alpha beta") for i in range(start, start + 10)])
+
+        threads = [threading.Thread(target=writer, args=(n * 100,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        # Then every sealing step released its pages holding the folder's writes back, and nothing was lost
+        assert releases and all(releases)
+        assert shard_info(engine).points_count == 400
+    finally:
+        engine.close()

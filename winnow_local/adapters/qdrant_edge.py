@@ -77,7 +77,7 @@ class EdgeFolder:
             weakref.finalize(self, shutil.rmtree, str(base), True)
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._settling = threading.Lock()
+        self._writes = threading.Lock()  # see ``write``
         self._shards: dict[str, E.EdgeShard] = {}
         self._configs: dict[str, dict[str, Any]] = {}
         self.closed = False
@@ -213,31 +213,37 @@ class EdgeFolder:
                 raise CollectionNotFound(f"Qdrant Edge: collection {name} not found")
             shard = self._shards.get(name)
             if shard is None:
-                shard = self._shards[name] = E.EdgeShard.load(str(self.root / name / _SHARD_DIR))
-                # What loading read (the log's replay, indexes mapped whole) a search will not read again.
+                shard = E.EdgeShard.load(str(self.root / name / _SHARD_DIR))
+                # What loading read (the log's replay, indexes mapped whole) a search will not read again;
+                # released before any other thread can reach the shard (see ``write``).
                 release_mapped_pages(self.root / name)
+                self._shards[name] = shard
             return shard
 
-    def settle(self, name: str) -> None:
+    def write(self, name: str, operation: E.UpdateOperation) -> None:
+        """Apply ``operation`` to the collection, then seal its appendable segment if it is due. Writes to
+        the folder go one at a time (Edge applies a shard's updates one at a time anyway), so that
+        ``release_mapped_pages`` after a sealing step runs while no write can unmap a file of the shard
+        and let its addresses be reused: advice on a range that had become another mapping would drop
+        that mapping's pages."""
+        with self._writes:
+            self.shard(name).update(operation)
+            self._seal_if_due(name)
+
+    def _seal_if_due(self, name: str) -> None:
         """Seal the collection's appendable segment once it holds its ``segment_points`` (Edge's optimizer:
-        a no-op until then), after a write. Why: an appendable segment keeps its sparse index and payload
+        a no-op until then, about 27 us). Why: an appendable segment keeps its sparse index and payload
         index maps on the heap and is searched by reading every original vector, so a search process
         holding one of 50,000 points was far over its memory budget; sealing every few thousand points
         keeps each conversion (and its memory) small, where one over the whole shard would not fit in an
-        ingest. The pages the conversion read and wrote are released after it (``release_mapped_pages``):
-        an ingest that seals many segments would otherwise hold every one of them resident. One thread
-        seals at a time; another's write does not wait for it. Only a collection created to be sealed is:
-        on one created before (no ``segment_points`` in its layout), Edge's default optimizer would convert
-        every point at once and build a graph, the very conversion an ingest has no memory for."""
+        ingest. The pages the conversion read and wrote are released after it: an ingest that seals many
+        segments would otherwise hold every one of them resident. Only a collection created to be sealed
+        is: on one created before (no ``segment_points`` in its layout), Edge's default optimizer would
+        convert every point at once and build a graph, the very conversion an ingest has no memory for."""
         config = self.config(name)
-        if not (config and config.get("segment_points")) or not self._settling.acquire(blocking=False):
-            return
-        try:
-            if self.shard(name).optimize():
-                with self._lock:
-                    release_mapped_pages(self.root / name)
-        finally:
-            self._settling.release()
+        if config and config.get("segment_points") and self.shard(name).optimize():
+            with self._lock:  # nor a collection closed or deleted meanwhile
+                release_mapped_pages(self.root / name)
 
     # --- aliases ------------------------------------------------------------------------------------
     def aliases(self) -> dict[str, str]:
@@ -456,8 +462,7 @@ class EdgeVectorStore(CollectionStore):
         return None if plan.idf_corpus is None else E.SearchParams(idf=E.IdfParams(corpus=plan.idf_corpus))
 
     def _update(self, operation: E.UpdateOperation) -> None:
-        self.folder.shard(self._name).update(operation)
-        self.folder.settle(self._name)
+        self.folder.write(self._name, operation)
 
 
 class EdgeActiveIndex(ActiveIndex):
