@@ -167,7 +167,10 @@ class EdgeFolder:
                 for n, size in dense.items()
             },
             sparse_vectors={
-                n: E.EdgeSparseVectorParams(modifier=E.Modifier.Idf, memory=E.Memory.Cold) for n in sparse
+                n: E.EdgeSparseVectorParams(
+                    modifier=E.Modifier.Idf, memory=E.Memory.Cold if segment_points > 0 else None
+                )
+                for n in sparse
             },
             **_sealed_layout(max(dense.values(), default=0), segment_points),
         )
@@ -452,6 +455,8 @@ class EdgeVectorStore(CollectionStore):
         import qdrant_edge as E
 
         if isinstance(plan.vector, list):
+            if not (self.folder.config(self._name) or {}).get("segment_points"):
+                return None  # never sealed: no int8 copies to re-score
             rescore, oversampling = (
                 self._settings.quantization_rescore,
                 self._settings.quantization_oversampling,

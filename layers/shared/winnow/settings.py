@@ -63,11 +63,12 @@ class QdrantSettings(BaseSettings):
     )
     max_attempts: int = Field(default=3, ge=1, le=10)
     edge_segment_points: int = Field(
-        default=4096,
+        default=0,
         ge=0,
         le=1_000_000,
         description="Qdrant Edge (embedded): points a collection's appendable segment takes before a write "
-        "seals it (int8-quantized, indexes on disk); 0 never seals. Applied when a collection is created.",
+        "seals it (int8-quantized, indexes on disk); 0 (the default) never seals: a sealing step costs an "
+        "ingest more memory than its cap leaves (docs/benchmarks.md). Applied when a collection is created.",
     )
     # Collection layout for Qdrant Cloud, applied when a collection is created (docs/scaling.md explains
     # the defaults). The embedded engine ignores what it lacks; changing one later needs a new collection
