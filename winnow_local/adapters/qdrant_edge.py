@@ -225,10 +225,14 @@ class EdgeFolder:
 
     def write(self, name: str, operation: E.UpdateOperation) -> None:
         """Apply ``operation`` to the collection, then seal its appendable segment if it is due. Writes to
-        the folder go one at a time (Edge applies a shard's updates one at a time anyway), so that
+        a sealed collection go one at a time (Edge applies a shard's updates one at a time anyway), so that
         ``release_mapped_pages`` after a sealing step runs while no write can unmap a file of the shard
         and let its addresses be reused: advice on a range that had become another mapping would drop
-        that mapping's pages."""
+        that mapping's pages. Other collections write as before."""
+        config = self.config(name)
+        if not (config and config.get("segment_points")):
+            self.shard(name).update(operation)
+            return
         with self._writes:
             self.shard(name).update(operation)
             self._seal_if_due(name)
@@ -243,8 +247,7 @@ class EdgeFolder:
         segments would otherwise hold every one of them resident. Only a collection created to be sealed
         is: on one created before (no ``segment_points`` in its layout), Edge's default optimizer would
         convert every point at once and build a graph, the very conversion an ingest has no memory for."""
-        config = self.config(name)
-        if config and config.get("segment_points") and self.shard(name).optimize():
+        if self.shard(name).optimize():
             with self._lock:  # nor a collection closed or deleted meanwhile
                 release_mapped_pages(self.root / name)
 
