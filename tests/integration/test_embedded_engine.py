@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 from qdrant_client import QdrantClient
 
+from tests.support.memory import resident_kb
 from tests.support.qdrant import PROFILE, keys, point, qsettings, query
 from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
 from winnow.settings import QdrantSettings
@@ -150,18 +151,6 @@ def test_once_edge_holds_the_folder_the_old_local_index_no_longer_decides(tmp_pa
     assert migrate_if_needed(folder, QdrantSettings()) is False
 
 
-def resident_kb_under(folder: Path) -> int:
-    """This process's resident kilobytes in its mappings of files under ``folder``."""
-    total, current = 0, ""
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        fields = line.split()
-        if fields[0] == "Rss:":
-            total += int(fields[1]) if current.startswith(str(folder) + "/") else 0
-        elif not fields[0].endswith(":"):
-            current = fields[5] if len(fields) > 5 else ""
-    return total
-
-
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps")
 def test_opening_a_shard_keeps_no_page_it_read_to_open_and_loses_nothing(tmp_path: Path) -> None:
     # Given a folder whose shard holds points in its write-ahead log and payload indexes
@@ -177,7 +166,7 @@ def test_opening_a_shard_keeps_no_page_it_read_to_open_and_loses_nothing(tmp_pat
         assert len(keys(store.search(query("acme", "alpha", limit=5)))) == 5
         # Then what loading read (the log's replay, the indexes' pages mapped whole) is not resident
         # (it was 25 MB and more: five keyword indexes of 5 MB each, docs/benchmarks.md)
-        assert resident_kb_under(folder) < 4 * 1024
+        assert resident_kb(folder) < 4 * 1024
         # And writes after it land and outlive the process
         store.upsert([point("acme", "late.txt", "gamma delta")])
         assert keys(store.search(query("acme", "gamma")))[0] == "late.txt"
@@ -219,7 +208,7 @@ def test_a_collection_is_sealed_in_steps_and_keeps_its_answers(tmp_path: Path) -
         assert 4 <= info.segments_count <= 8
         # And the pages each sealing read and wrote are not kept resident (1.7 MB here without the release,
         # growing with every segment sealed)
-        assert resident_kb_under(tmp_path / "qdrant") < 1024
+        assert resident_kb(tmp_path / "qdrant") < 1024
         # And each search finds exactly the right points, in sealed segments and the appendable one
         gamma = {f"doc{i}.txt" for i in range(2, 300, 4)}
         for mode in ("dense", "sparse", "hybrid"):

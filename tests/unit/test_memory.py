@@ -13,23 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.memory import resident_kb
 from winnow_local.memory import limit_malloc_arenas, release_mapped_pages
 
 SIZE = 4 * 1024 * 1024
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
-
-
-def resident_kb(path: Path) -> int:
-    """This process's resident kilobytes in its mappings of ``path``."""
-    total, current = 0, ""
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        fields = line.split()
-        if fields[0] == "Rss:":
-            total += int(fields[1]) if current == str(path) else 0
-        elif not fields[0].endswith(":"):
-            current = fields[5] if len(fields) > 5 else ""
-    return total
 
 
 def mapped(path: Path, flags: int) -> mmap.mmap:
