@@ -223,14 +223,18 @@ class EdgeFolder:
                 self._shards[name] = shard
             return shard
 
+    def sealed(self, name: str) -> bool:
+        """Whether the collection was created to be sealed in steps (``segment_points`` in its layout)."""
+        config = self.config(name)
+        return bool(config and config.get("segment_points"))
+
     def write(self, name: str, operation: E.UpdateOperation) -> None:
         """Apply ``operation`` to the collection, then seal its appendable segment if it is due. Writes to
         a sealed collection go one at a time (Edge applies a shard's updates one at a time anyway), so that
         ``release_mapped_pages`` after a sealing step runs while no write can unmap a file of the shard
         and let its addresses be reused: advice on a range that had become another mapping would drop
         that mapping's pages. Other collections write as before."""
-        config = self.config(name)
-        if not (config and config.get("segment_points")):
+        if not self.sealed(name):
             self.shard(name).update(operation)
             return
         with self._writes:
@@ -458,8 +462,8 @@ class EdgeVectorStore(CollectionStore):
         import qdrant_edge as E
 
         if isinstance(plan.vector, list):
-            if not (self.folder.config(self._name) or {}).get("segment_points"):
-                return None  # never sealed: no int8 copies to re-score
+            if not self.folder.sealed(self._name):
+                return None  # no int8 copies to re-score
             rescore, oversampling = (
                 self._settings.quantization_rescore,
                 self._settings.quantization_oversampling,
