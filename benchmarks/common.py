@@ -13,6 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# The first lines of a benchmark's child process that stands for the `winnow` command: the process set-up
+# the command does before anything else. A checkout from before that set-up existed has no such module.
+AS_THE_COMMAND = """
+try:
+    from winnow_local.memory import limit_malloc_arenas
+    limit_malloc_arenas()
+except ImportError:
+    pass
+"""
+
 
 def positive_int(text: str) -> int:
     value = int(text)

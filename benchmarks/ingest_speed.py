@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import machine, positive_int, table
+from benchmarks.common import AS_THE_COMMAND, machine, positive_int, table
 from benchmarks.ingest_scale import BUNDLED_SCIFACT, DEFAULT_SCIFACT, load_documents
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,13 +46,10 @@ for group in embedder.request_groups(texts):
 print(json.dumps({"seconds": time.perf_counter() - started, "vectors": count}))
 """
 
-_INGEST = """
+_INGEST = (
+    AS_THE_COMMAND
+    + """
 import io, json, sys, time
-try:  # as the winnow command starts (a checkout before it has no such module)
-    from winnow_local.memory import limit_malloc_arenas
-    limit_malloc_arenas()
-except ImportError:
-    pass
 from winnow.factory import get_container
 from winnow_local.cli.ingest import collect_files, ingest_files
 from winnow_local.runtime import LocalRuntime
@@ -69,14 +66,12 @@ for r in results:
 chunks = sum(int(r.get("chunks") or 0) for r in results)
 print(json.dumps({"seconds": seconds, "statuses": statuses, "chunks": chunks}))
 """
+)
 
-_SEARCH = """
+_SEARCH = (
+    AS_THE_COMMAND
+    + """
 import json, time
-try:  # as the winnow command starts (a checkout before it has no such module)
-    from winnow_local.memory import limit_malloc_arenas
-    limit_malloc_arenas()
-except ImportError:
-    pass
 from winnow_local.runtime import LocalRuntime
 runtime = LocalRuntime()
 started = time.perf_counter()
@@ -84,6 +79,7 @@ response = runtime.call_api("POST", "/search", body={"query": "vitamin D and bon
 print(json.dumps({"status": response.status, "seconds": time.perf_counter() - started,
                   "results": len(response.json().get("results") or [])}))
 """
+)
 
 
 def child(code: str, args: list[str], root: Path, home: Path) -> dict[str, Any]:

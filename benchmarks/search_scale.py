@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import machine, positive_int, table
+from benchmarks.common import AS_THE_COMMAND, machine, positive_int, table
 from benchmarks.ingest_scale import BUNDLED_SCIFACT, DEFAULT_SCIFACT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,13 +47,10 @@ seconds = load(store, Corpus(int(sys.argv[1]), 1), lambda message: None)
 print(json.dumps({"seconds": seconds}))
 """
 
-_SEARCH = """
+_SEARCH = (
+    AS_THE_COMMAND
+    + """
 import json, sys, time
-try:  # as the winnow command starts (a checkout before it has no such module)
-    from winnow_local.memory import limit_malloc_arenas
-    limit_malloc_arenas()
-except ImportError:
-    pass
 def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
@@ -94,6 +91,7 @@ print(json.dumps({"p50_ms": times[len(times) // 2] * 1000, "p95_ms": times[int(l
                   "queries_per_s": len(times) / elapsed, "answered": answered, "timed": len(times),
                   "first_query_peak_mb": first_peak, "first_query_resident_kb": first_resident}))
 """
+)
 
 # Where a search process's resident memory is, by mapping: the Edge shard's files by kind (the path part
 # that names them), then heap and anonymous memory; everything else (libraries, the model) is "other".
