@@ -10,12 +10,19 @@ touches them again: about 45 MB of a search process at 5,000 chunks (docs/benchm
 Only *shared* file mappings are released (``MADV_DONTNEED``): their contents live in the page cache
 and the file, so nothing is lost; the next access maps the page back. Private mappings (whose pages may
 hold copy-on-write changes) are left alone. Linux only: elsewhere, or when ``/proc`` is not there, it
-does nothing."""
+does nothing.
+
+``room`` runs a memory-heavy step (sealing an Edge segment) with what registered holders can rebuild on
+demand (the document model's session) given back first."""
 
 from __future__ import annotations
 
 import sys
+import weakref
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
+from typing import Protocol
 
 _MADV_DONTNEED = 4  # Linux, on every architecture Winnow runs on (x86-64, arm64)
 _M_ARENA_MAX = -8  # glibc's mallopt parameter
@@ -64,3 +71,46 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     return bool(mallopt(_M_ARENA_MAX, arenas))
+
+
+class Releasable(Protocol):
+    def released(self) -> AbstractContextManager[object]:
+        """While open, what the holder can rebuild on demand is given back (and not used)."""
+        ...
+
+
+_holders: weakref.WeakKeyDictionary[Releasable, None] = weakref.WeakKeyDictionary()  # in order
+
+
+def releasable(holder: Releasable) -> None:
+    """Let ``room`` release what ``holder`` keeps (held weakly: registering keeps nothing alive)."""
+    _holders[holder] = None
+
+
+@contextmanager
+def room() -> Iterator[None]:
+    """Run a memory-heavy step with every registered holder's memory given back and malloc trimmed.
+
+    Why: sealing an Edge segment of 8,192 points maps and writes about 120 MB on top of the process,
+    and an ingest holds the document model's session (about 166 MB once it has run) beside it: the two
+    together took an ingest past its 400 MB cap, either alone does not (docs/benchmarks.md, issue 28).
+    Holders are released one after the other and restored in reverse order when the step is done."""
+    with ExitStack() as stack:
+        for holder in list(_holders):
+            stack.enter_context(holder.released())
+        trim_malloc()
+        yield
+
+
+def trim_malloc() -> bool:
+    """Return the free memory at the top of glibc's heaps to the system; whether it could."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        malloc_trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return False
+    malloc_trim.argtypes = [ctypes.c_size_t]
+    return bool(malloc_trim(0))

@@ -284,3 +284,40 @@ def test_pages_are_released_after_sealing_only_while_no_write_can_run(
         assert shard_info(engine).points_count == 400
     finally:
         engine.close()
+
+
+def test_a_sealing_step_runs_with_the_holders_memory_given_back_and_only_a_sealing_step(
+    tmp_path: Path,
+) -> None:
+    # Given a collection sealed every 64 points, and a holder of memory (as the document model is)
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    from winnow_local.memory import releasable
+
+    settings = qsettings(edge_segment_points=64)
+    engine = open_folder(tmp_path / "qdrant", settings)
+    steps: list[tuple[int, int]] = []
+
+    class Holder:
+        @contextmanager
+        def released(self) -> Iterator[None]:
+            before = shard_info(engine).segments_count
+            try:
+                yield
+            finally:
+                steps.append((before, shard_info(engine).segments_count))
+
+    holder = Holder()
+    releasable(holder)
+    try:
+        store = engine.store(PROFILE, settings)
+        # When 300 points are written, 20 at a time (15 writes)
+        for start in range(0, 300, 20):
+            store.upsert([point("acme", f"doc{i}.txt", "alpha beta") for i in range(start, start + 20)])
+        # Then each segment was sealed while the holder's memory was given back, and no other write asked
+        # for it: every step it was asked for sealed a segment
+        assert 3 <= len(steps) == shard_info(engine).segments_count - 1 < 15
+        assert all(after > before for before, after in steps)
+    finally:
+        engine.close()

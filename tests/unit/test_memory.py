@@ -1,20 +1,24 @@
 """How local processes keep memory down: releasing the pages of an engine's shared file mappings (the
-resident memory goes, the data stays; private mappings and files elsewhere are left alone), and a cap on
-malloc's arenas."""
+resident memory goes, the data stays; private mappings and files elsewhere are left alone), a cap on
+malloc's arenas, and memory-heavy steps run with what holders can rebuild given back (``room``)."""
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import mmap
 import re
 import subprocess
 import sys
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.support.memory import resident_kb
-from winnow_local.memory import limit_malloc_arenas, release_mapped_pages
+from winnow_local.memory import limit_malloc_arenas, releasable, release_mapped_pages, room
 
 SIZE = 4 * 1024 * 1024
 
@@ -112,3 +116,66 @@ def test_malloc_keeps_at_most_two_arenas_however_many_threads_allocate() -> None
 def test_elsewhere_than_linux_malloc_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "platform", "darwin")
     assert limit_malloc_arenas() is False
+
+
+class Holder:
+    """What ``room`` releases: records when its memory was given back and restored."""
+
+    def __init__(self, name: str, events: list[str]) -> None:
+        self.name, self.events = name, events
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        self.events.append(f"release {self.name}")
+        try:
+            yield
+        finally:
+            self.events.append(f"restore {self.name}")
+
+
+def test_a_step_in_room_runs_with_every_holder_released_and_restored_after() -> None:
+    # Given two holders registered
+    events: list[str] = []
+    first, second = Holder("first", events), Holder("second", events)
+    releasable(first)
+    releasable(second)
+    # When a step runs in room()
+    with room():
+        events.append("step")
+    # Then both were released before it and restored after it, the last released restored first
+    assert events == ["release first", "release second", "step", "restore second", "restore first"]
+
+
+def test_a_holder_nobody_keeps_is_not_kept_by_registering_it() -> None:
+    # Given a holder registered and then dropped by its owner
+    events: list[str] = []
+    holder = Holder("gone", events)
+    releasable(holder)
+    alive = weakref.ref(holder)
+    del holder
+    gc.collect()
+    # Then registering kept nothing alive, and room() does not reach it
+    assert alive() is None
+    with room():
+        pass
+    assert events == []
+
+
+def test_a_holder_that_cannot_release_stops_the_step_and_the_others_are_restored() -> None:
+    # Given a holder whose release fails after another holder was released
+    events: list[str] = []
+
+    class Broken(Holder):
+        @contextmanager
+        def released(self) -> Iterator[None]:
+            raise RuntimeError("cannot release")
+            yield
+
+    kept, broken = Holder("kept", events), Broken("broken", events)
+    releasable(kept)
+    releasable(broken)
+    # When a step runs in room(): the error reaches the caller, the step does not run on a full process,
+    # and the holder released before is restored
+    with pytest.raises(RuntimeError), room():
+        events.append("step")
+    assert "release kept" in events and "restore kept" in events and "step" not in events

@@ -278,3 +278,55 @@ def test_prepare_entry_point_writes_the_pinned_files(
     assert sha256_of(tmp_path / "q" / QUERY_MODEL_FILE) == QUERY_MODEL_SHA256
     assert sha256_of(tmp_path / "q" / QUERY_DATA_FILE) == QUERY_DATA_SHA256
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q"]  # no scratch folder left behind
+
+
+def test_released_waits_for_runs_in_flight_holds_new_ones_and_drops_the_document_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given an embedder whose document run is in flight (held inside the model run until told to go on)
+    import threading
+
+    embedder = LocalOnnxEmbedder()
+    texts = ["sealing a segment", "the model gives its memory back"]
+    before = embedder.embed(texts, "document")
+    pool, in_run, go_on = embedder._pool, threading.Event(), threading.Event()
+
+    def held_pool(*args: object) -> object:
+        in_run.set()
+        go_on.wait(10)
+        return pool(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embedder, "_pool", held_pool)
+    results: dict[str, object] = {}
+    running = threading.Thread(target=lambda: results.update(first=embedder.embed(texts, "document")))
+    running.start()
+    assert in_run.wait(10)
+    # When a step asks for the memory back
+    entered, leave = threading.Event(), threading.Event()
+
+    def step() -> None:
+        with embedder.released():
+            results["session during the step"] = embedder._document_session
+            entered.set()
+            leave.wait(10)
+
+    stepping = threading.Thread(target=step)
+    stepping.start()
+    # Then it waits for the run in flight to finish
+    assert not entered.wait(0.3)
+    go_on.set()
+    assert entered.wait(10)
+    assert results["first"] == before
+    assert results["session during the step"] is None
+    # And a document run asked for meanwhile waits for the step, while a query does not
+    later = threading.Thread(target=lambda: results.update(later=embedder.embed(texts, "document")))
+    later.start()
+    assert embedder.embed(["a question"], "query")
+    later.join(0.3)
+    assert later.is_alive()
+    leave.set()
+    stepping.join(10)
+    later.join(30)
+    # And the run after the step rebuilt the session and gives the same vectors
+    assert results["later"] == before
+    assert embedder._document_session is not None

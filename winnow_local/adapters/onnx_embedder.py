@@ -23,7 +23,8 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from winnow.errors import ConfigurationError
 from winnow.models import EmbeddingProfile
 from winnow.ports import Embedder, InputType
+from winnow_local.memory import releasable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -159,6 +161,10 @@ class LocalOnnxEmbedder(Embedder):
         self._tokenizer: Any = None
         self._counting_tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
+        self._gate = threading.Condition()  # document runs against ``released`` (see there)
+        self._documents_running = 0
+        self._documents_held = False
+        releasable(self)
 
     @property
     def profile(self) -> EmbeddingProfile:
@@ -238,9 +244,50 @@ class LocalOnnxEmbedder(Embedder):
             )
         return self._model_file
 
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """Drop the document session (its weights and the runtime's arena for the largest run: about
+        166 MB after an ingest's runs) until the block ends; document runs in flight finish first, new
+        ones wait, and the first one after rebuilds the session. Queries are not held up. Why: a memory-
+        heavy step (sealing an Edge segment, ``winnow_local.memory.room``) must not add to it. Not from
+        a thread inside ``embed``: it would wait for itself."""
+        with self._gate:
+            while self._documents_held:  # another thread's block: one at a time
+                self._gate.wait()
+            self._documents_held = True
+            while self._documents_running:
+                self._gate.wait()
+        try:
+            with self._lock:
+                self._document_session = None
+            yield
+        finally:
+            with self._gate:
+                self._documents_held = False
+                self._gate.notify_all()
+
+    @contextmanager
+    def _document_run(self) -> Iterator[None]:
+        with self._gate:
+            while self._documents_held:
+                self._gate.wait()
+            self._documents_running += 1
+        try:
+            yield
+        finally:
+            with self._gate:
+                self._documents_running -= 1
+                self._gate.notify_all()
+
     def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
         if not texts:
             return []
+        if input_type != "document":
+            return self._embed(texts, input_type)
+        with self._document_run():
+            return self._embed(texts, input_type)
+
+    def _embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
         import numpy as np
 
         session, tokenizer = self._load(input_type)

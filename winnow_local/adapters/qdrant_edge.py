@@ -44,7 +44,7 @@ from winnow.adapters.qdrant_points import payload_of
 from winnow.errors import ConfigurationError, ProviderRejected
 from winnow.observability import logger
 from winnow.ports import ActiveIndex
-from winnow_local.memory import release_mapped_pages
+from winnow_local.memory import release_mapped_pages, room
 
 if TYPE_CHECKING:
     import qdrant_edge as E
@@ -78,6 +78,7 @@ class EdgeFolder:
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._writes = threading.Lock()  # see ``write``
+        self._sealed_floor: dict[str, int] = {}  # see ``_seal_if_due``
         self._shards: dict[str, E.EdgeShard] = {}
         self._configs: dict[str, dict[str, Any]] = {}
         self.closed = False
@@ -199,6 +200,7 @@ class EdgeFolder:
             if shard is not None:
                 shard.close()
             self._configs.pop(name, None)
+            self._sealed_floor.pop(name, None)
             folder = self.root / name
             (folder / _COLLECTION_FILE).unlink()
             shutil.rmtree(folder, ignore_errors=True)
@@ -242,18 +244,31 @@ class EdgeFolder:
             self._seal_if_due(name)
 
     def _seal_if_due(self, name: str) -> None:
-        """Seal the collection's appendable segment once it holds its ``segment_points`` (Edge's optimizer:
-        a no-op until then, about 27 us). Why: an appendable segment keeps its sparse index and payload
-        index maps on the heap and is searched by reading every original vector, so a search process
-        holding one of 50,000 points was far over its memory budget; sealing every few thousand points
-        keeps each conversion (and its memory) small, where one over the whole shard would not fit in an
-        ingest. The pages the conversion read and wrote are released after it: an ingest that seals many
-        segments would otherwise hold every one of them resident. Only a collection created to be sealed
-        is: on one created before (no ``segment_points`` in its layout), Edge's default optimizer would
-        convert every point at once and build a graph, the very conversion an ingest has no memory for."""
-        if self.shard(name).optimize():
+        """Seal the collection's appendable segment once it holds its ``segment_points``. Why: an
+        appendable segment keeps its sparse index and payload index maps on the heap and is searched by
+        reading every original vector, so a search process holding one of 50,000 points was far over its
+        memory budget; sealing every few thousand points keeps each conversion (and its memory) small,
+        where one over the whole shard would not fit in an ingest. The step runs in ``room()``, with the
+        document model's session given back: the two together took an ingest past its 400 MB cap. The
+        pages the conversion read and wrote are released after it: an ingest that seals many segments
+        would otherwise hold every one of them resident. Edge's optimizer runs only then (so a vacuum of
+        deleted points also waits for a seal). Only a collection created to be sealed is: on one created
+        before (no ``segment_points`` in its layout), Edge's default optimizer would convert every point
+        at once and build a graph, the very conversion an ingest has no memory for."""
+        config = self.config(name)
+        shard = self.shard(name)
+        if (
+            config is None
+            or _unsealed_points(shard) - self._sealed_floor.get(name, 0) < config["segment_points"]
+        ):
+            return
+        with room():
+            shard.optimize()
             with self._lock:  # nor a collection closed or deleted meanwhile
                 release_mapped_pages(self.root / name)
+        # What the count still reads after a step (points without keywords, see ``_unsealed_points``) is
+        # not due: the next step waits for ``segment_points`` more, so a miscount costs one step at most.
+        self._sealed_floor[name] = _unsealed_points(shard)
 
     # --- aliases ------------------------------------------------------------------------------------
     def aliases(self) -> dict[str, str]:
@@ -535,6 +550,15 @@ def _sealed_layout(dimension: int, segment_points: int) -> dict[str, Any]:
             indexing_threshold=kilobytes, max_segment_size=kilobytes, default_segment_number=2
         ),
     }
+
+
+def _unsealed_points(shard: E.EdgeShard) -> int:
+    """Points whose dense vector is not in a sealed segment yet (about 22 us). Every Winnow point has
+    one dense and one sparse vector, and Edge counts every non-empty sparse vector as indexed (the sparse
+    index exists in every segment), so what is not indexed is the appendable segment's dense vectors,
+    plus the points whose sparse vector is empty (a passage with no keyword)."""
+    info = shard.info()
+    return max(0, 2 * info.points_count - info.indexed_vectors_count)
 
 
 def _edge_vector(vector: list[float] | Any) -> Any:
