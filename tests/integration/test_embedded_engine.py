@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from qdrant_client import QdrantClient
 
 from tests.support.memory import resident_kb
-from tests.support.qdrant import PROFILE, keys, point, qsettings, query
+from tests.support.qdrant import PROFILE, keys, point, qsettings, query, sparse
 from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
 from winnow.settings import QdrantSettings
 from winnow_local.adapters.qdrant_edge import EdgeFolder, migrate_if_needed
@@ -321,3 +321,92 @@ def test_a_sealing_step_runs_with_the_holders_memory_given_back_and_only_a_seali
         assert all(after > before for before, after in steps)
     finally:
         engine.close()
+
+
+def wide_points(count: int, seed: int, first: int = 0) -> list[Any]:
+    """Points of a 384-dimension profile, as the local model writes them, with a passage of 800 characters:
+    sealed segments whose vector and payload files are large enough for a search to map pages of them."""
+    import random
+    import uuid
+
+    from winnow.models import Chunk, ChunkPoint
+
+    rng = random.Random(seed)
+    points = []
+    for i in range(first, first + count):
+        vector = [rng.gauss(0.0, 1.0) for _ in range(384)]
+        norm = math.sqrt(sum(x * x for x in vector))
+        points.append(
+            ChunkPoint(
+                point_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"acme/wide{i}")),
+                tenant="acme",
+                key=f"wide{i}.txt",
+                chunk=Chunk(
+                    index=0, text=f"passage {i} " + "alpha beta " * 72, title="Doc", section_path=(), page=1
+                ),
+                dense=[x / norm for x in vector],
+                sparse=sparse("alpha beta"),
+                metadata={},
+                source_type="text",
+                doc_version='"etag-1"',
+            )
+        )
+    return points
+
+
+def test_a_search_gives_back_the_shard_pages_it_mapped_and_never_waits_for_a_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given 3,200 points of the local model's width, sealed every 800, in a folder opened afresh (as a
+    # search process opens it)
+    import dataclasses
+    import threading
+
+    import winnow_local.adapters.qdrant_edge as edge
+    from winnow.models import EmbeddingProfile
+
+    wide = EmbeddingProfile("test", "wide", 384)
+    settings = qsettings(edge_segment_points=800)
+    engine = open_folder(tmp_path / "qdrant", settings)
+    store = engine.store(wide, settings)
+    points = wide_points(3200, seed=1)
+    for start in range(0, 3200, 400):
+        store.upsert(points[start : start + 400])
+    engine.close()
+    asked = [
+        dataclasses.replace(query("acme", "alpha"), dense=p.dense, mode="dense", limit=30)
+        for p in points[::160]
+    ]
+    engine = open_folder(tmp_path / "qdrant", settings)
+    store = engine.store(wide, settings)
+    assert shard_info(engine).segments_count >= 4
+    # When searches run with the release held off, they leave pages of the shard's files mapped
+    monkeypatch.setattr(edge, "_MAPPED_SLACK_KB", 1 << 30)
+    first = [keys(store.search(q)) for q in asked]
+    kept = resident_kb(tmp_path / "qdrant")
+    assert kept > 1024
+    assert all(found[0] == p.key for found, p in zip(first, points[::160], strict=True))
+    # Then a search past the slack gives them back, and finds the same
+    monkeypatch.setattr(edge, "_MAPPED_SLACK_KB", 0)
+    assert keys(store.search(asked[0])) == first[0]
+    assert resident_kb(tmp_path / "qdrant") < kept / 4
+    # And while a write holds the folder, a search neither waits for it nor releases anything
+    for q in asked:
+        store.search(q)
+    before = resident_kb(tmp_path / "qdrant")
+    done = threading.Event()
+
+    def search() -> None:
+        store.search(asked[1])
+        done.set()
+
+    with engine._writes:
+        threading.Thread(target=search).start()
+        assert done.wait(10)
+    assert resident_kb(tmp_path / "qdrant") > before
+    # And writes after a release land and are found, the next release finding the shard's files anew
+    more = wide_points(900, seed=2, first=3200)
+    store.upsert(more)
+    assert keys(store.search(dataclasses.replace(asked[0], dense=more[5].dense)))[0] == more[5].key
+    assert shard_info(engine).points_count == 4100
+    engine.close()
