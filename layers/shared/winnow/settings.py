@@ -63,12 +63,13 @@ class QdrantSettings(BaseSettings):
     )
     max_attempts: int = Field(default=3, ge=1, le=10)
     edge_segment_points: int = Field(
-        default=0,
+        default=8192,
         ge=0,
         le=1_000_000,
         description="Qdrant Edge (embedded): points a collection's appendable segment takes before a write "
-        "seals it (int8-quantized, indexes on disk); 0 (the default) never seals: a sealing step costs an "
-        "ingest more memory than its cap leaves (docs/benchmarks.md). Applied when a collection is created.",
+        "seals it (int8 copies in RAM, originals and indexes on disk), with the document model's memory "
+        "given back meanwhile; 0 never seals (one appendable segment, read whole by every dense search). "
+        "Applied when a collection is created; docs/benchmarks.md has the figures behind 8,192.",
     )
     # Collection layout for Qdrant Cloud, applied when a collection is created (docs/scaling.md explains
     # the defaults). The embedded engine ignores what it lacks; changing one later needs a new collection
