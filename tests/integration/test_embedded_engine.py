@@ -6,6 +6,7 @@ local mode is refused in one line that says so."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -286,18 +287,29 @@ def test_pages_are_released_after_sealing_only_while_no_write_can_run(
         engine.close()
 
 
+@pytest.fixture
+def holders() -> Iterator[list[tuple[int, int]]]:
+    """Steps seen by a holder of memory registered for one test (and gone after it, whatever happens)."""
+    import winnow_local.memory as memory
+
+    saved = dict(memory._holders)
+    steps: list[tuple[int, int]] = []
+    yield steps
+    memory._holders.clear()
+    memory._holders.update(saved)
+
+
 def test_a_sealing_step_runs_with_the_holders_memory_given_back_and_only_a_sealing_step(
-    tmp_path: Path,
+    tmp_path: Path, holders: list[tuple[int, int]]
 ) -> None:
     # Given a collection sealed every 64 points, and a holder of memory (as the document model is)
-    from collections.abc import Iterator
     from contextlib import contextmanager
 
     from winnow_local.memory import releasable
 
     settings = qsettings(edge_segment_points=64)
     engine = open_folder(tmp_path / "qdrant", settings)
-    steps: list[tuple[int, int]] = []
+    steps = holders
 
     class Holder:
         @contextmanager
@@ -410,3 +422,92 @@ def test_a_search_gives_back_the_shard_pages_it_mapped_and_never_waits_for_a_wri
     assert keys(store.search(dataclasses.replace(asked[0], dense=more[5].dense)))[0] == more[5].key
     assert shard_info(engine).points_count == 4100
     engine.close()
+
+
+def test_points_written_again_or_changed_are_sealed_too_and_counted_for_the_model(
+    tmp_path: Path, holders: list[tuple[int, int]]
+) -> None:
+    # Given a collection sealed every 64 points, 320 of them written and sealed
+    from contextlib import contextmanager
+
+    from winnow_local.memory import releasable
+
+    settings = qsettings(edge_segment_points=64)
+    engine = open_folder(tmp_path / "qdrant", settings)
+
+    class Holder:
+        @contextmanager
+        def released(self) -> Iterator[None]:
+            before = shard_info(engine).segments_count
+            try:
+                yield
+            finally:
+                holders.append((before, shard_info(engine).segments_count))
+
+    holder = Holder()
+    releasable(holder)
+    try:
+        store = engine.store(PROFILE, settings)
+        for start in range(0, 320, 20):
+            store.upsert([point("acme", f"doc{i}.txt", "alpha beta") for i in range(start, start + 20)])
+        sealed = shard_info(engine).segments_count
+        steps = len(holders)
+        # When 200 of them are written again (a re-upload moves each to the appendable segment; the sealed
+        # segments still count the old versions, so the shard's counts no longer tell how many moved)
+        for start in range(0, 200, 20):
+            store.upsert([point("acme", f"doc{i}.txt", "alpha gamma") for i in range(start, start + 20)])
+        # Then they are sealed in steps as new points are, each with the model's memory given back
+        assert shard_info(engine).segments_count >= sealed + 2
+        assert len(holders) >= steps + 2 and all(after > before for before, after in holders)
+        # And so are points whose payload changes (an access or metadata change moves them too)
+        sealed, steps = shard_info(engine).segments_count, len(holders)
+        for i in range(200, 320):
+            assert store.set_metadata("acme", f"doc{i}.txt", {"department": "x"}) == 1
+        assert shard_info(engine).segments_count > sealed
+        assert len(holders) > steps
+        # And nothing was lost
+        assert shard_info(engine).points_count == 320
+        found = keys(store.search(query("acme", "gamma", mode="sparse", limit=300)))
+        assert set(found) == {f"doc{i}.txt" for i in range(200)}
+    finally:
+        engine.close()
+
+
+def test_a_sealing_step_waits_for_reads_in_flight_and_holds_new_ones_back() -> None:
+    # Given a read in flight
+    import threading
+
+    from winnow_local.adapters.qdrant_edge import _ReadGate
+
+    gate = _ReadGate()
+    events: list[str] = []
+    reading = gate.shared()
+    reading.__enter__()
+    # When a sealing step asks to run alone, and another read comes meanwhile
+    step_in, step_go = threading.Event(), threading.Event()
+
+    def step() -> None:
+        with gate.alone():
+            events.append("step")
+            step_in.set()
+            step_go.wait(10)
+
+    def later_read() -> None:
+        with gate.shared():
+            events.append("later read")
+
+    stepping = threading.Thread(target=step)
+    stepping.start()
+    assert not step_in.wait(0.3)  # the step waits for the read in flight
+    late = threading.Thread(target=later_read)
+    late.start()
+    late.join(0.3)
+    assert late.is_alive()  # and the later read waits for the step
+    events.append("first read done")
+    reading.__exit__(None, None, None)
+    assert step_in.wait(10)
+    step_go.set()
+    stepping.join(10)
+    late.join(10)
+    # Then the step ran after the read in flight and before the later read
+    assert events == ["first read done", "step", "later read"]

@@ -255,8 +255,13 @@ class LocalOnnxEmbedder(Embedder):
             while self._documents_held:  # another thread's block: one at a time
                 self._gate.wait()
             self._documents_held = True
-            while self._documents_running:
-                self._gate.wait()
+            try:
+                while self._documents_running:
+                    self._gate.wait()
+            except BaseException:  # interrupted while waiting: document runs must not stay held
+                self._documents_held = False
+                self._gate.notify_all()
+                raise
         try:
             with self._lock:
                 self._document_session = None

@@ -22,7 +22,8 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +80,8 @@ class EdgeFolder:
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._writes = threading.Lock()  # see ``write``
-        self._sealed_floor: dict[str, int] = {}  # see ``_seal_if_due``
+        self._written: dict[str, int] = {}  # see ``_seal_if_due``
+        self._reads = _ReadGate()  # see ``reading``
         self._mapped: dict[str, list[tuple[int, int]]] = {}  # see ``searched``
         self._mapped_mark = 0
         self._shards: dict[str, E.EdgeShard] = {}
@@ -204,7 +206,7 @@ class EdgeFolder:
             if shard is not None:
                 shard.close()
             self._configs.pop(name, None)
-            self._sealed_floor.pop(name, None)
+            self._written.pop(name, None)
             self._mapped.pop(name, None)
             folder = self.root / name
             (folder / _COLLECTION_FILE).unlink()
@@ -227,6 +229,7 @@ class EdgeFolder:
                 # What loading read (the log's replay, indexes mapped whole) a search will not read again;
                 # released before any other thread can reach the shard (see ``write``).
                 release_mapped_pages(self.root / name)
+                self._mapped_mark = mapped_file_kb()
                 self._shards[name] = shard
             return shard
 
@@ -235,19 +238,34 @@ class EdgeFolder:
         config = self.config(name)
         return bool(config and config.get("segment_points"))
 
-    def write(self, name: str, operation: E.UpdateOperation) -> None:
-        """Apply ``operation`` to the collection, then seal its appendable segment if it is due. Writes to
-        a sealed collection go one at a time (Edge applies a shard's updates one at a time anyway), so that
-        ``release_mapped_pages`` after a sealing step runs while no write can unmap a file of the shard
-        and let its addresses be reused: advice on a range that had become another mapping would drop
-        that mapping's pages. Other collections write as before."""
+    def write(self, name: str, operation: E.UpdateOperation, points: int = 0) -> None:
+        """Apply ``operation`` to the collection, then let Edge's optimizer seal its appendable segment if
+        it is due (``_seal_if_due``); ``points``: how many points the operation puts in the appendable
+        segment (an upsert's, a payload change's). Writes to a sealed collection go one at a time (Edge
+        applies a shard's updates one at a time anyway), so that ``release_mapped_pages`` after a sealing
+        step runs while no write can unmap a file of the shard and let its addresses be reused: advice on
+        a range that had become another mapping would drop that mapping's pages. Other collections write
+        as before."""
         if not self.sealed(name):
             self.shard(name).update(operation)
             return
         with self._writes:
             self._mapped.pop(name, None)  # a write may map or unmap the shard's files
-            self.shard(name).update(operation)
-            self._seal_if_due(name)
+            shard = self.shard(name)
+            if name not in self._written:
+                self._written[name] = _unsealed_points(shard)
+            shard.update(operation)
+            self._written[name] += points
+            self._seal_if_due(name, shard)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Around a read of a shard (search, scroll, retrieve, count): a sealing step waits for the reads
+        in flight and holds new ones, so no read still holds a segment the step replaces when the step
+        returns. The replaced segment's files are then unmapped under the write lock, where a release of
+        pages (``searched``) cannot be looking at them, whatever threads Edge drops segments on."""
+        with self._reads.shared():
+            yield
 
     def searched(self, name: str) -> None:
         """After a search of a sealed collection: once the process holds 16 MB more pages of files than
@@ -274,32 +292,34 @@ class EdgeFolder:
         finally:
             self._writes.release()
 
-    def _seal_if_due(self, name: str) -> None:
-        """Seal the collection's appendable segment once it holds its ``segment_points``. Why: an
-        appendable segment keeps its sparse index and payload index maps on the heap and is searched by
-        reading every original vector, so a search process holding one of 50,000 points was far over its
-        memory budget; sealing every few thousand points keeps each conversion (and its memory) small,
-        where one over the whole shard would not fit in an ingest. The step runs in ``room()``, with the
-        document model's session given back: the two together took an ingest past its 400 MB cap. The
-        pages the conversion read and wrote are released after it: an ingest that seals many segments
-        would otherwise hold every one of them resident. Edge's optimizer runs only then (so a vacuum of
-        deleted points also waits for a seal). Only a collection created to be sealed is: on one created
-        before (no ``segment_points`` in its layout), Edge's default optimizer would convert every point
-        at once and build a graph, the very conversion an ingest has no memory for."""
+    def _seal_if_due(self, name: str, shard: E.EdgeShard) -> None:
+        """Run Edge's optimizer, which seals the appendable segment once its dense vectors pass the
+        collection's ``segment_points`` (a no-op until then, about 27 us). Why seal: an appendable segment
+        keeps its sparse index and payload index maps on the heap and is searched by reading every original
+        vector, so a search process holding one of 50,000 points was far over its memory budget; sealing
+        every few thousand points keeps each conversion (and its memory) small. When this process counts
+        that many points written since the last step, the step runs in ``room()``, with the document
+        model's session given back: the two together took an ingest past its 400 MB cap. The count is
+        this process's (starting from ``_unsealed_points``), so Edge may seal before it says so (points
+        the shard held before this process counted them): that step runs beside the model, as before
+        ``room()``; a count that says so too early costs one needless ``room()`` per ``segment_points``
+        points. The pages a step read and wrote are released after it: an ingest that seals many segments
+        would otherwise hold every one of them resident. Only a collection created to be sealed is: on
+        one created before (no ``segment_points`` in its layout), Edge's default optimizer would convert
+        every point at once and build a graph, the very conversion an ingest has no memory for."""
         config = self.config(name)
-        shard = self.shard(name)
-        if (
-            config is None
-            or _unsealed_points(shard) - self._sealed_floor.get(name, 0) < config["segment_points"]
-        ):
-            return
-        with room():
-            shard.optimize()
+        due = config is not None and self._written.get(name, 0) >= config["segment_points"]
+        try:
+            with room() if due else nullcontext(), self._reads.alone():
+                sealed = shard.optimize()
+        finally:
+            if due:
+                self._written[name] = 0  # also when the step failed: not again on every write
+        if sealed:
+            self._written[name] = 0
             with self._lock:  # nor a collection closed or deleted meanwhile
                 release_mapped_pages(self.root / name)
-        # What the count still reads after a step (points without keywords, see ``_unsealed_points``) is
-        # not due: the next step waits for ``segment_points`` more, so a miscount costs one step at most.
-        self._sealed_floor[name] = _unsealed_points(shard)
+                self._mapped_mark = mapped_file_kb()
 
     # --- aliases ------------------------------------------------------------------------------------
     def aliases(self) -> dict[str, str]:
@@ -442,7 +462,7 @@ class EdgeVectorStore(CollectionStore):
             )
             for p in points
         ]
-        self._update(E.UpdateOperation.upsert_points(batch))
+        self._update(E.UpdateOperation.upsert_points(batch), points=len(batch))
 
     def _delete_ids(self, ids: list[str]) -> None:
         import qdrant_edge as E
@@ -457,12 +477,15 @@ class EdgeVectorStore(CollectionStore):
     def _set_payload_where(self, where: Any, payload: dict[str, Any]) -> None:
         import qdrant_edge as E
 
-        self._update(E.UpdateOperation.set_payload_by_filter(where, payload, None))
+        # The points change segment: the appendable one takes each (``EdgeFolder.write``'s count).
+        moved = self._count_where(where) if self.folder.sealed(self._name) else 0
+        self._update(E.UpdateOperation.set_payload_by_filter(where, payload, None), points=moved)
 
     def _count_where(self, where: Any) -> int:
         import qdrant_edge as E
 
-        return int(self.folder.shard(self._name).count(E.CountRequest(exact=True, filter=where)))
+        with self.folder.reading():
+            return int(self.folder.shard(self._name).count(E.CountRequest(exact=True, filter=where)))
 
     def _scroll_page(
         self, where: Any, with_payload: bool | list[str], with_dense: bool, limit: int, offset: Any
@@ -476,11 +499,13 @@ class EdgeVectorStore(CollectionStore):
             with_payload=with_payload,
             with_vector=[DENSE_VECTOR] if with_dense else False,
         )
-        records, next_offset = self.folder.shard(self._name).scroll(request)
+        with self.folder.reading():
+            records, next_offset = self.folder.shard(self._name).scroll(request)
         return list(records), next_offset
 
     def _retrieve_dense(self, ids: list[str]) -> list[Any]:
-        return list(self.folder.shard(self._name).retrieve(list[Any](ids), False, [DENSE_VECTOR]))
+        with self.folder.reading():
+            return list(self.folder.shard(self._name).retrieve(list[Any](ids), False, [DENSE_VECTOR]))
 
     def _query(self, plans: list[QueryPlan]) -> list[list[Any]]:
         import qdrant_edge as E
@@ -497,7 +522,8 @@ class EdgeVectorStore(CollectionStore):
             )
             for p in plans
         ]
-        found = self.folder.shard(self._name).query_batch(E.QueryBatchRequest(requests))
+        with self.folder.reading():
+            found = self.folder.shard(self._name).query_batch(E.QueryBatchRequest(requests))
         self.folder.searched(self._name)
         return [list(hits) for hits in found]
 
@@ -519,8 +545,8 @@ class EdgeVectorStore(CollectionStore):
             )
         return None if plan.idf_corpus is None else E.SearchParams(idf=E.IdfParams(corpus=plan.idf_corpus))
 
-    def _update(self, operation: E.UpdateOperation) -> None:
-        self.folder.write(self._name, operation)
+    def _update(self, operation: E.UpdateOperation, points: int = 0) -> None:
+        self.folder.write(self._name, operation, points)
 
 
 class EdgeActiveIndex(ActiveIndex):
@@ -583,11 +609,55 @@ def _sealed_layout(dimension: int, segment_points: int) -> dict[str, Any]:
     }
 
 
+class _ReadGate:
+    """Reads share it; a sealing step takes it alone (``EdgeFolder.reading``). A step waiting for it holds
+    new reads back, so a steady stream of searches cannot keep a step waiting."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._readers = 0
+        self._alone = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._changed:
+            while self._alone:
+                self._changed.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._readers -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        with self._changed:
+            while self._alone:
+                self._changed.wait()
+            self._alone = True
+            try:
+                while self._readers:
+                    self._changed.wait()
+            except BaseException:
+                self._alone = False
+                self._changed.notify_all()
+                raise
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._alone = False
+                self._changed.notify_all()
+
+
 def _unsealed_points(shard: E.EdgeShard) -> int:
-    """Points whose dense vector is not in a sealed segment yet (about 22 us). Every Winnow point has
-    one dense and one sparse vector, and Edge counts every non-empty sparse vector as indexed (the sparse
-    index exists in every segment), so what is not indexed is the appendable segment's dense vectors,
-    plus the points whose sparse vector is empty (a passage with no keyword)."""
+    """About the points whose dense vector is not in a sealed segment yet (about 22 us): where a process
+    starts counting (``EdgeFolder._seal_if_due``). Every Winnow point has one dense and one sparse vector,
+    and Edge counts every non-empty sparse vector as indexed, so what is not indexed is the appendable
+    segment's dense vectors, plus the points whose sparse vector is empty, minus the replaced and deleted
+    points sealed segments still count (so it can read low)."""
     info = shard.info()
     return max(0, 2 * info.points_count - info.indexed_vectors_count)
 
@@ -688,7 +758,9 @@ def migrate_local_mode(folder: Path, settings: QdrantSettings) -> int:
                     name, limit=256, offset=offset, with_payload=True, with_vectors=True
                 )
                 if records:
-                    store._update(E.UpdateOperation.upsert_points([_edge_point(r) for r in records]))
+                    store._update(
+                        E.UpdateOperation.upsert_points([_edge_point(r) for r in records]), len(records)
+                    )
                 copied += len(records)
                 if offset is None:
                     break
