@@ -511,3 +511,44 @@ def test_a_sealing_step_waits_for_reads_in_flight_and_holds_new_ones_back() -> N
     late.join(10)
     # Then the step ran after the read in flight and before the later read
     assert events == ["first read done", "step", "later read"]
+
+
+def test_a_process_counts_the_points_an_earlier_one_left_unsealed(
+    tmp_path: Path, holders: list[tuple[int, int]]
+) -> None:
+    # Given a collection sealed every 64 points whose appendable segment an earlier process left holding
+    # 50 points written again (which the shard's counts do not show: they still count the old versions)
+    from contextlib import contextmanager
+
+    from winnow_local.memory import releasable
+
+    settings = qsettings(edge_segment_points=64)
+    engine = open_folder(tmp_path / "qdrant", settings)
+    store = engine.store(PROFILE, settings)
+    for start in range(0, 320, 20):
+        store.upsert([point("acme", f"doc{i}.txt", "alpha beta") for i in range(start, start + 20)])
+    store.upsert([point("acme", f"doc{i}.txt", "alpha gamma") for i in range(50)])
+    engine.close()
+    # When another process writes 20 points more, with a holder of memory registered
+    engine = open_folder(tmp_path / "qdrant", settings)
+
+    class Holder:
+        @contextmanager
+        def released(self) -> Iterator[None]:
+            before = shard_info(engine).segments_count
+            try:
+                yield
+            finally:
+                holders.append((before, shard_info(engine).segments_count))
+
+    holder = Holder()
+    releasable(holder)
+    try:
+        store = engine.store(PROFILE, settings)
+        sealed = shard_info(engine).segments_count
+        store.upsert([point("acme", f"new{i}.txt", "alpha delta") for i in range(20)])
+        # Then the segment sealed (70 points) and the step ran with the holder's memory given back
+        assert shard_info(engine).segments_count > sealed
+        assert holders and all(after > before for before, after in holders)
+    finally:
+        engine.close()

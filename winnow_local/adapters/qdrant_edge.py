@@ -253,7 +253,8 @@ class EdgeFolder:
             self._mapped.pop(name, None)  # a write may map or unmap the shard's files
             shard = self.shard(name)
             if name not in self._written:
-                self._written[name] = _unsealed_points(shard)
+                stored = _appendable_points(self.root / name / _SHARD_DIR)
+                self._written[name] = max(_unsealed_points(shard), stored or 0)
             shard.update(operation)
             self._written[name] += points
             self._seal_if_due(name, shard)
@@ -650,6 +651,24 @@ class _ReadGate:
             with self._changed:
                 self._alone = False
                 self._changed.notify_all()
+
+
+def _appendable_points(shard_dir: Path) -> int | None:
+    """The dense vectors of the shard's appendable segment as it was last flushed (Edge 0.9 keeps the
+    count in ``vectors/status.dat``, a little-endian u64, where a sealed segment has a matrix instead):
+    where a process starts counting when the shard's counts read low (``_unsealed_points``). None when
+    there is no such file or it cannot be read: the layout is Edge's, not a contract."""
+    total, found = 0, False
+    for status in shard_dir.glob(f"segments/*/vector_storage-{DENSE_VECTOR}/vectors/status.dat"):
+        try:
+            data = status.read_bytes()
+        except OSError:
+            return None
+        if len(data) < 8:
+            return None
+        total += int.from_bytes(data[:8], "little")
+        found = True
+    return total if found else None
 
 
 def _unsealed_points(shard: E.EdgeShard) -> int:
