@@ -475,12 +475,11 @@ class EdgeVectorStore(CollectionStore):
 
         self._update(E.UpdateOperation.delete_points_by_filter(where))
 
-    def _set_payload_where(self, where: Any, payload: dict[str, Any]) -> None:
+    def _set_payload_where(self, where: Any, payload: dict[str, Any], points: int) -> None:
         import qdrant_edge as E
 
         # The points change segment: the appendable one takes each (``EdgeFolder.write``'s count).
-        moved = self._count_where(where) if self.folder.sealed(self._name) else 0
-        self._update(E.UpdateOperation.set_payload_by_filter(where, payload, None), points=moved)
+        self._update(E.UpdateOperation.set_payload_by_filter(where, payload, None), points=points)
 
     def _count_where(self, where: Any) -> int:
         import qdrant_edge as E

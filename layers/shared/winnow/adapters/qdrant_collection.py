@@ -216,8 +216,9 @@ class CollectionStore(VectorStore):
     def _delete_where(self, where: Any) -> None: ...
 
     @abstractmethod
-    def _set_payload_where(self, where: Any, payload: dict[str, Any]) -> None:
-        """Set these top-level payload fields (each replaced whole) on every point ``where`` selects."""
+    def _set_payload_where(self, where: Any, payload: dict[str, Any], points: int) -> None:
+        """Set these top-level payload fields (each replaced whole) on every point ``where`` selects
+        (``points`` of them, as the caller counted)."""
 
     @abstractmethod
     def _count_where(self, where: Any) -> int: ...
@@ -384,7 +385,7 @@ class CollectionStore(VectorStore):
         if count:
             user_meta, access = split_metadata(metadata)
             payload = {"meta": user_meta, **access}
-            self._call("set metadata", lambda: self._set_payload_where(document, payload))
+            self._call("set metadata", lambda: self._set_payload_where(document, payload, count))
         return count
 
     # --- reads --------------------------------------------------------------------------------------

@@ -290,7 +290,7 @@ class QdrantVectorStore(CollectionStore):
 
         self._client.delete(self._name, points_selector=qm.FilterSelector(filter=where), wait=True)
 
-    def _set_payload_where(self, where: Any, payload: dict[str, Any]) -> None:
+    def _set_payload_where(self, where: Any, payload: dict[str, Any], points: int) -> None:
         from qdrant_client.http import models as qm
 
         self._client.set_payload(
