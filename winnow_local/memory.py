@@ -14,11 +14,13 @@ does nothing. ``shared_mappings`` and ``release_ranges`` do the same in two step
 releases the same ranges again and again (a search process, ``EdgeFolder.searched``).
 
 ``room`` runs a memory-heavy step (sealing an Edge segment) with what registered holders can rebuild on
-demand (the document model's session) given back first."""
+demand (the document model's session) given back first; ``Gate`` lets such a step wait for the work in
+flight that it must not overlap, and hold new work back."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -143,3 +145,48 @@ def trim_malloc() -> bool:
         return False
     malloc_trim.argtypes = [ctypes.c_size_t]
     return bool(malloc_trim(0))
+
+
+class Gate:
+    """Work shares it; a step takes it alone: the step waits for the work in flight and, while it waits
+    and runs, holds new work back, so a steady stream of work cannot keep it waiting. The document
+    model's runs against giving its session back, and an Edge shard's reads against sealing a segment."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._sharing = 0
+        self._alone = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._changed:
+            while self._alone:
+                self._changed.wait()
+            self._sharing += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._sharing -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        """Not from inside ``shared`` on the same thread: it would wait for itself."""
+        with self._changed:
+            while self._alone:  # another step: one at a time
+                self._changed.wait()
+            self._alone = True
+            try:
+                while self._sharing:
+                    self._changed.wait()
+            except BaseException:  # interrupted while waiting: work must not stay held back
+                self._alone = False
+                self._changed.notify_all()
+                raise
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._alone = False
+                self._changed.notify_all()

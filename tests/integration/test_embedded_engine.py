@@ -473,45 +473,6 @@ def test_points_written_again_or_changed_are_sealed_too_and_counted_for_the_mode
         engine.close()
 
 
-def test_a_sealing_step_waits_for_reads_in_flight_and_holds_new_ones_back() -> None:
-    # Given a read in flight
-    import threading
-
-    from winnow_local.adapters.qdrant_edge import _ReadGate
-
-    gate = _ReadGate()
-    events: list[str] = []
-    reading = gate.shared()
-    reading.__enter__()
-    # When a sealing step asks to run alone, and another read comes meanwhile
-    step_in, step_go = threading.Event(), threading.Event()
-
-    def step() -> None:
-        with gate.alone():
-            events.append("step")
-            step_in.set()
-            step_go.wait(10)
-
-    def later_read() -> None:
-        with gate.shared():
-            events.append("later read")
-
-    stepping = threading.Thread(target=step)
-    stepping.start()
-    assert not step_in.wait(0.3)  # the step waits for the read in flight
-    late = threading.Thread(target=later_read)
-    late.start()
-    late.join(0.3)
-    assert late.is_alive()  # and the later read waits for the step
-    events.append("first read done")
-    reading.__exit__(None, None, None)
-    assert step_in.wait(10)
-    step_go.set()
-    stepping.join(10)
-    late.join(10)
-    # Then the step ran after the read in flight and before the later read
-    assert events == ["first read done", "step", "later read"]
-
 
 def test_a_process_counts_the_points_an_earlier_one_left_unsealed(
     tmp_path: Path, holders: list[tuple[int, int]]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.memory import resident_kb
-from winnow_local.memory import limit_malloc_arenas, releasable, release_mapped_pages, room
+from winnow_local.memory import Gate, limit_malloc_arenas, releasable, release_mapped_pages, room
 
 SIZE = 4 * 1024 * 1024
 
@@ -179,3 +179,41 @@ def test_a_holder_that_cannot_release_stops_the_step_and_the_others_are_restored
     with pytest.raises(RuntimeError), room():
         events.append("step")
     assert "release kept" in events and "restore kept" in events and "step" not in events
+
+
+def test_a_step_alone_waits_for_the_work_in_flight_and_holds_new_work_back() -> None:
+    # Given work in flight (an Edge read, a document run)
+    import threading
+
+    gate = Gate()
+    events: list[str] = []
+    reading = gate.shared()
+    reading.__enter__()
+    # When a step asks to run alone (a seal, the model giving its memory back), and more work comes
+    step_in, step_go = threading.Event(), threading.Event()
+
+    def step() -> None:
+        with gate.alone():
+            events.append("step")
+            step_in.set()
+            step_go.wait(10)
+
+    def later_read() -> None:
+        with gate.shared():
+            events.append("later read")
+
+    stepping = threading.Thread(target=step)
+    stepping.start()
+    assert not step_in.wait(0.3)  # the step waits for the read in flight
+    late = threading.Thread(target=later_read)
+    late.start()
+    late.join(0.3)
+    assert late.is_alive()  # and the later read waits for the step
+    events.append("first read done")
+    reading.__exit__(None, None, None)
+    assert step_in.wait(10)
+    step_go.set()
+    stepping.join(10)
+    late.join(10)
+    # Then the step ran after the work in flight and before the later work
+    assert events == ["first read done", "step", "later read"]

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from winnow.errors import ConfigurationError
 from winnow.models import EmbeddingProfile
 from winnow.ports import Embedder, InputType
-from winnow_local.memory import releasable
+from winnow_local.memory import Gate, releasable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -161,9 +161,7 @@ class LocalOnnxEmbedder(Embedder):
         self._tokenizer: Any = None
         self._counting_tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
-        self._gate = threading.Condition()  # document runs against ``released`` (see there)
-        self._documents_running = 0
-        self._documents_held = False
+        self._document_runs = Gate()  # shared by document runs, taken alone by ``released``
         releasable(self)
 
     @property
@@ -251,45 +249,17 @@ class LocalOnnxEmbedder(Embedder):
         ones wait, and the first one after rebuilds the session. Queries are not held up. Why: a memory-
         heavy step (sealing an Edge segment, ``winnow_local.memory.room``) must not add to it. Not from
         a thread inside ``embed``: it would wait for itself."""
-        with self._gate:
-            while self._documents_held:  # another thread's block: one at a time
-                self._gate.wait()
-            self._documents_held = True
-            try:
-                while self._documents_running:
-                    self._gate.wait()
-            except BaseException:  # interrupted while waiting: document runs must not stay held
-                self._documents_held = False
-                self._gate.notify_all()
-                raise
-        try:
+        with self._document_runs.alone():
             with self._lock:
                 self._document_session = None
             yield
-        finally:
-            with self._gate:
-                self._documents_held = False
-                self._gate.notify_all()
-
-    @contextmanager
-    def _document_run(self) -> Iterator[None]:
-        with self._gate:
-            while self._documents_held:
-                self._gate.wait()
-            self._documents_running += 1
-        try:
-            yield
-        finally:
-            with self._gate:
-                self._documents_running -= 1
-                self._gate.notify_all()
 
     def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
         if not texts:
             return []
         if input_type != "document":
             return self._embed(texts, input_type)
-        with self._document_run():
+        with self._document_runs.shared():
             return self._embed(texts, input_type)
 
     def _embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:

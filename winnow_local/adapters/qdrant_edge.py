@@ -45,7 +45,14 @@ from winnow.adapters.qdrant_points import payload_of
 from winnow.errors import ConfigurationError, ProviderRejected
 from winnow.observability import logger
 from winnow.ports import ActiveIndex
-from winnow_local.memory import mapped_file_kb, release_mapped_pages, release_ranges, room, shared_mappings
+from winnow_local.memory import (
+    Gate,
+    mapped_file_kb,
+    release_mapped_pages,
+    release_ranges,
+    room,
+    shared_mappings,
+)
 
 if TYPE_CHECKING:
     import qdrant_edge as E
@@ -81,7 +88,7 @@ class EdgeFolder:
         self._lock = threading.RLock()
         self._writes = threading.Lock()  # see ``write``
         self._written: dict[str, int] = {}  # see ``_seal_if_due``
-        self._reads = _ReadGate()  # see ``reading``
+        self._reads = Gate()  # see ``reading``
         self._mapped: dict[str, list[tuple[int, int]]] = {}  # see ``searched``
         self._mapped_mark = 0
         self._shards: dict[str, E.EdgeShard] = {}
@@ -607,49 +614,6 @@ def _sealed_layout(dimension: int, segment_points: int) -> dict[str, Any]:
             indexing_threshold=kilobytes, max_segment_size=kilobytes, default_segment_number=2
         ),
     }
-
-
-class _ReadGate:
-    """Reads share it; a sealing step takes it alone (``EdgeFolder.reading``). A step waiting for it holds
-    new reads back, so a steady stream of searches cannot keep a step waiting."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._readers = 0
-        self._alone = False
-
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._changed:
-            while self._alone:
-                self._changed.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._readers -= 1
-                self._changed.notify_all()
-
-    @contextmanager
-    def alone(self) -> Iterator[None]:
-        with self._changed:
-            while self._alone:
-                self._changed.wait()
-            self._alone = True
-            try:
-                while self._readers:
-                    self._changed.wait()
-            except BaseException:
-                self._alone = False
-                self._changed.notify_all()
-                raise
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._alone = False
-                self._changed.notify_all()
 
 
 def _appendable_points(shard_dir: Path) -> int | None:
