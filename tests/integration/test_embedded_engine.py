@@ -6,7 +6,8 @@ local mode is refused in one line that says so."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -287,41 +288,49 @@ def test_pages_are_released_after_sealing_only_while_no_write_can_run(
         engine.close()
 
 
+class SealSteps:
+    """A holder of memory (as the document model is) registered for one engine: records, for each step
+    run with its memory given back, the engine's segment count before and after."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.steps: list[tuple[int, int]] = []
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        before = shard_info(self.engine).segments_count
+        try:
+            yield
+        finally:
+            self.steps.append((before, shard_info(self.engine).segments_count))
+
+
 @pytest.fixture
-def holders() -> Iterator[list[tuple[int, int]]]:
-    """Steps seen by a holder of memory registered for one test (and gone after it, whatever happens)."""
+def watch() -> Iterator[Callable[[Any], list[tuple[int, int]]]]:
+    """Register a ``SealSteps`` holder for an engine and return its steps; the holders registered before
+    the test are all there is again after it, whatever happens."""
     import winnow_local.memory as memory
 
     saved = dict(memory._holders)
-    steps: list[tuple[int, int]] = []
-    yield steps
+    watchers: list[SealSteps] = []
+
+    def watch_engine(engine: Any) -> list[tuple[int, int]]:
+        watchers.append(SealSteps(engine))
+        memory.releasable(watchers[-1])
+        return watchers[-1].steps
+
+    yield watch_engine
     memory._holders.clear()
     memory._holders.update(saved)
 
 
 def test_a_sealing_step_runs_with_the_holders_memory_given_back_and_only_a_sealing_step(
-    tmp_path: Path, holders: list[tuple[int, int]]
+    tmp_path: Path, watch: Callable[[Any], list[tuple[int, int]]]
 ) -> None:
     # Given a collection sealed every 64 points, and a holder of memory (as the document model is)
-    from contextlib import contextmanager
-
-    from winnow_local.memory import releasable
-
     settings = qsettings(edge_segment_points=64)
     engine = open_folder(tmp_path / "qdrant", settings)
-    steps = holders
-
-    class Holder:
-        @contextmanager
-        def released(self) -> Iterator[None]:
-            before = shard_info(engine).segments_count
-            try:
-                yield
-            finally:
-                steps.append((before, shard_info(engine).segments_count))
-
-    holder = Holder()
-    releasable(holder)
+    steps = watch(engine)
     try:
         store = engine.store(PROFILE, settings)
         # When 300 points are written, 20 at a time (15 writes)
@@ -425,27 +434,12 @@ def test_a_search_gives_back_the_shard_pages_it_mapped_and_never_waits_for_a_wri
 
 
 def test_points_written_again_or_changed_are_sealed_too_and_counted_for_the_model(
-    tmp_path: Path, holders: list[tuple[int, int]]
+    tmp_path: Path, watch: Callable[[Any], list[tuple[int, int]]]
 ) -> None:
     # Given a collection sealed every 64 points, 320 of them written and sealed
-    from contextlib import contextmanager
-
-    from winnow_local.memory import releasable
-
     settings = qsettings(edge_segment_points=64)
     engine = open_folder(tmp_path / "qdrant", settings)
-
-    class Holder:
-        @contextmanager
-        def released(self) -> Iterator[None]:
-            before = shard_info(engine).segments_count
-            try:
-                yield
-            finally:
-                holders.append((before, shard_info(engine).segments_count))
-
-    holder = Holder()
-    releasable(holder)
+    holders = watch(engine)
     try:
         store = engine.store(PROFILE, settings)
         for start in range(0, 320, 20):
@@ -473,16 +467,11 @@ def test_points_written_again_or_changed_are_sealed_too_and_counted_for_the_mode
         engine.close()
 
 
-
 def test_a_process_counts_the_points_an_earlier_one_left_unsealed(
-    tmp_path: Path, holders: list[tuple[int, int]]
+    tmp_path: Path, watch: Callable[[Any], list[tuple[int, int]]]
 ) -> None:
     # Given a collection sealed every 64 points whose appendable segment an earlier process left holding
     # 50 points written again (which the shard's counts do not show: they still count the old versions)
-    from contextlib import contextmanager
-
-    from winnow_local.memory import releasable
-
     settings = qsettings(edge_segment_points=64)
     engine = open_folder(tmp_path / "qdrant", settings)
     store = engine.store(PROFILE, settings)
@@ -492,18 +481,7 @@ def test_a_process_counts_the_points_an_earlier_one_left_unsealed(
     engine.close()
     # When another process writes 20 points more, with a holder of memory registered
     engine = open_folder(tmp_path / "qdrant", settings)
-
-    class Holder:
-        @contextmanager
-        def released(self) -> Iterator[None]:
-            before = shard_info(engine).segments_count
-            try:
-                yield
-            finally:
-                holders.append((before, shard_info(engine).segments_count))
-
-    holder = Holder()
-    releasable(holder)
+    holders = watch(engine)
     try:
         store = engine.store(PROFILE, settings)
         sealed = shard_info(engine).segments_count
