@@ -5,7 +5,9 @@ local mode is refused in one line that says so."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -234,6 +236,56 @@ def test_a_collection_is_sealed_in_steps_and_keeps_its_answers(tmp_path: Path) -
         assert set(found) == {f"doc{i}.txt" for i in range(0, 300, 4)}
     finally:
         engine.close()
+
+
+def test_a_sealed_collection_answers_dense_searches_as_an_unsealed_one(tmp_path: Path) -> None:
+    # Given the same 400 points with spread vectors, in a collection sealed every 64 points (int8 copies of
+    # its vectors, each segment its own scale) and in one never sealed
+    rng = random.Random(7)
+    points = [
+        dataclasses.replace(
+            point("acme", f"doc{i}.txt", "alpha", metadata={"n": i}),
+            dense=[rng.gauss(0, 1) for _ in range(PROFILE.dimension)],
+        )
+        for i in range(400)
+    ]
+    questions = [[rng.gauss(0, 1) for _ in range(PROFILE.dimension)] for _ in range(20)]
+    engines = []
+    try:
+        answers = []
+        for segment_points in (64, 0):
+            settings = qsettings(edge_segment_points=segment_points)
+            engine = open_folder(tmp_path / f"qdrant-{segment_points}", settings)
+            engines.append(engine)
+            store = engine.store(PROFILE, settings)
+            for start in range(0, 400, 50):
+                store.upsert(points[start : start + 50])
+            answers.append(
+                [
+                    [
+                        (hit.key, hit.score)
+                        for hit in store.search(
+                            dataclasses.replace(
+                                query("acme", "alpha", mode="dense", limit=10, score_threshold=threshold),
+                                dense=question,
+                            )
+                        )
+                    ]
+                    for question in questions
+                    for threshold in (None, 0.9)
+                ]
+            )
+        assert shard_info(engines[0]).segments_count > 2
+        sealed, unsealed = answers
+        # When each answers the same dense questions, with and without a threshold
+        # Then the sealed one finds the same points in the same order, with the original vectors' cosines
+        assert any(0 < len(found) < 10 for found in unsealed)  # the threshold cuts some answers short
+        for got, expected in zip(sealed, unsealed, strict=True):
+            assert [key for key, _ in got] == [key for key, _ in expected]
+            assert [score for _, score in got] == pytest.approx([score for _, score in expected], abs=1e-6)
+    finally:
+        for engine in engines:
+            engine.close()
 
 
 def test_a_collection_made_without_sealing_keeps_one_segment(tmp_path: Path) -> None:
