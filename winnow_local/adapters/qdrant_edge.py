@@ -539,8 +539,8 @@ class EdgeVectorStore(CollectionStore):
         ``oversampling`` x limit points by their int8 copies (``_shortlist``), then the best ``limit`` of
         those by their original vectors (``_request`` with ``among``). Why: Edge's own re-scoring reads
         that many originals in every segment, and each one read from the mapped file maps 16 neighbouring
-        pages (about 18 MB per question at 50,000 chunks); here only the shortlist's are read. Same answers
-        where the int8 order errs by less than the oversampling (docs/benchmarks.md)."""
+        pages; here only the shortlist's are read. The same answers where the int8 order errs by less than
+        the oversampling over the whole shard (figures in docs/benchmarks.md, issue 28)."""
         return (
             isinstance(plan.vector, list)
             and self._settings.quantization_rescore
