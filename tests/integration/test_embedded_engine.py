@@ -19,6 +19,7 @@ from qdrant_client import QdrantClient
 
 from tests.support.memory import resident_kb
 from tests.support.qdrant import PROFILE, keys, point, qsettings, query, sparse
+from winnow.access import ACCESS_KEY, USERS_FIELD, ReadScope
 from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
 from winnow.settings import QdrantSettings
 from winnow_local.adapters.qdrant_edge import EdgeFolder, migrate_if_needed
@@ -286,6 +287,60 @@ def test_a_sealed_collection_answers_dense_searches_as_an_unsealed_one(tmp_path:
     finally:
         for engine in engines:
             engine.close()
+
+
+class WriteBetweenSteps:
+    """A shard whose ``query`` (the second step of a narrowed dense search) first applies ``operation``
+    to the real shard, as a write landing between the two steps would (writes do not wait for reads)."""
+
+    def __init__(self, shard: Any, operation: Any) -> None:
+        self._shard, self._operation, self.steps = shard, operation, 0
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._shard, attribute)
+
+    def query(self, request: Any) -> Any:
+        self.steps += 1
+        self._shard.update(self._operation)
+        return self._shard.query(request)
+
+
+def test_a_dense_search_leaves_out_what_a_write_between_its_steps_took_from_the_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import qdrant_edge as E
+
+    # Given a sealed collection of documents only u1 may read, ten of them the best answers to "gamma"
+    settings = qsettings(edge_segment_points=64)
+    engine = open_folder(tmp_path / "qdrant", settings)
+    try:
+        store = engine.store(PROFILE, settings)
+        only_u1 = {ACCESS_KEY: {"users": ["u1"]}}
+        for start in range(0, 200, 50):
+            store.upsert(
+                [
+                    point("acme", f"doc{i}.txt", "gamma" if i < 10 else "gamma eta", metadata=only_u1)
+                    for i in range(start, start + 50)
+                ]
+            )
+        assert shard_info(engine).segments_count > 1
+        # When a write gives those ten to u2 alone between the shortlist and the re-scoring
+        best = [f"doc{i}.txt" for i in range(10)]
+        (name,) = engine.names()
+        revoke = E.UpdateOperation.set_payload_by_filter(
+            E.Filter(must=[E.FieldCondition(key="key", match=E.MatchAny(best))]), {USERS_FIELD: ["u2"]}
+        )
+        shard = WriteBetweenSteps(engine.shard(name), revoke)
+        monkeypatch.setattr(engine, "shard", lambda _name: shard)
+        found = keys(
+            store.search(query("acme", "gamma", mode="dense", limit=30, reader=ReadScope(users=("u1",))))
+        )
+        # Then u1 gets none of them, from a search that did take two steps
+        assert shard.steps == 1
+        assert len(found) == 30
+        assert not set(found) & set(best)
+    finally:
+        engine.close()
 
 
 def test_a_collection_made_without_sealing_keeps_one_segment(tmp_path: Path) -> None:

@@ -564,13 +564,18 @@ class EdgeVectorStore(CollectionStore):
         )
 
     def _request(self, plan: QueryPlan, among: set[Any] | None = None) -> E.QueryRequest:
-        """The Edge request of ``plan``; ``among``: only those points, scored by their original vectors."""
+        """The Edge request of ``plan``; ``among``: only those points, scored by their original vectors,
+        and still only those the filter admits (a write between the two steps may have changed who may
+        read one)."""
         import qdrant_edge as E
 
+        where = plan.where
+        if among is not None:
+            where = E.Filter(must=[E.HasIdCondition(among), *([where] if where is not None else [])])
         return E.QueryRequest(
             limit=plan.limit,
             query=E.Query.Nearest(_edge_vector(plan.vector), using=plan.using),
-            filter=plan.where if among is None else E.Filter(must=[E.HasIdCondition(among)]),
+            filter=where,
             score_threshold=plan.score_threshold,
             with_payload=SEARCH_PAYLOAD,
             with_vector=[DENSE_VECTOR] if plan.with_dense else False,
