@@ -526,13 +526,35 @@ class EdgeVectorStore(CollectionStore):
             ]
             found = shard.query_batch(E.QueryBatchRequest(requests))
             lists = [
-                list(shard.query(self._request(p, among={hit.id for hit in hits})))
-                if n and hits
-                else list(hits)
+                self._rescored(shard, p, list(hits)) if n else list(hits)
                 for p, hits, n in zip(plans, found, narrowed, strict=True)
             ]
         self.folder.searched(self._name)
         return lists
+
+    def _rescored(self, shard: E.EdgeShard, plan: QueryPlan, shortlist: list[Any]) -> list[Any]:
+        """The best ``plan.limit`` of ``shortlist`` by their original vectors, ties by id (Edge's order
+        among equal scores changes from call to call), with their payloads; or, when a point left off the
+        shortlist could still beat them (``_shortlist_sufficed``), the answer of Edge's own re-scoring in
+        every segment."""
+        if not shortlist:
+            return []
+        scored = list(shard.query(self._request(plan, among=shortlist)))
+        scored.sort(key=lambda hit: (-hit.score, str(hit.id)))
+        best = scored[: plan.limit]
+        if not _shortlist_sufficed(plan, shortlist, best, self._shortlist_size(plan)):
+            return list(shard.query(self._request(plan)))
+        records = {
+            str(record.id): record
+            for record in shard.retrieve(
+                [hit.id for hit in best], SEARCH_PAYLOAD, [DENSE_VECTOR] if plan.with_dense else False
+            )
+        }
+        return [
+            ScoredRecord(record, hit.score)
+            for hit in best
+            if (record := records.get(str(hit.id))) is not None
+        ]
 
     def _narrowed(self, plan: QueryPlan, shard: E.EdgeShard) -> bool:
         """Whether a dense query of a sealed collection is answered in two steps: a shortlist of its best
@@ -553,9 +575,8 @@ class EdgeVectorStore(CollectionStore):
         appendable segment): no payload, no vector, no original read."""
         import qdrant_edge as E
 
-        oversampling = self._settings.quantization_oversampling
         return E.QueryRequest(
-            limit=max(plan.limit, math.ceil(plan.limit * oversampling)),
+            limit=self._shortlist_size(plan),
             query=E.Query.Nearest(_edge_vector(plan.vector), using=plan.using),
             filter=plan.where,
             with_payload=False,
@@ -563,23 +584,37 @@ class EdgeVectorStore(CollectionStore):
             params=E.SearchParams(quantization=E.QuantizationSearchParams(rescore=False)),
         )
 
-    def _request(self, plan: QueryPlan, among: set[Any] | None = None) -> E.QueryRequest:
-        """The Edge request of ``plan``; ``among``: only those points, scored by their original vectors,
-        and still only those the filter admits (a write between the two steps may have changed who may
-        read one)."""
+    def _shortlist_size(self, plan: QueryPlan) -> int:
+        """Twice the candidates Edge re-scores in each segment: a margin over int8's error wide enough
+        that ``_shortlist_sufficed`` seldom sends a question back to Edge (docs/benchmarks.md)."""
+        return max(plan.limit, math.ceil(2 * plan.limit * self._settings.quantization_oversampling))
+
+    def _request(self, plan: QueryPlan, among: list[Any] | None = None) -> E.QueryRequest:
+        """The Edge request of ``plan``; ``among``: the scores by original vectors of every one of those
+        shortlisted points the filter still admits (a write between the steps may have changed who may
+        read one), ids only."""
         import qdrant_edge as E
 
-        where = plan.where
-        if among is not None:
-            where = E.Filter(must=[E.HasIdCondition(among), *([where] if where is not None else [])])
+        if among is None:
+            return E.QueryRequest(
+                limit=plan.limit,
+                query=E.Query.Nearest(_edge_vector(plan.vector), using=plan.using),
+                filter=plan.where,
+                score_threshold=plan.score_threshold,
+                with_payload=SEARCH_PAYLOAD,
+                with_vector=[DENSE_VECTOR] if plan.with_dense else False,
+                params=self._search_params(plan),
+            )
+        ids = {hit.id for hit in among}
+        where = E.Filter(must=[E.HasIdCondition(ids), *([plan.where] if plan.where is not None else [])])
         return E.QueryRequest(
-            limit=plan.limit,
+            limit=len(ids),
             query=E.Query.Nearest(_edge_vector(plan.vector), using=plan.using),
             filter=where,
             score_threshold=plan.score_threshold,
-            with_payload=SEARCH_PAYLOAD,
-            with_vector=[DENSE_VECTOR] if plan.with_dense else False,
-            params=self._search_params(plan) if among is None else _ORIGINALS_ONLY(),
+            with_payload=False,
+            with_vector=False,
+            params=_ORIGINALS_ONLY(),
         )
 
     def _search_params(self, plan: QueryPlan) -> E.SearchParams | None:
@@ -698,6 +733,37 @@ def _edge_vector(vector: list[float] | Any) -> Any:
     if isinstance(vector, list):
         return [float(x) for x in vector]
     return E.SparseVector(list(vector.indices), [float(v) for v in vector.values])
+
+
+class ScoredRecord:
+    """A point Edge retrieved (no score of its own) with the score the shortlist's second step gave it."""
+
+    __slots__ = ("id", "payload", "score", "vector")
+
+    def __init__(self, record: Any, score: float) -> None:
+        self.id, self.payload, self.vector, self.score = record.id, record.payload, record.vector, score
+
+
+# How far an int8 score may stray from the original vectors' cosine for ``_shortlist_sufficed``: about
+# seven standard deviations of the error measured on 384-d vectors (docs/benchmarks.md, issue 28).
+INT8_SCORE_SLACK = 0.01
+
+
+def _shortlist_sufficed(plan: QueryPlan, shortlist: list[Any], best: list[Any], size: int) -> bool:
+    """Whether no point left off ``shortlist`` (hits by int8 score, best first, ``size`` asked for) can
+    belong in ``best`` (the shortlist's best by original vectors): the shortlist held every match, or its
+    last int8 score is more than ``INT8_SCORE_SLACK`` under the score a point must beat (the last of a
+    full answer, else the threshold). Otherwise (near-equal points crowd the shortlist, or a write took
+    shortlisted points away between the steps) the answer must come from Edge's own re-scoring."""
+    if len(shortlist) < size:
+        return True
+    if len(best) >= plan.limit:
+        bar = best[-1].score
+    elif plan.score_threshold is not None:
+        bar = plan.score_threshold
+    else:
+        return False
+    return float(shortlist[-1].score) + INT8_SCORE_SLACK < float(bar)
 
 
 def _ORIGINALS_ONLY() -> E.SearchParams:
