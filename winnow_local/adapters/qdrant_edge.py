@@ -539,7 +539,7 @@ class EdgeVectorStore(CollectionStore):
         every segment."""
         if not shortlist:
             return []
-        scored = list(shard.query(self._request(plan, among=shortlist)))
+        scored = list(shard.query(self._scores_among(plan, shortlist)))
         scored.sort(key=lambda hit: (-hit.score, str(hit.id)))
         best = scored[: plan.limit]
         if not _shortlist_sufficed(plan, shortlist, best, self._shortlist_size(plan)):
@@ -557,12 +557,12 @@ class EdgeVectorStore(CollectionStore):
         ]
 
     def _narrowed(self, plan: QueryPlan, shard: E.EdgeShard) -> bool:
-        """Whether a dense query of a sealed collection is answered in two steps: a shortlist of its best
-        ``oversampling`` x limit points by their int8 copies (``_shortlist``), then the best ``limit`` of
-        those by their original vectors (``_request`` with ``among``). Why: Edge's own re-scoring reads
-        that many originals in every segment, and each one read from the mapped file maps 16 neighbouring
-        pages; here only the shortlist's are read. The same answers where the int8 order errs by less than
-        the oversampling over the whole shard (figures in docs/benchmarks.md, issue 28)."""
+        """Whether a dense query of a sealed collection is answered in two steps: a shortlist of the
+        shard's best points by their int8 copies (``_shortlist``), then their scores by the original
+        vectors (``_scores_among``), of which ``_rescored`` keeps the best. Why: Edge's own re-scoring
+        reads ``oversampling`` x limit originals in every segment, and each one read from the mapped file
+        maps 16 neighbouring pages; here only the shortlist's are read. Where the shortlist may have left
+        out an answer, ``_rescored`` falls back to Edge's re-scoring (figures in docs/benchmarks.md)."""
         return (
             isinstance(plan.vector, list)
             and self._settings.quantization_rescore
@@ -571,8 +571,8 @@ class EdgeVectorStore(CollectionStore):
         )
 
     def _shortlist(self, plan: QueryPlan) -> E.QueryRequest:
-        """The ids of the best ``oversampling`` x limit points by their int8 copies (exact in the
-        appendable segment): no payload, no vector, no original read."""
+        """The ids of the best ``_shortlist_size`` points by their int8 copies (exact in the appendable
+        segment): no payload, no vector, no original read."""
         import qdrant_edge as E
 
         return E.QueryRequest(
@@ -589,23 +589,26 @@ class EdgeVectorStore(CollectionStore):
         that ``_shortlist_sufficed`` seldom sends a question back to Edge (docs/benchmarks.md)."""
         return max(plan.limit, math.ceil(2 * plan.limit * self._settings.quantization_oversampling))
 
-    def _request(self, plan: QueryPlan, among: list[Any] | None = None) -> E.QueryRequest:
-        """The Edge request of ``plan``; ``among``: the scores by original vectors of every one of those
-        shortlisted points the filter still admits (a write between the steps may have changed who may
-        read one), ids only."""
+    def _request(self, plan: QueryPlan) -> E.QueryRequest:
+        """The Edge request of ``plan`` in one step."""
         import qdrant_edge as E
 
-        if among is None:
-            return E.QueryRequest(
-                limit=plan.limit,
-                query=E.Query.Nearest(_edge_vector(plan.vector), using=plan.using),
-                filter=plan.where,
-                score_threshold=plan.score_threshold,
-                with_payload=SEARCH_PAYLOAD,
-                with_vector=[DENSE_VECTOR] if plan.with_dense else False,
-                params=self._search_params(plan),
-            )
-        ids = {hit.id for hit in among}
+        return E.QueryRequest(
+            limit=plan.limit,
+            query=E.Query.Nearest(_edge_vector(plan.vector), using=plan.using),
+            filter=plan.where,
+            score_threshold=plan.score_threshold,
+            with_payload=SEARCH_PAYLOAD,
+            with_vector=[DENSE_VECTOR] if plan.with_dense else False,
+            params=self._search_params(plan),
+        )
+
+    def _scores_among(self, plan: QueryPlan, shortlist: list[Any]) -> E.QueryRequest:
+        """The scores by original vectors of every shortlisted point the filter still admits (a write
+        between the steps may have changed who may read one), ids only."""
+        import qdrant_edge as E
+
+        ids = {hit.id for hit in shortlist}
         where = E.Filter(must=[E.HasIdCondition(ids), *([plan.where] if plan.where is not None else [])])
         return E.QueryRequest(
             limit=len(ids),
