@@ -187,6 +187,12 @@ def test_opening_a_shard_keeps_no_page_it_read_to_open_and_loses_nothing(tmp_pat
         engine.close()
 
 
+def write_docs(store: Any, count: int, text: str) -> None:
+    """Write ``doc0.txt`` .. ``doc{count-1}.txt`` of tenant acme, all with ``text``, 20 to a write."""
+    for start in range(0, count, 20):
+        store.upsert([point("acme", f"doc{i}.txt", text) for i in range(start, min(start + 20, count))])
+
+
 def shard_info(engine: Any) -> Any:
     (name,) = engine.names()
     return engine.shard(name).info()
@@ -385,8 +391,7 @@ def test_a_collection_made_without_sealing_keeps_one_segment(tmp_path: Path) -> 
     try:
         store = engine.store(PROFILE, settings)
         # When 300 points are written in steps
-        for start in range(0, 300, 20):
-            store.upsert([point("acme", f"doc{i}.txt", "alpha beta") for i in range(start, start + 20)])
+        write_docs(store, 300, "alpha beta")
         # Then every point stays in the one appendable segment
         assert shard_info(engine).segments_count == 1
     finally:
@@ -476,8 +481,7 @@ def test_a_sealing_step_runs_with_the_holders_memory_given_back_and_only_a_seali
     try:
         store = engine.store(PROFILE, settings)
         # When 300 points are written, 20 at a time (15 writes)
-        for start in range(0, 300, 20):
-            store.upsert([point("acme", f"doc{i}.txt", "alpha beta") for i in range(start, start + 20)])
+        write_docs(store, 300, "alpha beta")
         # Then each segment was sealed while the holder's memory was given back, and no other write asked
         # for it: every step it was asked for sealed a segment
         assert 3 <= len(steps) == shard_info(engine).segments_count - 1 < 15
@@ -584,14 +588,12 @@ def test_points_written_again_or_changed_are_sealed_too_and_counted_for_the_mode
     holders = watch(engine)
     try:
         store = engine.store(PROFILE, settings)
-        for start in range(0, 320, 20):
-            store.upsert([point("acme", f"doc{i}.txt", "alpha beta") for i in range(start, start + 20)])
+        write_docs(store, 320, "alpha beta")
         sealed = shard_info(engine).segments_count
         steps = len(holders)
         # When 200 of them are written again (a re-upload moves each to the appendable segment; the sealed
         # segments still count the old versions, so the shard's counts no longer tell how many moved)
-        for start in range(0, 200, 20):
-            store.upsert([point("acme", f"doc{i}.txt", "alpha gamma") for i in range(start, start + 20)])
+        write_docs(store, 200, "alpha gamma")
         # Then they are sealed in steps as new points are, each with the model's memory given back
         assert shard_info(engine).segments_count >= sealed + 2
         assert len(holders) >= steps + 2 and all(after > before for before, after in holders)
@@ -617,8 +619,7 @@ def test_a_process_counts_the_points_an_earlier_one_left_unsealed(
     settings = qsettings(edge_segment_points=64)
     engine = open_folder(tmp_path / "qdrant", settings)
     store = engine.store(PROFILE, settings)
-    for start in range(0, 320, 20):
-        store.upsert([point("acme", f"doc{i}.txt", "alpha beta") for i in range(start, start + 20)])
+    write_docs(store, 320, "alpha beta")
     store.upsert([point("acme", f"doc{i}.txt", "alpha gamma") for i in range(50)])
     engine.close()
     # When another process writes 20 points more, with a holder of memory registered
