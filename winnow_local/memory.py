@@ -37,10 +37,12 @@ def release_mapped_pages(folder: Path, maps: str = "/proc/self/maps") -> int:
     return release_ranges(shared_mappings(folder, maps))
 
 
-def shared_mappings(folder: Path, maps: str = "/proc/self/maps", min_bytes: int = 0) -> list[tuple[int, int]]:
-    """The address ranges of this process's shared mappings of files under ``folder`` (of at least
-    ``min_bytes``; none where ``/proc`` is not there). They stay valid only while nothing maps or
-    unmaps those files."""
+def shared_mappings(
+    folder: Path, maps: str = "/proc/self/maps", min_bytes: int = 0, part: str = ""
+) -> list[tuple[int, int]]:
+    """The address ranges of this process's shared mappings of files under ``folder`` whose path holds
+    ``part`` (of at least ``min_bytes``; none where ``/proc`` is not there). They stay valid only while
+    nothing maps or unmaps those files."""
     if not sys.platform.startswith("linux"):
         return []
     try:
@@ -52,6 +54,8 @@ def shared_mappings(folder: Path, maps: str = "/proc/self/maps", min_bytes: int 
     for line in lines:
         fields = line.split(maxsplit=5)
         if len(fields) < 6 or not fields[5].startswith(prefix) or fields[1][3] != "s":
+            continue
+        if part not in fields[5][len(prefix) - 1 :]:
             continue
         start, end = (int(bound, 16) for bound in fields[0].split("-"))
         if end - start >= min_bytes:

@@ -579,6 +579,52 @@ def test_a_search_gives_back_the_shard_pages_it_mapped_and_never_waits_for_a_wri
     engine.close()
 
 
+def dense_resident_kb(folder: Path) -> int:
+    """Resident kilobytes of this process's mappings of Edge's dense vector files under ``folder``."""
+    return sum(
+        resident_kb(path)
+        for path in {p for p in folder.rglob("*") if p.is_file() and "vector_storage-dense" in p.parts}
+    )
+
+
+def test_a_dense_search_of_a_sealed_collection_keeps_none_of_the_vectors_it_read_mapped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given 3,200 points of the local model's width, sealed every 800, in a folder opened afresh, with
+    # the release after a search (past 16 MB of pages) held off
+    import winnow_local.adapters.qdrant_edge as edge
+    from winnow.models import EmbeddingProfile
+
+    wide = EmbeddingProfile("test", "wide", 384)
+    settings = qsettings(edge_segment_points=800)
+    engine = open_folder(tmp_path / "qdrant", settings)
+    store = engine.store(wide, settings)
+    points = wide_points(3200, seed=3)
+    for start in range(0, 3200, 400):
+        store.upsert(points[start : start + 400])
+    engine.close()
+    engine = open_folder(tmp_path / "qdrant", settings)
+    store = engine.store(wide, settings)
+    assert shard_info(engine).segments_count >= 4
+    monkeypatch.setattr(edge, "_MAPPED_SLACK_KB", 1 << 30)
+    asked = [
+        dataclasses.replace(query("acme", "alpha"), dense=p.dense, mode="dense", limit=30)
+        for p in points[::100]
+    ]
+    # When 32 dense searches run, each re-scoring a shortlist of original vectors
+    found = [keys(store.search(q)) for q in asked]
+    # Then each finds its point, and none of the original vectors read stays mapped (a read maps up to
+    # 16 neighbouring pages: 32 searches held 4.5 MB of them before), while the payloads read do
+    assert all(hits[0] == p.key for hits, p in zip(found, points[::100], strict=True))
+    assert dense_resident_kb(tmp_path / "qdrant") < 64
+    assert resident_kb(tmp_path / "qdrant") > 256
+    # And while a write holds the folder, a search leaves the vectors it read mapped rather than wait
+    with engine._writes:
+        store.search(asked[0])
+    assert dense_resident_kb(tmp_path / "qdrant") > 64
+    engine.close()
+
+
 def test_points_written_again_or_changed_are_sealed_too_and_counted_for_the_model(
     tmp_path: Path, watch: Callable[[Any], list[tuple[int, int]]]
 ) -> None:

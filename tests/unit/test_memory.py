@@ -18,7 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.memory import resident_kb
-from winnow_local.memory import Gate, limit_malloc_arenas, releasable, release_mapped_pages, room
+from winnow_local.memory import (
+    Gate,
+    limit_malloc_arenas,
+    releasable,
+    release_mapped_pages,
+    room,
+    shared_mappings,
+)
 
 SIZE = 4 * 1024 * 1024
 
@@ -67,6 +74,26 @@ def test_private_mappings_and_files_elsewhere_are_left_alone(tmp_path: Path) -> 
     assert private[0:7] == b"private"
     private.close()
     elsewhere.close()
+
+
+def test_the_mappings_of_one_kind_of_file_are_found_by_a_part_of_their_path_below_the_folder(
+    tmp_path: Path,
+) -> None:
+    # Given a folder whose own path holds the part, with two kinds of file mapped shared under it
+    folder = tmp_path / "vector_storage-dense" / "shard"
+    (folder / "segment" / "vector_storage-dense").mkdir(parents=True)
+    (folder / "segment" / "payload_storage").mkdir(parents=True)
+    vectors = mapped(folder / "segment" / "vector_storage-dense" / "chunk_0.mmap", mmap.MAP_SHARED)
+    payloads = mapped(folder / "segment" / "payload_storage" / "page_0.dat", mmap.MAP_SHARED)
+    # When the mappings whose path below the folder holds the part are looked up
+    found = shared_mappings(folder, part="/vector_storage-dense/")
+    # Then only the vectors' is found, and without a part both are
+    start = ctypes.addressof(ctypes.c_char.from_buffer(vectors))
+    assert found == [(start, start + SIZE)]
+    assert len(shared_mappings(folder)) == 2
+    del start
+    vectors.close()
+    payloads.close()
 
 
 def test_elsewhere_than_linux_nothing_is_done(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

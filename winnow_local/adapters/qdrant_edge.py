@@ -71,6 +71,8 @@ _LOCAL_MODE_BACKUP = "local-mode"
 _FORMAT = 1
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 _MAPPED_SLACK_KB = 16 * 1024  # see ``EdgeFolder.searched``
+_DENSE_FILES = "/vector_storage-dense/"  # Edge's folder of a segment's dense vectors
+_SCORED_PER_READ = 60  # see ``EdgeVectorStore._rescored``
 
 
 class EdgeFolder:
@@ -90,7 +92,7 @@ class EdgeFolder:
         self._writes = threading.Lock()  # see ``write``
         self._written: dict[str, int] = {}  # see ``_seal_if_due``
         self._reads = Gate()  # see ``reading``
-        self._mapped: dict[str, list[tuple[int, int]]] = {}  # see ``searched``
+        self._mapped: dict[str, dict[str, list[tuple[int, int]]]] = {}  # see ``_ranges``
         self._mapped_mark = 0
         self._shards: dict[str, E.EdgeShard] = {}
         self._configs: dict[str, dict[str, Any]] = {}
@@ -293,13 +295,33 @@ class EdgeFolder:
             with self._lock:
                 if self.closed or name not in self._shards:
                     return
-                ranges = self._mapped.get(name)
-                if ranges is None:
-                    ranges = self._mapped[name] = shared_mappings(self.root / name, min_bytes=1 << 20)
-                release_ranges(ranges)
+                release_ranges(self._ranges(name))
                 self._mapped_mark = mapped_file_kb()
         finally:
             self._writes.release()
+
+    def release_vectors(self, name: str) -> None:
+        """Within a search of a sealed collection: release the pages of the shard's dense vectors that
+        this process maps. Why: every original vector a search reads maps up to 16 neighbouring pages, so
+        the shortlist's originals, read at once, were the first question's peak (figures in
+        docs/benchmarks.md); released between parts of that read, they never add up. Skipped while a
+        write runs, as ``searched`` is."""
+        if not self._writes.acquire(blocking=False):
+            return
+        try:
+            with self._lock:
+                if not self.closed and name in self._shards:
+                    release_ranges(self._ranges(name, _DENSE_FILES))
+        finally:
+            self._writes.release()
+
+    def _ranges(self, name: str, part: str = "") -> list[tuple[int, int]]:
+        """The address ranges of the shard's shared file mappings of at least 1 MB whose path holds
+        ``part``, looked up once per write (about 3 ms); call with ``_writes`` and ``_lock`` held."""
+        known = self._mapped.setdefault(name, {})
+        if part not in known:
+            known[part] = shared_mappings(self.root / name, min_bytes=1 << 20, part=part)
+        return known[part]
 
     def _seal_if_due(self, name: str, shard: E.EdgeShard) -> None:
         """Run Edge's optimizer, which seals the appendable segment once its dense vectors pass the
@@ -536,10 +558,16 @@ class EdgeVectorStore(CollectionStore):
         """The best ``plan.limit`` of ``shortlist`` by their original vectors, ties by id (Edge's order
         among equal scores changes from call to call), with their payloads; or, when a point left off the
         shortlist could still beat them (``_shortlist_sufficed``), the answer of Edge's own re-scoring in
-        every segment."""
+        every segment. The originals are read ``_SCORED_PER_READ`` at a time, the pages of what was read
+        before released ahead of each part and of the payloads (``EdgeFolder.release_vectors``): one part's
+        pages at most are ever on top of the process."""
         if not shortlist:
             return []
-        scored = list(shard.query(self._scores_among(plan, shortlist)))
+        scored = []
+        for start in range(0, len(shortlist), _SCORED_PER_READ):
+            self.folder.release_vectors(self._name)  # what the step before read
+            scored += shard.query(self._scores_among(plan, shortlist[start : start + _SCORED_PER_READ]))
+        self.folder.release_vectors(self._name)
         scored.sort(key=lambda hit: (-hit.score, str(hit.id)))
         best = scored[: plan.limit]
         if not _shortlist_sufficed(plan, shortlist, best, self._shortlist_size(plan)):
@@ -585,9 +613,10 @@ class EdgeVectorStore(CollectionStore):
         )
 
     def _shortlist_size(self, plan: QueryPlan) -> int:
-        """Twice the candidates Edge re-scores in each segment: a margin over int8's error wide enough
-        that ``_shortlist_sufficed`` seldom sends a question back to Edge (docs/benchmarks.md)."""
-        return max(plan.limit, math.ceil(2 * plan.limit * self._settings.quantization_oversampling))
+        """One and a half times the candidates Edge re-scores in each segment: a margin over int8's error
+        wide enough that ``_shortlist_sufficed`` seldom sends a question back to Edge, and no wider, as
+        every original read costs time and pages (docs/benchmarks.md)."""
+        return max(plan.limit, math.ceil(1.5 * plan.limit * self._settings.quantization_oversampling))
 
     def _request(self, plan: QueryPlan) -> E.QueryRequest:
         """The Edge request of ``plan`` in one step."""
