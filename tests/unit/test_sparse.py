@@ -226,6 +226,32 @@ def test_encoder_invariants(text: str) -> None:
     assert set(document.indices) == {encoder.term_id(term) for term in encoder.analyze(text)}
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(_WORDS, st.text(max_size=400)))
+def test_the_terms_are_the_runs_of_letters_and_digits_of_the_normalised_text(text: str) -> None:
+    import re
+    import unicodedata
+
+    encoder = Bm25Encoder()
+    runs = re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text).casefold())
+    kept = [run for run in runs if run not in encoder.stop_words and len(run) <= 64]
+    assert encoder.analyze(text) == [encoder._stemmer().stemWord(run) for run in kept]
+
+
+@settings(max_examples=300, deadline=None)
+@given(question=_WORDS, passage=st.one_of(_WORDS, st.text(max_size=400)))
+def test_coverage_is_the_share_of_the_question_terms_among_the_passage_terms(
+    question: str, passage: str
+) -> None:
+    encoder = Bm25Encoder()
+    query = encoder.encode_query(question)
+    held = set(encoder.encode_document(passage).indices)
+    expected = len(set(query.indices) & held) / len(query.indices) if query.indices else 0.0
+    assert encoder.coverage(query, passage) == expected
+    if query.indices:
+        assert encoder.coverage(query, question) == 1.0
+
+
 def test_coverage_is_the_share_of_the_query_terms_a_passage_holds() -> None:
     encoder = Bm25Encoder()
     # Given a question of three keyword terms (stop-words drop out, stems match inflections)
@@ -238,3 +264,6 @@ def test_coverage_is_the_share_of_the_query_terms_a_passage_holds() -> None:
     # Then coverage is the share of the question's terms found, and a query without terms covers nothing
     assert (every, some, none) == (1.0, pytest.approx(1 / 3), 0.0)
     assert encoder.coverage(encoder.encode_query("the of and"), "the of and") == 0.0
+    # And a word too long to be a term holds nothing, even one whose stem a question's term shares
+    long_word = "walk" * 16  # 64 characters: a term
+    assert encoder.coverage(encoder.encode_query(long_word), long_word + "ing") == 0.0

@@ -78,8 +78,19 @@ ENGLISH_STOP_WORDS = frozenset(
         "with",
     ]
 )
-_TOKEN = re.compile(r"[^\W_]+")
+_WORD = re.compile(r"\w+")
 _MAX_TOKEN_CHARS = 64
+
+
+def _words(text: str) -> list[str]:
+    """The runs of letters and digits of ``text`` (an underscore splits them), NFKC-normalised and
+    casefolded. Why ``\\w+`` split on ``_`` rather than ``[^\\W_]+``: the same tokens, found in two
+    thirds of the time, and this runs over every candidate passage of every search (``coverage``)."""
+    normal = unicodedata.normalize("NFKC", text).casefold()
+    words = _WORD.findall(normal)
+    if "_" in normal:
+        words = [part for word in words for part in word.split("_") if part]
+    return words
 
 
 class Bm25Encoder:
@@ -119,11 +130,7 @@ class Bm25Encoder:
 
     def _tokens(self, text: str) -> list[str]:
         stop_words = self.stop_words
-        return [
-            token
-            for token in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
-            if token not in stop_words and len(token) <= _MAX_TOKEN_CHARS
-        ]
+        return [token for token in _words(text) if token not in stop_words and len(token) <= _MAX_TOKEN_CHARS]
 
     def _analyze_token_uncached(self, token: str) -> tuple[str, int]:
         stem = self._stemmer().stemWord(token)
@@ -161,7 +168,12 @@ class Bm25Encoder:
         wanted = set(query.indices)
         if not wanted:
             return 0.0
-        return len(wanted.intersection(self._term_ids(text))) / len(wanted)
+        # Each distinct word once: a passage repeats most of its words, and this runs on every candidate.
+        words = set(_words(text))
+        words.difference_update(self.stop_words)
+        analyze_token = self._analyze_token
+        held = {analyze_token(word)[1] for word in words if len(word) <= _MAX_TOKEN_CHARS}
+        return len(wanted & held) / len(wanted)
 
     def encode_query(self, text: str) -> SparseVector:
         """One dimension per distinct query term, weight 1.0: Qdrant multiplies in the IDF."""
