@@ -289,16 +289,10 @@ class EdgeFolder:
         ingest. The ranges are looked up once per write (about 3 ms) and released in about 1 ms."""
         if not self.sealed(name) or mapped_file_kb() - self._mapped_mark < _MAPPED_SLACK_KB:
             return
-        if not self._writes.acquire(blocking=False):
-            return
-        try:
-            with self._lock:
-                if self.closed or name not in self._shards:
-                    return
+        with self._releasable(name) as releasable:
+            if releasable:
                 release_ranges(self._ranges(name))
                 self._mapped_mark = mapped_file_kb()
-        finally:
-            self._writes.release()
 
     def release_vectors(self, name: str) -> None:
         """Within a search of a sealed collection: release the pages of the shard's dense vectors that
@@ -306,12 +300,21 @@ class EdgeFolder:
         the shortlist's originals, read at once, were the first question's peak (figures in
         docs/benchmarks.md); released between parts of that read, they never add up. Skipped while a
         write runs, as ``searched`` is."""
+        with self._releasable(name) as releasable:
+            if releasable:
+                release_ranges(self._ranges(name, _DENSE_FILES))
+
+    @contextmanager
+    def _releasable(self, name: str) -> Iterator[bool]:
+        """Holds writes off, without waiting for one, and the registry of shards; yields whether the
+        shard's pages may be released now: no write runs (a write may map or unmap the shard's files) and
+        the shard is open. A search must not wait for an ingest, so a running write means no release."""
         if not self._writes.acquire(blocking=False):
+            yield False
             return
         try:
             with self._lock:
-                if not self.closed and name in self._shards:
-                    release_ranges(self._ranges(name, _DENSE_FILES))
+                yield not self.closed and name in self._shards
         finally:
             self._writes.release()
 
