@@ -168,11 +168,9 @@ class Bm25Encoder:
         wanted = set(query.indices)
         if not wanted:
             return 0.0
-        # Each distinct word once: a passage repeats most of its words, and this runs on every candidate.
-        words = set(_words(text))
-        words.difference_update(self.stop_words)
+        # Each distinct token once: a passage repeats most of its words, and this runs on every candidate.
         analyze_token = self._analyze_token
-        held = {analyze_token(word)[1] for word in words if len(word) <= _MAX_TOKEN_CHARS}
+        held = {analyze_token(token)[1] for token in set(self._tokens(text))}
         return len(wanted & held) / len(wanted)
 
     def encode_query(self, text: str) -> SparseVector:
