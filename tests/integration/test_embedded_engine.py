@@ -521,32 +521,42 @@ def wide_points(count: int, seed: int, first: int = 0) -> list[Any]:
     return points
 
 
+def reopened_wide_store(folder: Path, seed: int) -> tuple[Any, Any, list[Any]]:
+    """3,200 ``wide_points`` written to a collection sealed every 800, then the folder opened afresh (as a
+    search process opens it): its engine, its store and the points."""
+    from winnow.models import EmbeddingProfile
+
+    wide = EmbeddingProfile("test", "wide", 384)
+    settings = qsettings(edge_segment_points=800)
+    engine = open_folder(folder, settings)
+    store = engine.store(wide, settings)
+    points = wide_points(3200, seed=seed)
+    for start in range(0, 3200, 400):
+        store.upsert(points[start : start + 400])
+    engine.close()
+    engine = open_folder(folder, settings)
+    assert shard_info(engine).segments_count >= 4
+    return engine, engine.store(wide, settings), points
+
+
+def dense_questions(points: list[Any]) -> list[Any]:
+    """Dense searches of 30 for each of ``points``' vectors."""
+    return [
+        dataclasses.replace(query("acme", "alpha"), dense=p.dense, mode="dense", limit=30) for p in points
+    ]
+
+
 def test_a_search_gives_back_the_shard_pages_it_mapped_and_never_waits_for_a_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given 3,200 points of the local model's width, sealed every 800, in a folder opened afresh (as a
     # search process opens it)
-    import dataclasses
     import threading
 
     import winnow_local.adapters.qdrant_edge as edge
-    from winnow.models import EmbeddingProfile
 
-    wide = EmbeddingProfile("test", "wide", 384)
-    settings = qsettings(edge_segment_points=800)
-    engine = open_folder(tmp_path / "qdrant", settings)
-    store = engine.store(wide, settings)
-    points = wide_points(3200, seed=1)
-    for start in range(0, 3200, 400):
-        store.upsert(points[start : start + 400])
-    engine.close()
-    asked = [
-        dataclasses.replace(query("acme", "alpha"), dense=p.dense, mode="dense", limit=30)
-        for p in points[::160]
-    ]
-    engine = open_folder(tmp_path / "qdrant", settings)
-    store = engine.store(wide, settings)
-    assert shard_info(engine).segments_count >= 4
+    engine, store, points = reopened_wide_store(tmp_path / "qdrant", seed=1)
+    asked = dense_questions(points[::160])
     # When searches run with the release held off, they leave pages of the shard's files mapped
     monkeypatch.setattr(edge, "_MAPPED_SLACK_KB", 1 << 30)
     first = [keys(store.search(q)) for q in asked]
@@ -593,24 +603,10 @@ def test_a_dense_search_of_a_sealed_collection_keeps_none_of_the_vectors_it_read
     # Given 3,200 points of the local model's width, sealed every 800, in a folder opened afresh, with
     # the release after a search (past 16 MB of pages) held off
     import winnow_local.adapters.qdrant_edge as edge
-    from winnow.models import EmbeddingProfile
 
-    wide = EmbeddingProfile("test", "wide", 384)
-    settings = qsettings(edge_segment_points=800)
-    engine = open_folder(tmp_path / "qdrant", settings)
-    store = engine.store(wide, settings)
-    points = wide_points(3200, seed=3)
-    for start in range(0, 3200, 400):
-        store.upsert(points[start : start + 400])
-    engine.close()
-    engine = open_folder(tmp_path / "qdrant", settings)
-    store = engine.store(wide, settings)
-    assert shard_info(engine).segments_count >= 4
+    engine, store, points = reopened_wide_store(tmp_path / "qdrant", seed=3)
     monkeypatch.setattr(edge, "_MAPPED_SLACK_KB", 1 << 30)
-    asked = [
-        dataclasses.replace(query("acme", "alpha"), dense=p.dense, mode="dense", limit=30)
-        for p in points[::100]
-    ]
+    asked = dense_questions(points[::100])
     # When 32 dense searches run, each re-scoring a shortlist of original vectors
     found = [keys(store.search(q)) for q in asked]
     # Then each finds its point, and none of the original vectors read stays mapped (a read maps up to
