@@ -332,17 +332,20 @@ def test_a_dense_search_of_a_sealed_collection_gives_equal_scores_the_same_answe
 
 class WriteBetweenSteps:
     """A shard whose ``query`` (the second step of a narrowed dense search) first applies ``operation``
-    to the real shard, as a write landing between the two steps would (writes do not wait for reads)."""
+    to the real shard, as a write landing between the two steps would (writes do not wait for reads):
+    marked as a change of the collection's points, as ``EdgeFolder.write`` marks each."""
 
-    def __init__(self, shard: Any, operation: Any) -> None:
+    def __init__(self, shard: Any, operation: Any, folder: Any, name: str) -> None:
         self._shard, self._operation, self.steps = shard, operation, 0
+        self._folder, self._name = folder, name
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self._shard, attribute)
 
     def query(self, request: Any) -> Any:
         self.steps += 1
-        self._shard.update(self._operation)
+        with self._folder.changing(self._name):
+            self._shard.update(self._operation)
         return self._shard.query(request)
 
 
@@ -371,7 +374,7 @@ def test_a_dense_search_leaves_out_what_a_write_between_its_steps_took_from_the_
         revoke = E.UpdateOperation.set_payload_by_filter(
             E.Filter(must=[E.FieldCondition(key="key", match=E.MatchAny(best))]), {USERS_FIELD: ["u2"]}
         )
-        shard = WriteBetweenSteps(engine.shard(name), revoke)
+        shard = WriteBetweenSteps(engine.shard(name), revoke, engine, name)
         monkeypatch.setattr(engine, "shard", lambda _name: shard)
         found = keys(
             store.search(query("acme", "gamma", mode="dense", limit=30, reader=ReadScope(users=("u1",))))
@@ -380,6 +383,98 @@ def test_a_dense_search_leaves_out_what_a_write_between_its_steps_took_from_the_
         assert shard.steps >= 1
         assert len(found) == 30
         assert not set(found) & set(best)
+    finally:
+        engine.close()
+
+
+class SearchSpy:
+    """The real shard, counting its searches (``query_batch``); ``before``, if given, runs ahead of the
+    first one, as a write landing while a search runs would."""
+
+    def __init__(self, shard: Any, before: Callable[[], None] | None = None) -> None:
+        self._shard, self._before, self.searches = shard, before, 0
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._shard, attribute)
+
+    def query_batch(self, batch: Any) -> Any:
+        self.searches += 1
+        if self._before is not None:
+            before, self._before = self._before, None
+            before()
+        return self._shard.query_batch(batch)
+
+
+def answers(found: list[Any]) -> list[tuple[str, float]]:
+    return [(hit.key, round(hit.score, 6)) for hit in found]
+
+
+@pytest.mark.parametrize("segment_points", [0, 64])
+def test_a_search_of_points_all_readable_skips_the_filter_and_answers_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, segment_points: int
+) -> None:
+    # Given a collection holding one tenant's documents, none restricted
+    settings = qsettings(edge_segment_points=segment_points)
+    engine = open_folder(tmp_path / "qdrant", settings)
+    try:
+        store = engine.store(PROFILE, settings)
+        write_docs(store, 200, "alpha beta")
+        store.upsert([point("acme", "gamma.txt", "gamma delta alpha")])
+        asked = [query("acme", "alpha gamma", mode=mode, limit=20) for mode in ("hybrid", "dense", "sparse")]
+        sent: list[list[Any]] = []
+        answered = type(store)._answers
+        monkeypatch.setattr(
+            type(store), "_answers", lambda s, plans: sent.append(plans) or answered(s, plans)
+        )
+        # When its tenant searches, in each mode
+        found = [answers(store.search(q)) for q in asked]
+        # Then the engine is asked without the filter (every point would pass it), for the same answers
+        assert sent and all(p.where is None and p.idf_corpus is None for plans in sent for p in plans)
+        monkeypatch.setattr(engine, "admits_all", lambda *_: False)
+        assert found == [answers(store.search(q)) for q in asked]
+        assert all(found)
+    finally:
+        engine.close()
+
+
+def test_a_search_after_another_tenants_point_is_written_filters_again(tmp_path: Path) -> None:
+    # Given one tenant's documents, searched once (the filter found to admit every point)
+    settings = qsettings(edge_segment_points=64)
+    engine = open_folder(tmp_path / "qdrant", settings)
+    try:
+        store = engine.store(PROFILE, settings)
+        write_docs(store, 100, "beta")
+        assert "intruder.txt" not in keys(store.search(query("acme", "alpha", limit=5)))
+        # When another tenant's document, the best answer to the question, is written
+        store.upsert([point("globex", "intruder.txt", "alpha alpha alpha")])
+        # Then the first tenant's next searches never see it; the other tenant's do
+        for mode in ("hybrid", "dense", "sparse"):
+            assert "intruder.txt" not in keys(store.search(query("acme", "alpha", mode=mode, limit=5)))
+        assert keys(store.search(query("globex", "alpha", limit=5))) == ["intruder.txt"]
+    finally:
+        engine.close()
+
+
+def test_a_write_landing_during_a_search_without_the_filter_makes_it_ask_again_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given one tenant's documents (every point readable by its callers)
+    settings = qsettings(edge_segment_points=0)
+    engine = open_folder(tmp_path / "qdrant", settings)
+    try:
+        store = engine.store(PROFILE, settings)
+        write_docs(store, 50, "beta")
+        (name,) = engine.names()
+        # When another tenant's document, the best answer, is written while the search runs
+        spy = SearchSpy(
+            engine.shard(name), lambda: store.upsert([point("globex", "intruder.txt", "alpha alpha alpha")])
+        )
+        monkeypatch.setattr(engine, "shard", lambda _name: spy)
+        found = keys(store.search(query("acme", "alpha", limit=5)))
+        # Then the search was asked again, with the filter, and does not show it
+        assert spy.searches == 2
+        assert "intruder.txt" not in found
+        assert len(found) == 5
     finally:
         engine.close()
 

@@ -137,6 +137,9 @@ class QueryPlan:
     score_threshold: float | None = None
     with_dense: bool = False
     idf_corpus: Any = None  # sparse: the points IDF is counted over (the caller's readable ones), None = all
+    # ``where`` is only the caller's readable points (no filter of the request): an engine that knows every
+    # point of the collection is readable may search without it (``EdgeVectorStore._query``).
+    scope_only: bool = False
 
 
 class CollectionStore(VectorStore):
@@ -513,7 +516,15 @@ class CollectionStore(VectorStore):
         idf_corpus = readable_filter(self.conditions, query.tenant, query.reader or ReadScope())
         if not self._require_for_search():
             return []
-        dense = QueryPlan(list(query.dense or []), DENSE_VECTOR, where, query.limit, query.score_threshold)
+        scope_only = not query.filters
+        dense = QueryPlan(
+            list(query.dense or []),
+            DENSE_VECTOR,
+            where,
+            query.limit,
+            query.score_threshold,
+            scope_only=scope_only,
+        )
 
         def sparse(with_dense: bool) -> QueryPlan:
             assert query.sparse is not None
@@ -521,7 +532,13 @@ class CollectionStore(VectorStore):
             # narrow results, they do not re-weigh terms, and no document the caller cannot read (another
             # tenant's, or a restricted one of their own) makes a term common or rare.
             return QueryPlan(
-                query.sparse, SPARSE_VECTOR, where, query.limit, with_dense=with_dense, idf_corpus=idf_corpus
+                query.sparse,
+                SPARSE_VECTOR,
+                where,
+                query.limit,
+                with_dense=with_dense,
+                idf_corpus=idf_corpus,
+                scope_only=scope_only,
             )
 
         if query.mode == "dense":
