@@ -430,7 +430,7 @@ def test_a_search_of_points_all_readable_skips_the_filter_and_answers_the_same(
         found = [answers(store.search(q)) for q in asked]
         # Then the engine is asked without the filter (every point would pass it), for the same answers
         assert sent and all(p.where is None and p.idf_corpus is None for plans in sent for p in plans)
-        monkeypatch.setattr(engine, "admits_all", lambda *_: False)
+        monkeypatch.setattr(engine, "holds_none", lambda *_: False)
         assert found == [answers(store.search(q)) for q in asked]
         assert all(found)
     finally:
@@ -451,6 +451,30 @@ def test_a_search_after_another_tenants_point_is_written_filters_again(tmp_path:
         for mode in ("hybrid", "dense", "sparse"):
             assert "intruder.txt" not in keys(store.search(query("acme", "alpha", mode=mode, limit=5)))
         assert keys(store.search(query("globex", "alpha", limit=5))) == ["intruder.txt"]
+    finally:
+        engine.close()
+
+
+def test_a_restricted_document_keeps_the_filter_for_those_it_does_not_list(tmp_path: Path) -> None:
+    # Given one tenant's open documents and one, the best answer, that only u2 may read
+    settings = qsettings(edge_segment_points=64)
+    engine = open_folder(tmp_path / "qdrant", settings)
+    try:
+        store = engine.store(PROFILE, settings)
+        write_docs(store, 100, "beta")
+        store.upsert(
+            [point("acme", "private.txt", "alpha alpha alpha", metadata={ACCESS_KEY: {"users": ["u2"]}})]
+        )
+        u1, u2 = ReadScope(open_documents=True, users=("u1",)), ReadScope(open_documents=True, users=("u2",))
+        for mode in ("hybrid", "dense", "sparse"):
+            # When u1 searches, then u2
+            # Then u1 never sees it, and u2 does
+            assert "private.txt" not in keys(
+                store.search(query("acme", "alpha", mode=mode, limit=5, reader=u1))
+            )
+            assert (
+                keys(store.search(query("acme", "alpha", mode=mode, limit=5, reader=u2)))[0] == "private.txt"
+            )
     finally:
         engine.close()
 

@@ -39,6 +39,7 @@ from winnow.adapters.qdrant_filters import (
     readable_filter,
     search_filter,
     tenant_filter,
+    unreadable_filters,
 )
 from winnow.adapters.qdrant_points import DENSE_VECTOR, SPARSE_VECTOR, dense_of, fuse_rrf, stored_chunk
 from winnow.errors import (
@@ -137,9 +138,10 @@ class QueryPlan:
     score_threshold: float | None = None
     with_dense: bool = False
     idf_corpus: Any = None  # sparse: the points IDF is counted over (the caller's readable ones), None = all
-    # ``where`` is only the caller's readable points (no filter of the request): an engine that knows every
-    # point of the collection is readable may search without it (``EdgeVectorStore._query``).
-    scope_only: bool = False
+    # Given only when ``where`` and ``idf_corpus`` are the caller's readable points alone (no filter of the
+    # request): filters that between them hold every point the caller may not read. An engine that finds
+    # none holds a point may search without ``where`` and ``idf_corpus`` (``EdgeVectorStore._query``).
+    unreadable: tuple[Any, ...] | None = None
 
 
 class CollectionStore(VectorStore):
@@ -516,14 +518,18 @@ class CollectionStore(VectorStore):
         idf_corpus = readable_filter(self.conditions, query.tenant, query.reader or ReadScope())
         if not self._require_for_search():
             return []
-        scope_only = not query.filters
+        unreadable = (
+            None
+            if query.filters
+            else unreadable_filters(self.conditions, query.tenant, query.reader or ReadScope())
+        )
         dense = QueryPlan(
             list(query.dense or []),
             DENSE_VECTOR,
             where,
             query.limit,
             query.score_threshold,
-            scope_only=scope_only,
+            unreadable=unreadable,
         )
 
         def sparse(with_dense: bool) -> QueryPlan:
@@ -538,7 +544,7 @@ class CollectionStore(VectorStore):
                 query.limit,
                 with_dense=with_dense,
                 idf_corpus=idf_corpus,
-                scope_only=scope_only,
+                unreadable=unreadable,
             )
 
         if query.mode == "dense":

@@ -29,7 +29,12 @@ class Conditions(Protocol):
 
     def is_empty(self, path: str) -> Any: ...
 
-    def filter(self, must: list[Any] | None = None, should: list[Any] | None = None) -> Any: ...
+    def filter(
+        self,
+        must: list[Any] | None = None,
+        should: list[Any] | None = None,
+        must_not: list[Any] | None = None,
+    ) -> Any: ...
 
 
 class QdrantConditions:
@@ -55,10 +60,15 @@ class QdrantConditions:
 
         return qm.IsEmptyCondition(is_empty=qm.PayloadField(key=path))
 
-    def filter(self, must: list[Any] | None = None, should: list[Any] | None = None) -> Any:
+    def filter(
+        self,
+        must: list[Any] | None = None,
+        should: list[Any] | None = None,
+        must_not: list[Any] | None = None,
+    ) -> Any:
         from qdrant_client.http import models as qm
 
-        return qm.Filter(must=must, should=should)
+        return qm.Filter(must=must, should=should, must_not=must_not)
 
 
 def tenant_condition(c: Conditions, tenant: str) -> Any:
@@ -96,6 +106,19 @@ def read_condition(c: Conditions, scope: ReadScope) -> Any | None:
     if not should:
         return c.filter(must=[c.match(OPEN_FIELD, True), c.match(OPEN_FIELD, False)])
     return c.filter(should=should)
+
+
+def unreadable_filters(c: Conditions, tenant: str, scope: ReadScope) -> tuple[Any, ...] | None:
+    """Filters that between them hold every point this caller may not read (and maybe some they may):
+    when none holds a point, the caller may read every point of the collection. None when that cannot be
+    shown this way: a caller who reads only the documents listing them."""
+    others = c.filter(must_not=[tenant_condition(c, tenant)])
+    if scope.everything:
+        return (others,)
+    if not scope.open_documents:
+        return None
+    # Open documents are readable (``read_condition``), so only a restricted one can be left out.
+    return (others, c.filter(must=[c.match(OPEN_FIELD, False)]))
 
 
 def readable_filter(c: Conditions, tenant: str, scope: ReadScope, *more: Any) -> Any:
