@@ -80,12 +80,16 @@ ENGLISH_STOP_WORDS = frozenset(
 )
 _WORD = re.compile(r"\w+")
 _MAX_TOKEN_CHARS = 64
+# ASCII text: every character ``\w`` does not match, and the underscore, becomes a space.
+_ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 
 
 def _words(text: str) -> list[str]:
     """The runs of letters and digits of ``text`` (an underscore splits them), NFKC-normalised and
     casefolded. Why ``\\w+`` split on ``_`` rather than ``[^\\W_]+``: the same tokens, found in two
     thirds of the time, and this runs over every candidate passage of every search (``coverage``)."""
+    if text.isascii():  # most text: the same words, split in a third of the time
+        return text.lower().translate(_ASCII_SEPARATORS).split()
     normal = unicodedata.normalize("NFKC", text).casefold()
     words = _WORD.findall(normal)
     if "_" in normal:
@@ -170,7 +174,11 @@ class Bm25Encoder:
             return 0.0
         # Each distinct token once: a passage repeats most of its words, and this runs on every candidate.
         analyze_token = self._analyze_token
-        held = {analyze_token(token)[1] for token in set(self._tokens(text))}
+        held = {
+            analyze_token(token)[1]
+            for token in set(_words(text)) - self.stop_words
+            if len(token) <= _MAX_TOKEN_CHARS
+        }
         return len(wanted & held) / len(wanted)
 
     def encode_query(self, text: str) -> SparseVector:
