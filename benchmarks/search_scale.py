@@ -1,7 +1,8 @@
 """Warm hybrid search through the search handler on the embedded default at a given index size, this
 checkout against another in the same run, with each search process's peak RSS.
 
-``python -m benchmarks.search_scale [--chunks 5000 50000] [--pairs 3] [--queries 100] [--baseline PATH]``
+``python -m benchmarks.search_scale [--chunks 5000 50000] [--pairs 3] [--queries 100] [--baseline PATH]
+[--candidates N]``
 
 For each size, each checkout builds its own home (its own collection settings) in a child process:
 ``benchmarks.scale``'s synthetic chunks (384-d vectors around 200 topics, ~100-term BM25 vectors, ~1,000
@@ -14,7 +15,8 @@ p50 and of queries/s, the peak RSS right after the first query (``VmHWM``) and a
 process (``os.wait4``), and where the resident memory was right after the first query (``/proc/self/smaps``
 by mapping, summed into the parts of ``PARTS``: the Edge shard's files by kind, heap and anonymous
 memory, the rest). The question texts do not match the synthetic chunks; the engine's work does not
-depend on that, and most answers are "nothing relevant" after the threshold.
+depend on that, and most answers are "nothing relevant" after the threshold. ``--candidates N`` asks for N
+candidates per retriever in every request, so two checkouts whose defaults differ do the same work.
 """
 
 from __future__ import annotations
@@ -68,9 +70,10 @@ def resident():
 from winnow_local.runtime import LocalRuntime
 questions = json.load(open(sys.argv[1]))
 timed, warmup, tenant = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+extra = {"candidates": int(sys.argv[5])} if len(sys.argv) > 5 else {}
 runtime = LocalRuntime()
 def ask(text):
-    response = runtime.call_api("POST", "/search", body={"query": text}, tenant=tenant)
+    response = runtime.call_api("POST", "/search", body={"query": text, **extra}, tenant=tenant)
     if response.status != 200:
         raise SystemExit(f"search answered {response.status}: {response.body}")
     return len(response.json().get("results") or [])
@@ -158,7 +161,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     roots = {"this": ROOT} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
     texts_file = work / "questions.json"
     texts_file.write_text(json.dumps(questions(args.eval_dir, 1 + WARMUP + args.queries)))
-    out: dict[str, Any] = {"machine": machine(), "sizes": {}}
+    out: dict[str, Any] = {"machine": machine(), "candidates": args.candidates, "sizes": {}}
     for chunks in args.chunks:
         size: dict[str, Any] = {}
         for label, root in roots.items():
@@ -171,7 +174,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for label in order:
                 home = work / f"{label}-{chunks}"
                 result = run_child(
-                    _SEARCH, [str(texts_file), str(args.queries), str(WARMUP), TENANT], roots[label], home
+                    _SEARCH,
+                    [str(texts_file), str(args.queries), str(WARMUP), TENANT]
+                    + ([str(args.candidates)] if args.candidates else []),
+                    roots[label],
+                    home,
                 )
                 result["load_average"] = os.getloadavg()[0]
                 result["first_query_parts_mb"] = resident_parts(
@@ -238,6 +245,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--queries", type=positive_int, default=100, help="timed questions per process")
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_SCIFACT, help="SciFact folder (questions)")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare with")
+    parser.add_argument(
+        "--candidates",
+        type=positive_int,
+        default=None,
+        help="candidates per retriever sent in every request (default: each checkout's own default)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser.parse_args(argv)
 
