@@ -270,3 +270,16 @@ def test_coverage_is_the_share_of_the_query_terms_a_passage_holds() -> None:
     # And a word too long to be a term holds nothing, even one whose stem a question's term shares
     long_word = "walk" * 16  # 64 characters: a term
     assert encoder.coverage(encoder.encode_query(long_word), long_word + "ing") == 0.0
+
+
+def test_the_token_cache_stays_within_its_size_and_changes_no_answer() -> None:
+    # Given an encoder whose cache holds at most 10 tokens, and one that holds them all
+    small, large = Bm25Encoder(cache_size=10), Bm25Encoder()
+    text = " ".join(f"word{i} thing{i}s" for i in range(40))
+    query = small.encode_query("word3 thing7s word39 absent")
+    # When both encode and measure coverage over 80 distinct tokens, twice
+    for _ in range(2):
+        assert small.encode_document(text) == large.encode_document(text)
+        assert small.coverage(query, text) == large.coverage(query, text) == 0.75
+        # Then the small one never holds more than its size
+        assert len(small._analysed) <= 10

@@ -33,7 +33,6 @@ import threading
 import unicodedata
 import zlib
 from collections import Counter
-from functools import lru_cache
 from typing import Any
 
 from winnow.models import SparseVector
@@ -99,7 +98,7 @@ def _words(text: str) -> list[str]:
 
 class Bm25Encoder:
     """Thread-safe: the stemmer object (not thread-safe in PyStemmer) is kept per thread, and the
-    caches are ``functools.lru_cache``, which is."""
+    cache is a dict, whose single reads and writes are atomic."""
 
     def __init__(
         self,
@@ -119,8 +118,11 @@ class Bm25Encoder:
         self.language = language
         self.stop_words = stop_words
         self._local = threading.local()
-        # One cache from surface token to (stem, term id): the hot path is a dict lookup per token.
-        self._analyze_token = lru_cache(maxsize=cache_size)(self._analyze_token_uncached)
+        # One cache from surface token to (stem, term id): the hot path is a dict lookup per token (a
+        # third of an ``lru_cache`` call's time), emptied when full, so it never holds more than
+        # ``cache_size`` tokens.
+        self._analysed: dict[str, tuple[str, int]] = {}
+        self._cache_size = cache_size
 
     # --- analysis ------------------------------------------------------------------------------------
     def analyze(self, text: str) -> list[str]:
@@ -136,9 +138,15 @@ class Bm25Encoder:
         stop_words = self.stop_words
         return [token for token in _words(text) if token not in stop_words and len(token) <= _MAX_TOKEN_CHARS]
 
-    def _analyze_token_uncached(self, token: str) -> tuple[str, int]:
-        stem = self._stemmer().stemWord(token)
-        return stem, self.term_id(stem)
+    def _analyze_token(self, token: str) -> tuple[str, int]:
+        known = self._analysed.get(token)
+        if known is None:
+            stem = self._stemmer().stemWord(token)
+            known = stem, self.term_id(stem)
+            if len(self._analysed) >= self._cache_size:
+                self._analysed.clear()
+            self._analysed[token] = known
+        return known
 
     def _stemmer(self) -> Any:
         stemmer = getattr(self._local, "stemmer", None)
@@ -150,8 +158,11 @@ class Bm25Encoder:
         return stemmer
 
     def _term_ids(self, text: str) -> list[int]:
-        analyze_token = self._analyze_token
-        return [analyze_token(token)[1] for token in self._tokens(text)]
+        known, ids = self._analysed, []
+        for token in self._tokens(text):
+            analysed = known.get(token)
+            ids.append((analysed if analysed is not None else self._analyze_token(token))[1])
+        return ids
 
     # --- vectors -------------------------------------------------------------------------------------
     def encode_document(self, text: str) -> SparseVector:
@@ -173,12 +184,14 @@ class Bm25Encoder:
         if not wanted:
             return 0.0
         # Each distinct token once: a passage repeats most of its words, and this runs on every candidate.
-        analyze_token = self._analyze_token
-        held = {
-            analyze_token(token)[1]
-            for token in set(_words(text)) - self.stop_words
-            if len(token) <= _MAX_TOKEN_CHARS
-        }
+        known, held = self._analysed, set()
+        for token in set(_words(text)) - self.stop_words:
+            analysed = known.get(token)
+            if analysed is None:
+                if len(token) > _MAX_TOKEN_CHARS:
+                    continue
+                analysed = self._analyze_token(token)
+            held.add(analysed[1])
         return len(wanted & held) / len(wanted)
 
     def encode_query(self, text: str) -> SparseVector:
