@@ -370,6 +370,22 @@ def test_rerank_orders_by_reranker_score(rerank_stack: EmbeddedStack) -> None:
     assert plain["timings_ms"]["rerank"] == 0
 
 
+def test_a_default_request_casts_the_wider_net_only_for_a_reranker(
+    rerank_stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a re-ranker configured, and the store's searches watched
+    rerank_stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")
+    store = rerank_stack.container.store
+    search, limits = store.search, []
+    monkeypatch.setattr(store, "search", lambda query: limits.append(query.limit) or search(query))
+    # When default requests run re-ranked and not, with a larger top_k, and with candidates asked for
+    for fields in ({}, {"rerank": False}, {"rerank": False, "top_k": 12}, {"candidates": 20}):
+        status, _ = rerank_stack.search("boiler room", relevance_threshold=0, **fields)
+        assert status == 200
+    # Then each retriever brings 30 for the re-ranker, 15 without it, 3 x top_k when more, or what was asked
+    assert limits == [30, 15, 36, 20]
+
+
 def test_query_embedding_and_rerank_share_one_connection(rerank_stack: EmbeddedStack) -> None:
     # Given Voyage as embedder and re-ranker, wired by the factory
     rerank_stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")

@@ -161,7 +161,7 @@ class SearchService:
         return _Plan(
             rerank=rerank,
             threshold=threshold,
-            candidates=request.candidate_count,
+            candidates=request.candidate_count(rerank),
             # Embed unless nothing downstream needs the dense vector (sparse retrieval re-ranked).
             cosine=request.mode != "sparse" or not rerank,
         )
@@ -227,7 +227,7 @@ class SearchService:
         dense = self._embed_query(caller, request.query)
         sparse = self.sparse.encode_query(request.query)
         retrieve = sparse if request.mode != "dense" else None
-        hits = self._retrieve(caller, request, dense, retrieve, request.candidate_count, with_dense=True)
+        hits = self._retrieve(caller, request, dense, retrieve, request.candidate_count(), with_dense=True)
         return list(zip(hits, self._evidence(dense, hits, sparse), strict=True))
 
     def _retrieve(
