@@ -66,7 +66,7 @@ from benchmarks.stack import EmbeddedStack, Hit, documents_by_best_chunk, write_
 
 MODES = ("sparse", "dense", "hybrid")
 RERANK_MODE = "hybrid+rerank"
-CANDIDATES: int | None = None  # the API default, max(30, 3 x top_k)
+CANDIDATES: int | None = None  # the API default: 3 x top_k = 30 for top_k 10, with or without re-ranker
 EVENT_RECORDS = 50
 DATA_DIR = REPO_ROOT / "benchmarks" / "data"
 OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"  # the fitting set: the threshold rule reads it
