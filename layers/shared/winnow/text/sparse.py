@@ -185,13 +185,9 @@ class Bm25Encoder:
             return 0.0
         # Each distinct token once: a passage repeats most of its words, and this runs on every candidate.
         known, held = self._analysed, set()
-        for token in set(_words(text)) - self.stop_words:
+        for token in set(self._tokens(text)):
             analysed = known.get(token)
-            if analysed is None:
-                if len(token) > _MAX_TOKEN_CHARS:
-                    continue
-                analysed = self._analyze_token(token)
-            held.add(analysed[1])
+            held.add((analysed if analysed is not None else self._analyze_token(token))[1])
         return len(wanted & held) / len(wanted)
 
     def encode_query(self, text: str) -> SparseVector:
