@@ -294,7 +294,11 @@ class EdgeFolder:
     def version(self, name: str) -> int | None:
         """The collection's version, None while a change of its points runs (``changing``)."""
         with self._versions_lock:
-            return None if self._changes_in_flight.get(name) else self._versions.get(name, 0)
+            return self._version(name)
+
+    def _version(self, name: str) -> int | None:
+        """``version``; call with ``_versions_lock`` held."""
+        return None if self._changes_in_flight.get(name) else self._versions.get(name, 0)
 
     def holds_none(self, name: str, filters: tuple[Any, ...], version: int) -> bool:
         """Whether no point of the collection as it is at ``version`` passes any of ``filters``: counted
@@ -313,7 +317,7 @@ class EdgeFolder:
             shard = self.shard(name)
             known = all(shard.count(E.CountRequest(exact=True, filter=f)) == 0 for f in filters)
         with self._versions_lock:
-            if self._versions.get(name, 0) != version or self._changes_in_flight.get(name):
+            if self._version(name) != version:
                 return False
             if len(self._holding_none) >= _HOLDING_NONE_KEPT:
                 self._holding_none.clear()  # old versions' and other callers' answers

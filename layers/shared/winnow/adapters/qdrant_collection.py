@@ -514,15 +514,12 @@ class CollectionStore(VectorStore):
         has_sparse = query.sparse is not None and len(query.sparse.indices) > 0
         if query.mode == "sparse" and not has_sparse:
             return []  # nothing to match on (e.g. a query of stop words only)
-        where = self._search_filter(query.tenant, query.filters, query.reader)
-        idf_corpus = readable_filter(self.conditions, query.tenant, query.reader or ReadScope())
+        reader = query.reader or ReadScope()
+        where = self._search_filter(query.tenant, query.filters, reader)
+        idf_corpus = readable_filter(self.conditions, query.tenant, reader)
         if not self._require_for_search():
             return []
-        unreadable = (
-            None
-            if query.filters
-            else unreadable_filters(self.conditions, query.tenant, query.reader or ReadScope())
-        )
+        unreadable = None if query.filters else unreadable_filters(self.conditions, query.tenant, reader)
         dense = QueryPlan(
             list(query.dense or []),
             DENSE_VECTOR,
