@@ -276,9 +276,11 @@ def test_permalink_marks_after_definition_terms_are_not_indexed() -> None:
     <dd><p>Use the built-in verbose format.</p></dd></dl>
     <p>See <a href="#s5">&sect;</a> 5 and <a href="other.html">the section on types</a>.</p></body></html>"""
     doc = parse_document("acme/Complex.html", page.encode())
-    # Then the terms are kept without their marks, and ordinary links keep their words
+    # Then the terms are kept without their marks (each leading its definition), and ordinary links keep
+    # their words
     texts = [block.text for block in doc.blocks]
-    assert "Data type: ffi_type" in texts and "-v" in texts
+    assert "Data type: ffi_type Describes a complex type to libffi." in texts
+    assert "-v Use the built-in verbose format." in texts
     assert not any(mark in text for text in texts for mark in "¶§")
     assert "See 5 and the section on types." in texts
 
@@ -426,3 +428,40 @@ def test_html_nested_past_the_parsers_limit_fails_instead_of_being_indexed_trunc
         parse_document("acme/deeper.html", _nested_page(depth, closed=closed))
     # Then it fails with a one-line reason rather than being indexed without its end
     assert str(raised.value) == "HTML nests elements deeper than 2048 levels; cannot read it whole"
+
+
+def test_a_definition_term_and_its_definition_are_never_chunked_apart() -> None:
+    from winnow.settings import ChunkingSettings
+    from winnow.text.chunking import chunk_document
+
+    # Given a Sphinx-style reference: each signature in a <dt>, its description in the <dd>; one entry
+    # with two terms, and a term whose definition never comes before the next heading
+    entries = "".join(
+        f"<dt>frobnicate{i}(value, *, strict=False)</dt><dd><p>Frobnicate the value number {i} and return"
+        " it, raising ValueError when strict and the value cannot be frobnicated.</p><p>More.</p></dd>"
+        for i in range(12)
+    )
+    page = (
+        f"<html><body><h1>API</h1><dl>{entries}<dt>-v</dt><dt>--verbose</dt><dd>Say more.</dd>"
+        "<dt>orphan</dt></dl><h2>Next</h2><p>Later text.</p></body></html>"
+    )
+    doc = parse_document("acme/api.html", page.encode())
+    # Then every term leads its definition in one block, and the orphan term stays, on its own
+    texts = block_texts(doc)
+    assert "-v --verbose Say more." in texts and "orphan" in texts
+    assert "frobnicate3(value, *, strict=False) Frobnicate the value number 3" in all_text(doc)
+    # And however small the chunks, none ends with a term cut from what it defines
+    chunks = chunk_document(doc, ChunkingSettings(target_chars=200, overlap_chars=0, min_chars=20))
+    for i in range(12):
+        signature = f"frobnicate{i}(value, *, strict=False)"
+        holder = [chunk.text for chunk in chunks if signature in chunk.text]
+        assert holder and all(f"{signature} Frobnicate the value number {i}" in text for text in holder)
+
+
+def test_a_page_of_terms_alone_stays_linear_and_bounded() -> None:
+    # Given 20,000 <dt>s and no <dd> (hostile or broken output)
+    page = "<html><body><dl>" + "<dt>term word</dt>" * 20_000 + "</dl></body></html>"
+    doc = parse_document("acme/terms.html", page.encode())
+    # Then the held terms are released in blocks of bounded size, losing none
+    assert max(len(block.text) for block in doc.blocks) <= 500
+    assert sum(block.text.count("term word") for block in doc.blocks) == 20_000

@@ -328,3 +328,39 @@ def test_cleaning_keeps_every_word_and_adds_none(parts: list[tuple[str, list[str
     cleaned = strip_terminal_codes(decorated)
     # Then the words are exactly the source's words: none lost, none added
     assert cleaned.split() == source_words
+
+
+def test_a_help2man_option_list_keeps_each_flag_with_its_description() -> None:
+    # Given sed(1) as `man sed` renders it: each flag line, a blank line, then the description further in
+    page = """SED(1)                           User Commands                          SED(1)
+
+NAME
+       sed - stream editor for filtering and transforming text
+
+DESCRIPTION
+       Sed is a stream editor.
+
+       --follow-symlinks
+
+              follow symlinks when processing in place
+
+       -i[SUFFIX], --in-place[=SUFFIX]
+
+              edit files in place (makes backup if SUFFIX supplied)
+
+       A closing remark.
+
+       Another paragraph at the same depth.
+
+GNU sed 4.9                       November 2022                          SED(1)
+"""
+    doc = parse_document("acme/sed.txt", page.encode())
+    # Then a flag and its description are one block; paragraphs at the same depth stay apart
+    assert block_texts(doc) == [
+        "sed - stream editor for filtering and transforming text",
+        "Sed is a stream editor.",
+        "--follow-symlinks follow symlinks when processing in place",
+        "-i[SUFFIX], --in-place[=SUFFIX] edit files in place (makes backup if SUFFIX supplied)",
+        "A closing remark.",
+        "Another paragraph at the same depth.",
+    ]

@@ -19,6 +19,9 @@ from winnow.parsing.extensions import is_document_extension
 from winnow.parsing.tables import make_table_block
 
 _MAX_TITLE_CHARS = 300
+# A held term longer than this is released as a block of its own: a page of nothing but <dt>s stays
+# linear, and a "term" of a paragraph's length is not a term.
+_MAX_TERM_CHARS = 500
 _OBJECT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # "<_io.BytesIO object at 0x7f...>" varies per run
 
 
@@ -43,13 +46,25 @@ class HeadingStack:
 
 
 class BlockCollector:
-    """Accumulates cleaned, non-empty blocks in document order."""
+    """Accumulates cleaned, non-empty blocks in document order.
+
+    A *term* (``add(..., term=True)``: an HTML ``<dt>``, an option's flag line) is held back and leads
+    the next text block of the same section and page, so a term and its definition are one block and no
+    chunk boundary can fall between them. Consecutive terms ("-v" then "--verbose") lead it together; a
+    term that nothing follows, or that grows past ``_MAX_TERM_CHARS``, is a block of its own."""
 
     def __init__(self, held_figures: int = 200) -> None:
-        self.blocks: list[Block] = []
+        self._blocks: list[Block] = []
+        self._term: Block | None = None
         # Distinct images whose bytes are kept (``parsing.figures``): more are judged by digest alone.
         self._held_figures = held_figures
         self._figure_bytes: dict[str, bytes] = {}
+
+    @property
+    def blocks(self) -> list[Block]:
+        """The blocks so far (a term still held counts as one)."""
+        self._release_term()
+        return self._blocks
 
     def add(
         self,
@@ -59,10 +74,30 @@ class BlockCollector:
         *,
         keep_lines: bool = False,
         ocr: bool = False,
+        term: bool = False,
     ) -> None:
         cleaned = clean_lines(text) if keep_lines else clean_inline(text)
-        if cleaned:
-            self.blocks.append(Block(text=cleaned, section_path=section_path, page=page, ocr=ocr))
+        if not cleaned:
+            return
+        held = self._term
+        if held is not None and (held.section_path, held.page, held.ocr) == (section_path, page, ocr):
+            if term and len(held.text) + len(cleaned) > _MAX_TERM_CHARS:
+                self._release_term()
+            else:
+                cleaned = held.text + ("\n" if keep_lines else " ") + cleaned
+                self._term = None
+        else:
+            self._release_term()
+        block = Block(text=cleaned, section_path=section_path, page=page, ocr=ocr)
+        if term:
+            self._term = block
+        else:
+            self._blocks.append(block)
+
+    def _release_term(self) -> None:
+        if self._term is not None:
+            self._blocks.append(self._term)
+            self._term = None
 
     def add_table(
         self,
@@ -76,7 +111,7 @@ class BlockCollector:
         """A table as a table block (see ``winnow.parsing.tables``); nothing when it has no text."""
         block = make_table_block(rows, section_path, page, caption=caption, has_header=has_header)
         if block is not None:
-            self.blocks.append(block)
+            self.blocks.append(block)  # after any held term: a term leads text, not a table
 
     def wants_figure(self, digest: str) -> bool:
         """Whether the bytes of the image with this digest are still needed (first sight, room left)."""
@@ -94,7 +129,7 @@ class BlockCollector:
                 self._figure_bytes[figure.digest] = figure.data
             else:
                 figure = replace(figure, data=b"")
-        self.blocks.append(Block(text="", section_path=section_path, page=page, figure=figure))
+        self.blocks.append(Block(text="", section_path=section_path, page=page, figure=figure))  # after a held term
 
 
 def title_from_key(key: str) -> str:

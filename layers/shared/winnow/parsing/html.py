@@ -122,9 +122,9 @@ def _parse(
     buffer: list[str] = []
     taken: set[Any] = set()  # <figcaption>s a figure carries
 
-    def flush() -> None:
+    def flush(term: bool = False) -> None:
         if buffer:
-            collector.add("".join(buffer), headings.path)
+            collector.add("".join(buffer), headings.path, term=term)
             buffer.clear()
 
     walker = etree.iterwalk(body if body is not None else root, events=("start", "end"))
@@ -174,7 +174,7 @@ def _parse(
                     buffer.append(element.text)
         else:
             if tag in _BLOCK_TAGS or tag == "table":
-                flush()
+                flush(term=tag == "dt")  # a <dt> leads its <dd>: one block, never split apart
             if element.tail:
                 buffer.append(element.tail)
     flush()

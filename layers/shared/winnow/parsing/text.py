@@ -36,6 +36,7 @@ _MAN_HEADER = re.compile(r"(?<![\w.:+\[-])([\w.:+\[-]++)\((\d\w{0,8})\)")
 _MAX_HEADER_CHARS = 200
 _SUBSECTION_INDENT = range(1, 5)  # groff's .SS indent is 3; the text sits at 7 or more
 _MAX_HEADING_CHARS = 80
+_MAX_TERM_CHARS = 80  # a term line: an option and its arguments, not a sentence of text
 # groff hyphenates with U+2010 at the end of a line: "lo" and U+2010, then "cated" on the next line.
 _HYPHENATED = re.compile("(?<=\\w)\u2010\n[ \t]*(?=[a-z])")
 
@@ -88,10 +89,26 @@ def _man_header(text: str) -> str | None:
 def _collect_man_page(text: str, header: str, collector: BlockCollector) -> None:
     sections: list[str] = []
     paragraph: list[str] = []
+    indent_of_paragraph = 0
+    # A one-line paragraph held back at a blank line: when the next paragraph hangs deeper under it (groff's
+    # .TP or .IP with a blank line between, as help2man writes options: "--follow-symlinks", then the
+    # description indented further), it is that paragraph's term (``BlockCollector.add``'s ``term``).
+    term: tuple[str, int] | None = None
+
+    def flush_term(leads: bool = False) -> None:
+        nonlocal term
+        if term is not None:
+            collector.add(term[0], tuple(sections), term=leads)
+            term = None
 
     def flush() -> None:
+        nonlocal term
+        flush_term()
         if paragraph:
-            collector.add(" ".join(paragraph), tuple(sections))
+            if len(paragraph) == 1 and len(paragraph[0]) <= _MAX_TERM_CHARS:
+                term = (paragraph[0], indent_of_paragraph)
+            else:
+                collector.add(" ".join(paragraph), tuple(sections))
             paragraph.clear()
 
     for line in _HYPHENATED.sub("", text).split("\n"):
@@ -102,13 +119,19 @@ def _collect_man_page(text: str, header: str, collector: BlockCollector) -> None
             continue
         if indent == 0 and len(stripped) <= _MAX_HEADING_CHARS:
             flush()
+            flush_term()
             sections[:] = [stripped]
         elif indent in _SUBSECTION_INDENT and sections and len(stripped) <= _MAX_HEADING_CHARS:
             flush()
+            flush_term()
             sections[1:] = [stripped]
         else:
+            if not paragraph:
+                indent_of_paragraph = indent
+                flush_term(leads=term is not None and indent > term[1])
             paragraph.append(stripped)
     flush()
+    flush_term()
 
 
 def _collect_info(text: str, collector: BlockCollector) -> str | None:
