@@ -44,6 +44,24 @@ def test_short_paragraphs_of_one_section_accumulate_up_to_the_target() -> None:
     assert [chunk.index for chunk in chunks] == list(range(len(chunks)))
 
 
+def test_a_definition_list_entry_is_a_chunk_of_its_own() -> None:
+    # Given a section of ordinary paragraphs around three option entries, all small enough to pack
+    before, after = _sentences("a", 1, 16), _sentences("b", 1, 16)  # over min_chars: rule 5 stays out
+    entries = [f"--opt{i} " + _sentences(f"e{i}", 1, 16) for i in range(3)]
+    blocks = [Block(before, ("S",)), *(Block(e, ("S",), entry=True) for e in entries), Block(after, ("S",))]
+    chunks = chunk_document(_doc(*blocks), SMALL)
+    # Then each entry is alone in its chunk, and nothing else changed place
+    assert [chunk.text for chunk in chunks] == [before, *entries, after]
+
+
+def test_a_long_entry_is_split_and_nothing_after_it_joins_its_last_piece() -> None:
+    entry = "--long " + _sentences("l", 6, 10)  # over the 300-character target
+    closing = _sentences("c", 1, 16)  # over min_chars: rule 5 leaves it alone
+    chunks = chunk_document(_doc(Block(entry, ("S",), entry=True), Block(closing, ("S",))), SMALL)
+    assert len(chunks) >= 3 and chunks[-1].text == closing
+    assert all(closing not in chunk.text for chunk in chunks[:-1])
+
+
 def test_a_chunk_never_takes_text_from_two_sections() -> None:
     chunks = chunk_document(
         _doc(Block(_sentences("a", 12), ("Intro",)), Block(_sentences("b", 12), ("M", "S"))), SMALL

@@ -50,6 +50,8 @@ class Block:
     table: Table | None = None
     ocr: bool = False
     figure: Figure | None = None
+    # A definition-list entry, a term with its definition (an option, a signature): a chunk of its own.
+    entry: bool = False
 
     @property
     def kind(self) -> str:

@@ -214,3 +214,15 @@ def test_an_answer_naming_an_unknown_error_is_a_corrupt_document_and_never_an_ar
         decode_result({"error": {"type": "SystemExit", "message": "odd"}})
     with pytest.raises(CorruptDocument, match="could not parse file"):
         decode_result({"error": {"type": "Exception"}})
+
+
+def test_a_definition_list_entry_keeps_its_mark_through_the_worker() -> None:
+    # Given an HTML option list: each <dt> with its <dd> is one entry block
+    page = b"<html><body><h1>Options</h1><dl><dt>-v</dt><dd>Say more.</dd></dl><p>Closing words.</p></body>"
+    parsed = parse_within_budget("acme/opts.html", page)
+    # Then the worker's answer still marks it, as an in-process parse does
+    assert [(block.text, block.entry) for block in parsed.blocks] == [
+        ("-v Say more.", True),
+        ("Closing words.", False),
+    ]
+    assert parsed == parse_document("acme/opts.html", page)

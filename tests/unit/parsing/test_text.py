@@ -114,6 +114,52 @@ def test_a_manual_page_saved_as_text_gets_its_sections_without_header_footer_or_
     ]
 
 
+def test_an_option_whose_description_hangs_under_it_is_an_entry() -> None:
+    # Given grep(1)'s layout: the flag line, then its description indented further, no blank line
+    doc = parse_document("acme/grep.txt", MAN_PAGE.encode())
+    # Then that paragraph is a definition-list entry; a one-line option with its text beside it is not
+    assert [(block.text[:21], block.entry) for block in doc.blocks] == [
+        ("grep, egrep - print l", False),
+        ("--help Output a usage", False),
+        ("-E, --extended-regexp", True),
+    ]
+
+
+def test_an_info_table_entry_keeps_its_later_paragraphs_and_example() -> None:
+    # Given a texinfo @table as makeinfo writes it: terms at the margin, the description five in, a
+    # second paragraph and an example deeper still
+    node = """\x1f
+File: wget.info,  Node: Logging,  Next: Download,  Up: Invoking
+
+2.4 Logging Options
+===================
+
+'-o LOGFILE'
+'--output-file=LOGFILE'
+     Log all messages to LOGFILE.
+
+     The messages are normally reported to standard error.
+
+          wget -o log.txt URL
+
+'-q'
+     Turn off the output.
+
+Back at the margin.
+"""
+    doc = parse_document("acme/wget.info", node.encode())
+    # Then each entry is one block with all of its paragraphs, and the text after it is not
+    assert [(block.text, block.entry) for block in doc.blocks] == [
+        (
+            "'-o LOGFILE' '--output-file=LOGFILE' Log all messages to LOGFILE.\n"
+            "The messages are normally reported to standard error.\nwget -o log.txt URL",
+            True,
+        ),
+        ("'-q' Turn off the output.", True),
+        ("Back at the margin.", False),
+    ]
+
+
 def test_text_that_only_mentions_a_manual_page_is_plain_text() -> None:
     text = "See grep(1) for patterns.\nNOTES\n   indented line\n"
     doc = parse_document("acme/notes.txt", text.encode())
@@ -348,6 +394,8 @@ DESCRIPTION
 
               edit files in place (makes backup if SUFFIX supplied)
 
+              The backup keeps the old contents.
+
        A closing remark.
 
        Another paragraph at the same depth.
@@ -355,12 +403,15 @@ DESCRIPTION
 GNU sed 4.9                       November 2022                          SED(1)
 """
     doc = parse_document("acme/sed.txt", page.encode())
-    # Then a flag and its description are one block; paragraphs at the same depth stay apart
+    # Then a flag and its description (every paragraph of it) are one block, marked as an entry;
+    # paragraphs at the same depth stay apart
+    assert [block.entry for block in doc.blocks] == [False, False, True, True, False, False]
     assert block_texts(doc) == [
         "sed - stream editor for filtering and transforming text",
         "Sed is a stream editor.",
         "--follow-symlinks follow symlinks when processing in place",
-        "-i[SUFFIX], --in-place[=SUFFIX] edit files in place (makes backup if SUFFIX supplied)",
+        "-i[SUFFIX], --in-place[=SUFFIX] edit files in place (makes backup if SUFFIX supplied)\n"
+        "The backup keeps the old contents.",
         "A closing remark.",
         "Another paragraph at the same depth.",
     ]

@@ -51,7 +51,8 @@ class BlockCollector:
     A *term* (``add(..., term=True)``: an HTML ``<dt>``, an option's flag line) is held back and leads
     the next text block of the same section and page, so a term and its definition are one block and no
     chunk boundary can fall between them. Consecutive terms ("-v" then "--verbose") lead it together; a
-    term that nothing follows, or that grows past ``_MAX_TERM_CHARS``, is a block of its own."""
+    term that nothing follows, or that grows past ``_MAX_TERM_CHARS``, is a block of its own. A block
+    made of a term and its definition is marked ``entry`` (the chunker gives it a chunk of its own)."""
 
     def __init__(self, held_figures: int = 200) -> None:
         self._blocks: list[Block] = []
@@ -75,6 +76,7 @@ class BlockCollector:
         keep_lines: bool = False,
         ocr: bool = False,
         term: bool = False,
+        entry: bool = False,
     ) -> None:
         cleaned = clean_lines(text) if keep_lines else clean_inline(text)
         if not cleaned:
@@ -86,9 +88,10 @@ class BlockCollector:
             else:
                 cleaned = held.text + ("\n" if keep_lines else " ") + cleaned
                 self._term = None
+                entry = entry or not term  # a term with its definition is an entry
         else:
             self._release_term()
-        block = Block(text=cleaned, section_path=section_path, page=page, ocr=ocr)
+        block = Block(text=cleaned, section_path=section_path, page=page, ocr=ocr, entry=entry)
         if term:
             self._term = block
         else:
@@ -129,7 +132,7 @@ class BlockCollector:
                 self._figure_bytes[figure.digest] = figure.data
             else:
                 figure = replace(figure, data=b"")
-        self.blocks.append(Block(text="", section_path=section_path, page=page, figure=figure))  # after a held term
+        self.blocks.append(Block(text="", section_path=section_path, page=page, figure=figure))
 
 
 def title_from_key(key: str) -> str:

@@ -65,7 +65,7 @@ class DocumentWire(TypedDict):
     title: str
     source_type: str
     ocr_pages: int
-    blocks: list[list[Any]]  # [text, section path, page, ocr, table or None, figure or None] per block
+    blocks: list[list[Any]]  # [text, section path, page, ocr, table or None, figure or None, entry] per block
 
 
 class ErrorWire(TypedDict):
@@ -128,6 +128,7 @@ def encode_result(document: ParsedDocument) -> WorkerAnswer:
                     block.ocr,
                     _encode_table(block.table),
                     _encode_figure(block.figure),
+                    block.entry,
                 ]
                 for block in document.blocks
             ],
@@ -193,9 +194,10 @@ def decode_result(answer: WorkerAnswer) -> ParsedDocument:
                 page=page,
                 table=_decode_table(table),
                 ocr=bool(ocr),
-                figure=_decode_figure(rest[0] if rest else None),
+                figure=_decode_figure(figure),
+                entry=bool(entry),
             )
-            for text, path, page, ocr, table, *rest in body["blocks"]
+            for text, path, page, ocr, table, figure, entry in body["blocks"]
         ]
         return ParsedDocument(
             title=str(body["title"]),

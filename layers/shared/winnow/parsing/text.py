@@ -10,7 +10,9 @@ A formatted manual page (``man ls > ls.txt``, ``groff -Tutf8 -man``) is the exce
 is in its first line (``LS(1)  User Commands  LS(1)``), its section headings start at the margin
 (``NAME``, ``OPTIONS``) and its subsections are indented three spaces while the text sits further in,
 so those become the section path. The running header and footer lines are dropped, and words that
-groff hyphenated at a line end (``lo`` + U+2010, then ``cated``) are joined again.
+groff hyphenated at a line end (``lo`` + U+2010, then ``cated``) are joined again. Its option lists
+are definition lists, told by indentation (``_Entries``): each option with its whole description is
+one block.
 
 So is a GNU info file (``grep.info``, its ``.info-1`` parts, either gzip'd): nodes start after a
 ``\x1f`` with a ``File: …, Node: …, Next: …, Up: …`` line, which is navigation and dropped, as are each
@@ -89,49 +91,84 @@ def _man_header(text: str) -> str | None:
 def _collect_man_page(text: str, header: str, collector: BlockCollector) -> None:
     sections: list[str] = []
     paragraph: list[str] = []
-    indent_of_paragraph = 0
-    # A one-line paragraph held back at a blank line: when the next paragraph hangs deeper under it (groff's
-    # .TP or .IP with a blank line between, as help2man writes options: "--follow-symlinks", then the
-    # description indented further), it is that paragraph's term (``BlockCollector.add``'s ``term``).
-    term: tuple[str, int] | None = None
-
-    def flush_term(leads: bool = False) -> None:
-        nonlocal term
-        if term is not None:
-            collector.add(term[0], tuple(sections), term=leads)
-            term = None
+    entries = _Entries(collector)
 
     def flush() -> None:
-        nonlocal term
-        flush_term()
         if paragraph:
-            if len(paragraph) == 1 and len(paragraph[0]) <= _MAX_TERM_CHARS:
-                term = (paragraph[0], indent_of_paragraph)
-            else:
-                collector.add(" ".join(paragraph), tuple(sections))
+            entries.paragraph(paragraph, tuple(sections))
             paragraph.clear()
 
     for line in _HYPHENATED.sub("", text).split("\n"):
         stripped = line.strip()
-        indent = len(line) - len(line.lstrip(" "))
+        indent = _indent(line)
         if not stripped or (indent == 0 and stripped.endswith(header)):
             flush()  # a blank line, or the running header or footer ("GNU grep 3.8  2022-09-02  GREP(1)")
             continue
         if indent == 0 and len(stripped) <= _MAX_HEADING_CHARS:
             flush()
-            flush_term()
+            entries.close()
             sections[:] = [stripped]
         elif indent in _SUBSECTION_INDENT and sections and len(stripped) <= _MAX_HEADING_CHARS:
             flush()
-            flush_term()
+            entries.close()
             sections[1:] = [stripped]
         else:
-            if not paragraph:
-                indent_of_paragraph = indent
-                flush_term(leads=term is not None and indent > term[1])
-            paragraph.append(stripped)
+            paragraph.append(line)
     flush()
-    flush_term()
+    entries.close()
+
+
+class _Entries:
+    """Definition lists in fixed-width text (manual pages, info files), told by indentation alone.
+
+    An entry starts with a paragraph whose later lines hang deeper than its first ("-i, --ignore-case"
+    with the description further in: groff's .TP, texinfo's @table), or with a one-line paragraph (the
+    term) followed by a paragraph deeper than it (help2man's options: "--follow-symlinks", a blank line,
+    the description). The paragraphs after it at the description's depth or deeper continue it. An entry
+    is one block marked ``entry``: the chunker never cuts a term from its definition, and gives every
+    entry a chunk of its own."""
+
+    def __init__(self, collector: BlockCollector) -> None:
+        self._collector = collector
+        self._entry: list[str] = []
+        self._depth = 0  # the description's indent: paragraphs at least this deep continue the entry
+        self._term: tuple[str, int] | None = None  # a one-line paragraph that may lead the next one
+        self._path: tuple[str, ...] = ()
+
+    def paragraph(self, lines: list[str], path: tuple[str, ...]) -> None:
+        first = _indent(lines[0])
+        deeper = [depth for depth in map(_indent, lines[1:]) if depth > first]
+        text = " ".join(line.strip() for line in lines)
+        if self._term is not None:
+            term, depth = self._term
+            self._term = None
+            if first > depth:
+                self._open(f"{term} {text}", first, path)
+                return
+            self._collector.add(term, self._path)
+        if deeper:
+            self._open(text, min(deeper), path)
+        elif self._entry and first >= self._depth:
+            self._entry.append(text)
+        else:
+            self.close()
+            if len(lines) == 1 and len(text) <= _MAX_TERM_CHARS:
+                self._term, self._path = (text, first), path
+            else:
+                self._collector.add(text, path)
+
+    def close(self) -> None:
+        """Hand on what is open (at a heading, and at the end)."""
+        if self._entry:
+            self._collector.add("\n".join(self._entry), self._path, keep_lines=True, entry=True)
+            self._entry = []
+        if self._term is not None:
+            self._collector.add(self._term[0], self._path)
+            self._term = None
+
+    def _open(self, text: str, depth: int, path: tuple[str, ...]) -> None:
+        self.close()
+        self._entry, self._depth, self._path = [text], depth, path
 
 
 def _collect_info(text: str, collector: BlockCollector) -> str | None:
@@ -178,9 +215,11 @@ def _collect_info_node(body: str, name: str, headings: HeadingStack, collector: 
     # A node without a heading of its own (rare) is named by its node.
     own_path = None if _info_heading_at(lines, _first_text_line(lines)) else (clean_inline(name),)
 
+    entries = _Entries(collector)
+
     def flush() -> None:
         if paragraph:
-            collector.add(" ".join(paragraph), own_path or headings.path)
+            entries.paragraph(paragraph, own_path or headings.path)
             paragraph.clear()
 
     index = 0
@@ -189,6 +228,7 @@ def _collect_info_node(body: str, name: str, headings: HeadingStack, collector: 
         level = _info_heading_at(lines, index)
         if level:
             flush()
+            entries.close()
             headings.push(level, line)
             first_heading = first_heading or clean_inline(line)
             index += 2
@@ -199,7 +239,12 @@ def _collect_info_node(body: str, name: str, headings: HeadingStack, collector: 
             flush()
         index += 1
     flush()
+    entries.close()
     return first_heading
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
 
 
 def _first_text_line(lines: list[str]) -> int:

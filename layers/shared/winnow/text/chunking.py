@@ -6,7 +6,9 @@ The rules, in the order they apply:
    a chunk never takes text from two runs, and within a run a new page starts a new chunk, so a page
    citation is exact (the one exception to both is rule 5, which can fold a tiny remnant across).
 2. **Paragraphs accumulate.** Within a run, whole blocks are packed greedily, joined by a blank line,
-   while the chunk stays within ``target_chars``.
+   while the chunk stays within ``target_chars``. A definition-list entry (``Block.entry``: one option
+   of a manual page, one ``<dt>``/``<dd>`` pair) is a chunk of its own: with a 256-token embedder a
+   passage holding four options matched a question about one of them less well (docs/benchmarks.md).
 3. **Long blocks are split** at sentence ends or line breaks, a sentence that is still too long at
    word boundaries, and a token longer than the room left (``target_chars - overlap_chars``) is cut
    where it must be. Pieces are balanced (each aims at the run's remaining length divided by the
@@ -320,10 +322,14 @@ class _SectionPacker:
             self._ocr = block.ocr
             if self._parts and None not in (block.page, self._page) and block.page != self._page:
                 self._emit()  # a new page starts a new chunk, so every chunk's page citation is exact
+            if block.entry:
+                self._emit()  # rule 2: an entry starts a chunk of its own
             if len(text) <= self.target:
                 if self._parts and self._length + len(_BLOCK_SEPARATOR) + len(text) > self.target:
                     self._emit()
                 self._append(text, block.page)
+                if block.entry:
+                    self._emit()  # and nothing joins it
                 continue
             spans = [(text, block.page)]
             carried_overlap, carried_gap = 0, ""
@@ -351,6 +357,8 @@ class _SectionPacker:
             self._length = len(last.text)
             self._overlap_prefix = last.overlap
             self._gap = last.gap
+            if block.entry:
+                self._emit()
         self._emit()
         yield from self._take()
 
