@@ -84,9 +84,10 @@ def test_the_port_default_never_under_counts_the_local_models_tokens(local_model
     assert all(guess >= real for guess, real in zip(estimated, exact, strict=True))
 
 
-def test_only_the_chunks_over_the_window_are_cut_again(local_model: Embedder) -> None:
+@pytest.mark.parametrize("refit", ["section", "chunk"])
+def test_only_the_chunks_over_the_window_are_cut_again(local_model: Embedder, refit: str) -> None:
     # Given a document with a prose section whose chunks fit the window and a token-dense section
-    settings = ChunkingSettings(target_chars=800, refit="chunk")
+    settings = ChunkingSettings(target_chars=800, refit=refit)
     document = ParsedDocument(
         title="Report",
         blocks=[Block(PROSE, ("Method",)), Block(DENSE, ("Results",))],
@@ -111,3 +112,18 @@ def test_only_the_chunks_over_the_window_are_cut_again(local_model: Embedder) ->
         document, ChunkingSettings(target_chars=800, refit="document"), local_model.count_tokens, WINDOW
     )
     assert len([c for c in whole if c.section_path == ("Method",)]) > len(prose)
+
+
+def test_a_document_of_one_section_is_refitted_as_a_whole_either_way(local_model: Embedder) -> None:
+    # Given prose and token-dense text under one heading (an abstract has no headings at all)
+    document = ParsedDocument(title="Report", blocks=[Block(PROSE, ()), Block(DENSE, ())], source_type="text")
+    # When it is fitted section by section and as a whole
+    by_section = chunk_to_fit(
+        document, ChunkingSettings(target_chars=800, refit="section"), local_model.count_tokens, WINDOW
+    )
+    whole = chunk_to_fit(
+        document, ChunkingSettings(target_chars=800, refit="document"), local_model.count_tokens, WINDOW
+    )
+    # Then the chunks are the same: a one-section document's chunks do not depend on the rule
+    assert [chunk.text for chunk in by_section] == [chunk.text for chunk in whole]
+    assert len(whole) > len(chunk_document(document, ChunkingSettings(target_chars=800)))

@@ -98,21 +98,28 @@ def max_chunk_chars(settings: ChunkingSettings) -> int:
 
 
 def chunk_document(
-    doc: ParsedDocument, settings: ChunkingSettings | None = None, max_chunks: int | None = None
+    doc: ParsedDocument,
+    settings: ChunkingSettings | None = None,
+    max_chunks: int | None = None,
+    run_settings: Sequence[ChunkingSettings] | None = None,
 ) -> list[Chunk]:
     """The document's chunks. Every step streams (sections, packing, merging), so the work is linear in
     the text and a document with more than ``max_chunks`` chunks is refused as soon as one too many is
-    made, without chunking the rest."""
+    made, without chunking the rest. ``run_settings`` gives each section run its own sizes (one per run,
+    in order: ``chunk_to_fit``'s per-section rule); tiny fragments then merge by the smallest of them."""
     settings = settings or ChunkingSettings()
+    sizes = list(run_settings) if run_settings else []
     drafts: Iterator[_Draft] = (
         draft
-        for path, blocks in _section_runs(doc.blocks)
-        for draft in _SectionPacker(path, settings).pack(blocks)
+        for number, (path, blocks) in enumerate(_section_runs(doc.blocks))
+        for draft in _SectionPacker(path, sizes[number] if sizes else settings).pack(blocks)
     )
     if settings.pack_sections:
         drafts = _pack_sections(drafts, settings.target_chars)
+    min_chars = min((size.min_chars for size in sizes), default=settings.min_chars)
+    limit = max((max_chunk_chars(size) for size in sizes), default=max_chunk_chars(settings))
     chunks: list[Chunk] = []
-    for index, draft in enumerate(_merge_small(drafts, settings.min_chars, max_chunk_chars(settings))):
+    for index, draft in enumerate(_merge_small(drafts, min_chars, limit)):
         if max_chunks is not None and index >= max_chunks:
             raise OversizedDocument(too_many_chunks(max_chunks))
         chunks.append(
@@ -152,26 +159,45 @@ def chunk_to_fit(
     """``chunk_document``, with every chunk's ``embed_text`` fitted to the embedder's ``max_tokens``
     (text past the window would be cut before embedding, unseen by the dense vector). Chunks that fit
     keep the configured sizes, so only token-dense text (numbers, option lists, formulas, non-Latin
-    scripts) gets smaller chunks. With ``refit="chunk"`` only a chunk over the window is cut again,
-    with a target sized to its own density; with ``"document"`` the whole document is chunked again
-    with the target its densest chunk needs (one dense line made a man page's every chunk small).
+    scripts) gets smaller chunks. With ``refit="section"`` (the default) each section run is chunked
+    again with the target its own densest chunk needs; with ``"document"`` the whole document is (one
+    dense line made a man page's every chunk small); with ``"chunk"`` only a chunk over the window is
+    cut again, with a target sized to its own density.
     The size rules hold for the settings used; a header longer than the window cannot fit, and is left
     at the floor. Over ``max_chunks`` chunks it refuses before counting a token, and tokens are counted
     a batch at a time, so the tokenizer never holds the whole document's encodings at once."""
     if settings.refit == "chunk":
         return _fit_each_chunk(doc, settings, count_tokens, max_tokens, max_chunks)
+    if settings.refit == "section":
+        chunk_document(doc, settings, max_chunks)  # over the cap: refused before a token is counted
+        sizes = []
+        for _, blocks in _section_runs(doc.blocks):
+            section = ParsedDocument(title=doc.title, blocks=blocks, source_type=doc.source_type)
+            sizes.append(_fitted(section, settings, count_tokens, max_tokens, None)[1])
+        return chunk_document(doc, settings, max_chunks, run_settings=sizes)
+    return _fitted(doc, settings, count_tokens, max_tokens, max_chunks)[0]
+
+
+def _fitted(
+    doc: ParsedDocument,
+    settings: ChunkingSettings,
+    count_tokens: Callable[[Sequence[str]], list[int]],
+    max_tokens: int,
+    max_chunks: int | None,
+) -> tuple[list[Chunk], ChunkingSettings]:
+    """The document chunked with the largest target (from ``settings`` down) whose densest chunk fits."""
     current = settings
     chunks = chunk_document(doc, current, max_chunks)
     for _ in range(_FIT_ROUNDS):
         most, worst = _token_extremes(chunks, count_tokens)
         if most <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
-            return chunks
+            return chunks, current
         # chars that fit the window at the worst chunk's density, less the slack the merge rule may add
         fitting = int(max_tokens / worst * _FIT_MARGIN) - 2 * current.min_chars - 2 * len(_BLOCK_SEPARATOR)
         target = max(_MIN_TARGET_CHARS, min(fitting, int(current.target_chars * _FIT_MARGIN)))
         current = _scaled(current, target)
         chunks = chunk_document(doc, current, max_chunks)
-    return chunks
+    return chunks, current
 
 
 def _fit_each_chunk(
