@@ -160,6 +160,22 @@ Back at the margin.
     ]
 
 
+def test_an_info_manual_whose_top_node_is_only_a_menu_is_titled_by_its_name() -> None:
+    # Given bc.info's layout: the Top node holds a menu and no heading; the first heading is a chapter's
+    manual = (
+        "This is bc.info, produced by makeinfo version 6.7 from bc.texi.\n\n"
+        "\x1f\nFile: bc.info,  Node: Top,  Next: Introduction,  Up: (dir)\n\n* Menu:\n\n* Introduction::\n\n"
+        "\x1f\nFile: bc.info,  Node: Introduction,  Prev: Top,  Up: Top\n\n"
+        "1 Introduction\n**************\n\n'bc' is a language that supports arbitrary precision numbers.\n"
+    )
+    doc = parse_document("acme/bc.info", manual.encode())
+    # Then the manual's name is its title (what a citation shows), and the chapter stays its section
+    assert doc.title == "bc"
+    assert sections_by_text(doc) == {
+        "'bc' is a language that supports arbitrary precision numbers.": ("1 Introduction",)
+    }
+
+
 def test_text_that_only_mentions_a_manual_page_is_plain_text() -> None:
     text = "See grep(1) for patterns.\nNOTES\n   indented line\n"
     doc = parse_document("acme/notes.txt", text.encode())

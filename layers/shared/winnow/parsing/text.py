@@ -172,20 +172,33 @@ class _Entries:
 
 
 def _collect_info(text: str, collector: BlockCollector) -> str | None:
-    """A GNU info file's nodes; returns the first heading (the manual's title)."""
+    """A GNU info file's nodes; returns the manual's title: the Top node's heading, else the manual's
+    name from makeinfo's first line ("This is bc.info, ..." gives "bc": bc's Top node is only a menu,
+    and its first heading, "1 Introduction", is no title), else the first heading (a split part)."""
     headings = HeadingStack()
     title: str | None = None
+    manual = _info_manual_name(text)
     for index, part in enumerate(text.split("\x1f")):
         first, _, body = part.lstrip("\n").partition("\n")
         node = _INFO_NODE.match(first)
         if node is not None:
             found = _collect_info_node(body, node.group(1), headings, collector)
+            if title is None and node.group(1).strip() == "Top":
+                found = found or manual
             title = title or found
         elif index == 0:
             _collect_info_preamble(part, collector)
         elif not first.startswith(_INFO_TABLES):
             collector.add(part)
     return title
+
+
+def _info_manual_name(text: str) -> str | None:
+    """ "bc" from makeinfo's first line, "This is bc.info, produced by makeinfo version 6.7 from bc.texi."."""
+    first = text[:_MAX_HEADER_CHARS].split("\n", 1)[0]
+    if not first.startswith("This is ") or ".info" not in first:
+        return None
+    return first[len("This is ") : first.index(".info")].strip() or None
 
 
 def _collect_info_preamble(part: str, collector: BlockCollector) -> None:
