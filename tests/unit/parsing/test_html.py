@@ -465,3 +465,45 @@ def test_a_page_of_terms_alone_stays_linear_and_bounded() -> None:
     # Then the held terms are released in blocks of bounded size, losing none
     assert max(len(block.text) for block in doc.blocks) <= 500
     assert sum(block.text.count("term word") for block in doc.blocks) == 20_000
+
+
+def test_a_term_without_a_definition_does_not_lead_the_text_after_its_list() -> None:
+    page = (
+        "<html><body><h1>Glossary</h1><dl><dt>Deprecated terms</dt></dl>"
+        "<p>Installation requires Python 3.11 and a running database server.</p></body></html>"
+    )
+    doc = parse_document("acme/glossary.html", page.encode())
+    assert [(block.text, block.entry) for block in doc.blocks] == [
+        ("Deprecated terms", False),
+        ("Installation requires Python 3.11 and a running database server.", False),
+    ]
+
+
+def test_every_paragraph_of_a_definition_stays_with_its_term() -> None:
+    from winnow.text.chunking import chunk_document
+
+    # Given open() described in two paragraphs, then close()
+    first = "Open the file at the given path and return a handle that reads it in text mode by default."
+    second = "Raises OSError when the path does not exist, and PermissionError when it cannot be read at all."
+    closing = (
+        "Close the handle, flushing anything written, and release the descriptor back to the system now."
+    )
+    page = (
+        f"<html><body><h1>API</h1><dl><dt>open(path)</dt><dd><p>{first}</p><p>{second}</p></dd>"
+        f"<dt>close()</dt><dd><p>{closing}</p></dd></dl></body></html>"
+    )
+    doc = parse_document("acme/api.html", page.encode())
+    # Then open's entry holds both paragraphs, and no chunk mixes the two entries
+    assert [(block.text, block.entry) for block in doc.blocks] == [
+        (f"open(path) {first}\n{second}", True),
+        (f"close() {closing}", True),
+    ]
+    texts = [chunk.text for chunk in chunk_document(doc)]
+    assert all(not ("open(path)" in text and "close()" in text) for text in texts)
+
+
+def test_a_paragraph_long_term_is_text_not_a_term() -> None:
+    term = "A heading-like definition term that goes on " * 15  # about 680 characters
+    page = f"<html><body><dl><dt>{term}</dt><dd>Short.</dd></dl></body></html>"
+    doc = parse_document("acme/long.html", page.encode())
+    assert [block.entry for block in doc.blocks] == [False, False]

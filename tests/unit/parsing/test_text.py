@@ -176,6 +176,41 @@ def test_an_info_manual_whose_top_node_is_only_a_menu_is_titled_by_its_name() ->
     }
 
 
+def test_ordinary_info_paragraphs_after_a_one_line_paragraph_are_not_an_entry() -> None:
+    # Given texinfo's layout: a paragraph's first line indented 3, a one-line paragraph before them
+    node = (
+        "\x1f\nFile: x.info,  Node: Intro,  Next: Use,  Up: Top\n\n1 Intro\n*******\n\n"
+        "What does this mean?\n\n"
+        "   Such an entry denotes a message with plural forms, that is, a\n"
+        "message whose text depends on a number.\n\n"
+        "   A second ordinary paragraph of the node.\n"
+    )
+    doc = parse_document("acme/x.info", node.encode())
+    # Then they stay three plain paragraphs
+    assert [(block.text[:20], block.entry) for block in doc.blocks] == [
+        ("What does this mean?", False),
+        ("Such an entry denote", False),
+        ("A second ordinary pa", False),
+    ]
+
+
+def test_a_list_without_blank_lines_is_cut_where_a_line_returns_to_the_terms_depth() -> None:
+    # Given groff's .PD 0 list (bash's Shell Variables): no blank line between the items
+    page = (
+        "FOO(1)                      User Commands                      FOO(1)\n\nENVIRONMENT\n"
+        "       BASH_ENV\n              If set, read this file first.\n"
+        "       CDPATH\n              The search path for the cd command.\n"
+        "       HOME   The home directory.\n"
+    )
+    doc = parse_document("acme/foo.txt", page.encode())
+    # Then each hanging item is its own entry, and the item written on one line is plain text
+    assert [(block.text, block.entry) for block in doc.blocks] == [
+        ("BASH_ENV If set, read this file first.", True),
+        ("CDPATH The search path for the cd command.", True),
+        ("HOME The home directory.", False),
+    ]
+
+
 def test_text_that_only_mentions_a_manual_page_is_plain_text() -> None:
     text = "See grep(1) for patterns.\nNOTES\n   indented line\n"
     doc = parse_document("acme/notes.txt", text.encode())

@@ -22,6 +22,9 @@ _MAX_TITLE_CHARS = 300
 # A held term longer than this is released as a block of its own: a page of nothing but <dt>s stays
 # linear, and a "term" of a paragraph's length is not a term.
 _MAX_TERM_CHARS = 500
+# A definition's later paragraphs join its entry up to this length (each join copies the entry once, so
+# a <dd> of thousands of paragraphs stays linear); past it they are blocks of their own.
+_MAX_ENTRY_CHARS = 4_000
 _OBJECT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # "<_io.BytesIO object at 0x7f...>" varies per run
 
 
@@ -48,11 +51,12 @@ class HeadingStack:
 class BlockCollector:
     """Accumulates cleaned, non-empty blocks in document order.
 
-    A *term* (``add(..., term=True)``: an HTML ``<dt>``, an option's flag line) is held back and leads
-    the next text block of the same section and page, so a term and its definition are one block and no
-    chunk boundary can fall between them. Consecutive terms ("-v" then "--verbose") lead it together; a
-    term that nothing follows, or that grows past ``_MAX_TERM_CHARS``, is a block of its own. A block
-    made of a term and its definition is marked ``entry`` (the chunker gives it a chunk of its own)."""
+    A *term* (``add(..., term=True)``: an HTML ``<dt>``) is held back and leads the next text block of
+    the same section and page, so a term and its definition are one block and no chunk boundary can fall
+    between them. Consecutive terms ("-v" then "--verbose") lead it together; a term that nothing
+    follows (``release_term``), or longer than ``_MAX_TERM_CHARS``, is a block of its own. A block made
+    of a term and its definition is marked ``entry`` (the chunker gives it a chunk of its own), and the
+    definition's later paragraphs (``continues_entry``) join it up to ``_MAX_ENTRY_CHARS``."""
 
     def __init__(self, held_figures: int = 200) -> None:
         self._blocks: list[Block] = []
@@ -64,7 +68,7 @@ class BlockCollector:
     @property
     def blocks(self) -> list[Block]:
         """The blocks so far (a term still held counts as one)."""
-        self._release_term()
+        self.release_term()
         return self._blocks
 
     def add(
@@ -77,27 +81,42 @@ class BlockCollector:
         ocr: bool = False,
         term: bool = False,
         entry: bool = False,
+        continues_entry: bool = False,
     ) -> None:
         cleaned = clean_lines(text) if keep_lines else clean_inline(text)
         if not cleaned:
             return
+        term = term and len(cleaned) <= _MAX_TERM_CHARS
+        where = (section_path, page, ocr)
         held = self._term
-        if held is not None and (held.section_path, held.page, held.ocr) == (section_path, page, ocr):
+        if held is not None and (held.section_path, held.page, held.ocr) == where:
             if term and len(held.text) + len(cleaned) > _MAX_TERM_CHARS:
-                self._release_term()
+                self.release_term()
             else:
                 cleaned = held.text + ("\n" if keep_lines else " ") + cleaned
                 self._term = None
                 entry = entry or not term  # a term with its definition is an entry
         else:
-            self._release_term()
+            self.release_term()
+            last = self._blocks[-1] if self._blocks else None
+            if (
+                continues_entry
+                and not term
+                and last is not None
+                and last.entry
+                and (last.section_path, last.page, last.ocr) == where
+                and len(last.text) + len(cleaned) <= _MAX_ENTRY_CHARS
+            ):
+                self._blocks[-1] = replace(last, text=f"{last.text}\n{cleaned}")
+                return
         block = Block(text=cleaned, section_path=section_path, page=page, ocr=ocr, entry=entry)
         if term:
             self._term = block
         else:
             self._blocks.append(block)
 
-    def _release_term(self) -> None:
+    def release_term(self) -> None:
+        """A held term that no definition followed (the end of its list) becomes a block of its own."""
         if self._term is not None:
             self._blocks.append(self._term)
             self._term = None

@@ -122,9 +122,11 @@ def _parse(
     buffer: list[str] = []
     taken: set[Any] = set()  # <figcaption>s a figure carries
 
+    definitions = 0  # open <dd>s: their paragraphs after the first continue the entry
+
     def flush(term: bool = False) -> None:
         if buffer:
-            collector.add("".join(buffer), headings.path, term=term)
+            collector.add("".join(buffer), headings.path, term=term, continues_entry=definitions > 0)
             buffer.clear()
 
     walker = etree.iterwalk(body if body is not None else root, events=("start", "end"))
@@ -170,11 +172,16 @@ def _parse(
             else:
                 if tag in _BLOCK_TAGS:
                     flush()
+                definitions += tag == "dd"
                 if element.text:
                     buffer.append(element.text)
         else:
             if tag in _BLOCK_TAGS or tag == "table":
                 flush(term=tag == "dt")  # a <dt> leads its <dd>: one block, never split apart
+            if tag == "dd":
+                definitions -= 1
+            elif tag == "dl":
+                collector.release_term()  # a <dt> with no <dd> leads nothing after its list
             if element.tail:
                 buffer.append(element.tail)
     flush()

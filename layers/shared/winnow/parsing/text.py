@@ -39,6 +39,9 @@ _MAX_HEADER_CHARS = 200
 _SUBSECTION_INDENT = range(1, 5)  # groff's .SS indent is 3; the text sits at 7 or more
 _MAX_HEADING_CHARS = 80
 _MAX_TERM_CHARS = 80  # a term line: an option and its arguments, not a sentence of text
+# How much deeper than a term its description sits (groff's .TP indents 7, texinfo's @table 5); texinfo
+# indents a paragraph's first line by 3, which must not read as a term and its description.
+_MIN_HANG = 4
 # groff hyphenates with U+2010 at the end of a line: "lo" and U+2010, then "cated" on the next line.
 _HYPHENATED = re.compile("(?<=\\w)\u2010\n[ \t]*(?=[a-z])")
 
@@ -121,12 +124,14 @@ def _collect_man_page(text: str, header: str, collector: BlockCollector) -> None
 class _Entries:
     """Definition lists in fixed-width text (manual pages, info files), told by indentation alone.
 
-    An entry starts with a paragraph whose later lines hang deeper than its first ("-i, --ignore-case"
-    with the description further in: groff's .TP, texinfo's @table), or with a one-line paragraph (the
-    term) followed by a paragraph deeper than it (help2man's options: "--follow-symlinks", a blank line,
-    the description). The paragraphs after it at the description's depth or deeper continue it. An entry
-    is one block marked ``entry``: the chunker never cuts a term from its definition, and gives every
-    entry a chunk of its own."""
+    An entry starts with a paragraph whose later lines hang at least ``_MIN_HANG`` columns deeper than
+    its first ("-i, --ignore-case" with the description further in: groff's .TP, texinfo's @table), or
+    with a one-line paragraph (the term) followed by a paragraph that deep under it (help2man's options:
+    "--follow-symlinks", a blank line, the description). The paragraphs after it at the description's
+    depth or deeper continue it; a line back at the term's depth starts the next entry even without a
+    blank line between (groff's ``.PD 0`` lists). An entry is one block marked ``entry``: the chunker
+    never cuts a term from its definition, and gives every entry a chunk of its own. Texinfo indents a
+    paragraph's first line by 3, less than ``_MIN_HANG``, so ordinary paragraphs are never entries."""
 
     def __init__(self, collector: BlockCollector) -> None:
         self._collector = collector
@@ -136,13 +141,27 @@ class _Entries:
         self._path: tuple[str, ...] = ()
 
     def paragraph(self, lines: list[str], path: tuple[str, ...]) -> None:
+        """One paragraph (its lines as written, indentation kept), cut where a line goes back to the
+        depth of the paragraph's first line after hanging deeper."""
         first = _indent(lines[0])
-        deeper = [depth for depth in map(_indent, lines[1:]) if depth > first]
+        start, hung = 0, False
+        for index in range(1, len(lines)):
+            depth = _indent(lines[index])
+            if hung and depth <= first:
+                self._part(lines[start:index], path)
+                start, hung = index, False
+            elif depth >= first + _MIN_HANG:
+                hung = True
+        self._part(lines[start:], path)
+
+    def _part(self, lines: list[str], path: tuple[str, ...]) -> None:
+        first = _indent(lines[0])
+        deeper = [depth for depth in map(_indent, lines[1:]) if depth >= first + _MIN_HANG]
         text = " ".join(line.strip() for line in lines)
         if self._term is not None:
             term, depth = self._term
             self._term = None
-            if first > depth:
+            if first >= depth + _MIN_HANG:
                 self._open(f"{term} {text}", first, path)
                 return
             self._collector.add(term, self._path)
