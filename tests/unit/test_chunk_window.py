@@ -3,6 +3,8 @@ cut before embedding; measured with the model's own tokenizer."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from tests.support.samples import DENSE
@@ -127,3 +129,49 @@ def test_a_document_of_one_section_is_refitted_as_a_whole_either_way(local_model
     # Then the chunks are the same: a one-section document's chunks do not depend on the rule
     assert [chunk.text for chunk in by_section] == [chunk.text for chunk in whole]
     assert len(whole) > len(chunk_document(document, ChunkingSettings(target_chars=800)))
+
+
+def _digit_tokens(texts: Sequence[str]) -> list[int]:
+    """A tokenizer stand-in: every digit a token, four other characters a token (numbers are dense)."""
+    return [sum(c.isdigit() for c in t) + (sum(not c.isdigit() for c in t) + 3) // 4 + 2 for t in texts]
+
+
+def _digits(n: int, seed: int) -> str:
+    return " ".join(f"{(i * 7 + seed) % 100000:05d}" for i in range(n // 6 + 1))[:n].strip() + "."
+
+
+def _prose(n: int, tag: str) -> str:
+    text = " ".join(f"The {tag} team reviews request {i} before planning." for i in range(n // 40 + 1))
+    return text[:n].rsplit(" ", 1)[0] + "."
+
+
+@pytest.mark.parametrize(
+    ("blocks", "settings", "window"),
+    [
+        # tiny dense sections that rule 5 folds into prose chunks fitted at the configured size
+        (
+            [
+                b
+                for i in range(4)
+                for b in (Block(_prose(1190, f"s{i}"), (f"P{i}",)), Block(_digits(95, i), (f"T{i}",)))
+            ],
+            ChunkingSettings(refit="section"),
+            380,
+        ),
+        # small dense sections packed together (packing crosses sections)
+        (
+            [Block(_digits(150, i), (f"S{i}",)) for i in range(12)],
+            ChunkingSettings(refit="section", pack_sections=True),
+            256,
+        ),
+    ],
+    ids=["tiny-dense-folded", "packed"],
+)
+def test_fitting_section_by_section_never_leaves_a_chunk_over_the_window(
+    blocks: list[Block], settings: ChunkingSettings, window: int
+) -> None:
+    document = ParsedDocument(title="T", blocks=blocks, source_type="text")
+    fitted = chunk_to_fit(document, settings, _digit_tokens, window)
+    assert max(_digit_tokens([chunk.embed_text for chunk in fitted])) <= window
+    joined = "\n".join(chunk.text for chunk in fitted)
+    assert all(block.text[:20] in joined and block.text[-20:] in joined for block in blocks)

@@ -7,8 +7,9 @@ The rules, in the order they apply:
    citation is exact (the one exception to both is rule 5, which can fold a tiny remnant across).
 2. **Paragraphs accumulate.** Within a run, whole blocks are packed greedily, joined by a blank line,
    while the chunk stays within ``target_chars``. A definition-list entry (``Block.entry``: one option
-   of a manual page, one ``<dt>``/``<dd>`` pair) is a chunk of its own: with a 256-token embedder a
-   passage holding four options matched a question about one of them less well (docs/benchmarks.md).
+   of a manual page, one ``<dt>``/``<dd>`` pair) is a chunk of its own (a tiny one still merges by
+   rule 5): with a 256-token embedder a passage holding four options matched a question about one of
+   them less well (docs/benchmarks.md).
 3. **Long blocks are split** at sentence ends or line breaks, a sentence that is still too long at
    word boundaries, and a token longer than the room left (``target_chars - overlap_chars``) is cut
    where it must be. Pieces are balanced (each aims at the run's remaining length divided by the
@@ -106,7 +107,8 @@ def chunk_document(
     """The document's chunks. Every step streams (sections, packing, merging), so the work is linear in
     the text and a document with more than ``max_chunks`` chunks is refused as soon as one too many is
     made, without chunking the rest. ``run_settings`` gives each section run its own sizes (one per run,
-    in order: ``chunk_to_fit``'s per-section rule); tiny fragments then merge by the smallest of them."""
+    in order: ``chunk_to_fit``'s per-section rule, never larger than ``settings``); tiny fragments then
+    merge by the smallest ``min_chars`` of them, and the size guarantee is that of ``settings``."""
     settings = settings or ChunkingSettings()
     sizes = list(run_settings) if run_settings else []
     drafts: Iterator[_Draft] = (
@@ -168,14 +170,87 @@ def chunk_to_fit(
     a batch at a time, so the tokenizer never holds the whole document's encodings at once."""
     if settings.refit == "chunk":
         return _fit_each_chunk(doc, settings, count_tokens, max_tokens, max_chunks)
-    if settings.refit == "section":
-        chunk_document(doc, settings, max_chunks)  # over the cap: refused before a token is counted
-        sizes = []
-        for _, blocks in _section_runs(doc.blocks):
-            section = ParsedDocument(title=doc.title, blocks=blocks, source_type=doc.source_type)
-            sizes.append(_fitted(section, settings, count_tokens, max_tokens, None)[1])
-        return chunk_document(doc, settings, max_chunks, run_settings=sizes)
+    if settings.refit == "section" and not settings.pack_sections:  # packing crosses sections
+        return _fit_each_section(doc, settings, count_tokens, max_tokens, max_chunks)
     return _fitted(doc, settings, count_tokens, max_tokens, max_chunks)[0]
+
+
+def _fit_each_section(
+    doc: ParsedDocument,
+    settings: ChunkingSettings,
+    count_tokens: Callable[[Sequence[str]], list[int]],
+    max_tokens: int,
+    max_chunks: int | None,
+) -> list[Chunk]:
+    """``refit="section"``: the document chunked at the configured sizes (over the cap it is refused
+    here, before a token is counted) and counted once, in batches; only the section runs that hold a
+    chunk over the window are fitted again, each on its own, and the document is chunked once more
+    with those sizes. A tiny section folded into a fitted neighbour (rule 5) can still push it over the
+    window: the final chunks are counted, and then the whole document is fitted as ``"document"``
+    fits it, so no chunk is ever over the window where that rule would not leave one."""
+    chunks = chunk_document(doc, settings, max_chunks)
+    over = {
+        chunk.section_path
+        for chunk, count in zip(chunks, _token_counts(chunks, count_tokens), strict=True)
+        if count > max_tokens
+    }
+    if not over:
+        return chunks
+    runs = [(path, blocks) for path, blocks in _section_runs(doc.blocks)]
+    sizes = _fit_runs(
+        doc, [blocks for path, blocks in runs if path in over], settings, count_tokens, max_tokens
+    )
+    refitted = iter(sizes)
+    run_sizes = [next(refitted) if path in over else settings for path, _ in runs]
+    fitted = chunk_document(doc, settings, max_chunks, run_settings=run_sizes)
+    if max(_token_counts(fitted, count_tokens), default=0) > max_tokens:
+        return _fitted(doc, settings, count_tokens, max_tokens, max_chunks)[0]
+    return fitted
+
+
+def _fit_runs(
+    doc: ParsedDocument,
+    runs: Sequence[list[Block]],
+    settings: ChunkingSettings,
+    count_tokens: Callable[[Sequence[str]], list[int]],
+    max_tokens: int,
+) -> list[ChunkingSettings]:
+    """Each run's sizes, as ``_fitted`` finds them for a whole document, for every run at once: a round
+    chunks the runs still over the window and counts all their chunks together, ``_COUNT_BATCH`` a call
+    (a document of thousands of dense sections is not thousands of tokenizer calls a round)."""
+    sizes = [settings] * len(runs)
+    pending = list(range(len(runs)))
+    for _ in range(_FIT_ROUNDS):
+        if not pending:
+            break
+        parts = {
+            index: chunk_document(
+                ParsedDocument(title=doc.title, blocks=runs[index], source_type=doc.source_type), sizes[index]
+            )
+            for index in pending
+        }
+        counts = iter(_token_counts([chunk for index in pending for chunk in parts[index]], count_tokens))
+        still = []
+        for index in pending:
+            current, chunks = sizes[index], parts[index]
+            most, worst = 0, 0.0
+            for chunk in chunks:
+                count = next(counts)
+                most = max(most, count)
+                worst = max(worst, count / max(len(chunk.embed_text), 1))
+            if most <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
+                continue
+            sizes[index] = _shrunk(current, max_tokens, worst)
+            still.append(index)
+        pending = still
+    return sizes
+
+
+def _shrunk(current: ChunkingSettings, max_tokens: int, worst: float) -> ChunkingSettings:
+    """The next, smaller sizes: chars that fit the window at the worst chunk's density, less the slack
+    the merge rule may add."""
+    fitting = int(max_tokens / worst * _FIT_MARGIN) - 2 * current.min_chars - 2 * len(_BLOCK_SEPARATOR)
+    return _scaled(current, max(_MIN_TARGET_CHARS, min(fitting, int(current.target_chars * _FIT_MARGIN))))
 
 
 def _fitted(
@@ -192,10 +267,7 @@ def _fitted(
         most, worst = _token_extremes(chunks, count_tokens)
         if most <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
             return chunks, current
-        # chars that fit the window at the worst chunk's density, less the slack the merge rule may add
-        fitting = int(max_tokens / worst * _FIT_MARGIN) - 2 * current.min_chars - 2 * len(_BLOCK_SEPARATOR)
-        target = max(_MIN_TARGET_CHARS, min(fitting, int(current.target_chars * _FIT_MARGIN)))
-        current = _scaled(current, target)
+        current = _shrunk(current, max_tokens, worst)
         chunks = chunk_document(doc, current, max_chunks)
     return chunks, current
 
@@ -271,15 +343,16 @@ def _token_extremes(
 
 
 def _scaled(settings: ChunkingSettings, target: int) -> ChunkingSettings:
-    """Settings with a smaller target; overlap and the tiny-fragment size shrink in proportion."""
+    """Settings with a smaller target; overlap and the tiny-fragment size shrink in proportion. A copy,
+    not a new ``ChunkingSettings``: building one reads the environment (0.4 ms), and a document of
+    thousands of dense sections scales each of them."""
     ratio = target / settings.target_chars
-    return ChunkingSettings(
-        target_chars=target,
-        overlap_chars=min(int(settings.overlap_chars * ratio), target // 2 - 1),
-        min_chars=min(int(settings.min_chars * ratio), target - 1),
-        table_target_chars=settings.table_target_chars,
-        pack_sections=settings.pack_sections,
-        refit=settings.refit,
+    return settings.model_copy(
+        update={
+            "target_chars": target,
+            "overlap_chars": min(int(settings.overlap_chars * ratio), target // 2 - 1),
+            "min_chars": min(int(settings.min_chars * ratio), target - 1),
+        }
     )
 
 
