@@ -172,7 +172,7 @@ def chunk_to_fit(
         return _fit_each_chunk(doc, settings, count_tokens, max_tokens, max_chunks)
     if settings.refit == "section" and not settings.pack_sections:  # packing crosses sections
         return _fit_each_section(doc, settings, count_tokens, max_tokens, max_chunks)
-    return _fitted(doc, settings, count_tokens, max_tokens, max_chunks)[0]
+    return _fitted(doc, settings, count_tokens, max_tokens, max_chunks)
 
 
 def _fit_each_section(
@@ -196,7 +196,7 @@ def _fit_each_section(
     }
     if not over:
         return chunks
-    runs = [(path, blocks) for path, blocks in _section_runs(doc.blocks)]
+    runs = list(_section_runs(doc.blocks))
     sizes = _fit_runs(
         doc, [blocks for path, blocks in runs if path in over], settings, count_tokens, max_tokens
     )
@@ -204,7 +204,7 @@ def _fit_each_section(
     run_sizes = [next(refitted) if path in over else settings for path, _ in runs]
     fitted = chunk_document(doc, settings, max_chunks, run_settings=run_sizes)
     if max(_token_counts(fitted, count_tokens), default=0) > max_tokens:
-        return _fitted(doc, settings, count_tokens, max_tokens, max_chunks)[0]
+        return _fitted(doc, settings, count_tokens, max_tokens, max_chunks)
     return fitted
 
 
@@ -229,15 +229,12 @@ def _fit_runs(
             )
             for index in pending
         }
-        counts = iter(_token_counts([chunk for index in pending for chunk in parts[index]], count_tokens))
-        still = []
+        counts = _token_counts([chunk for index in pending for chunk in parts[index]], count_tokens)
+        still, start = [], 0
         for index in pending:
             current, chunks = sizes[index], parts[index]
-            most, worst = 0, 0.0
-            for chunk in chunks:
-                count = next(counts)
-                most = max(most, count)
-                worst = max(worst, count / max(len(chunk.embed_text), 1))
+            most, worst = _extremes(chunks, counts[start : start + len(chunks)])
+            start += len(chunks)
             if most <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
                 continue
             sizes[index] = _shrunk(current, max_tokens, worst)
@@ -259,17 +256,17 @@ def _fitted(
     count_tokens: Callable[[Sequence[str]], list[int]],
     max_tokens: int,
     max_chunks: int | None,
-) -> tuple[list[Chunk], ChunkingSettings]:
+) -> list[Chunk]:
     """The document chunked with the largest target (from ``settings`` down) whose densest chunk fits."""
     current = settings
     chunks = chunk_document(doc, current, max_chunks)
     for _ in range(_FIT_ROUNDS):
-        most, worst = _token_extremes(chunks, count_tokens)
+        most, worst = _extremes(chunks, _token_counts(chunks, count_tokens))
         if most <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
-            return chunks, current
+            return chunks
         current = _shrunk(current, max_tokens, worst)
         chunks = chunk_document(doc, current, max_chunks)
-    return chunks, current
+    return chunks
 
 
 def _fit_each_chunk(
@@ -329,16 +326,13 @@ def _token_counts(chunks: Sequence[Chunk], count_tokens: Callable[[Sequence[str]
 _COUNT_BATCH = 256
 
 
-def _token_extremes(
-    chunks: Sequence[Chunk], count_tokens: Callable[[Sequence[str]], list[int]]
-) -> tuple[int, float]:
-    """The largest token count of any chunk's ``embed_text`` and the highest tokens-per-character."""
+def _extremes(chunks: Sequence[Chunk], counts: Sequence[int]) -> tuple[int, float]:
+    """The largest token count among ``chunks`` (``counts``, one per chunk's ``embed_text``) and the
+    highest tokens-per-character."""
     most, worst = 0, 0.0
-    for start in range(0, len(chunks), _COUNT_BATCH):
-        texts = [chunk.embed_text for chunk in chunks[start : start + _COUNT_BATCH]]
-        for text, count in zip(texts, count_tokens(texts), strict=True):
-            most = max(most, count)
-            worst = max(worst, count / max(len(text), 1))
+    for chunk, count in zip(chunks, counts, strict=True):
+        most = max(most, count)
+        worst = max(worst, count / max(len(chunk.embed_text), 1))
     return most, worst
 
 
