@@ -10,8 +10,11 @@ the benchmark? (issue 24)
 - **Questions**: ``benchmarks/data/passage_questions.tsv``, written in plain words for this benchmark
   (never a copied phrase), each with ``answer_excerpt``: a short verbatim excerpt of the document that
   answers it. A retrieved passage *answers* when it contains the excerpt (case, whitespace, quotes and
-  hyphen forms aside). Questions are split into the folds of ``benchmarks.cv.kfold``; nothing here is
-  tuned, so every question is held out, and the report gives the spread of top-3 across folds.
+  hyphen forms aside). Questions are split into the folds of ``benchmarks.cv.kfold`` and the report
+  gives the spread of top-3 across folds. The shipped relevance model's order was fitted on these
+  questions too (``benchmarks.quality --write-model --passages``), so with it the figures are in-sample;
+  ``--fold-models F`` (written by ``benchmarks.quality --passages --fold-models F``) answers each
+  question with the models fitted without its fold, at that fold's threshold: the held-out figures.
 - **Winnow**: every document through the real ingest handler of a fresh embedded stack (local ONNX
   embedder, no re-ranker), then each question as a client's default request (``{"query": ...}``:
   default mode, ``top_k``, ``candidates`` and relevance threshold). Figures: answering passage at rank 1
@@ -247,11 +250,24 @@ def _corpus_from_folder(
     return files, kinds, {name: name for name, _ in files}
 
 
+def _install(models: Any) -> None:
+    """Relevance models for the running search service: fitted ones, or ``"shipped"`` back."""
+    from functions.search.app import service
+    from winnow.search.relevance import load_models
+
+    svc = service()
+    svc.models = load_models(svc.embedder.profile.slug) if models == "shipped" else models
+
+
 def _default_request(
-    stack: Any, query: str, candidates: int | None = None, context: str | None = None
+    stack: Any,
+    query: str,
+    candidates: int | None = None,
+    context: str | None = None,
+    threshold: float | None = None,
 ) -> list[dict[str, Any]]:
-    """A client's default search: only the query (and ``candidates`` when measuring other values of
-    it), everything else the API's defaults."""
+    """A client's default search: only the query (and ``candidates``, ``context`` or the threshold when
+    measuring other values of them), everything else the API's defaults."""
     from functions.search.app import handler
     from winnow_local.apigw import http_api_event
     from winnow_local.context import LocalLambdaContext
@@ -262,6 +278,8 @@ def _default_request(
         body["candidates"] = candidates
     if context is not None:
         body["context"] = context
+    if threshold is not None:
+        body["relevance_threshold"] = threshold
     event = http_api_event("POST", "/search", body=body, tenant=stack.tenant, claim=claim)
     response = handler(event, LocalLambdaContext())
     if response.get("statusCode") != 200:
@@ -284,6 +302,63 @@ def _chunks_as_indexed(stack: Any, files: Sequence[tuple[str, bytes]]) -> dict[s
     return out
 
 
+@dataclass(frozen=True)
+class FittingSet:
+    """The passage questions as the relevance fit reads them (``benchmarks.quality --passages``): each
+    question's default-mode candidates as ``(chunk id, evidence)``, the chunks that answer it, and its
+    (source, format)."""
+
+    candidates: dict[str, list[tuple[str, Any]]]
+    qrels: dict[str, dict[str, int]]
+    kinds: dict[str, tuple[str, str]]
+    offtopic: dict[str, list[tuple[str, Any]]]  # the off-topic questions' candidates on the same corpus
+
+
+def fitting_set(
+    env: Mapping[str, str | None], progress: Progress, top_k: int, offtopic: Mapping[str, str] | None = None
+) -> FittingSet:
+    """Every passage question's candidates through the search service the handler uses, on a fresh
+    embedded stack of the passage corpus; a candidate's id names its chunk (unique per question). The
+    ``offtopic`` questions (id -> text) are asked of the same corpus."""
+    from benchmarks.embedcache import DEFAULT_CACHE
+    from benchmarks.stack import EmbeddedStack
+    from functions.search.app import service
+    from winnow.search.schemas import SearchRequest
+
+    files, kinds, _ = _corpus(progress)
+    questions = [q for q in load_questions() if q.document in kinds]
+    candidates: dict[str, list[tuple[str, Any]]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="winnow-passages-") as workdir,
+        EmbeddedStack(Path(workdir) / "home", env=dict(env), embed_cache=DEFAULT_CACHE) as stack,
+    ):
+        progress(f"passage corpus: ingesting {len(files)} documents")
+        stack.ingest(files, per_event=10)
+        svc = service()
+        for q in questions:
+            hits = svc.candidates(stack.tenant, SearchRequest(query=q.text, top_k=top_k))
+            candidates[q.id] = [(f"{h.key}#{i}", e) for i, (h, e) in enumerate(hits)]
+            qrels[q.id] = {f"{h.key}#{i}": 1 for i, (h, _) in enumerate(hits) if answers(h.text, q)}
+        off = {
+            qid: [(h.key, e) for h, e in svc.candidates(stack.tenant, SearchRequest(query=text, top_k=top_k))]
+            for qid, text in (offtopic or {}).items()
+        }
+    return FittingSet(candidates, qrels, {q.id: kinds[q.document] for q in questions}, off)
+
+
+def load_fold_models(path: Path) -> list[tuple[list[str], Any, float]]:
+    """``benchmarks.quality --fold-models`` output: per fold, the passage questions it held out, the
+    relevance models fitted without them, and the threshold chosen with those models."""
+    from winnow.search.relevance import RelevanceModels
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [
+        (list(f["held_out"]), RelevanceModels.from_json(f["models"]), float(f["threshold"]))
+        for f in data["folds"]
+    ]
+
+
 def run(
     env: Mapping[str, str],
     limit: int | None,
@@ -292,6 +367,7 @@ def run(
     questions_file: Path = QUESTIONS,
     candidates: int | None = None,
     context: str | None = None,
+    fold_models: Path | None = None,
 ) -> dict[str, Any]:
     from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.stack import EmbeddedStack
@@ -317,8 +393,20 @@ def run(
         winnow: dict[str, list[Passage]] = {}
         # With ``context``: the same results, each read with the text around it (what the reader sees).
         around: dict[str, list[Passage]] = {}
+        # Held out: each question answered by the models fitted without its fold, at that fold's
+        # threshold (the shipped models read every passage question).
+        held_by: dict[str, tuple[Any, float]] = {}
+        for held, fitted, fold_threshold in load_fold_models(fold_models) if fold_models else ():
+            held_by.update(dict.fromkeys(held, (fitted, fold_threshold)))
+        unfolded = [q.id for q in questions if fold_models and q.id not in held_by]
+        if unfolded:
+            raise ValueError(f"{fold_models} holds out no fold with {', '.join(unfolded[:3])}")
         for question in questions:
-            results = _default_request(stack, question.text, candidates, context)
+            threshold: float | None = None
+            if question.id in held_by:
+                fitted, threshold = held_by[question.id]
+                _install(fitted)
+            results = _default_request(stack, question.text, candidates, context, threshold)
             names = [by_upload.get(r["key"].rsplit("/", 1)[-1], r["key"]) for r in results]
             winnow[question.id] = [Passage(n, r["text"]) for n, r in zip(names, results, strict=True)]
             around[question.id] = [
@@ -326,6 +414,8 @@ def run(
                 for n, r in zip(names, results, strict=True)
                 for c in [r.get("context") or {"before": "", "after": ""}]
             ]
+        if held_by:
+            _install("shipped")
         refused_offtopic = sum(not _default_request(stack, query, candidates) for query in offtopic)
         gold = [
             Passage(by_upload[name], block.text)
@@ -344,6 +434,7 @@ def run(
         "machine": machine(),
         "env": dict(env),
         "candidates": candidates,
+        "fold_models": str(fold_models) if fold_models else None,
         "documents": len(files),
         "questions": len(questions),
         "winnow": tally(questions, winnow, kinds),
@@ -362,8 +453,14 @@ def run(
 def report(result: Mapping[str, Any]) -> str:
     from benchmarks.common import table
 
+    models = (
+        f"held-out fold models from {result['fold_models']}"
+        if result.get("fold_models")
+        else "the shipped models (in-sample for the order)"
+    )
     lines = [
-        f"{result['documents']} documents, {result['questions']} questions; env {result['env'] or 'default'}"
+        f"{result['documents']} documents, {result['questions']} questions; "
+        f"env {result['env'] or 'default'}; {models}"
     ]
     rows = []
     for group in result["winnow"]:
@@ -439,6 +536,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="embed and BM25-score each chunk's text alone, without its title and section path (issue 24)",
     )
+    parser.add_argument(
+        "--fold-models",
+        type=Path,
+        help="answer each question with the models fitted without its fold "
+        "(the file `benchmarks.quality --passages --fold-models` writes)",
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     quiet_known_warnings()
@@ -454,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
             args.questions,
             args.candidates,
             args.context,
+            args.fold_models,
         )
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0

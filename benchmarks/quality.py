@@ -50,6 +50,7 @@ from benchmarks.data import REPO_ROOT, EvalSet, load_eval_set
 from benchmarks.embedcache import DEFAULT_CACHE
 from benchmarks.known_item import DEFAULT_PER_STYLE, known_item_queries
 from benchmarks.metrics import evaluate, per_query
+from benchmarks.passages import FittingSet, fitting_set
 from benchmarks.quality_report import calibration_table, known_item_figures, passage_table, render
 from benchmarks.relevance_fit import (
     DEFAULT_MODE,
@@ -57,7 +58,7 @@ from benchmarks.relevance_fit import (
     THRESHOLD_RULE,
     TOP_K,
     Candidate,
-    KnownItems,
+    OrderQueries,
     choose_threshold,
     fit_models,
     top_probability,
@@ -156,6 +157,56 @@ def collect_candidates(
     return out
 
 
+def passage_tops(model: Any, fitting: FittingSet | None, ids: Sequence[str]) -> list[float]:
+    """The best scores of these passage questions: with ``--passages`` the threshold rule reads them as
+    answerable beside the claims (held out, it refused 2.4 % of them instead of 3.3 %; docs/benchmarks.md)."""
+    if fitting is None:
+        return []
+    return [top_probability(model, fitting.candidates[q]) for q in ids]
+
+
+def passage_off_tops(model: Any, fitting: FittingSet | None, ids: Sequence[str]) -> list[float]:
+    """The best scores of these off-topic questions asked of the passage corpus, which the threshold rule
+    reads beside the same questions asked of SciFact."""
+    if fitting is None:
+        return []
+    return [top_probability(model, fitting.offtopic[q]) for q in ids if q in fitting.offtopic]
+
+
+def passage_outcome(
+    model: Any, cands: list[Candidate], judged: dict[str, int], threshold: float
+) -> tuple[bool, bool, bool, bool]:
+    """One held-out passage question, offline as the search service orders and drops its candidates:
+    an answering passage first, in the top 3, in the top 3 and over the threshold (shown), refused."""
+    scores = model.probabilities([e for _, e in cands])
+    order = sorted(range(len(cands)), key=lambda i: -scores[i])
+    answering = [judged.get(cands[i][0], 0) > 0 for i in order]
+    shown = [answering[r] and scores[order[r]] >= threshold for r in range(min(3, len(order)))]
+    refused = max(scores, default=0.0) < threshold
+    return any(answering[:1]), any(answering[:3]), any(shown), refused
+
+
+def passage_figures(
+    outcomes: dict[str, tuple[bool, bool, bool, bool]], kinds: dict[str, tuple[str, str]]
+) -> dict[str, dict[str, float]]:
+    """Shares of the held-out passage questions, overall and per source and per format."""
+    groups: dict[str, list[tuple[bool, bool, bool, bool]]] = {"all": list(outcomes.values())}
+    for q, outcome in outcomes.items():
+        source, fmt = kinds[q]
+        groups.setdefault(f"source:{source}", []).append(outcome)
+        groups.setdefault(f"format:{fmt}", []).append(outcome)
+    return {
+        name: {
+            "questions": len(rows),
+            **{
+                label: round(sum(r[k] for r in rows) / len(rows), 4)
+                for k, label in enumerate(("top1", "top3", "top3_shown", "refused"))
+            },
+        }
+        for name, rows in sorted(groups.items())
+    }
+
+
 def deployed_threshold(stack: EmbeddedStack, models: Any) -> float:
     """The configured default threshold; when the relevance models were just fitted (``--write-model``)
     the threshold chosen with them, which the configuration default is set to."""
@@ -184,6 +235,8 @@ def run(
     sparse: str = "ours",
     known_items: int = DEFAULT_PER_STYLE,
     fit_known_items: bool = True,
+    passages: bool = False,
+    fold_models: Path | None = None,
 ) -> dict[str, Any]:
     """Ingest, search every mode (whole set and cross-validated), run the baselines, measure the
     threshold; return the JSON-shaped result (timings under ``seconds``)."""
@@ -198,6 +251,11 @@ def run(
     known_split = (
         kfold(list(known_queries), len(split)) if len(split) > 1 and len(known_queries) >= len(split) else []
     )
+    # The passage questions (benchmarks.passages) on their own corpus, first: one stack at a time.
+    off_fit = {f"offtopic-{i}": text for i, text in enumerate(offtopic)}
+    fitting = fitting_set(env or {}, note, TOP_K, off_fit) if passages else None
+    passage_ids = sorted(fitting.candidates) if fitting else []
+    passage_split = kfold(passage_ids, len(split)) if 1 < len(split) <= len(passage_ids) else []
     folder = workdir / "documents"
     paths = write_documents(folder, eval_set.documents)
     key_to_id: dict[str, str] = {}
@@ -229,7 +287,6 @@ def run(
         candidates = {m: collect_candidates(stack, queries, m, key_to_id) for m in MODES}
         # The fitting off-topic set, split into as many folds as the queries: each fold's threshold reads
         # the training folds of both, and the held-out folds of both are measured.
-        off_fit = {f"offtopic-{i}": text for i, text in enumerate(offtopic)}
         off_candidates = collect_candidates(stack, off_fit, DEFAULT_MODE, key_to_id) if off_fit else {}
         off_split = kfold(list(off_fit), len(split)) if len(split) > 1 and len(off_fit) >= len(split) else []
         known_candidates = collect_candidates(stack, known_queries, DEFAULT_MODE, key_to_id)
@@ -243,15 +300,19 @@ def run(
                 source=(
                     f"{len(qids)} queries and {len(known_queries)} known-item queries, "
                     f"{len(eval_set.documents)} documents"
+                    + (f"; order also on {len(passage_ids)} passage questions" if fitting else "")
                 ),
-                known=KnownItems(
+                known=OrderQueries(
                     known_candidates, known_qrels, list(known_queries) if fit_known_items else []
                 ),
+                passages=OrderQueries(fitting.candidates, fitting.qrels, passage_ids) if fitting else None,
             )
             hybrid = all_models.modes[DEFAULT_MODE]
             threshold = choose_threshold(
-                [top_probability(hybrid, candidates[DEFAULT_MODE][q]) for q in qids],
-                [top_probability(hybrid, c) for c in off_candidates.values()],
+                [top_probability(hybrid, candidates[DEFAULT_MODE][q]) for q in qids]
+                + passage_tops(hybrid, fitting, passage_ids),
+                [top_probability(hybrid, c) for c in off_candidates.values()]
+                + passage_off_tops(hybrid, fitting, list(off_fit)),
             )
             data = all_models.to_json() | {"threshold": threshold}
             target = model_path(profile, write_model)
@@ -276,6 +337,9 @@ def run(
         known_hits: dict[str, list[Hit]] = {}
         fold_thresholds: list[float] = []
         off_refused_cv: list[bool] = []
+        passage_cv: dict[str, tuple[bool, bool, bool, bool]] = {}  # question -> top 1, top 3, shown, refused
+        fold_files: list[dict[str, Any]] = []
+        passage_off_refused: list[bool] = []
         for i, fold in enumerate(split):
             train = train_ids(split, i) if len(split) > 1 else fold
             known_train = train_ids(known_split, i) if known_split and fit_known_items else []
@@ -285,7 +349,12 @@ def run(
                     qrels,
                     train,
                     profile,
-                    known=KnownItems(known_candidates, known_qrels, known_train),
+                    known=OrderQueries(known_candidates, known_qrels, known_train),
+                    passages=(
+                        OrderQueries(fitting.candidates, fitting.qrels, train_ids(passage_split, i))
+                        if fitting and passage_split
+                        else None
+                    ),
                 )
             except ValueError as exc:
                 note(f"fold {i + 1}: no relevance model ({exc}); cosine scores")
@@ -314,8 +383,26 @@ def run(
                 train_tops = [top_probability(hybrid_model, candidates[DEFAULT_MODE][q]) for q in train]
                 off_train_tops = [top_probability(hybrid_model, off_candidates[q]) for q in off_train]
                 off_held_tops = [top_probability(hybrid_model, off_candidates[q]) for q in off_held]
+                if passage_split:
+                    train_tops += passage_tops(hybrid_model, fitting, train_ids(passage_split, i))
+                    off_train_tops += passage_off_tops(hybrid_model, fitting, list(off_train))
             fold_thresholds.append(choose_threshold(train_tops, off_train_tops))
             off_refused_cv += [s < fold_thresholds[-1] for s in off_held_tops]
+            if fitting and passage_split and hybrid_model is not None:
+                passage_off_refused += [
+                    top_probability(hybrid_model, fitting.offtopic[q]) < fold_thresholds[-1] for q in off_held
+                ]
+                for q in passage_split[i]:
+                    passage_cv[q] = passage_outcome(
+                        hybrid_model, fitting.candidates[q], fitting.qrels[q], fold_thresholds[-1]
+                    )
+                fold_files.append(
+                    {
+                        "held_out": passage_split[i],
+                        "models": models.to_json(),
+                        "threshold": fold_thresholds[-1],
+                    }
+                )
             note(
                 f"fold {i + 1}/{len(split)}: {len(fold)} held-out queries, "
                 f"threshold chosen on train {fold_thresholds[-1]}"
@@ -398,6 +485,14 @@ def run(
             )
             for mode in modes
         }
+        if passage_cv and fitting:
+            threshold_cv["passages_heldout"] = passage_figures(passage_cv, fitting.kinds)
+            threshold_cv["passages_offtopic_refused_cv"] = round(
+                mean([float(r) for r in passage_off_refused]), 4
+            )
+        if fold_models is not None and fold_files:
+            fold_models.write_text(json.dumps({"folds": fold_files}) + "\n", encoding="utf-8")
+            note(f"wrote the {len(fold_files)} fold models to {fold_models}")
         threshold_cv["offtopic_fitting_refused_cv"] = (
             round(sum(off_refused_cv) / len(off_refused_cv), 4) if off_refused_cv else None
         )
@@ -591,6 +686,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-embed-cache", action="store_true", help=f"embed everything again (cache: {DEFAULT_CACHE})"
     )
     parser.add_argument(
+        "--passages",
+        action="store_true",
+        help="also fit the order model on the passage questions (benchmarks.passages; documents from "
+        "this machine's /usr/share) and measure them held out",
+    )
+    parser.add_argument(
+        "--fold-models",
+        type=Path,
+        help="with --passages: write each fold's models and held-out passage questions here "
+        "(for benchmarks.passages --fold-models)",
+    )
+    parser.add_argument(
         "--write-model",
         action="store_true",
         help="fit the relevance models on every query and write them into the package for this profile",
@@ -628,6 +735,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sparse": args.sparse,
         "known_items": args.known_items,
         "fit_known_items": not args.no_fit_known_items,
+        "passages": args.passages,
+        "fold_models": args.fold_models,
     }
     with stdout_reserved_for_result():
         if args.write_model:

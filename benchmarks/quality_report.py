@@ -148,6 +148,17 @@ def render(result: dict[str, Any]) -> str:
             "fitting off-topic questions refused at those (held-out folds): "
             f"{threshold['offtopic_fitting_refused_cv']:.1%}"
         )
+    if threshold.get("passages_heldout"):
+        p_rows = [
+            [group, str(f["questions"])] + [f"{f[k]:.1%}" for k in ("top1", "top3", "top3_shown", "refused")]
+            for group, f in threshold["passages_heldout"].items()
+        ]
+        lines += [
+            "",
+            "passage questions held out (benchmarks.passages; each fold's model and threshold, offline on "
+            "the candidates as the search service orders and drops them)",
+            table(["group", "n", "top 1", "top 3", "top 3 shown", "refused"], p_rows),
+        ]
     if threshold.get("calibration"):
         c_rows = [
             [f"{r['band']:.1f}+", str(r["passages"]), f"{r['mean_score']:.3f}", f"{r['relevant']:.1%}"]

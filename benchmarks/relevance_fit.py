@@ -4,7 +4,7 @@ threshold rule) made on the training queries a caller passes, so cross-validatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,23 @@ MODE_FEATURES: dict[str, tuple[str, ...]] = {
     "dense": ("cosine", "cosine_gap"),
     "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
 }
-# The default mode's ordering model (``RankedRelevance.order``), fitted on the judged queries and the
-# generated known-item queries (benchmarks.known_item); ``MODE_FEATURES["hybrid"]`` is its answer model,
-# fitted on the judged queries only. Chosen by cross-validation (docs/benchmarks.md).
-ORDER_FEATURES = ("cosine", "cosine_gap", "bm25_log", "bm25_rel")
+# The default mode's ordering model (``RankedRelevance.order``), fitted listwise on the judged queries
+# (each weighted ``JUDGED_WEIGHT``), the generated known-item queries (benchmarks.known_item) and, when
+# given, the passage questions (benchmarks.passages); ``MODE_FEATURES["hybrid"]`` is its answer model,
+# fitted on the judged queries only. Chosen by cross-validation over every set at once
+# (benchmarks.studies.study_passage_order, docs/benchmarks.md).
+ORDER_FEATURES = (
+    "cosine",
+    "cosine_gap",
+    "bm25_log",
+    "bm25_rel",
+    "coverage",
+    "dense_rr",
+    "sparse_rr",
+    "bm25_missing",
+)
+JUDGED_WEIGHT = 4.0  # one judged claim counts as four other queries: the claims must not lose to them
+ORDER_L2 = 1.0  # on standardised features
 # The answer model of the other modes (issue 24): whether the best passage answers must not read BM25's raw
 # score, which shrinks with a small tenant's IDF (an exact keyword match in a two-document tenant was
 # refused in sparse mode); keyword coverage says the same at any corpus size. Each mode's own
@@ -90,10 +103,80 @@ def choose_l2(
     return best
 
 
+def fit_listwise(
+    candidates: dict[str, list[Candidate]],
+    qrels: dict[str, dict[str, int]],
+    qids: Sequence[str],
+    features: Sequence[str],
+    l2: float = ORDER_L2,
+    weight: Mapping[str, float] | None = None,
+) -> Any:
+    """An order model fitted for what it is used for, ordering one query's candidates: a conditional
+    logit (per query a softmax over its candidates, whose target spreads evenly over the relevant ones),
+    each query counting ``weight[qid]`` times (1 by default) however many candidates it has; a pointwise
+    fit lets the sets with more candidates or another base rate pull the weights. Newton's method with a
+    backtracking step on standardised features; the intercept means nothing to an order and is set so
+    the mean candidate scores 0."""
+    import numpy as np
+
+    from winnow.search.relevance import LogisticModel, feature_rows
+
+    blocks = []
+    for qid in qids:
+        cands = candidates[qid]
+        labels = np.array([1.0 if qrels[qid].get(doc, 0) > 0 else 0.0 for doc, _ in cands])
+        if not cands or labels.sum() in (0, len(labels)):
+            continue  # nothing to order against
+        rows = feature_rows([e for _, e in cands])
+        x = np.array([[r[f] for f in features] for r in rows])
+        blocks.append((x, labels / labels.sum(), float(weight.get(qid, 1.0)) if weight else 1.0))
+    if not blocks:
+        raise ValueError("fit_listwise needs a query with both relevant and irrelevant candidates")
+    stacked = np.vstack([x for x, _, _ in blocks])
+    centre, scale = stacked.mean(axis=0), stacked.std(axis=0)
+    scale[scale == 0] = 1.0
+    blocks = [((x - centre) / scale, t, w) for x, t, w in blocks]
+
+    def loss(beta: Any) -> float:
+        total = 0.5 * l2 * float(beta @ beta)
+        for x, target, w in blocks:
+            z = x @ beta
+            top = z.max()
+            total += w * float(top + np.log(np.exp(z - top).sum()) - target @ z)
+        return total
+
+    beta = np.zeros(len(features))
+    for _ in range(50):
+        gradient = l2 * beta
+        hessian = l2 * np.eye(len(features))
+        for x, target, w in blocks:
+            z = x @ beta
+            p = np.exp(z - z.max())
+            p /= p.sum()
+            gradient = gradient + w * (x.T @ (p - target))
+            mean_x = x.T @ p
+            hessian = hessian + w * ((x * p[:, None]).T @ x - np.outer(mean_x, mean_x))
+        step = np.linalg.solve(hessian, gradient)
+        current, size = loss(beta), 1.0
+        while size > 1e-4 and loss(beta - size * step) > current:
+            size /= 2
+        beta = beta - size * step
+        if np.max(np.abs(size * step)) < 1e-8:
+            break
+    weights = beta / scale
+    return LogisticModel(
+        features=tuple(features),
+        weights=tuple(float(w) for w in weights),
+        intercept=float(-(weights @ centre)),
+    )
+
+
 @dataclass(frozen=True)
-class KnownItems:
-    """Generated known-item queries (benchmarks.known_item) with their default-mode candidates; ``ids``
-    are the ones a fit may read."""
+class OrderQueries:
+    """Queries besides the judged ones that the order model also learns from (the generated known-item
+    queries of benchmarks.known_item, the passage questions of benchmarks.passages), with their
+    default-mode candidates and judgements; ``ids`` are the ones a fit may read. A passage question's
+    candidate ids name the chunk, so a judgement is per passage."""
 
     candidates: dict[str, list[Candidate]]
     qrels: dict[str, dict[str, int]]
@@ -106,10 +189,11 @@ def fit_models(
     qids: Sequence[str],
     profile: str,
     source: str = "",
-    known: KnownItems | None = None,
+    known: OrderQueries | None = None,
+    passages: OrderQueries | None = None,
 ) -> Any:
-    """One model per mode, every choice (L2) made on ``qids`` (and ``known.ids``) only. With known-item
-    queries the default mode gets a ``RankedRelevance``."""
+    """One model per mode, every choice (L2) made on ``qids`` (and the other sets' ``ids``) only. With
+    known-item queries or passage questions the default mode gets a ``RankedRelevance``."""
     from winnow.search.relevance import RelevanceModels
 
     modes: dict[str, Any] = {}
@@ -117,8 +201,9 @@ def fit_models(
         features = MODE_FEATURES[mode]
         l2 = choose_l2(per_query_cands, qrels, qids, features)
         modes[mode] = fit_mode(per_query_cands, qrels, qids, features, l2)
-        if mode == DEFAULT_MODE and known is not None and known.ids:
-            modes[mode] = fit_ranked(per_query_cands, qrels, qids, modes[mode], known)
+        extra = [s for s in (known, passages) if s is not None and s.ids]
+        if mode == DEFAULT_MODE and extra:
+            modes[mode] = fit_ranked(per_query_cands, qrels, qids, modes[mode], extra)
         elif mode != DEFAULT_MODE:
             answer_l2 = choose_l2(per_query_cands, qrels, qids, ANSWER_FEATURES)
             answer = fit_mode(per_query_cands, qrels, qids, ANSWER_FEATURES, answer_l2)
@@ -131,15 +216,22 @@ def fit_ranked(
     qrels: dict[str, dict[str, int]],
     qids: Sequence[str],
     answer: Any,
-    known: KnownItems,
+    extra: Sequence[OrderQueries],
 ) -> Any:
-    """The order model on the judged and the known-item queries, then the logistic step that combines
-    it with ``answer`` (fitted on the judged queries) on the judged queries' candidates."""
-    merged = {**candidates, **known.candidates}
-    merged_qrels = {**qrels, **known.qrels}
-    order_ids = [*qids, *known.ids]
-    l2 = choose_l2(merged, merged_qrels, order_ids, ORDER_FEATURES)
-    order = fit_mode(merged, merged_qrels, order_ids, ORDER_FEATURES, l2)
+    """The order model on the judged queries and the ``extra`` sets (listwise, a judged query weighing
+    ``JUDGED_WEIGHT``), then the logistic step that combines it with ``answer`` (fitted on the judged
+    queries) on the judged queries' candidates: the threshold keeps reading the judged queries alone."""
+    merged, merged_qrels = dict(candidates), dict(qrels)
+    order_ids = list(qids)
+    for queries in extra:
+        clash = set(queries.ids) & set(order_ids)
+        if clash:
+            raise ValueError(f"query ids used twice: {', '.join(sorted(clash)[:3])}")
+        merged.update({q: queries.candidates[q] for q in queries.ids})
+        merged_qrels.update({q: queries.qrels.get(q, {}) for q in queries.ids})
+        order_ids += queries.ids
+    weight = dict.fromkeys(qids, JUDGED_WEIGHT)
+    order = fit_listwise(merged, merged_qrels, order_ids, ORDER_FEATURES, ORDER_L2, weight)
     return calibrate(candidates, qrels, qids, order, answer)
 
 

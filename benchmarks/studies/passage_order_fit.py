@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks import relevance_fit
 from benchmarks.cv import DEFAULT_FOLDS, bootstrap_se, kfold, mean, train_ids
 from benchmarks.relevance_fit import (
     MODE_FEATURES,
-    Candidate,
     calibrate,
     choose_l2,
     choose_threshold,
@@ -21,7 +21,8 @@ from benchmarks.relevance_fit import (
 )
 
 Cands = dict[str, list[tuple[str, Any]]]
-# The order model's features before issue 24's refit (pointwise, on the claims and known items).
+# The order model's features before issue 24's refit (pointwise, on the claims and known items); the
+# design shipped since is the last "listwise ... claims x4" row (``benchmarks.relevance_fit``).
 ORDER_FEATURES = ("cosine", "cosine_gap", "bm25_log", "bm25_rel")
 Qrels = dict[str, dict[str, int]]
 
@@ -182,80 +183,12 @@ def run_design(
 _KINDS: dict[str, str] = {}
 
 
-def _fit_listwise(
-    candidates: dict[str, list[Candidate]],
-    qrels: dict[str, dict[str, int]],
-    qids: Sequence[str],
-    features: Sequence[str],
-    l2: float = 1.0,
-) -> Any:
-    """An order model fitted for what it is used for, ordering one query's candidates: a conditional
-    logit (per query, a softmax over its candidates whose target spreads evenly over the relevant ones),
-    every query counting once however many candidates it has. A pointwise fit lets the sets with more
-    candidates or another base rate pull the weights. Newton's method with a backtracking step; the
-    intercept means nothing to an order and is set so the mean candidate scores 0."""
-    import numpy as np
-
-    from winnow.search.relevance import LogisticModel, feature_rows
-
-    blocks = []
-    for qid in qids:
-        cands = candidates[qid]
-        labels = np.array([1.0 if qrels[qid].get(doc, 0) > 0 else 0.0 for doc, _ in cands])
-        if not cands or labels.sum() in (0, len(labels)):
-            continue  # nothing to order against
-        rows = feature_rows([e for _, e in cands])
-        blocks.append((np.array([[r[f] for f in features] for r in rows]), labels / labels.sum()))
-    if not blocks:
-        raise ValueError("fit_listwise needs a query with both relevant and irrelevant candidates")
-    stacked = np.vstack([x for x, _ in blocks])
-    centre, scale = stacked.mean(axis=0), stacked.std(axis=0)
-    scale[scale == 0] = 1.0
-    blocks = [((x - centre) / scale, t) for x, t in blocks]
-
-    def loss(beta: Any) -> float:
-        total = 0.5 * l2 * float(beta @ beta)
-        for x, target in blocks:
-            z = x @ beta
-            top = z.max()
-            total += float(top + np.log(np.exp(z - top).sum()) - target @ z)
-        return total
-
-    beta = np.zeros(len(features))
-    for _ in range(50):
-        gradient = l2 * beta
-        hessian = l2 * np.eye(len(features))
-        for x, target in blocks:
-            z = x @ beta
-            p = np.exp(z - z.max())
-            p /= p.sum()
-            gradient = gradient + x.T @ (p - target)
-            mean_x = x.T @ p
-            hessian = hessian + (x * p[:, None]).T @ x - np.outer(mean_x, mean_x)
-        step = np.linalg.solve(hessian, gradient)
-        current, size = loss(beta), 1.0
-        while size > 1e-4 and loss(beta - size * step) > current:
-            size /= 2
-        beta = beta - size * step
-        if np.max(np.abs(size * step)) < 1e-8:
-            break
-    weights = beta / scale
-    return LogisticModel(
-        features=tuple(features),
-        weights=tuple(float(w) for w in weights),
-        intercept=float(-(weights @ centre)),
-    )
-
-
 def fit_listwise(
     cands: Cands, qrels: Qrels, ids: Sequence[str], features: Sequence[str], l2: float, set_weight: Any = None
 ) -> Any:
-    """``benchmarks.relevance_fit.fit_listwise``; ``set_weight`` repeats a query's block that many times."""
-    if set_weight is None:
-        return _fit_listwise(cands, qrels, ids, features, l2)
-    copies = {f"{q}~{n}": cands[q] for q in ids for n in range(round(set_weight(q)))}
-    judged = {f"{q}~{n}": qrels[q] for q in ids for n in range(round(set_weight(q)))}
-    return _fit_listwise(copies, judged, list(copies), features, l2)
+    """``benchmarks.relevance_fit.fit_listwise``, each query weighted ``set_weight(qid)`` (1 without)."""
+    weight = {q: float(set_weight(q)) for q in ids} if set_weight is not None else None
+    return relevance_fit.fit_listwise(cands, qrels, ids, features, l2, weight)
 
 
 ALL = (*ORDER_FEATURES, "coverage", "dense_rr", "sparse_rr")
@@ -274,7 +207,7 @@ def _claims_times(weight: float) -> Any:
 
 
 DESIGNS = (
-    Design("today"),
+    Design("today"),  # before the refit: the shipped design of 2026-11-27
     Design("pointwise, + passages", order_sets=EVERY_SET),
     Design(
         "pointwise, + passages, + coverage",
@@ -345,16 +278,14 @@ def compare(data: dict[str, Any], designs: Sequence[Design] = DESIGNS) -> dict[s
 
 
 def _extend_features() -> None:
-    """Candidate features beyond the product's: whether each retriever returned the passage (a passage
-    the keyword side did not return has an unknown BM25, not 0), and how its document fares among the
-    candidates."""
+    """Candidate features beyond the product's: whether the dense side returned the passage, and how its
+    document fares among the candidates."""
     import winnow.search.relevance as rel
 
     if "doc_share" in rel.FEATURES:
         return
     rel.FEATURES = (
         *rel.FEATURES,
-        "bm25_missing",
         "dense_missing",
         "doc_share",
         "doc_cos_gap",
@@ -377,7 +308,6 @@ def _extend_features() -> None:
         ranked = sorted(best_cos, key=lambda d: -(best_cos[d] + best_bm[d]))
         place = {d: i + 1 for i, d in enumerate(ranked)}
         for row, e, d in zip(out, evidence, docs, strict=True):
-            row["bm25_missing"] = 0.0 if e.sparse_rank else 1.0
             row["dense_missing"] = 1.0 if not e.dense_rank else 0.0
             row["doc_share"] = counts[d] / len(evidence) if d is not None else 0.0
             row["doc_cos_gap"] = best_cos[d]

@@ -28,7 +28,7 @@ from benchmarks.quality import OFFTOPIC_FILE, collect_candidates, read_lines
 from benchmarks.relevance_fit import (
     DEFAULT_MODE,
     MODE_FEATURES,
-    KnownItems,
+    OrderQueries,
     balanced_threshold,
     choose_l2,
     fit_mode,
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 candidates, qrels, train, features, choose_l2(candidates, qrels, train, features)
             )
             model = fit_ranked(
-                candidates, qrels, train, answer, KnownItems(candidates, qrels, train_ids(known_folds, i))
+                candidates, qrels, train, answer, [OrderQueries(candidates, qrels, train_ids(known_folds, i))]
             )
             threshold = balanced_threshold(
                 [top_probability(model, candidates[q]) for q in train],

@@ -317,3 +317,64 @@ def test_passage_benchmark_with_context_counts_answers_in_the_text_around_a_resu
     for group, figures in result["winnow_with_context"].items():
         assert figures["top3"] >= result["winnow"][group]["top3"]
     assert result["winnow_with_context"]["all"]["top3"] == 1.0
+
+
+def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out_fold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import passages
+    from winnow.models import EmbeddingProfile
+    from winnow.search.relevance import load_models
+    from winnow_local.adapters.onnx_embedder import DIMENSION, MODEL_NAME
+
+    # Given two documents, three questions, and a fold file (as benchmarks.quality --fold-models writes
+    # it) whose first fold holds out the backup questions at a threshold nothing clears, the second the
+    # leave question at 0
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "backup.md").write_text(
+        "# Backups\n\nNightly backups run at two in the morning and are kept for thirty days.\n\n"
+        "# Restores\n\nA restore is requested through the service desk and takes about four hours.\n",
+        encoding="utf-8",
+    )
+    (folder / "leave.txt").write_text(
+        "Employees receive twenty-eight days of paid holiday per year.\n", encoding="utf-8"
+    )
+    questions = tmp_path / "questions.tsv"
+    questions.write_text(
+        "id\tdocument\tquestion\tanswer_excerpt\n"
+        "b1\tbackup.md\twhen do the backups happen\trun at two in the morning\n"
+        "b2\tbackup.md\thow long does getting files back take\ttakes about four hours\n"
+        "l1\tleave.txt\thow much vacation do staff get\ttwenty-eight days of paid holiday\n",
+        encoding="utf-8",
+    )
+    shipped = load_models(EmbeddingProfile("local", MODEL_NAME, DIMENSION).slug)
+    assert shipped is not None
+    folds = tmp_path / "folds.json"
+    folds.write_text(
+        json.dumps(
+            {
+                "folds": [
+                    {"held_out": ["b1", "b2"], "models": shipped.to_json(), "threshold": 1.0},
+                    {"held_out": ["l1"], "models": shipped.to_json(), "threshold": 0.0},
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    argv = ["--json", "--quiet", "--documents", str(folder), "--questions", str(questions)]
+    # When the passage benchmark runs with --fold-models
+    assert passages.main([*argv, "--fold-models", str(folds)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Then each question met its own fold's threshold: the backup ones all refused, the leave one answered
+    assert result["fold_models"] == str(folds)
+    assert result["winnow"]["format:md"]["refused"] == 1.0
+    assert result["winnow"]["format:txt"]["refused"] == 0.0
+    assert result["winnow"]["format:txt"]["top3"] == 1.0
+    # And a fold file that holds out none of a question's folds is refused by name
+    folds.write_text(
+        json.dumps({"folds": [{"held_out": ["b1"], "models": shipped.to_json(), "threshold": 0.0}]}),
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match="holds out no fold with b2, l1"):
+        passages.main([*argv, "--fold-models", str(folds)])

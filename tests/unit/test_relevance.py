@@ -14,12 +14,15 @@ from benchmarks.cv import bootstrap_se, fit_logistic, fold_summary, kfold, train
 from benchmarks.quality import read_demo_questions, read_lines
 from benchmarks.relevance_fit import (
     DEFAULT_MODE,
+    JUDGED_WEIGHT,
     MAX_REFUSED,
     THRESHOLD_GRID,
-    KnownItems,
+    OrderQueries,
     balanced_threshold,
     choose_threshold,
+    fit_listwise,
     fit_models,
+    fit_ranked,
 )
 from winnow.adapters.qdrant_store import fuse_rrf
 from winnow.models import StoredChunk
@@ -52,6 +55,8 @@ def test_feature_rows_are_absolute_and_relative_to_the_best_candidate() -> None:
     assert rows[1]["bm25_log"] == 0 and rows[1]["bm25_rel"] == 0 and rows[1]["sparse_rr"] == 0
     assert rows[0]["bm25_log"] == pytest.approx(math.log1p(8.0))
     assert rows[0]["sparse_rr"] == 0.5 and rows[2]["dense_rr"] == 0
+    # And a passage the keyword side did not return is marked so: its BM25 is unknown, not zero
+    assert [r["bm25_missing"] for r in rows] == [0.0, 1.0, 0.0]
     assert feature_rows([]) == []
 
 
@@ -257,24 +262,26 @@ def _generated_candidates(
 
 def test_known_item_queries_teach_the_order_model_what_the_judged_ones_cannot() -> None:
     # Given judged queries whose answer is the best cosine, and known-item queries whose answer is the
-    # best BM25 match (the keyword and phrase styles the judged set lacks)
+    # best BM25 match (the keyword and phrase styles the judged set lacks), as many of them as the
+    # judged queries weigh in the fit
     rng = random.Random(19)
     judged: dict[str, list[tuple[str, Evidence]]] = {}
     known: dict[str, list[tuple[str, Evidence]]] = {}
     qrels: dict[str, dict[str, int]] = {}
     known_qrels: dict[str, dict[str, int]] = {}
-    for n in range(60):
+    for n in range(40):
         judged[f"q{n}"], qrels[f"q{n}"] = _generated_candidates(rng, n, "cosine")
-        known[f"k{n}"], known_qrels[f"k{n}"] = _generated_candidates(rng, 100 + n, "bm25")
+    for n in range(round(40 * JUDGED_WEIGHT)):
+        known[f"k{n}"], known_qrels[f"k{n}"] = _generated_candidates(rng, 1000 + n, "bm25")
     candidates = {DEFAULT_MODE: judged}
     # When fitted without and with the known-item queries
     plain = fit_models(candidates, qrels, list(judged), "local-t-8").for_mode(DEFAULT_MODE)
     ranked = fit_models(
-        candidates, qrels, list(judged), "local-t-8", known=KnownItems(known, known_qrels, list(known))
+        candidates, qrels, list(judged), "local-t-8", known=OrderQueries(known, known_qrels, list(known))
     ).for_mode(DEFAULT_MODE)
-    # Then the default mode becomes a ranked model whose order model weighs the keyword evidence
+    # Then the default mode becomes a ranked model whose order model reads the keyword evidence
     assert isinstance(plain, LogisticModel) and isinstance(ranked, RankedRelevance)
-    assert ranked.order.weights[ranked.order.features.index("bm25_rel")] > 0
+    assert {"bm25_rel", "sparse_rr"} <= ranked.order.reads
     assert ranked.gap_weight > 0
 
     def hits(model: LogisticModel | RankedRelevance, queries: dict[str, list[tuple[str, Evidence]]]) -> int:
@@ -287,6 +294,89 @@ def test_known_item_queries_teach_the_order_model_what_the_judged_ones_cannot() 
 
     # And it puts the known item first far more often than the judged-only model does
     assert hits(ranked, known) > hits(plain, known) + 10
+
+
+def _hits(
+    model: LogisticModel | RankedRelevance,
+    queries: dict[str, list[tuple[str, Evidence]]],
+    qrels: dict[str, dict[str, int]],
+) -> int:
+    """How many queries get a relevant candidate first under ``model``."""
+    found = 0
+    for q, cands in queries.items():
+        scores = model.probabilities([e for _, e in cands])
+        found += cands[max(range(len(cands)), key=lambda i: scores[i])][0] in qrels[q]
+    return found
+
+
+def test_passage_questions_alone_make_the_default_mode_a_ranked_model_that_learns_from_them() -> None:
+    # Given judged queries answered by the best cosine, and passage questions answered by the best BM25,
+    # as many as the judged queries weigh in the fit
+    rng = random.Random(23)
+    judged, passages, qrels, passage_qrels = {}, {}, {}, {}
+    for n in range(30):
+        judged[f"q{n}"], qrels[f"q{n}"] = _generated_candidates(rng, n, "cosine")
+    for n in range(round(30 * JUDGED_WEIGHT)):
+        passages[f"p{n}"], passage_qrels[f"p{n}"] = _generated_candidates(rng, 1000 + n, "bm25")
+    candidates = {DEFAULT_MODE: judged}
+    # When fitted with the passage questions and no known-item queries
+    plain = fit_models(candidates, qrels, list(judged), "local-t-8").for_mode(DEFAULT_MODE)
+    ranked = fit_models(
+        candidates,
+        qrels,
+        list(judged),
+        "local-t-8",
+        known=OrderQueries({}, {}, []),
+        passages=OrderQueries(passages, passage_qrels, list(passages)),
+    ).for_mode(DEFAULT_MODE)
+    # Then the order model learnt the passage questions' evidence
+    assert isinstance(ranked, RankedRelevance)
+    assert _hits(ranked, passages, passage_qrels) > _hits(plain, passages, passage_qrels) + 10
+
+
+def test_listwise_fit_weighs_each_query_as_told() -> None:
+    # Given two kinds of queries that disagree: one answered by the best cosine, one by the best BM25
+    rng = random.Random(29)
+    cands, qrels = {}, {}
+    for n in range(40):
+        cands[f"c{n}"], qrels[f"c{n}"] = _generated_candidates(rng, n, "cosine")
+        cands[f"b{n}"], qrels[f"b{n}"] = _generated_candidates(rng, 100 + n, "bm25")
+    cosine_ids = [q for q in cands if q.startswith("c")]
+    bm25_ids = [q for q in cands if q.startswith("b")]
+    features = ("cosine", "bm25_log")
+    # When fitted on both, once with the cosine queries weighing four times and once the BM25 ones
+    to_cosine = fit_listwise(cands, qrels, list(cands), features, 1.0, dict.fromkeys(cosine_ids, 4.0))
+    to_bm25 = fit_listwise(cands, qrels, list(cands), features, 1.0, dict.fromkeys(bm25_ids, 4.0))
+
+    def ratio(model: LogisticModel) -> float:
+        return model.weights[0] / model.weights[1]
+
+    # Then each fit leans to the queries it was told weigh more, and orders them better
+    assert ratio(to_cosine) > 2 * ratio(to_bm25)
+    cosine_q = {q: cands[q] for q in cosine_ids}
+    bm25_q = {q: cands[q] for q in bm25_ids}
+    assert _hits(to_cosine, cosine_q, qrels) > _hits(to_bm25, cosine_q, qrels)
+    assert _hits(to_bm25, bm25_q, qrels) > _hits(to_cosine, bm25_q, qrels)
+    # And a weight of 1 for every query is the unweighted fit
+    plain = fit_listwise(cands, qrels, list(cands), features, 1.0)
+    assert fit_listwise(cands, qrels, list(cands), features, 1.0, dict.fromkeys(cands, 1.0)) == plain
+    # And a set of queries none of which has both kinds of candidate cannot be fitted
+    none_relevant = {q: {} for q in cands}
+    with pytest.raises(ValueError, match="both relevant and irrelevant"):
+        fit_listwise(cands, none_relevant, list(cands), features, 1.0)
+    assert JUDGED_WEIGHT > 1
+
+
+def test_a_query_in_two_fitting_sets_is_refused() -> None:
+    # Given a passage question whose id is also a judged query's (it would count twice)
+    rng = random.Random(31)
+    cands, qrels = {}, {}
+    for n in range(10):
+        cands[f"q{n}"], qrels[f"q{n}"] = _generated_candidates(rng, n, "cosine")
+    answer = LogisticModel(("cosine",), (5.0,), -2.0)
+    # When the order model is fitted, then it says which ids clash
+    with pytest.raises(ValueError, match="query ids used twice: q3"):
+        fit_ranked(cands, qrels, list(cands), answer, [OrderQueries(cands, qrels, ["q3"])])
 
 
 # --- fitting --------------------------------------------------------------------------------------------
@@ -450,3 +540,30 @@ def test_calibration_table_compares_each_score_band_with_its_share_of_relevant_p
         {"band": 0.8, "passages": 3, "mean_score": 0.85, "relevant": 0.6667},
         {"band": 0.9, "passages": 1, "mean_score": 1.0, "relevant": 1.0},
     ]
+
+
+def test_held_out_passage_outcomes_read_the_order_the_threshold_and_each_group() -> None:
+    from benchmarks.quality import passage_figures, passage_outcome
+
+    # Given a model that orders by cosine, and a question whose answering chunk is third by cosine
+    model = LogisticModel(("cosine",), (10.0,), -5.0)
+    cands = [
+        ("a#0", Evidence(cosine=0.9)),
+        ("a#1", Evidence(cosine=0.6)),
+        ("b#2", Evidence(cosine=0.45)),
+        ("b#3", Evidence(cosine=0.1)),
+    ]
+    judged = {"b#2": 1}
+    # Then it is in the top 3 but not first; shown only while it clears the threshold; refused only when
+    # the best passage does not
+    assert passage_outcome(model, cands, judged, 0.3) == (False, True, True, False)
+    assert passage_outcome(model, cands, judged, 0.5) == (False, True, False, False)
+    assert passage_outcome(model, cands, judged, 0.99) == (False, True, False, True)
+    assert passage_outcome(model, cands, {"b#3": 1}, 0.0) == (False, False, False, False)
+    # And the figures are shares overall, per source and per format
+    figures = passage_figures(
+        {"q1": (True, True, True, False), "q2": (False, False, False, True)},
+        {"q1": ("man", "man"), "q2": ("manuals", "pdf")},
+    )
+    assert figures["all"] == {"questions": 2, "top1": 0.5, "top3": 0.5, "top3_shown": 0.5, "refused": 0.5}
+    assert figures["source:man"]["top1"] == 1.0 and figures["format:pdf"]["refused"] == 1.0

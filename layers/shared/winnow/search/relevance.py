@@ -33,6 +33,7 @@ FEATURES = (
     "dense_rr",  # 1 / rank among the dense candidates; 0 when absent
     "sparse_rr",  # 1 / rank among the sparse candidates; 0 when absent
     "coverage",  # share of the query's keyword terms the passage holds; 0 when not measured
+    "bm25_missing",  # 1 when the keyword side did not return the chunk: its BM25 is unknown, not 0
 )
 
 
@@ -65,6 +66,7 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
                 "dense_rr": 1.0 / e.dense_rank if e.dense_rank else 0.0,
                 "sparse_rr": 1.0 / e.sparse_rank if e.sparse_rank else 0.0,
                 "coverage": e.coverage or 0.0,
+                "bm25_missing": 0.0 if e.sparse_rank else 1.0,
             }
         )
     return rows
