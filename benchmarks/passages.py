@@ -51,7 +51,8 @@ from benchmarks.cv import DEFAULT_FOLDS, kfold
 from benchmarks.data import REPO_ROOT
 
 QUESTIONS = REPO_ROOT / "benchmarks" / "data" / "passage_questions.tsv"
-OFFTOPIC = REPO_ROOT / "benchmarks" / "data" / "offtopic.txt"
+OFFTOPIC = REPO_ROOT / "benchmarks" / "data" / "offtopic.txt"  # the threshold rule's fitting set
+OFFTOPIC_HELDOUT = REPO_ROOT / "benchmarks" / "data" / "offtopic_heldout.txt"  # nothing reads it to choose
 TOP = 3
 BASELINE_DEPTH = 10
 _QUOTES = str.maketrans(
@@ -315,11 +316,12 @@ class FittingSet:
 
 
 def fitting_set(
-    env: Mapping[str, str | None], progress: Progress, top_k: int, offtopic: Mapping[str, str] | None = None
+    env: Mapping[str, str | None], progress: Progress, offtopic: Mapping[str, str] | None = None
 ) -> FittingSet:
-    """Every passage question's candidates through the search service the handler uses, on a fresh
-    embedded stack of the passage corpus; a candidate's id names its chunk (unique per question). The
-    ``offtopic`` questions (id -> text) are asked of the same corpus."""
+    """Every passage question's candidates for a client's default request (``{"query": ...}``: the
+    candidates this benchmark's handler runs order and drop) through the search service the handler
+    uses, on a fresh embedded stack of the passage corpus; a candidate's id names its chunk (unique per
+    question). The ``offtopic`` questions (id -> text) are asked of the same corpus the same way."""
     from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.stack import EmbeddedStack
     from functions.search.app import service
@@ -337,25 +339,46 @@ def fitting_set(
         stack.ingest(files, per_event=10)
         svc = service()
         for q in questions:
-            hits = svc.candidates(stack.tenant, SearchRequest(query=q.text, top_k=top_k))
+            hits = svc.candidates(stack.tenant, SearchRequest(query=q.text))
             candidates[q.id] = [(f"{h.key}#{i}", e) for i, (h, e) in enumerate(hits)]
             qrels[q.id] = {f"{h.key}#{i}": 1 for i, (h, _) in enumerate(hits) if answers(h.text, q)}
         off = {
-            qid: [(h.key, e) for h, e in svc.candidates(stack.tenant, SearchRequest(query=text, top_k=top_k))]
+            qid: [(h.key, e) for h, e in svc.candidates(stack.tenant, SearchRequest(query=text))]
             for qid, text in (offtopic or {}).items()
         }
     return FittingSet(candidates, qrels, {q.id: kinds[q.document] for q in questions}, off)
 
 
-def load_fold_models(path: Path) -> list[tuple[list[str], Any, float]]:
-    """``benchmarks.quality --fold-models`` output: per fold, the passage questions it held out, the
-    relevance models fitted without them, and the threshold chosen with those models."""
+@dataclass(frozen=True)
+class Fold:
+    """One fold of ``benchmarks.quality --fold-models``: the passage questions and fitting off-topic
+    questions (by text) it held out, the relevance models fitted without them, and the threshold chosen
+    with those models."""
+
+    held_out: list[str]
+    offtopic_held_out: list[str]
+    models: Any
+    threshold: float
+
+
+def load_fold_models(path: Path) -> list[Fold]:
     from winnow.search.relevance import RelevanceModels
 
     data = json.loads(path.read_text(encoding="utf-8"))
     return [
-        (list(f["held_out"]), RelevanceModels.from_json(f["models"]), float(f["threshold"]))
+        Fold(
+            list(f["held_out"]),
+            list(f.get("offtopic_held_out") or []),
+            RelevanceModels.from_json(f["models"]),
+            float(f["threshold"]),
+        )
         for f in data["folds"]
+    ]
+
+
+def _read_questions(path: Path) -> list[str]:
+    return [
+        line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")
     ]
 
 
@@ -377,11 +400,7 @@ def run(
     questions = [q for q in load_questions(questions_file) if q.document in kinds]
     if limit is not None:
         questions = questions[:limit]
-    offtopic = [
-        line.strip()
-        for line in OFFTOPIC.read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
+    offtopic, offtopic_heldout = _read_questions(OFFTOPIC), _read_questions(OFFTOPIC_HELDOUT)
     with (
         tempfile.TemporaryDirectory(prefix="winnow-passages-") as workdir,
         EmbeddedStack(Path(workdir) / "home", env=dict(env), embed_cache=DEFAULT_CACHE) as stack,
@@ -393,12 +412,18 @@ def run(
         winnow: dict[str, list[Passage]] = {}
         # With ``context``: the same results, each read with the text around it (what the reader sees).
         around: dict[str, list[Passage]] = {}
-        # Held out: each question answered by the models fitted without its fold, at that fold's
-        # threshold (the shipped models read every passage question).
+        # Held out: each question (and each fitting off-topic question) answered by the models fitted
+        # without its fold, at that fold's threshold (the shipped models read every one of them).
         held_by: dict[str, tuple[Any, float]] = {}
-        for held, fitted, fold_threshold in load_fold_models(fold_models) if fold_models else ():
-            held_by.update(dict.fromkeys(held, (fitted, fold_threshold)))
+        off_by: dict[str, tuple[Any, float]] = {}
+        profile = stack.container.embedder.profile.slug
+        for fold in load_fold_models(fold_models) if fold_models else ():
+            if fold.models.profile != profile:
+                raise ValueError(f"{fold_models} holds models of {fold.models.profile}, not {profile}")
+            held_by.update(dict.fromkeys(fold.held_out, (fold.models, fold.threshold)))
+            off_by.update(dict.fromkeys(fold.offtopic_held_out, (fold.models, fold.threshold)))
         unfolded = [q.id for q in questions if fold_models and q.id not in held_by]
+        unfolded += [q for q in offtopic if fold_models and q not in off_by]
         if unfolded:
             raise ValueError(f"{fold_models} holds out no fold with {', '.join(unfolded[:3])}")
         for question in questions:
@@ -414,9 +439,17 @@ def run(
                 for n, r in zip(names, results, strict=True)
                 for c in [r.get("context") or {"before": "", "after": ""}]
             ]
-        if held_by:
+        refused_offtopic = 0
+        for query in offtopic:
+            threshold = None
+            if query in off_by:
+                fitted, threshold = off_by[query]
+                _install(fitted)
+            refused_offtopic += not _default_request(stack, query, candidates, threshold=threshold)
+        if fold_models:
             _install("shipped")
-        refused_offtopic = sum(not _default_request(stack, query, candidates) for query in offtopic)
+        # The held-out off-topic set, read by no fit and no threshold rule: the shipped models.
+        refused_heldout = sum(not _default_request(stack, query, candidates) for query in offtopic_heldout)
         gold = [
             Passage(by_upload[name], block.text)
             for name, data in files
@@ -444,6 +477,8 @@ def run(
         "folds_winnow": fold_spread(questions, winnow),
         "offtopic_refused": round(refused_offtopic / max(len(offtopic), 1), 4),
         "offtopic_questions": len(offtopic),
+        "offtopic_heldout_refused": round(refused_heldout / max(len(offtopic_heldout), 1), 4),
+        "offtopic_heldout_questions": len(offtopic_heldout),
         "chunk_lengths": {fmt: length_stats(values) for fmt, values in sorted(lengths.items())},
         "gold_passage_lengths": length_stats(len(p.text) for p in gold),
         "misses_top3": sorted(q.id for q in questions if (rank_of_answer(winnow[q.id], q) or TOP + 1) > TOP),
@@ -488,7 +523,9 @@ def report(result: Mapping[str, Any]) -> str:
     spread = result["folds_winnow"]
     lines.append(
         f"Winnow top-3 across {spread['folds']} folds: {spread['top3_min']:.1%} - {spread['top3_max']:.1%}; "
-        f"off-topic refused {result['offtopic_refused']:.1%} of {result['offtopic_questions']}"
+        f"off-topic refused {result['offtopic_refused']:.1%} of {result['offtopic_questions']} "
+        "(fitting set), "
+        f"{result['offtopic_heldout_refused']:.1%} of {result['offtopic_heldout_questions']} (held-out set)"
     )
     if "winnow_with_context" in result:
         shares = ", ".join(

@@ -253,7 +253,7 @@ def run(
     )
     # The passage questions (benchmarks.passages) on their own corpus, first: one stack at a time.
     off_fit = {f"offtopic-{i}": text for i, text in enumerate(offtopic)}
-    fitting = fitting_set(env or {}, note, TOP_K, off_fit) if passages else None
+    fitting = fitting_set(env or {}, note, off_fit) if passages else None
     passage_ids = sorted(fitting.candidates) if fitting else []
     passage_split = kfold(passage_ids, len(split)) if 1 < len(split) <= len(passage_ids) else []
     folder = workdir / "documents"
@@ -399,6 +399,7 @@ def run(
                 fold_files.append(
                     {
                         "held_out": passage_split[i],
+                        "offtopic_held_out": [off_fit[q] for q in off_held],
                         "models": models.to_json(),
                         "threshold": fold_thresholds[-1],
                     }
@@ -487,8 +488,8 @@ def run(
         }
         if passage_cv and fitting:
             threshold_cv["passages_heldout"] = passage_figures(passage_cv, fitting.kinds)
-            threshold_cv["passages_offtopic_refused_cv"] = round(
-                mean([float(r) for r in passage_off_refused]), 4
+            threshold_cv["passages_offtopic_refused_cv"] = (
+                round(mean([float(r) for r in passage_off_refused]), 4) if passage_off_refused else None
             )
         if fold_models is not None and fold_files:
             fold_models.write_text(json.dumps({"folds": fold_files}) + "\n", encoding="utf-8")
@@ -702,7 +703,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="fit the relevance models on every query and write them into the package for this profile",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.fold_models and not args.passages:
+        parser.error("--fold-models needs --passages: the fold models are for the passage questions")
+    return args
 
 
 def provider_env() -> dict[str, str | None]:

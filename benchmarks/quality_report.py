@@ -159,6 +159,11 @@ def render(result: dict[str, Any]) -> str:
             "the candidates as the search service orders and drops them)",
             table(["group", "n", "top 1", "top 3", "top 3 shown", "refused"], p_rows),
         ]
+        if threshold.get("passages_offtopic_refused_cv") is not None:
+            lines.append(
+                "fitting off-topic questions asked of the passage corpus, refused (held-out folds): "
+                f"{threshold['passages_offtopic_refused_cv']:.1%}"
+            )
     if threshold.get("calibration"):
         c_rows = [
             [f"{r['band']:.1f}+", str(r["passages"]), f"{r['mean_score']:.3f}", f"{r['relevant']:.1%}"]

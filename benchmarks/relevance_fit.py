@@ -225,8 +225,8 @@ def fit_ranked(
     order_ids = list(qids)
     for queries in extra:
         clash = set(queries.ids) & set(order_ids)
-        if clash:
-            raise ValueError(f"query ids used twice: {', '.join(sorted(clash)[:3])}")
+        if clash:  # a caller's bug, not data a fold may lack: not a ValueError, which a fold survives
+            raise RuntimeError(f"query ids used twice: {', '.join(sorted(clash)[:3])}")
         merged.update({q: queries.candidates[q] for q in queries.ids})
         merged_qrels.update({q: queries.qrels.get(q, {}) for q in queries.ids})
         order_ids += queries.ids

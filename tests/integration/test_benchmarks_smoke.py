@@ -323,13 +323,12 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from benchmarks import passages
-    from winnow.models import EmbeddingProfile
-    from winnow.search.relevance import load_models
-    from winnow_local.adapters.onnx_embedder import DIMENSION, MODEL_NAME
+    from winnow.search.relevance import LogisticModel, RelevanceModels, load_models
 
     # Given two documents, three questions, and a fold file (as benchmarks.quality --fold-models writes
-    # it) whose first fold holds out the backup questions at a threshold nothing clears, the second the
-    # leave question at 0
+    # it): the first fold holds out the backup questions and every fitting off-topic question with the
+    # shipped models at a threshold nothing clears; the second the leave question with a model that
+    # scores every passage 0.99995, at 0.9999, which only that model clears
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "backup.md").write_text(
@@ -348,17 +347,25 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
         "l1\tleave.txt\thow much vacation do staff get\ttwenty-eight days of paid holiday\n",
         encoding="utf-8",
     )
-    shipped = load_models(EmbeddingProfile("local", MODEL_NAME, DIMENSION).slug)
+    profile = "local-all-minilm-l6-v2-int8-384"
+    shipped = load_models(profile)
     assert shipped is not None
+    always = LogisticModel(("cosine",), (0.0,), 10.0)
+    constant = RelevanceModels(profile, dict.fromkeys(("hybrid", "dense", "sparse"), always))
+    offtopic = [q.strip() for q in passages.OFFTOPIC.read_text().splitlines() if q.strip() and q[0] != "#"]
+
+    def fold(held: list[str], models: RelevanceModels, threshold: float, off: list[str]) -> dict:
+        return {
+            "held_out": held,
+            "offtopic_held_out": off,
+            "models": models.to_json(),
+            "threshold": threshold,
+        }
+
     folds = tmp_path / "folds.json"
     folds.write_text(
         json.dumps(
-            {
-                "folds": [
-                    {"held_out": ["b1", "b2"], "models": shipped.to_json(), "threshold": 1.0},
-                    {"held_out": ["l1"], "models": shipped.to_json(), "threshold": 0.0},
-                ]
-            }
+            {"folds": [fold(["b1", "b2"], shipped, 1.0, offtopic), fold(["l1"], constant, 0.9999, [])]}
         ),
         encoding="utf-8",
     )
@@ -366,15 +373,21 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
     # When the passage benchmark runs with --fold-models
     assert passages.main([*argv, "--fold-models", str(folds)]) == 0
     result = json.loads(capsys.readouterr().out)
-    # Then each question met its own fold's threshold: the backup ones all refused, the leave one answered
+    # Then each question met its own fold's models and threshold: the backup ones and the fitting
+    # off-topic ones all refused, the leave one answered by the model only its fold has
     assert result["fold_models"] == str(folds)
-    assert result["winnow"]["format:md"]["refused"] == 1.0
+    assert result["winnow"]["format:md"]["refused"] == 1.0 and result["offtopic_refused"] == 1.0
     assert result["winnow"]["format:txt"]["refused"] == 0.0
     assert result["winnow"]["format:txt"]["top3"] == 1.0
-    # And a fold file that holds out none of a question's folds is refused by name
-    folds.write_text(
-        json.dumps({"folds": [{"held_out": ["b1"], "models": shipped.to_json(), "threshold": 0.0}]}),
-        encoding="utf-8",
-    )
+    # And the held-out off-topic set, which no fold holds, is asked of the shipped models
+    assert 0.0 <= result["offtopic_heldout_refused"] <= 1.0 and result["offtopic_heldout_questions"] > 100
+    # And a fold file that holds out none of a question's folds, or models of another profile, is refused
+    folds.write_text(json.dumps({"folds": [fold(["b1"], shipped, 0.0, offtopic)]}), encoding="utf-8")
     with pytest.raises(ValueError, match="holds out no fold with b2, l1"):
+        passages.main([*argv, "--fold-models", str(folds)])
+    other = RelevanceModels("local-other-8", shipped.modes)
+    folds.write_text(
+        json.dumps({"folds": [fold(["b1", "b2", "l1"], other, 0.0, offtopic)]}), encoding="utf-8"
+    )
+    with pytest.raises(ValueError, match="holds models of local-other-8, not " + profile):
         passages.main([*argv, "--fold-models", str(folds)])

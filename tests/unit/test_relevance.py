@@ -375,7 +375,7 @@ def test_a_query_in_two_fitting_sets_is_refused() -> None:
         cands[f"q{n}"], qrels[f"q{n}"] = _generated_candidates(rng, n, "cosine")
     answer = LogisticModel(("cosine",), (5.0,), -2.0)
     # When the order model is fitted, then it says which ids clash
-    with pytest.raises(ValueError, match="query ids used twice: q3"):
+    with pytest.raises(RuntimeError, match="query ids used twice: q3"):
         fit_ranked(cands, qrels, list(cands), answer, [OrderQueries(cands, qrels, ["q3"])])
 
 
