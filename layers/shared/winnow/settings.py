@@ -238,7 +238,7 @@ class SearchSettings(BaseSettings):
     model_config = _config("WINNOW_SEARCH_")
 
     # A probability when the relevance model scores (chosen by cross-validation, docs/benchmarks.md).
-    relevance_threshold: float = Field(default=0.30, ge=0, le=1)
+    relevance_threshold: float = Field(default=0.23, ge=0, le=1)
     tenant_claim: str = Field(default="tenant", description="JWT claim that names the caller's tenant.")
     authorizer_tenant_key: str = Field(default="tenant", description="Lambda authorizer context key.")
     allow_tenant_header: bool = Field(
