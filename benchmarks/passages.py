@@ -316,19 +316,23 @@ class FittingSet:
 
 
 def fitting_set(
-    env: Mapping[str, str | None], progress: Progress, offtopic: Mapping[str, str] | None = None
+    env: Mapping[str, str | None],
+    progress: Progress,
+    offtopic: Mapping[str, str] | None = None,
+    documents: Path | None = None,
+    questions_file: Path = QUESTIONS,
 ) -> FittingSet:
-    """Every passage question's candidates for a client's default request (``{"query": ...}``: the
-    candidates this benchmark's handler runs order and drop) through the search service the handler
-    uses, on a fresh embedded stack of the passage corpus; a candidate's id names its chunk (unique per
-    question). The ``offtopic`` questions (id -> text) are asked of the same corpus the same way."""
+    """Every passage question's candidates for a client's default request (``{"query": ...}``), the
+    ones the search handler orders and drops when this benchmark asks it, through the search service
+    on a fresh embedded stack of the passage corpus (or of ``documents``); a candidate's id names its
+    chunk (unique per question). The ``offtopic`` questions (id -> text) are asked the same way."""
     from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.stack import EmbeddedStack
     from functions.search.app import service
     from winnow.search.schemas import SearchRequest
 
-    files, kinds, _ = _corpus(progress)
-    questions = [q for q in load_questions() if q.document in kinds]
+    files, kinds, _ = _corpus(progress) if documents is None else _corpus_from_folder(documents)
+    questions = [q for q in load_questions(questions_file) if q.document in kinds]
     candidates: dict[str, list[tuple[str, Any]]] = {}
     qrels: dict[str, dict[str, int]] = {}
     with (

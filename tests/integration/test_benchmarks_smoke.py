@@ -326,8 +326,8 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
     from winnow.search.relevance import LogisticModel, RelevanceModels, load_models
 
     # Given two documents, three questions, and a fold file (as benchmarks.quality --fold-models writes
-    # it): the first fold holds out the backup questions and every fitting off-topic question with the
-    # shipped models at a threshold nothing clears; the second the leave question with a model that
+    # it): the first fold holds out the backup questions with the shipped models at a threshold nothing
+    # clears; the second the leave question and every fitting off-topic question with a model that
     # scores every passage 0.99995, at 0.9999, which only that model clears
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -365,7 +365,7 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
     folds = tmp_path / "folds.json"
     folds.write_text(
         json.dumps(
-            {"folds": [fold(["b1", "b2"], shipped, 1.0, offtopic), fold(["l1"], constant, 0.9999, [])]}
+            {"folds": [fold(["b1", "b2"], shipped, 1.0, []), fold(["l1"], constant, 0.9999, offtopic)]}
         ),
         encoding="utf-8",
     )
@@ -373,10 +373,10 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
     # When the passage benchmark runs with --fold-models
     assert passages.main([*argv, "--fold-models", str(folds)]) == 0
     result = json.loads(capsys.readouterr().out)
-    # Then each question met its own fold's models and threshold: the backup ones and the fitting
-    # off-topic ones all refused, the leave one answered by the model only its fold has
+    # Then each question met its own fold's models and threshold: the backup ones refused, the leave one
+    # and every fitting off-topic one answered by the model only their fold has
     assert result["fold_models"] == str(folds)
-    assert result["winnow"]["format:md"]["refused"] == 1.0 and result["offtopic_refused"] == 1.0
+    assert result["winnow"]["format:md"]["refused"] == 1.0 and result["offtopic_refused"] == 0.0
     assert result["winnow"]["format:txt"]["refused"] == 0.0
     assert result["winnow"]["format:txt"]["top3"] == 1.0
     # And the held-out off-topic set, which no fold holds, is asked of the shipped models
@@ -391,3 +391,48 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
     )
     with pytest.raises(ValueError, match="holds models of local-other-8, not " + profile):
         passages.main([*argv, "--fold-models", str(folds)])
+
+
+def test_passage_fitting_set_reads_the_candidates_of_a_default_request(tmp_path: Path) -> None:
+    from benchmarks.common import Progress
+    from benchmarks.passages import fitting_set
+    from winnow.search.schemas import SearchRequest, default_candidates
+
+    # Given a document of 40 short sections (more chunks than any candidate list) and one question
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    colours = ("red", "green", "blue", "amber")
+    sections = [
+        f"# Widget {n}\n\nWidget number {n} is painted {colours[n % 4]} and weighs {n + 3} kilograms.\n"
+        for n in range(40)
+    ]
+    (folder / "widgets.md").write_text("\n".join(sections), encoding="utf-8")
+    questions = tmp_path / "questions.tsv"
+    questions.write_text(
+        "id\tdocument\tquestion\tanswer_excerpt\n"
+        "w7\twidgets.md\thow heavy is widget seven\tweighs 10 kilograms\n",
+        encoding="utf-8",
+    )
+    # When the relevance fit's view of the passage questions is collected
+    fs = fitting_set(
+        {},
+        Progress(True),
+        {"offtopic-0": "Who painted the ceiling of the Sistine Chapel?"},
+        folder,
+        questions,
+    )
+    # Then each question (and off-topic question) has a default request's candidates, as the handler
+    # orders and drops them for this benchmark, not those of a client asking for ten passages
+    default = default_candidates(SearchRequest(query="x").top_k)
+    assert default < default_candidates(10)
+    assert len(fs.candidates["w7"]) == default and len(fs.offtopic["offtopic-0"]) == default
+    # And the chunk that answers is judged so, by its id
+    assert len(fs.qrels["w7"]) == 1 and next(iter(fs.qrels["w7"])) in dict(fs.candidates["w7"])
+    assert fs.kinds == {"w7": ("given", "md")}
+
+
+def test_quality_fold_models_need_the_passage_questions(tmp_path: Path) -> None:
+    # When --fold-models is given without --passages, then it is a usage error, before any work
+    with pytest.raises(SystemExit) as exit_info:
+        quality.main([*EVAL, "--fold-models", str(tmp_path / "folds.json")])
+    assert exit_info.value.code == 2 and not (tmp_path / "folds.json").exists()
