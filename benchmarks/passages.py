@@ -14,12 +14,15 @@ the benchmark? (issue 24)
   gives the spread of top-3 across folds. The shipped relevance model's order was fitted on these
   questions too (``benchmarks.quality --write-model --passages``), so with it the figures are in-sample;
   ``--fold-models F`` (written by ``benchmarks.quality --passages --fold-models F``) answers each
-  question with the models fitted without its fold, at that fold's threshold: the held-out figures.
+  question with the models fitted without its fold, at that fold's threshold: the held-out figures
+  (the fitting off-topic questions likewise; the held-out off-topic set is read by no fit).
 - **Winnow**: every document through the real ingest handler of a fresh embedded stack (local ONNX
   embedder, no re-ranker), then each question as a client's default request (``{"query": ...}``:
   default mode, ``top_k``, ``candidates`` and relevance threshold). Figures: answering passage at rank 1
   and in the top 3, right document first, answerable questions refused (no result at the default
-  threshold); and the share of off-topic questions (``benchmarks/data/offtopic.txt``) refused.
+  threshold); and the share of off-topic questions refused, of the fitting set
+  (``benchmarks/data/offtopic.txt``, which the threshold rule reads) and of the held-out set
+  (``offtopic_heldout.txt``).
 - **Baselines, same run**: BM25 (``bm25s``, as in ``benchmarks.baselines``) over the very chunks Winnow
   indexed, and BM25 over the *gold passages*: each document's own paragraphs as its parser reads them,
   a retriever given perfect chunking. No threshold: they always answer.

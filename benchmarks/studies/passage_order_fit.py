@@ -145,7 +145,9 @@ def run_design(
         answer_ids = [q for name in design.answer_sets for q in train[name]]
         al2 = choose_l2(ac, aq, answer_ids, design.answer_features)
         answer = fit_mode(ac, aq, answer_ids, design.answer_features, al2)
-        model = calibrate(ac, aq, answer_ids, order, answer)
+        cal_sets = design.extra.get("calibrate_sets", design.answer_sets)
+        cc, cq = _merge(cands, qrels, cal_sets)
+        model = calibrate(cc, cq, [q for name in cal_sets for q in train[name]], order, answer)
         tops = [top_probability(model, cands[n][q]) for n in design.threshold_sets for q in train[n]]
         off = [top_probability(model, cands[n][q]) for n in design.threshold_off for q in train[n]]
         threshold = choose_threshold(tops, off)
@@ -245,6 +247,24 @@ DESIGNS = (
         order_sets=EVERY_SET,
         extra=LISTWISE,
         **WITH_PASSAGES,  # type: ignore[arg-type]
+    ),
+    # The design shipped on 2026-11-28, and variants of its combining step (issue 24: the per-passage
+    # threshold hides answering passages at ranks 2-3, whose scores the claims-only step sets).
+    Design(
+        "shipped: listwise x4; threshold + passages",
+        order_features=(*ALL, "bm25_missing"),
+        order_sets=EVERY_SET,
+        threshold_sets=("claims", "passages"),
+        threshold_off=("offtopic", "passage_offtopic"),
+        extra={**LISTWISE, "set_weight": _claims_times(4.0)},
+    ),
+    Design(
+        "shipped, combining step also on passages",
+        order_features=(*ALL, "bm25_missing"),
+        order_sets=EVERY_SET,
+        threshold_sets=("claims", "passages"),
+        threshold_off=("offtopic", "passage_offtopic"),
+        extra={**LISTWISE, "set_weight": _claims_times(4.0), "calibrate_sets": ("claims", "passages")},
     ),
 )
 

@@ -248,12 +248,9 @@ def test_search_cost_benchmark_prints_costs_and_the_lanes(capsys: pytest.Capture
         assert lane in out
 
 
-def test_passage_benchmark_prints_every_figure_for_winnow_and_both_bm25_baselines(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from benchmarks import passages
-
-    # Given two generated documents (no /usr/share) and three questions with their answering excerpts
+def _backup_and_leave(tmp_path: Path) -> tuple[Path, Path]:
+    """Two generated documents (no /usr/share) and three questions with their answering excerpts: the
+    folder and the question file the passage benchmark takes."""
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "backup.md").write_text(
@@ -274,6 +271,16 @@ def test_passage_benchmark_prints_every_figure_for_winnow_and_both_bm25_baseline
         "l1\tleave.txt\thow much vacation do staff get\ttwenty-eight days of paid holiday\n",
         encoding="utf-8",
     )
+    return folder, questions
+
+
+def test_passage_benchmark_prints_every_figure_for_winnow_and_both_bm25_baselines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import passages
+
+    # Given two generated documents (no /usr/share) and three questions with their answering excerpts
+    folder, questions = _backup_and_leave(tmp_path)
     # When the passage benchmark runs on them with --json
     argv = ["--json", "--quiet", "--documents", str(folder), "--questions", str(questions)]
     assert passages.main(argv) == 0
@@ -329,24 +336,7 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
     # it): the first fold holds out the backup questions with the shipped models at a threshold nothing
     # clears; the second the leave question and every fitting off-topic question with a model that
     # scores every passage 0.99995, at 0.9999, which only that model clears
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "backup.md").write_text(
-        "# Backups\n\nNightly backups run at two in the morning and are kept for thirty days.\n\n"
-        "# Restores\n\nA restore is requested through the service desk and takes about four hours.\n",
-        encoding="utf-8",
-    )
-    (folder / "leave.txt").write_text(
-        "Employees receive twenty-eight days of paid holiday per year.\n", encoding="utf-8"
-    )
-    questions = tmp_path / "questions.tsv"
-    questions.write_text(
-        "id\tdocument\tquestion\tanswer_excerpt\n"
-        "b1\tbackup.md\twhen do the backups happen\trun at two in the morning\n"
-        "b2\tbackup.md\thow long does getting files back take\ttakes about four hours\n"
-        "l1\tleave.txt\thow much vacation do staff get\ttwenty-eight days of paid holiday\n",
-        encoding="utf-8",
-    )
+    folder, questions = _backup_and_leave(tmp_path)
     profile = "local-all-minilm-l6-v2-int8-384"
     shipped = load_models(profile)
     assert shipped is not None
