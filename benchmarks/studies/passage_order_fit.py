@@ -266,6 +266,15 @@ DESIGNS = (
         threshold_off=("offtopic", "passage_offtopic"),
         extra={**LISTWISE, "set_weight": _claims_times(4.0), "calibrate_sets": ("claims", "passages")},
     ),
+    Design(
+        "shipped, answer model and combining step also on passages",
+        order_features=(*ALL, "bm25_missing"),
+        order_sets=EVERY_SET,
+        answer_sets=("claims", "passages"),
+        threshold_sets=("claims", "passages"),
+        threshold_off=("offtopic", "passage_offtopic"),
+        extra={**LISTWISE, "set_weight": _claims_times(4.0)},
+    ),
 )
 
 
