@@ -157,6 +157,10 @@ def collect_candidates(
     return out
 
 
+class PassagesUnavailable(ValueError):
+    """``--passages`` cannot be measured held out here: too few passage questions (or folds)."""
+
+
 def passage_tops(model: Any, fitting: FittingSet | None, ids: Sequence[str]) -> list[float]:
     """The best scores of these passage questions: with ``--passages`` the threshold rule reads them as
     answerable beside the claims (held out, it refused 2.4 % of them instead of 3.3 %; docs/benchmarks.md)."""
@@ -255,7 +259,13 @@ def run(
     off_fit = {f"offtopic-{i}": text for i, text in enumerate(offtopic)}
     fitting = fitting_set(env or {}, note, off_fit) if passages else None
     passage_ids = sorted(fitting.candidates) if fitting else []
-    passage_split = kfold(passage_ids, len(split)) if 1 < len(split) <= len(passage_ids) else []
+    if fitting is not None and not 1 < len(split) <= len(passage_ids):
+        # Fitted on but never measured held out, the questions would shape the written model unseen.
+        raise PassagesUnavailable(
+            f"--passages needs cross-validation folds and at least one passage question per fold "
+            f"({len(split)} folds); {len(passage_ids)} questions have their documents on this machine"
+        )
+    passage_split = kfold(passage_ids, len(split)) if fitting is not None else []
     folder = workdir / "documents"
     paths = write_documents(folder, eval_set.documents)
     key_to_id: dict[str, str] = {}
@@ -706,6 +716,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.fold_models and not args.passages:
         parser.error("--fold-models needs --passages: the fold models are for the passage questions")
+    if args.passages and os.environ.get("VOYAGE_API_KEY"):
+        # With a re-ranker the threshold reads its scores, not the relevance model the passages fit.
+        parser.error("--passages fits the relevance model used without a re-ranker: unset VOYAGE_API_KEY")
     return args
 
 
@@ -748,11 +761,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             # The profile is known once the stack is up; run() names the file after it.
             options["write_model"] = MODELS_DIR
-        if args.workdir:
-            result = run(eval_set, args.workdir, progress, **options)
-        else:
-            with tempfile.TemporaryDirectory(prefix="winnow-quality-") as tmp:
-                result = run(eval_set, Path(tmp), progress, **options)
+        try:
+            if args.workdir:
+                result = run(eval_set, args.workdir, progress, **options)
+            else:
+                with tempfile.TemporaryDirectory(prefix="winnow-quality-") as tmp:
+                    result = run(eval_set, Path(tmp), progress, **options)
+        except PassagesUnavailable as exc:
+            print(f"benchmarks.quality: {exc}", file=sys.stderr)
+            return 2
     if args.json:
         keys = (
             "modes",

@@ -426,3 +426,31 @@ def test_quality_fold_models_need_the_passage_questions(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exit_info:
         quality.main([*EVAL, "--fold-models", str(tmp_path / "folds.json")])
     assert exit_info.value.code == 2 and not (tmp_path / "folds.json").exists()
+
+
+def test_quality_passages_refuses_too_few_questions_to_hold_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.passages import FittingSet
+
+    # Given a machine where only two passage questions have their documents, fewer than the folds
+    def two_questions(*args: Any, **kwargs: Any) -> FittingSet:
+        return FittingSet({"q1": [], "q2": []}, {"q1": {}, "q2": {}}, {}, {})
+
+    monkeypatch.setattr(quality, "fitting_set", two_questions)
+    folds = tmp_path / "folds.json"
+    # When the quality benchmark is asked to fit and measure on them
+    argv = [*EVAL, "--quiet", "--passages", "--fold-models", str(folds), "--limit-docs", "12"]
+    code = quality.main([*argv, "--limit-queries", "3"])
+    # Then it stops with one line saying why, and writes nothing a later run could mistake for held out
+    assert code == 2 and not folds.exists()
+    assert "at least one passage question per fold (3 folds); 2 questions" in capsys.readouterr().err
+
+
+def test_quality_passages_refuse_a_reranked_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a Voyage key (the default mode re-ranks, and its threshold reads the re-ranker's scores)
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
+    # When --passages is asked for, then it is a usage error before any work
+    with pytest.raises(SystemExit) as exit_info:
+        quality.main([*EVAL, "--passages"])
+    assert exit_info.value.code == 2
