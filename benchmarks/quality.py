@@ -23,6 +23,13 @@ Known-item queries (``--known-items N`` per style, ``benchmarks.known_item``): g
 phrase queries, split into the same folds, fitted on by the hybrid order model (not with
 ``--no-fit-known-items``) and measured held out. The fitting lives in ``benchmarks.relevance_fit``, the
 figures and the printed report in ``benchmarks.quality_report``.
+
+Passage questions (``--passages``, ``benchmarks.passages``: long documents from this machine's
+``/usr/share``, asked as a client's default request): split into the same number of folds, fitted on by
+the hybrid order model and read by the threshold rule (with the off-topic questions asked of that
+corpus), and measured held out offline on their candidates; ``--fold-models F`` writes each fold's
+models and threshold for ``benchmarks.passages --fold-models F``, which measures them through the
+search handler. ``--write-model --passages`` is how the shipped model is made (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -163,7 +170,7 @@ class PassagesUnavailable(ValueError):
 
 def passage_tops(model: Any, fitting: FittingSet | None, ids: Sequence[str]) -> list[float]:
     """The best scores of these passage questions: with ``--passages`` the threshold rule reads them as
-    answerable beside the claims (held out, it refused 2.4 % of them instead of 3.3 %; docs/benchmarks.md)."""
+    answerable beside the claims, so the threshold sees both kinds of question it will meet."""
     if fitting is None:
         return []
     return [top_probability(model, fitting.candidates[q]) for q in ids]
