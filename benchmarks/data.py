@@ -14,6 +14,15 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EVAL_DIR = REPO_ROOT.parent / "shared" / "eval" / "scifact"
 EXCERPT_EVAL_DIR = REPO_ROOT / "tests" / "data" / "scifact"
+DATA_DIR = REPO_ROOT / "benchmarks" / "data"
+OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"  # the fitting set: the threshold rule reads it
+OFFTOPIC_HELDOUT_FILE = DATA_DIR / "offtopic_heldout.txt"  # the reported set: nothing is chosen on it
+
+
+def read_lines(path: Path) -> list[str]:
+    """Non-empty lines that are not ``#`` comments (the off-topic question files)."""
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,9 @@ from benchmarks.common import (
     stdout_reserved_for_result,
 )
 from benchmarks.cv import DEFAULT_FOLDS, kfold
-from benchmarks.data import REPO_ROOT
+from benchmarks.data import DATA_DIR, OFFTOPIC_FILE, OFFTOPIC_HELDOUT_FILE, read_lines
 
-QUESTIONS = REPO_ROOT / "benchmarks" / "data" / "passage_questions.tsv"
-OFFTOPIC = REPO_ROOT / "benchmarks" / "data" / "offtopic.txt"  # the threshold rule's fitting set
-OFFTOPIC_HELDOUT = REPO_ROOT / "benchmarks" / "data" / "offtopic_heldout.txt"  # nothing reads it to choose
+QUESTIONS = DATA_DIR / "passage_questions.tsv"
 TOP = 3
 BASELINE_DEPTH = 10
 _QUOTES = str.maketrans(
@@ -383,12 +381,6 @@ def load_fold_models(path: Path) -> list[Fold]:
     ]
 
 
-def _read_questions(path: Path) -> list[str]:
-    return [
-        line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")
-    ]
-
-
 def run(
     env: Mapping[str, str],
     limit: int | None,
@@ -407,7 +399,7 @@ def run(
     questions = [q for q in load_questions(questions_file) if q.document in kinds]
     if limit is not None:
         questions = questions[:limit]
-    offtopic, offtopic_heldout = _read_questions(OFFTOPIC), _read_questions(OFFTOPIC_HELDOUT)
+    offtopic, offtopic_heldout = read_lines(OFFTOPIC_FILE), read_lines(OFFTOPIC_HELDOUT_FILE)
     with (
         tempfile.TemporaryDirectory(prefix="winnow-passages-") as workdir,
         EmbeddedStack(Path(workdir) / "home", env=dict(env), embed_cache=DEFAULT_CACHE) as stack,

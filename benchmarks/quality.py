@@ -53,7 +53,14 @@ from benchmarks.common import (
     stdout_reserved_for_result,
 )
 from benchmarks.cv import DEFAULT_FOLDS, bootstrap_se, fold_summary, kfold, mean, train_ids
-from benchmarks.data import REPO_ROOT, EvalSet, load_eval_set
+from benchmarks.data import (
+    DATA_DIR,
+    OFFTOPIC_FILE,
+    OFFTOPIC_HELDOUT_FILE,
+    EvalSet,
+    load_eval_set,
+    read_lines,
+)
 from benchmarks.embedcache import DEFAULT_CACHE
 from benchmarks.known_item import DEFAULT_PER_STYLE, known_item_queries
 from benchmarks.metrics import evaluate, per_query
@@ -76,9 +83,6 @@ MODES = ("sparse", "dense", "hybrid")
 RERANK_MODE = "hybrid+rerank"
 CANDIDATES: int | None = None  # the API default: 3 x top_k = 30 for top_k 10, with or without re-ranker
 EVENT_RECORDS = 50
-DATA_DIR = REPO_ROOT / "benchmarks" / "data"
-OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"  # the fitting set: the threshold rule reads it
-OFFTOPIC_HELDOUT_FILE = DATA_DIR / "offtopic_heldout.txt"  # the reported set: nothing is chosen on it
 DEMO_QUESTIONS_FILE = DATA_DIR / "demo_questions.tsv"
 PARENTAL_LEAVE_QUESTION = "How many weeks of paid leave do new parents get?"
 TRAVEL_POLICY = "handbook/travel-and-expenses.docx"
@@ -110,12 +114,6 @@ class QdrantBm25Encoder:
 
         v = self._model.embed_query(text)
         return SparseVector(indices=sorted(v.indices), values=[1.0] * len(v.indices))
-
-
-def read_lines(path: Path) -> list[str]:
-    """Non-empty lines that are not ``#`` comments."""
-    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    return [line for line in lines if line and not line.startswith("#")]
 
 
 def read_demo_questions(path: Path = DEMO_QUESTIONS_FILE) -> list[tuple[str, str]]:

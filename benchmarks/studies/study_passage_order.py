@@ -41,16 +41,14 @@ def collect(out: Path, eval_dir: Path | None, progress: Progress) -> None:
     from benchmarks.data import load_eval_set
     from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.known_item import DEFAULT_PER_STYLE, known_item_queries
-    from benchmarks.passages import OFFTOPIC, _corpus, answers, load_questions
+    from benchmarks.passages import _corpus, answers, load_questions
     from benchmarks.quality import OFFTOPIC_FILE, OFFTOPIC_HELDOUT_FILE, read_lines
     from benchmarks.stack import EmbeddedStack, write_documents
 
     data: dict[str, Any] = {}
     files, kinds, by_upload = _corpus(progress)
     questions = [q for q in load_questions() if q.document in kinds]
-    offtopic = [
-        ln.strip() for ln in OFFTOPIC.read_text().splitlines() if ln.strip() and not ln.startswith("#")
-    ]
+    offtopic = read_lines(OFFTOPIC_FILE)
     with (
         tempfile.TemporaryDirectory(prefix="winnow-study-") as workdir,
         EmbeddedStack(Path(workdir) / "home", env={}, embed_cache=DEFAULT_CACHE) as stack,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks import cost, quality, speed
-from benchmarks.data import EXCERPT_EVAL_DIR
+from benchmarks.data import EXCERPT_EVAL_DIR, OFFTOPIC_FILE, read_lines
 from benchmarks.quality_report import THRESHOLDS
 
 # The excerpt that ships in the repository, so the tests need nothing beside it.
@@ -342,7 +342,7 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
     assert shipped is not None
     always = LogisticModel(("cosine",), (0.0,), 10.0)
     constant = RelevanceModels(profile, dict.fromkeys(("hybrid", "dense", "sparse"), always))
-    offtopic = [q.strip() for q in passages.OFFTOPIC.read_text().splitlines() if q.strip() and q[0] != "#"]
+    offtopic = read_lines(OFFTOPIC_FILE)
 
     def fold(held: list[str], models: RelevanceModels, threshold: float, off: list[str]) -> dict:
         return {
