@@ -64,7 +64,7 @@ from benchmarks.data import (
 from benchmarks.embedcache import DEFAULT_CACHE
 from benchmarks.known_item import DEFAULT_PER_STYLE, known_item_queries
 from benchmarks.metrics import evaluate, per_query
-from benchmarks.passages import FittingSet, fitting_set
+from benchmarks.passages import fitting_set
 from benchmarks.quality_report import calibration_table, known_item_figures, passage_table, render
 from benchmarks.relevance_fit import (
     DEFAULT_MODE,
@@ -73,9 +73,9 @@ from benchmarks.relevance_fit import (
     TOP_K,
     Candidate,
     OrderQueries,
+    best_scores,
     choose_threshold,
     fit_models,
-    top_probability,
 )
 from benchmarks.stack import EmbeddedStack, Hit, documents_by_best_chunk, write_documents
 
@@ -164,22 +164,6 @@ def collect_candidates(
 
 class PassagesUnavailable(ValueError):
     """``--passages`` cannot be measured held out here: too few passage questions (or folds)."""
-
-
-def passage_tops(model: Any, fitting: FittingSet | None, ids: Sequence[str]) -> list[float]:
-    """The best scores of these passage questions: with ``--passages`` the threshold rule reads them as
-    answerable beside the claims, so the threshold sees both kinds of question it will meet."""
-    if fitting is None:
-        return []
-    return [top_probability(model, fitting.candidates[q]) for q in ids]
-
-
-def passage_off_tops(model: Any, fitting: FittingSet | None, ids: Sequence[str]) -> list[float]:
-    """The best scores of these off-topic questions asked of the passage corpus, which the threshold rule
-    reads beside the same questions asked of SciFact."""
-    if fitting is None:
-        return []
-    return [top_probability(model, fitting.offtopic[q]) for q in ids if q in fitting.offtopic]
 
 
 def passage_outcome(
@@ -323,12 +307,14 @@ def run(
                 passages=OrderQueries(fitting.candidates, fitting.qrels, passage_ids) if fitting else None,
             )
             hybrid = all_models.modes[DEFAULT_MODE]
-            threshold = choose_threshold(
-                [top_probability(hybrid, candidates[DEFAULT_MODE][q]) for q in qids]
-                + passage_tops(hybrid, fitting, passage_ids),
-                [top_probability(hybrid, c) for c in off_candidates.values()]
-                + passage_off_tops(hybrid, fitting, list(off_fit)),
-            )
+            answerable = best_scores(hybrid, candidates[DEFAULT_MODE], qids)
+            off_tops = best_scores(hybrid, off_candidates, off_candidates)
+            if fitting is not None:
+                # The rule reads the passage questions too, and the off-topic ones asked of their corpus:
+                # the threshold sees both kinds of question it will meet.
+                answerable += best_scores(hybrid, fitting.candidates, passage_ids)
+                off_tops += best_scores(hybrid, fitting.offtopic, off_fit)
+            threshold = choose_threshold(answerable, off_tops)
             data = all_models.to_json() | {"threshold": threshold}
             target = model_path(profile, write_model)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -395,17 +381,17 @@ def run(
                 train_tops = tops(train_queries)
                 off_train_tops, off_held_tops = tops(off_train), tops(off_held)
             else:  # the best score is the highest probability among the candidates: no need to search again
-                train_tops = [top_probability(hybrid_model, candidates[DEFAULT_MODE][q]) for q in train]
-                off_train_tops = [top_probability(hybrid_model, off_candidates[q]) for q in off_train]
-                off_held_tops = [top_probability(hybrid_model, off_candidates[q]) for q in off_held]
-                if passage_split:
-                    train_tops += passage_tops(hybrid_model, fitting, train_ids(passage_split, i))
-                    off_train_tops += passage_off_tops(hybrid_model, fitting, list(off_train))
+                train_tops = best_scores(hybrid_model, candidates[DEFAULT_MODE], train)
+                off_train_tops = best_scores(hybrid_model, off_candidates, off_train)
+                off_held_tops = best_scores(hybrid_model, off_candidates, off_held)
+                if fitting is not None and passage_split:
+                    train_tops += best_scores(hybrid_model, fitting.candidates, train_ids(passage_split, i))
+                    off_train_tops += best_scores(hybrid_model, fitting.offtopic, off_train)
             fold_thresholds.append(choose_threshold(train_tops, off_train_tops))
             off_refused_cv += [s < fold_thresholds[-1] for s in off_held_tops]
             if fitting and passage_split and hybrid_model is not None:
                 passage_off_refused += [
-                    top_probability(hybrid_model, fitting.offtopic[q]) < fold_thresholds[-1] for q in off_held
+                    s < fold_thresholds[-1] for s in best_scores(hybrid_model, fitting.offtopic, off_held)
                 ]
                 for q in passage_split[i]:
                     passage_cv[q] = passage_outcome(

@@ -4,7 +4,7 @@ threshold rule) made on the training queries a caller passes, so cross-validatio
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -293,3 +293,8 @@ def balanced_threshold(answerable_tops: Sequence[float], offtopic_tops: Sequence
 def top_probability(model: Any, cands: list[Candidate]) -> float:
     """A query's best passage score under ``model``: what the threshold is compared with."""
     return max(model.probabilities([e for _, e in cands]), default=0.0)
+
+
+def best_scores(model: Any, candidates: Mapping[str, list[Candidate]], ids: Iterable[str]) -> list[float]:
+    """``top_probability`` of each query in ``ids``, in that order (what the threshold rule reads)."""
+    return [top_probability(model, candidates[q]) for q in ids]
