@@ -260,40 +260,23 @@ def _generated_candidates(
     return out, {best: 1}
 
 
-def test_known_item_queries_teach_the_order_model_what_the_judged_ones_cannot() -> None:
-    # Given judged queries whose answer is the best cosine, and known-item queries whose answer is the
-    # best BM25 match (the keyword and phrase styles the judged set lacks), as many of them as the
-    # judged queries weigh in the fit
-    rng = random.Random(19)
-    judged: dict[str, list[tuple[str, Evidence]]] = {}
-    known: dict[str, list[tuple[str, Evidence]]] = {}
-    qrels: dict[str, dict[str, int]] = {}
-    known_qrels: dict[str, dict[str, int]] = {}
-    for n in range(40):
+Queries = dict[str, list[tuple[str, Evidence]]]
+Judged = dict[str, dict[str, int]]
+
+
+def _judged_and_other(seed: int, judged_count: int, prefix: str) -> tuple[Queries, Judged, Queries, Judged]:
+    """Judged queries answered by the best cosine, and as many queries of another set (``prefix``)
+    answered by the best BM25 as the judged ones weigh in the fit (``JUDGED_WEIGHT`` each)."""
+    rng = random.Random(seed)
+    judged: Queries = {}
+    other: Queries = {}
+    qrels: Judged = {}
+    other_qrels: Judged = {}
+    for n in range(judged_count):
         judged[f"q{n}"], qrels[f"q{n}"] = _generated_candidates(rng, n, "cosine")
-    for n in range(round(40 * JUDGED_WEIGHT)):
-        known[f"k{n}"], known_qrels[f"k{n}"] = _generated_candidates(rng, 1000 + n, "bm25")
-    candidates = {DEFAULT_MODE: judged}
-    # When fitted without and with the known-item queries
-    plain = fit_models(candidates, qrels, list(judged), "local-t-8").for_mode(DEFAULT_MODE)
-    ranked = fit_models(
-        candidates, qrels, list(judged), "local-t-8", known=OrderQueries(known, known_qrels, list(known))
-    ).for_mode(DEFAULT_MODE)
-    # Then the default mode becomes a ranked model whose order model reads the keyword evidence
-    assert isinstance(plain, LogisticModel) and isinstance(ranked, RankedRelevance)
-    assert {"bm25_rel", "sparse_rr"} <= ranked.order.reads
-    assert ranked.gap_weight > 0
-
-    def hits(model: LogisticModel | RankedRelevance, queries: dict[str, list[tuple[str, Evidence]]]) -> int:
-        found = 0
-        for q, cands in queries.items():
-            scores = model.probabilities([e for _, e in cands])
-            top = cands[max(range(len(cands)), key=lambda i: scores[i])][0]
-            found += top in (qrels | known_qrels)[q]
-        return found
-
-    # And it puts the known item first far more often than the judged-only model does
-    assert hits(ranked, known) > hits(plain, known) + 10
+    for n in range(round(judged_count * JUDGED_WEIGHT)):
+        other[f"{prefix}{n}"], other_qrels[f"{prefix}{n}"] = _generated_candidates(rng, 1000 + n, "bm25")
+    return judged, qrels, other, other_qrels
 
 
 def _hits(
@@ -309,15 +292,29 @@ def _hits(
     return found
 
 
+def test_known_item_queries_teach_the_order_model_what_the_judged_ones_cannot() -> None:
+    # Given judged queries whose answer is the best cosine, and known-item queries whose answer is the
+    # best BM25 match (the keyword and phrase styles the judged set lacks), as many of them as the
+    # judged queries weigh in the fit
+    judged, qrels, known, known_qrels = _judged_and_other(19, 40, "k")
+    candidates = {DEFAULT_MODE: judged}
+    # When fitted without and with the known-item queries
+    plain = fit_models(candidates, qrels, list(judged), "local-t-8").for_mode(DEFAULT_MODE)
+    ranked = fit_models(
+        candidates, qrels, list(judged), "local-t-8", known=OrderQueries(known, known_qrels, list(known))
+    ).for_mode(DEFAULT_MODE)
+    # Then the default mode becomes a ranked model whose order model reads the keyword evidence
+    assert isinstance(plain, LogisticModel) and isinstance(ranked, RankedRelevance)
+    assert {"bm25_rel", "sparse_rr"} <= ranked.order.reads
+    assert ranked.gap_weight > 0
+    # And it puts the known item first far more often than the judged-only model does
+    assert _hits(ranked, known, known_qrels) > _hits(plain, known, known_qrels) + 10
+
+
 def test_passage_questions_alone_make_the_default_mode_a_ranked_model_that_learns_from_them() -> None:
     # Given judged queries answered by the best cosine, and passage questions answered by the best BM25,
     # as many as the judged queries weigh in the fit
-    rng = random.Random(23)
-    judged, passages, qrels, passage_qrels = {}, {}, {}, {}
-    for n in range(30):
-        judged[f"q{n}"], qrels[f"q{n}"] = _generated_candidates(rng, n, "cosine")
-    for n in range(round(30 * JUDGED_WEIGHT)):
-        passages[f"p{n}"], passage_qrels[f"p{n}"] = _generated_candidates(rng, 1000 + n, "bm25")
+    judged, qrels, passages, passage_qrels = _judged_and_other(23, 30, "p")
     candidates = {DEFAULT_MODE: judged}
     # When fitted with the passage questions and no known-item queries
     plain = fit_models(candidates, qrels, list(judged), "local-t-8").for_mode(DEFAULT_MODE)
