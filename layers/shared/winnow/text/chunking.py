@@ -232,20 +232,25 @@ def _fit_runs(
         counts = _token_counts([chunk for index in pending for chunk in parts[index]], count_tokens)
         still, start = [], 0
         for index in pending:
-            current, chunks = sizes[index], parts[index]
-            most, worst = _extremes(chunks, counts[start : start + len(chunks)])
+            chunks = parts[index]
+            smaller = _smaller(sizes[index], chunks, counts[start : start + len(chunks)], max_tokens)
             start += len(chunks)
-            if most <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
-                continue
-            sizes[index] = _shrunk(current, max_tokens, worst)
-            still.append(index)
+            if smaller is not None:
+                sizes[index] = smaller
+                still.append(index)
         pending = still
     return sizes
 
 
-def _shrunk(current: ChunkingSettings, max_tokens: int, worst: float) -> ChunkingSettings:
-    """The next, smaller sizes: chars that fit the window at the worst chunk's density, less the slack
-    the merge rule may add."""
+def _smaller(
+    current: ChunkingSettings, chunks: Sequence[Chunk], counts: Sequence[int], max_tokens: int
+) -> ChunkingSettings | None:
+    """The next, smaller sizes for ``chunks`` (made with ``current``; ``counts`` their tokens), or None
+    when they fit the window or the target is at its floor: chars that fit the window at the worst
+    chunk's density, less the slack the merge rule may add."""
+    most, worst = _extremes(chunks, counts)
+    if most <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
+        return None
     fitting = int(max_tokens / worst * _FIT_MARGIN) - 2 * current.min_chars - 2 * len(_BLOCK_SEPARATOR)
     return _scaled(current, max(_MIN_TARGET_CHARS, min(fitting, int(current.target_chars * _FIT_MARGIN))))
 
@@ -261,10 +266,10 @@ def _fitted(
     current = settings
     chunks = chunk_document(doc, current, max_chunks)
     for _ in range(_FIT_ROUNDS):
-        most, worst = _extremes(chunks, _token_counts(chunks, count_tokens))
-        if most <= max_tokens or current.target_chars <= _MIN_TARGET_CHARS:
+        smaller = _smaller(current, chunks, _token_counts(chunks, count_tokens), max_tokens)
+        if smaller is None:
             return chunks
-        current = _shrunk(current, max_tokens, worst)
+        current = smaller
         chunks = chunk_document(doc, current, max_chunks)
     return chunks
 
