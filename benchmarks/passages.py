@@ -252,6 +252,25 @@ def _corpus_from_folder(
     return files, kinds, {name: name for name, _ in files}
 
 
+def _corpus_and_questions(
+    progress: Progress, documents: Path | None, questions_file: Path
+) -> tuple[list[tuple[str, bytes]], dict[str, tuple[str, str]], dict[str, str], list[Question]]:
+    """The corpus (``/usr/share``'s, or the files of ``documents``) as ``_corpus`` gives it, and the
+    questions whose document it holds."""
+    files, kinds, by_upload = _corpus(progress) if documents is None else _corpus_from_folder(documents)
+    return files, kinds, by_upload, [q for q in load_questions(questions_file) if q.document in kinds]
+
+
+def _held_out(folds: Mapping[str, tuple[Any, float]], key: str) -> float | None:
+    """For a question (id, or off-topic text) some fold held out: its models installed, and its
+    threshold; None when no fold file was given."""
+    if key not in folds:
+        return None
+    models, threshold = folds[key]
+    _install(models)
+    return threshold
+
+
 def _install(models: Any) -> None:
     """Relevance models for the running search service: fitted ones, or ``"shipped"`` back."""
     from functions.search.app import service
@@ -332,8 +351,7 @@ def fitting_set(
     from functions.search.app import service
     from winnow.search.schemas import SearchRequest
 
-    files, kinds, _ = _corpus(progress) if documents is None else _corpus_from_folder(documents)
-    questions = [q for q in load_questions(questions_file) if q.document in kinds]
+    files, kinds, _, questions = _corpus_and_questions(progress, documents, questions_file)
     candidates: dict[str, list[tuple[str, Any]]] = {}
     qrels: dict[str, dict[str, int]] = {}
     with (
@@ -395,8 +413,7 @@ def run(
     from benchmarks.stack import EmbeddedStack
     from winnow.parsing import parse_document
 
-    files, kinds, by_upload = _corpus(progress) if documents is None else _corpus_from_folder(documents)
-    questions = [q for q in load_questions(questions_file) if q.document in kinds]
+    files, kinds, by_upload, questions = _corpus_and_questions(progress, documents, questions_file)
     if limit is not None:
         questions = questions[:limit]
     offtopic, offtopic_heldout = read_lines(OFFTOPIC_FILE), read_lines(OFFTOPIC_HELDOUT_FILE)
@@ -426,10 +443,7 @@ def run(
         if unfolded:
             raise ValueError(f"{fold_models} holds out no fold with {', '.join(unfolded[:3])}")
         for question in questions:
-            threshold: float | None = None
-            if question.id in held_by:
-                fitted, threshold = held_by[question.id]
-                _install(fitted)
+            threshold = _held_out(held_by, question.id)
             results = _default_request(stack, question.text, candidates, context, threshold)
             names = [by_upload.get(r["key"].rsplit("/", 1)[-1], r["key"]) for r in results]
             winnow[question.id] = [Passage(n, r["text"]) for n, r in zip(names, results, strict=True)]
@@ -438,13 +452,10 @@ def run(
                 for n, r in zip(names, results, strict=True)
                 for c in [r.get("context") or {"before": "", "after": ""}]
             ]
-        refused_offtopic = 0
-        for query in offtopic:
-            threshold = None
-            if query in off_by:
-                fitted, threshold = off_by[query]
-                _install(fitted)
-            refused_offtopic += not _default_request(stack, query, candidates, threshold=threshold)
+        refused_offtopic = sum(
+            not _default_request(stack, query, candidates, threshold=_held_out(off_by, query))
+            for query in offtopic
+        )
         if fold_models:
             _install("shipped")
         # The held-out off-topic set, read by no fit and no threshold rule: the shipped models.

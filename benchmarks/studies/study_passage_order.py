@@ -38,16 +38,14 @@ def _candidates(stack: Any, queries: dict[str, str], mode: str = "hybrid") -> di
 
 
 def collect(out: Path, eval_dir: Path | None, progress: Progress) -> None:
-    from benchmarks.data import load_eval_set
+    from benchmarks.data import OFFTOPIC_FILE, OFFTOPIC_HELDOUT_FILE, load_eval_set, read_lines
     from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.known_item import DEFAULT_PER_STYLE, known_item_queries
-    from benchmarks.passages import _corpus, answers, load_questions
-    from benchmarks.quality import OFFTOPIC_FILE, OFFTOPIC_HELDOUT_FILE, read_lines
+    from benchmarks.passages import QUESTIONS, _corpus_and_questions, answers
     from benchmarks.stack import EmbeddedStack, write_documents
 
     data: dict[str, Any] = {}
-    files, kinds, by_upload = _corpus(progress)
-    questions = [q for q in load_questions() if q.document in kinds]
+    files, kinds, by_upload, questions = _corpus_and_questions(progress, None, QUESTIONS)
     offtopic = read_lines(OFFTOPIC_FILE)
     with (
         tempfile.TemporaryDirectory(prefix="winnow-study-") as workdir,
