@@ -48,6 +48,11 @@ class HeadingStack:
         return tuple(title for _, title in self._open)
 
 
+def _place(block: Block) -> tuple[tuple[str, ...], int | None, bool]:
+    """Where a block sits: a held term leads, and an entry continues, only text in the same place."""
+    return block.section_path, block.page, block.ocr
+
+
 class BlockCollector:
     """Accumulates cleaned, non-empty blocks in document order.
 
@@ -89,7 +94,7 @@ class BlockCollector:
         term = term and len(cleaned) <= _MAX_TERM_CHARS
         where = (section_path, page, ocr)
         held = self._term
-        if held is not None and (held.section_path, held.page, held.ocr) == where:
+        if held is not None and _place(held) == where:
             if term and len(held.text) + len(cleaned) > _MAX_TERM_CHARS:
                 self.release_term()
             else:
@@ -104,7 +109,7 @@ class BlockCollector:
                 and not term
                 and last is not None
                 and last.entry
-                and (last.section_path, last.page, last.ocr) == where
+                and _place(last) == where
                 and len(last.text) + len(cleaned) <= _MAX_ENTRY_CHARS
             ):
                 self._blocks[-1] = replace(last, text=f"{last.text}\n{cleaned}")
