@@ -30,10 +30,10 @@ from benchmarks.relevance_fit import (
     MODE_FEATURES,
     OrderQueries,
     balanced_threshold,
+    best_scores,
     choose_l2,
     fit_mode,
     fit_ranked,
-    top_probability,
 )
 from benchmarks.stack import EmbeddedStack, write_documents
 from benchmarks.studies.study import DEFAULT_HOME
@@ -86,11 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 candidates, qrels, train, answer, [OrderQueries(candidates, qrels, train_ids(known_folds, i))]
             )
             threshold = balanced_threshold(
-                [top_probability(model, candidates[q]) for q in train],
-                [top_probability(model, candidates[q]) for q in train_ids(off_folds, i)],
+                best_scores(model, candidates, train), best_scores(model, candidates, train_ids(off_folds, i))
             )
-            refused += [top_probability(model, candidates[q]) < threshold for q in fold]
-            off_refused += [top_probability(model, candidates[q]) < threshold for q in off_folds[i]]
+            refused += [s < threshold for s in best_scores(model, candidates, fold)]
+            off_refused += [s < threshold for s in best_scores(model, candidates, off_folds[i])]
         answered, rejected = 1 - mean(refused), mean(off_refused)
         print(f"{label:52} {1 - answered:18.1%} {rejected:18.1%} {(answered + rejected) / 2:6.1%}")
     print(f"(shipped: {', '.join(MODE_FEATURES[DEFAULT_MODE])})")
