@@ -69,6 +69,7 @@ from benchmarks.quality_report import calibration_table, known_item_figures, pas
 from benchmarks.relevance_fit import (
     DEFAULT_MODE,
     MAX_REFUSED,
+    OFFTOPIC_FLOOR,
     THRESHOLD_RULE,
     TOP_K,
     Candidate,
@@ -308,12 +309,12 @@ def run(
             )
             hybrid = all_models.modes[DEFAULT_MODE]
             answerable = best_scores(hybrid, candidates[DEFAULT_MODE], qids)
-            off_tops = best_scores(hybrid, off_candidates, off_candidates)
+            off_tops = [best_scores(hybrid, off_candidates, off_candidates)]
             if fitting is not None:
                 # The rule reads the passage questions too, and the off-topic ones asked of their corpus:
                 # the threshold sees both kinds of question it will meet.
                 answerable += best_scores(hybrid, fitting.candidates, passage_ids)
-                off_tops += best_scores(hybrid, fitting.offtopic, off_fit)
+                off_tops.append(best_scores(hybrid, fitting.offtopic, off_fit))
             threshold = choose_threshold(answerable, off_tops)
             data = all_models.to_json() | {"threshold": threshold}
             target = model_path(profile, write_model)
@@ -379,14 +380,14 @@ def run(
                     return [max((h.score for h in hs), default=0.0) for hs in hits.values()]
 
                 train_tops = tops(train_queries)
-                off_train_tops, off_held_tops = tops(off_train), tops(off_held)
+                off_train_tops, off_held_tops = [tops(off_train)], tops(off_held)
             else:  # the best score is the highest probability among the candidates: no need to search again
                 train_tops = best_scores(hybrid_model, candidates[DEFAULT_MODE], train)
-                off_train_tops = best_scores(hybrid_model, off_candidates, off_train)
+                off_train_tops = [best_scores(hybrid_model, off_candidates, off_train)]
                 off_held_tops = best_scores(hybrid_model, off_candidates, off_held)
                 if fitting is not None and passage_split:
                     train_tops += best_scores(hybrid_model, fitting.candidates, train_ids(passage_split, i))
-                    off_train_tops += best_scores(hybrid_model, fitting.offtopic, off_train)
+                    off_train_tops.append(best_scores(hybrid_model, fitting.offtopic, off_train))
             fold_thresholds.append(choose_threshold(train_tops, off_train_tops))
             off_refused_cv += [s < fold_thresholds[-1] for s in off_held_tops]
             if fitting and passage_split and hybrid_model is not None:
@@ -453,7 +454,10 @@ def run(
             margins.append({"margin": round(mean(diffs), 4), "se": round(bootstrap_se(diffs), 4)})
         threshold_cv: dict[str, Any] = {
             "rule": (
-                "best balanced accuracy between the training queries and the fitting off-topic set"
+                f"lowest threshold refusing at least {OFFTOPIC_FLOOR:.0%} of the training off-topic questions"
+                " on each corpus"
+                if off_split and THRESHOLD_RULE == "floor"
+                else "best balanced accuracy between the training queries and the fitting off-topic set"
                 if off_split and THRESHOLD_RULE == "balanced"
                 else f"highest threshold refusing at most {MAX_REFUSED:.0%} of the training queries"
             ),

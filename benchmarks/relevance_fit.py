@@ -15,8 +15,12 @@ DEFAULT_MODE = "hybrid"
 TOP_K = 10  # the passages a benchmark query asks for, as a client asking for ten does
 THRESHOLD_GRID = tuple(round(0.01 * i, 2) for i in range(1, 100))
 MAX_REFUSED = 0.05  # the threshold rule without off-topic questions: refuse at most this share of queries
-# With off-topic questions (benchmarks.studies.study_refusal): "balanced" or "answerable".
-THRESHOLD_RULE = "balanced"
+# With off-topic questions: "floor" (issue 24; benchmarks.studies.study_answer) or "balanced"
+# (benchmarks.studies.study_refusal).
+THRESHOLD_RULE = "floor"
+# The floor rule's share of training off-topic questions to refuse: issue 24's goal is 95 % of off-topic
+# questions refused, answerable refusals as few as that allows; one point of margin for held-out ones.
+OFFTOPIC_FLOOR = 0.96
 L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 # The features each mode's relevance model reads (winnow.search.relevance.FEATURES); chosen in
 # benchmarks.studies.study by cross-validation.
@@ -262,19 +266,34 @@ def calibrate(
     return RankedRelevance(order, answer, gap_weight, answer_weight, intercept)
 
 
-def choose_threshold(top_scores: Sequence[float], offtopic_tops: Sequence[float] = ()) -> float:
-    """The threshold rule. With off-topic questions to fit on: the threshold that best separates the
-    answerable queries from the off-topic ones (``balanced_threshold``). Without: the highest threshold
-    of the grid that refuses at most ``MAX_REFUSED`` of the answerable queries. A query is refused when
-    its best passage scores below the threshold."""
-    if offtopic_tops and THRESHOLD_RULE == "balanced":
-        return balanced_threshold(top_scores, offtopic_tops)
+def choose_threshold(top_scores: Sequence[float], offtopic: Sequence[Sequence[float]] = ()) -> float:
+    """The threshold rule; ``offtopic`` holds the off-topic questions' best scores, one list per corpus
+    they were asked of. With them: the lowest threshold that refuses ``OFFTOPIC_FLOOR`` of them on every
+    corpus (``floor_threshold``; the goal holds for each tenant, and the questions a corpus's words
+    happen to answer differ). Without: the highest threshold of the grid that refuses at most
+    ``MAX_REFUSED`` of the answerable queries. A query is refused when its best passage scores below the
+    threshold."""
+    groups = [list(g) for g in offtopic if g]
+    if groups and THRESHOLD_RULE == "floor":
+        return max(floor_threshold(g) for g in groups)
+    if groups and THRESHOLD_RULE == "balanced":
+        return balanced_threshold(top_scores, [s for g in groups for s in g])
     chosen = THRESHOLD_GRID[0]
     for t in THRESHOLD_GRID:
         refused = sum(1 for s in top_scores if s < t) / max(1, len(top_scores))
         if refused <= MAX_REFUSED:
             chosen = t
     return chosen
+
+
+def floor_threshold(offtopic_tops: Sequence[float], floor: float = OFFTOPIC_FLOOR) -> float:
+    """The lowest threshold of the grid that refuses at least ``floor`` of the off-topic questions on
+    the fitting data: as few answerable questions refused as the off-topic goal allows (the highest of
+    the grid when none does)."""
+    for t in THRESHOLD_GRID:
+        if sum(s < t for s in offtopic_tops) >= floor * len(offtopic_tops):
+            return t
+    return THRESHOLD_GRID[-1]
 
 
 def balanced_threshold(answerable_tops: Sequence[float], offtopic_tops: Sequence[float]) -> float:

@@ -16,6 +16,7 @@ from benchmarks.relevance_fit import (
     DEFAULT_MODE,
     JUDGED_WEIGHT,
     MAX_REFUSED,
+    OFFTOPIC_FLOOR,
     THRESHOLD_GRID,
     OrderQueries,
     balanced_threshold,
@@ -23,6 +24,7 @@ from benchmarks.relevance_fit import (
     fit_listwise,
     fit_models,
     fit_ranked,
+    floor_threshold,
 )
 from winnow.adapters.qdrant_store import fuse_rrf
 from winnow.models import StoredChunk
@@ -465,9 +467,35 @@ def test_balanced_rule_separates_answerable_from_offtopic_in_the_middle_of_the_g
     # Then every answerable query is answered and every off-topic one refused, from the middle of the gap
     assert all(s >= chosen for s in answerable) and all(s < chosen for s in offtopic)
     assert chosen == pytest.approx(0.22, abs=0.011)
-    # And choose_threshold uses it when off-topic questions are given, the answerable-only rule when not
-    assert choose_threshold(answerable, offtopic) == chosen
+
+
+def test_floor_rule_takes_the_lowest_threshold_that_refuses_enough_offtopic_questions() -> None:
+    # Given 100 off-topic questions whose best scores are 0.005, 0.015, ..., 0.995
+    offtopic = [(i + 0.5) / 100 for i in range(100)]
+    # When the rule picks the threshold
+    chosen = floor_threshold(offtopic)
+    # Then at least OFFTOPIC_FLOOR of them fall below it, and the grid step below refuses fewer
+    assert sum(s < chosen for s in offtopic) / 100 >= OFFTOPIC_FLOOR
+    lower = [t for t in THRESHOLD_GRID if t < chosen]
+    assert lower and sum(s < lower[-1] for s in offtopic) / 100 < OFFTOPIC_FLOOR
+    # And a set no grid threshold refuses enough of gets the top of the grid
+    assert floor_threshold([1.0] * 10) == THRESHOLD_GRID[-1]
+
+
+def test_the_threshold_rule_holds_the_floor_on_every_corpus_and_pools_nothing() -> None:
+    # Given answerable questions, and off-topic ones asked of two corpora: easy to refuse on one, scoring
+    # higher on the other
+    answerable = [0.30 + i / 100 for i in range(50)]
+    easy = [i / 1000 for i in range(100)]
+    hard = [0.10 + i / 200 for i in range(100)]
+    # When the rule picks the threshold from both
+    chosen = choose_threshold(answerable, [easy, hard])
+    # Then it is the stricter corpus's floor: enough of each is refused, though pooled a lower one would do
+    assert chosen == floor_threshold(hard) > floor_threshold(easy)
+    assert floor_threshold(easy + hard) < chosen
+    # And without off-topic questions the answerable-only rule runs
     assert choose_threshold(answerable) != chosen
+    assert choose_threshold(answerable, [[]]) == choose_threshold(answerable)
 
 
 def test_balanced_rule_trades_both_errors_equally_when_the_sets_overlap() -> None:
