@@ -304,6 +304,35 @@ def test_a_ranked_model_orders_by_its_order_model_and_scores_the_best_by_its_ans
         assert r["score"] == pytest.approx(expected, abs=1e-6) and 0 < r["score"] < 1
 
 
+def test_pool_coverage_is_the_share_of_the_query_terms_some_candidate_holds(stack: EmbeddedStack) -> None:
+    """``pool_coverage`` tells whether the tenant's text knows the question's words at all: measured
+    over all the candidates together, the same for each of them."""
+    from winnow.search.relevance import LogisticModel, RelevanceModels
+    from winnow.search.schemas import SearchRequest
+
+    # Given notes and engines, and a query of three keyword terms: ``zephyr`` only in the engines,
+    # ``team`` only in the notes, ``quasar`` nowhere
+    _engines_and_notes(stack)
+    service = search_app.service()
+    service.models = RelevanceModels(
+        profile=stack.container.embedder.profile.slug,
+        modes={"hybrid": LogisticModel(("pool_coverage",), (3.0,), 0.0)},
+    )
+    # When its candidates are gathered
+    evidence = [e for _, e in service.candidates("acme", SearchRequest(query="zephyr team quasar"))]
+    # Then every candidate carries the same share, two terms of three, though no passage holds two
+    assert evidence and {round(e.pool_coverage or 0.0, 6) for e in evidence} == {round(2 / 3, 6)}
+    assert max(e.coverage or 0.0 for e in evidence) == pytest.approx(1 / 3)
+    # And a question whose every term some candidate holds covers all of it
+    whole = [e for _, e in service.candidates("acme", SearchRequest(query="zephyr team"))]
+    assert {e.pool_coverage for e in whole} == {1.0}
+    # And a search measures it for a model that reads no other keyword evidence: each score is that
+    # model's probability of two terms of three
+    status, body = stack.search("zephyr team quasar", relevance_threshold=0)
+    assert status == 200 and body["results"]
+    assert {round(r["score"], 6) for r in body["results"]} == {round(1 / (1 + math.exp(-2.0)), 6)}
+
+
 def test_a_hybrid_query_of_keyword_stop_words_only_is_answered_by_the_dense_side(
     stack: EmbeddedStack,
 ) -> None:

@@ -66,6 +66,12 @@ def test_feature_rows_without_any_keyword_evidence() -> None:
     rows = feature_rows([Evidence(cosine=0.5, dense_rank=1), Evidence(cosine=0.2, dense_rank=2)])
     assert [r["bm25_rel"] for r in rows] == [0.0, 0.0]
     assert [r["dense_rr"] for r in rows] == [1.0, 0.5]
+    assert [r["pool_coverage"] for r in rows] == [0.0, 0.0]
+
+
+def test_feature_rows_carry_the_pool_coverage_of_the_query() -> None:
+    rows = feature_rows([Evidence(cosine=0.5, coverage=0.5, pool_coverage=0.75), Evidence(cosine=0.2)])
+    assert [(r["coverage"], r["pool_coverage"]) for r in rows] == [(0.5, 0.75), (0.0, 0.0)]
 
 
 # --- the model ----------------------------------------------------------------------------------------

@@ -251,6 +251,7 @@ def test_coverage_is_the_share_of_the_question_terms_among_the_passage_terms(
     held = set(encoder.encode_document(passage).indices)
     expected = len(set(query.indices) & held) / len(query.indices) if query.indices else 0.0
     assert encoder.coverage(query, passage) == expected
+    assert encoder.covered(query, passage) == frozenset(query.indices) & held
     if query.indices:
         assert encoder.coverage(query, question) == 1.0
 

@@ -34,7 +34,14 @@ FEATURES = (
     "sparse_rr",  # 1 / rank among the sparse candidates; 0 when absent
     "coverage",  # share of the query's keyword terms the passage holds; 0 when not measured
     "bm25_missing",  # 1 when the keyword side did not return the chunk: its BM25 is unknown, not 0
+    # share of the query's keyword terms that at least one candidate holds; 0 when not measured. The
+    # same for every candidate of a query: whether the tenant's text knows the question's words at all
+    # (an off-topic question's rarest word is often in no candidate). No shipped model reads it: the
+    # answer model that did was not adopted (docs/benchmarks.md, benchmarks.studies.study_answer).
+    "pool_coverage",
 )
+# The features measured by reading each candidate's text for the query's keywords.
+KEYWORD_FEATURES = frozenset({"coverage", "pool_coverage"})
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,7 @@ class Evidence:
     dense_rank: int | None = None
     sparse_rank: int | None = None
     coverage: float | None = None
+    pool_coverage: float | None = None
 
 
 def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
@@ -67,6 +75,7 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
                 "sparse_rr": 1.0 / e.sparse_rank if e.sparse_rank else 0.0,
                 "coverage": e.coverage or 0.0,
                 "bm25_missing": 0.0 if e.sparse_rank else 1.0,
+                "pool_coverage": e.pool_coverage or 0.0,
             }
         )
     return rows

@@ -23,7 +23,13 @@ from winnow.access import Caller, ReadScope
 from winnow.models import SparseVector, StoredChunk
 from winnow.ports import Embedder, FilterValue, RangeFilter, Reranker, SearchQuery, VectorStore
 from winnow.search.context import contexts
-from winnow.search.relevance import Evidence, RelevanceModel, RelevanceModels, load_models
+from winnow.search.relevance import (
+    KEYWORD_FEATURES,
+    Evidence,
+    RelevanceModel,
+    RelevanceModels,
+    load_models,
+)
 from winnow.search.schemas import (
     RangeCondition,
     ResultContext,
@@ -172,7 +178,7 @@ class SearchService:
         dense = self._embed_query(caller, request.query) if plan.cosine else None
         model = self._model(request.mode)
         # Dense mode encodes the keywords too when its model reads their coverage (never to retrieve).
-        coverage = not plan.rerank and model is not None and "coverage" in model.reads
+        coverage = not plan.rerank and model is not None and bool(KEYWORD_FEATURES & model.reads)
         sparse = self.sparse.encode_query(request.query) if request.mode != "dense" or coverage else None
         return dense, sparse
 
@@ -296,7 +302,7 @@ class SearchService:
         assert dense is not None
         model = self._model(request.mode)
         evidence = self._evidence(
-            dense, hits, sparse if model is not None and "coverage" in model.reads else None
+            dense, hits, sparse if model is not None and KEYWORD_FEATURES & model.reads else None
         )
         if model is not None:
             return list(zip(model.probabilities(evidence), hits, strict=True))
@@ -305,12 +311,19 @@ class SearchService:
     def _evidence(
         self, dense: list[float], hits: list[StoredChunk], sparse: SparseVector | None = None
     ) -> list[Evidence]:
-        """What the relevance model reads of each hit; keyword coverage only when ``sparse`` is given
-        (it costs a pass over each passage's text)."""
+        """What the relevance model reads of each hit; keyword coverage (of each hit, and of all of them
+        together) only when ``sparse`` is given (it costs a pass over each passage's text)."""
         missing = [h.point_id for h in hits if h.dense_score is None and h.dense is None]
         vectors = self.store.dense_vectors(missing) if missing else {}
+        # Each hit's share of the query's terms, and the share that some hit holds (None: not measured).
+        coverage: list[float | None] = [None] * len(hits)
+        pool: float | None = None
+        if sparse is not None:
+            held = [self.sparse.covered(sparse, h.text) for h in hits]
+            coverage = [self.sparse.share(sparse, terms) for terms in held]
+            pool = self.sparse.share(sparse, frozenset().union(*held))
         out = []
-        for h in hits:
+        for h, share in zip(hits, coverage, strict=True):
             if h.dense_score is not None:
                 similarity = h.dense_score
             else:
@@ -322,7 +335,8 @@ class SearchService:
                     bm25=h.sparse_score,
                     dense_rank=h.dense_rank,
                     sparse_rank=h.sparse_rank,
-                    coverage=self.sparse.coverage(sparse, h.text) if sparse is not None else None,
+                    coverage=share,
+                    pool_coverage=pool,
                 )
             )
         return out

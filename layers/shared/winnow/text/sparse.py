@@ -177,18 +177,28 @@ class Bm25Encoder:
         values = [counts[index] * (k1 + 1.0) / (counts[index] + length_norm) for index in indices]
         return SparseVector(indices=indices, values=values)
 
-    def coverage(self, query: SparseVector, text: str) -> float:
-        """The share of the query's terms (``encode_query``) that ``text`` holds: 1.0 when every
-        keyword of the question is in the passage; 0.0 for a query without keyword terms."""
+    def covered(self, query: SparseVector, text: str) -> frozenset[int]:
+        """The query's terms (``encode_query``) that ``text`` holds."""
         wanted = set(query.indices)
         if not wanted:
-            return 0.0
+            return frozenset()
         # Each distinct token once: a passage repeats most of its words, and this runs on every candidate.
         known, held = self._analysed, set()
         for token in set(self._tokens(text)):
             analysed = known.get(token)
             held.add((analysed if analysed is not None else self._analyze_token(token))[1])
-        return len(wanted & held) / len(wanted)
+        return frozenset(wanted & held)
+
+    def coverage(self, query: SparseVector, text: str) -> float:
+        """The share of the query's terms (``encode_query``) that ``text`` holds: 1.0 when every
+        keyword of the question is in the passage; 0.0 for a query without keyword terms."""
+        return self.share(query, self.covered(query, text))
+
+    @staticmethod
+    def share(query: SparseVector, terms: frozenset[int]) -> float:
+        """``terms`` (some of the query's) as a share of the query's terms; 0.0 for a query without any."""
+        wanted = len(set(query.indices))
+        return len(terms) / wanted if wanted else 0.0
 
     def encode_query(self, text: str) -> SparseVector:
         """One dimension per distinct query term, weight 1.0: Qdrant multiplies in the IDF."""
