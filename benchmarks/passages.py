@@ -145,6 +145,28 @@ class Tally:
         }
 
 
+MISS_KINDS = ("refused", "other documents", "right document, other passage")
+
+
+def miss_kinds(questions: Sequence[Question], rankings: Mapping[str, Sequence[Passage]]) -> dict[str, int]:
+    """Why each question missed the top 3: nothing shown, only other documents' passages in the top 3,
+    or its own document's but not the answering one. A question in plain words may fit several
+    documents (``grep -i`` and ``less -i`` both ignore case); the first kind of miss is about which
+    document, the second about which passage."""
+    counts = dict.fromkeys(MISS_KINDS, 0)
+    for question in questions:
+        ranking = list(rankings[question.id])[:TOP]
+        if rank_of_answer(ranking, question) is not None:
+            continue
+        if not ranking:
+            counts["refused"] += 1
+        elif any(p.document == question.document for p in ranking):
+            counts["right document, other passage"] += 1
+        else:
+            counts["other documents"] += 1
+    return counts
+
+
 def length_stats(lengths: Iterable[int]) -> dict[str, float]:
     """Median, 10th and 90th percentile (nearest rank) of chunk lengths, and their count."""
     ordered = sorted(lengths)
@@ -492,6 +514,7 @@ def run(
         "chunk_lengths": {fmt: length_stats(values) for fmt, values in sorted(lengths.items())},
         "gold_passage_lengths": length_stats(len(p.text) for p in gold),
         "misses_top3": sorted(q.id for q in questions if (rank_of_answer(winnow[q.id], q) or TOP + 1) > TOP),
+        "misses_by_kind": miss_kinds(questions, winnow),
     }
 
 
@@ -537,6 +560,8 @@ def report(result: Mapping[str, Any]) -> str:
         "(fitting set), "
         f"{result['offtopic_heldout_refused']:.1%} of {result['offtopic_heldout_questions']} (held-out set)"
     )
+    kinds = ", ".join(f"{kind} {n}" for kind, n in result["misses_by_kind"].items())
+    lines.append(f"Winnow's top-3 misses: {kinds}")
     if "winnow_with_context" in result:
         shares = ", ".join(
             f"{group} {figures['top3']:.1%}" for group, figures in result["winnow_with_context"].items()

@@ -294,6 +294,8 @@ def test_passage_benchmark_prints_every_figure_for_winnow_and_both_bm25_baseline
     assert result["bm25_gold_passages"]["all"]["document_first"] > 0
     assert set(result["chunk_lengths"]) == {"md", "txt"}
     assert 0.0 <= result["offtopic_refused"] <= 1.0
+    # And every top-3 miss has one kind
+    assert sum(result["misses_by_kind"].values()) == len(result["misses_top3"])
 
 
 def test_passage_benchmark_with_context_counts_answers_in_the_text_around_a_result(

@@ -20,6 +20,7 @@ from benchmarks.passages import (
     fold_spread,
     length_stats,
     load_questions,
+    miss_kinds,
     rank_of_answer,
     tally,
 )
@@ -59,6 +60,32 @@ def test_a_tally_counts_rank_one_top_three_right_document_and_refusals() -> None
         "document_first": round(1 / 3, 4),
         "refused": round(1 / 3, 4),
     }
+
+
+def test_a_miss_is_told_apart_by_whether_its_own_document_was_in_the_top_three() -> None:
+    # Given four questions on a.txt: one answered at rank 3, one refused, one shown only b.txt, and one
+    # shown a.txt's other passages (its answer at rank 4, below the top 3)
+    questions = [_question("alpha", qid=q) for q in ("hit", "refused", "elsewhere", "sibling")]
+    rankings = {
+        "hit": [Passage("b.txt", "x"), Passage("b.txt", "y"), Passage("a.txt", "alpha")],
+        "refused": [],
+        "elsewhere": [Passage("b.txt", "alpha"), Passage("c.txt", "z")],
+        "sibling": [
+            Passage("b.txt", "x"),
+            Passage("a.txt", "beta"),
+            Passage("b.txt", "y"),
+            Passage("a.txt", "alpha"),
+        ],
+    }
+    # Then each miss has its kind, and the hit is none of them (an excerpt in another document still
+    # answers: the check is the excerpt, not the name)
+    assert miss_kinds(questions, rankings) == {
+        "refused": 1,
+        "other documents": 0,
+        "right document, other passage": 1,
+    }
+    rankings["elsewhere"] = [Passage("b.txt", "x"), Passage("c.txt", "z")]
+    assert miss_kinds(questions, rankings)["other documents"] == 1
 
 
 def test_figures_are_reported_for_all_questions_per_source_and_per_format() -> None:
