@@ -68,14 +68,12 @@ from benchmarks.passages import fitting_set
 from benchmarks.quality_report import calibration_table, known_item_figures, passage_table, render
 from benchmarks.relevance_fit import (
     DEFAULT_MODE,
-    MAX_REFUSED,
-    OFFTOPIC_FLOOR,
-    THRESHOLD_RULE,
     TOP_K,
     Candidate,
     OrderQueries,
     best_scores,
     choose_threshold,
+    describe_threshold_rule,
     fit_models,
 )
 from benchmarks.stack import EmbeddedStack, Hit, documents_by_best_chunk, write_documents
@@ -311,8 +309,8 @@ def run(
             answerable = best_scores(hybrid, candidates[DEFAULT_MODE], qids)
             off_tops = [best_scores(hybrid, off_candidates, off_candidates)]
             if fitting is not None:
-                # The rule reads the passage questions too, and the off-topic ones asked of their corpus:
-                # the threshold sees both kinds of question it will meet.
+                # The rule reads the off-topic questions asked of the passage corpus too (and, when it
+                # reads answerable ones, the passage questions): both kinds of question it will meet.
                 answerable += best_scores(hybrid, fitting.candidates, passage_ids)
                 off_tops.append(best_scores(hybrid, fitting.offtopic, off_fit))
             threshold = choose_threshold(answerable, off_tops)
@@ -453,14 +451,7 @@ def run(
             diffs = [default_q[q] - bm25_q[q] for q in fold]
             margins.append({"margin": round(mean(diffs), 4), "se": round(bootstrap_se(diffs), 4)})
         threshold_cv: dict[str, Any] = {
-            "rule": (
-                f"lowest threshold refusing at least {OFFTOPIC_FLOOR:.0%} of the training off-topic questions"
-                " on each corpus"
-                if off_split and THRESHOLD_RULE == "floor"
-                else "best balanced accuracy between the training queries and the fitting off-topic set"
-                if off_split and THRESHOLD_RULE == "balanced"
-                else f"highest threshold refusing at most {MAX_REFUSED:.0%} of the training queries"
-            ),
+            "rule": describe_threshold_rule(bool(off_split)),
             "per_fold": fold_thresholds,
             "passages": passage_table(held_out_hits[default_mode], qrels, key_to_id),
             "calibration": calibration_table(held_out_hits[default_mode], qrels, key_to_id),

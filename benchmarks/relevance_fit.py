@@ -266,18 +266,23 @@ def calibrate(
     return RankedRelevance(order, answer, gap_weight, answer_weight, intercept)
 
 
-def choose_threshold(top_scores: Sequence[float], offtopic: Sequence[Sequence[float]] = ()) -> float:
+def choose_threshold(
+    top_scores: Sequence[float], offtopic: Sequence[Sequence[float]] = (), rule: str = THRESHOLD_RULE
+) -> float:
     """The threshold rule; ``offtopic`` holds the off-topic questions' best scores, one list per corpus
-    they were asked of. With them: the lowest threshold that refuses ``OFFTOPIC_FLOOR`` of them on every
-    corpus (``floor_threshold``; the goal holds for each tenant, and the questions a corpus's words
-    happen to answer differ). Without: the highest threshold of the grid that refuses at most
-    ``MAX_REFUSED`` of the answerable queries. A query is refused when its best passage scores below the
-    threshold."""
+    they were asked of. With them, ``rule`` "floor": the lowest threshold that refuses ``OFFTOPIC_FLOOR``
+    of them on every corpus (``floor_threshold``; the goal holds for each tenant, and the questions a
+    corpus's words happen to answer differ; the answerable scores are not read), or "balanced"
+    (``balanced_threshold``, the corpora pooled). Without them: the highest threshold of the grid that
+    refuses at most ``MAX_REFUSED`` of the answerable queries. A query is refused when its best passage
+    scores below the threshold."""
     groups = [list(g) for g in offtopic if g]
-    if groups and THRESHOLD_RULE == "floor":
+    if groups and rule == "floor":
         return max(floor_threshold(g) for g in groups)
-    if groups and THRESHOLD_RULE == "balanced":
+    if groups and rule == "balanced":
         return balanced_threshold(top_scores, [s for g in groups for s in g])
+    if groups:
+        raise ValueError(f"unknown threshold rule {rule!r}")
     chosen = THRESHOLD_GRID[0]
     for t in THRESHOLD_GRID:
         refused = sum(1 for s in top_scores if s < t) / max(1, len(top_scores))
@@ -286,10 +291,22 @@ def choose_threshold(top_scores: Sequence[float], offtopic: Sequence[Sequence[fl
     return chosen
 
 
+def describe_threshold_rule(with_offtopic: bool, rule: str = THRESHOLD_RULE) -> str:
+    """What ``choose_threshold`` does, in a sentence for a benchmark's report."""
+    if with_offtopic and rule == "floor":
+        share = f"{OFFTOPIC_FLOOR:.0%}"
+        return (
+            f"lowest threshold refusing at least {share} of the training off-topic questions on each corpus"
+        )
+    if with_offtopic and rule == "balanced":
+        return "best balanced accuracy between the training queries and the fitting off-topic set"
+    return f"highest threshold refusing at most {MAX_REFUSED:.0%} of the training queries"
+
+
 def floor_threshold(offtopic_tops: Sequence[float], floor: float = OFFTOPIC_FLOOR) -> float:
     """The lowest threshold of the grid that refuses at least ``floor`` of the off-topic questions on
     the fitting data: as few answerable questions refused as the off-topic goal allows (the highest of
-    the grid when none does)."""
+    the grid when none does; the lowest for no questions, which ``choose_threshold`` never passes)."""
     for t in THRESHOLD_GRID:
         if sum(s < t for s in offtopic_tops) >= floor * len(offtopic_tops):
             return t

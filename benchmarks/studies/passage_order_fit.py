@@ -150,7 +150,7 @@ def run_design(
         model = calibrate(cc, cq, [q for name in cal_sets for q in train[name]], order, answer)
         tops = [top_probability(model, cands[n][q]) for n in design.threshold_sets for q in train[n]]
         off = [top_probability(model, cands[n][q]) for n in design.threshold_off for q in train[n]]
-        threshold = choose_threshold(tops, [off])
+        threshold = choose_threshold(tops, [off], rule="balanced")  # as recorded
         thresholds.append(threshold)
         for q in held["passages"]:
             c, j = cands["passages"][q], qrels["passages"][q]

@@ -1,7 +1,7 @@
 """The study behind the hybrid answer model (docs/benchmarks.md, issues 19 and 24): which evidence
 tells an answerable question from an off-topic one, and what the answer model is fitted on.
 
-``python -m benchmarks.studies.study_answer [--home DIR] [--passages]``
+``python -m benchmarks.studies.study_answer [--home DIR] [--passages] [--rule balanced|floor]``
 
 Ingests SciFact once into ``--home`` (default ``.cache/scifact-home``, shared with
 ``benchmarks.studies.study``), collects the hybrid candidates of the judged claims, the generated
@@ -9,8 +9,8 @@ known-item queries and the fitting off-topic set through ``SearchService.candida
 keyword coverage included). With ``--passages`` also the passage questions (benchmarks.passages) and the
 fitting off-topic set asked of their corpus. Then, for each answer model: 5-fold cross-validation in
 which the order model (also on the passage questions), the answer model, the combining step and the
-threshold (``--rule``: balanced, or the floor of ``OFFTOPIC_FLOOR`` off-topic questions refused; on every
-answerable and off-topic training question) are fitted on the
+threshold (``--rule``, the shipped one by default: the floor of ``OFFTOPIC_FLOOR`` off-topic questions
+refused on each corpus, or balanced, which also reads the answerable ones) are fitted on the
 training folds, and the held-out answerable questions refused and held-out off-topic questions refused
 are counted. The choice criterion, fixed before looking: the best mean of "answered" and "refused",
 each pooled over the corpora. Neither the demo nor the held-out off-topic set is read."""
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +31,14 @@ from benchmarks.quality import OFFTOPIC_FILE, collect_candidates, read_lines
 from benchmarks.relevance_fit import (
     DEFAULT_MODE,
     MODE_FEATURES,
+    THRESHOLD_RULE,
     Candidate,
     OrderQueries,
-    balanced_threshold,
     best_scores,
     choose_l2,
+    choose_threshold,
     fit_mode,
     fit_ranked,
-    floor_threshold,
 )
 from benchmarks.stack import EmbeddedStack, write_documents
 from benchmarks.studies.study import DEFAULT_HOME
@@ -55,13 +55,6 @@ FEATURE_SETS: dict[str, tuple[tuple[str, ...], bool]] = {
         (*BASE, "coverage", "pool_coverage"),
         True,
     ),
-}
-
-
-# Each rule reads the answerable questions' best scores and the off-topic ones', one list per corpus.
-RULES: dict[str, Callable[[Sequence[float], Sequence[Sequence[float]]], float]] = {
-    "balanced": lambda answerable, offtopic: balanced_threshold(answerable, [s for g in offtopic for s in g]),
-    "floor": lambda _answerable, offtopic: max(floor_threshold(g) for g in offtopic if g),
 }
 
 
@@ -122,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.studies.study_answer")
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
     parser.add_argument("--passages", action="store_true", help="also the passage questions and their corpus")
-    parser.add_argument("--rule", choices=sorted(RULES), default="balanced", help="the threshold rule")
+    parser.add_argument(
+        "--rule", choices=("balanced", "floor"), default=THRESHOLD_RULE, help="the threshold rule"
+    )
     args = parser.parse_args(argv)
     candidates, qrels, claims, known, offtopic = collect(args.home)
     passage_ids: list[str] = []
@@ -159,12 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if passage_ids:
                 extra.append(OrderQueries(candidates, qrels, train_ids(passage_folds, i)))
             model = fit_ranked(candidates, qrels, train, answer, extra)
-            threshold = RULES[args.rule](
+            threshold = choose_threshold(
                 best_scores(model, candidates, [*train, *train_ids(passage_folds, i)]),
                 [
                     best_scores(model, candidates, [q for q in off_train if not q.startswith("passages:")]),
                     best_scores(model, candidates, [q for q in off_train if q.startswith("passages:")]),
                 ],
+                rule=args.rule,
             )
             refused += [s < threshold for s in best_scores(model, candidates, fold)]
             passage_refused += [s < threshold for s in best_scores(model, candidates, passage_folds[i])]

@@ -486,6 +486,9 @@ def test_floor_rule_takes_the_lowest_threshold_that_refuses_enough_offtopic_ques
     assert lower and sum(s < lower[-1] for s in offtopic) / 100 < OFFTOPIC_FLOOR
     # And a set no grid threshold refuses enough of gets the top of the grid
     assert floor_threshold([1.0] * 10) == THRESHOLD_GRID[-1]
+    # And a score on the threshold is answered, not refused: of 25 questions at 0.01, ..., 0.25 the
+    # threshold 0.25 refuses 24 (96 %), 0.24 only 23
+    assert floor_threshold([i / 100 for i in range(1, 26)]) == pytest.approx(0.25)
 
 
 def test_the_threshold_rule_holds_the_floor_on_every_corpus_and_pools_nothing() -> None:
@@ -502,6 +505,11 @@ def test_the_threshold_rule_holds_the_floor_on_every_corpus_and_pools_nothing() 
     # And without off-topic questions the answerable-only rule runs
     assert choose_threshold(answerable) != chosen
     assert choose_threshold(answerable, [[]]) == choose_threshold(answerable)
+    # And the balanced rule, asked for, pools the corpora and reads the answerable questions
+    balanced = choose_threshold(answerable, [easy, hard], rule="balanced")
+    assert balanced == balanced_threshold(answerable, easy + hard) != chosen
+    with pytest.raises(ValueError, match="unknown threshold rule"):
+        choose_threshold(answerable, [easy], rule="median")
 
 
 def test_balanced_rule_trades_both_errors_equally_when_the_sets_overlap() -> None:
