@@ -328,9 +328,15 @@ def test_pool_coverage_is_the_share_of_the_query_terms_some_candidate_holds(stac
     assert {e.pool_coverage for e in whole} == {1.0}
     # And a search measures it for a model that reads no other keyword evidence: each score is that
     # model's probability of two terms of three
+    expected = {round(1 / (1 + math.exp(-2.0)), 6)}
     status, body = stack.search("zephyr team quasar", relevance_threshold=0)
     assert status == 200 and body["results"]
-    assert {round(r["score"], 6) for r in body["results"]} == {round(1 / (1 + math.exp(-2.0)), 6)}
+    assert {round(r["score"], 6) for r in body["results"]} == expected
+    # And so does a dense search, which encodes the keywords only to measure them
+    service.models.modes["dense"] = service.models.modes["hybrid"]
+    status, body = stack.search("zephyr team quasar", relevance_threshold=0, mode="dense")
+    assert status == 200 and body["results"]
+    assert {round(r["score"], 6) for r in body["results"]} == expected
 
 
 def test_a_hybrid_query_of_keyword_stop_words_only_is_answered_by_the_dense_side(

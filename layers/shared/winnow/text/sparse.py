@@ -178,7 +178,8 @@ class Bm25Encoder:
         return SparseVector(indices=indices, values=values)
 
     def covered(self, query: SparseVector, text: str) -> frozenset[int]:
-        """The query's terms (``encode_query``) that ``text`` holds."""
+        """The query's terms (``encode_query``) that ``text`` holds; ``share`` of them is the passage's
+        keyword coverage: 1.0 when every keyword of the question is in it."""
         wanted = set(query.indices)
         if not wanted:
             return frozenset()
@@ -188,11 +189,6 @@ class Bm25Encoder:
             analysed = known.get(token)
             held.add((analysed if analysed is not None else self._analyze_token(token))[1])
         return frozenset(wanted & held)
-
-    def coverage(self, query: SparseVector, text: str) -> float:
-        """The share of the query's terms (``encode_query``) that ``text`` holds: 1.0 when every
-        keyword of the question is in the passage; 0.0 for a query without keyword terms."""
-        return self.share(query, self.covered(query, text))
 
     @staticmethod
     def share(query: SparseVector, terms: frozenset[int]) -> float:
