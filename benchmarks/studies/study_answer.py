@@ -51,6 +51,10 @@ FEATURE_SETS: dict[str, tuple[tuple[str, ...], bool]] = {
     "cosine, gap, coverage": ((*BASE, "coverage"), False),
     "cosine, gap, coverage, pool coverage": ((*BASE, "coverage", "pool_coverage"), False),
     "cosine, gap, coverage; + off-topic negatives": ((*BASE, "coverage"), True),
+    "cosine, gap, coverage, sparse rr": ((*BASE, "coverage", "sparse_rr"), False),
+    "cosine, gap, coverage, dense rr": ((*BASE, "coverage", "dense_rr"), False),
+    "cosine, gap, coverage, bm25 missing": ((*BASE, "coverage", "bm25_missing"), False),
+    "cosine, gap, coverage, bm25 rel": ((*BASE, "coverage", "bm25_rel"), False),
     "cosine, gap, coverage, pool coverage; + off-topic negatives": (
         (*BASE, "coverage", "pool_coverage"),
         True,
