@@ -504,6 +504,8 @@ def test_the_threshold_rule_holds_the_floor_on_every_corpus_and_pools_nothing() 
     assert floor_threshold(easy + hard) < chosen
     # And without off-topic questions the answerable-only rule runs
     assert choose_threshold(answerable) != chosen
+    # And the floor rule does not read the answerable questions
+    assert choose_threshold([], [easy, hard]) == chosen
     assert choose_threshold(answerable, [[]]) == choose_threshold(answerable)
     # And the balanced rule, asked for, pools the corpora and reads the answerable questions
     balanced = choose_threshold(answerable, [easy, hard], rule="balanced")

@@ -86,6 +86,14 @@ def test_a_miss_is_told_apart_by_whether_its_own_document_was_in_the_top_three()
     }
     rankings["elsewhere"] = [Passage("b.txt", "x"), Passage("c.txt", "z")]
     assert miss_kinds(questions, rankings)["other documents"] == 1
+    # And only the top 3 count: its own document at rank 4 leaves a miss of other documents
+    rankings["elsewhere"] = [
+        Passage("b.txt", "x"),
+        Passage("b.txt", "y"),
+        Passage("c.txt", "z"),
+        Passage("a.txt", "alpha"),
+    ]
+    assert miss_kinds(questions, rankings)["other documents"] == 1
 
 
 def test_figures_are_reported_for_all_questions_per_source_and_per_format() -> None:

@@ -86,7 +86,7 @@ _ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c)
 def _words(text: str) -> list[str]:
     """The runs of letters and digits of ``text`` (an underscore splits them), NFKC-normalised and
     casefolded. Why ``\\w+`` split on ``_`` rather than ``[^\\W_]+``: the same tokens, found in two
-    thirds of the time, and this runs over every candidate passage of every search (``coverage``)."""
+    thirds of the time, and this runs over every candidate passage of every search (``covered``)."""
     if text.isascii():  # most text: the same words, split in a third of the time
         return text.lower().translate(_ASCII_SEPARATORS).split()
     normal = unicodedata.normalize("NFKC", text).casefold()
