@@ -186,6 +186,12 @@ class RankedRelevance:
 RelevanceModel = LogisticModel | RankedRelevance
 
 
+def reads_keywords(model: RelevanceModel | None) -> bool:
+    """Whether ``model`` reads a feature measured over the candidates' text for the query's keywords:
+    the search then encodes the query's keywords, in dense mode too, and passes them to the evidence."""
+    return model is not None and bool(KEYWORD_FEATURES & model.reads)
+
+
 def model_from_json(data: Mapping[str, Any]) -> RelevanceModel:
     return RankedRelevance.from_json(data) if "order" in data else LogisticModel.from_json(data)
 

@@ -24,11 +24,11 @@ from winnow.models import SparseVector, StoredChunk
 from winnow.ports import Embedder, FilterValue, RangeFilter, Reranker, SearchQuery, VectorStore
 from winnow.search.context import contexts
 from winnow.search.relevance import (
-    KEYWORD_FEATURES,
     Evidence,
     RelevanceModel,
     RelevanceModels,
     load_models,
+    reads_keywords,
 )
 from winnow.search.schemas import (
     RangeCondition,
@@ -178,7 +178,7 @@ class SearchService:
         dense = self._embed_query(caller, request.query) if plan.cosine else None
         model = self._model(request.mode)
         # Dense mode encodes the keywords too when its model reads their coverage (never to retrieve).
-        coverage = not plan.rerank and model is not None and bool(KEYWORD_FEATURES & model.reads)
+        coverage = not plan.rerank and reads_keywords(model)
         sparse = self.sparse.encode_query(request.query) if request.mode != "dense" or coverage else None
         return dense, sparse
 
@@ -301,9 +301,7 @@ class SearchService:
             return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)]
         assert dense is not None
         model = self._model(request.mode)
-        evidence = self._evidence(
-            dense, hits, sparse if model is not None and KEYWORD_FEATURES & model.reads else None
-        )
+        evidence = self._evidence(dense, hits, sparse if reads_keywords(model) else None)
         if model is not None:
             return list(zip(model.probabilities(evidence), hits, strict=True))
         return [(min(1.0, max(0.0, e.cosine)), h) for e, h in zip(evidence, hits, strict=True)]
