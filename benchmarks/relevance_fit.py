@@ -215,6 +215,14 @@ def fit_models(
     return RelevanceModels(profile=profile, modes=modes, source=source)
 
 
+def refuse_reused_ids(ids: Iterable[str], taken: Iterable[str]) -> None:
+    """Raise when a query set about to be merged into a fit reuses an id already in it: a caller's
+    bug, not data a fold may lack, so not a ValueError (which a fold survives)."""
+    clash = set(ids) & set(taken)
+    if clash:
+        raise RuntimeError(f"query ids used twice: {', '.join(sorted(clash)[:3])}")
+
+
 def fit_ranked(
     candidates: dict[str, list[Candidate]],
     qrels: dict[str, dict[str, int]],
@@ -228,9 +236,7 @@ def fit_ranked(
     merged, merged_qrels = dict(candidates), dict(qrels)
     order_ids = list(qids)
     for queries in extra:
-        clash = set(queries.ids) & set(order_ids)
-        if clash:  # a caller's bug, not data a fold may lack: not a ValueError, which a fold survives
-            raise RuntimeError(f"query ids used twice: {', '.join(sorted(clash)[:3])}")
+        refuse_reused_ids(queries.ids, order_ids)
         merged.update({q: queries.candidates[q] for q in queries.ids})
         merged_qrels.update({q: queries.qrels.get(q, {}) for q in queries.ids})
         order_ids += queries.ids

@@ -39,6 +39,7 @@ from benchmarks.relevance_fit import (
     choose_threshold,
     fit_mode,
     fit_ranked,
+    refuse_reused_ids,
 )
 from benchmarks.stack import EmbeddedStack, write_documents
 from benchmarks.studies.study import DEFAULT_HOME
@@ -73,9 +74,7 @@ def fit_answer(
     """``fit_mode`` on the judged queries' candidates and the ``offtopic`` questions' (none of them
     relevant): with them, evidence about the question as a whole (``pool_coverage``) gets its weight.
     Measured, not adopted (docs/benchmarks.md)."""
-    clash = set(offtopic) & set(qids)
-    if clash:  # a caller's bug, as in fit_ranked
-        raise RuntimeError(f"query ids used twice: {', '.join(sorted(clash)[:3])}")
+    refuse_reused_ids(offtopic, qids)
     merged = {**candidates, **offtopic}
     judged = {**qrels, **{q: {} for q in offtopic}}
     return fit_mode(merged, judged, [*qids, *offtopic], features, l2)
