@@ -20,9 +20,10 @@ the benchmark? (issue 24)
   embedder, no re-ranker), then each question as a client's default request (``{"query": ...}``:
   default mode, ``top_k``, ``candidates`` and relevance threshold). Figures: answering passage at rank 1
   and in the top 3, right document first, answerable questions refused (no result at the default
-  threshold); and the share of off-topic questions refused, of the fitting set
-  (``benchmarks/data/offtopic.txt``, which the threshold rule reads) and of the held-out set
-  (``offtopic_heldout.txt``).
+  threshold); the answer among the candidates the search orders (``winnow_reachable``: a bound on
+  what any order, fitted model or re-ranker, can reach with that many candidates); and the share of
+  off-topic questions refused, of the fitting set (``benchmarks/data/offtopic.txt``, which the
+  threshold rule reads) and of the held-out set (``offtopic_heldout.txt``).
 - **Baselines, same run**: BM25 (``bm25s``, as in ``benchmarks.baselines``) over the very chunks Winnow
   indexed, and BM25 over the *gold passages*: each document's own paragraphs as its parser reads them,
   a retriever given perfect chunking. No threshold: they always answer.
@@ -165,6 +166,20 @@ def miss_kinds(questions: Sequence[Question], rankings: Mapping[str, Sequence[Pa
         else:
             counts["other documents"] += 1
     return counts
+
+
+def reachable(
+    questions: Sequence[Question],
+    pools: Mapping[str, Sequence[Passage]],
+    kinds: Mapping[str, tuple[str, str]],
+) -> dict[str, float]:
+    """Per group, the share of questions whose answering passage is among the candidates the search
+    orders (``pools``): the most that any order of them, model or re-ranker, could put in the top 3."""
+    out: dict[str, float] = {}
+    for group, members in sorted(grouped(questions, kinds).items()):
+        held = sum(rank_of_answer(pools[q.id], q) is not None for q in members)
+        out[group] = round(held / max(len(members), 1), 4)
+    return out
 
 
 def length_stats(lengths: Iterable[int]) -> dict[str, float]:
@@ -433,7 +448,9 @@ def run(
 ) -> dict[str, Any]:
     from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.stack import EmbeddedStack
+    from functions.search.app import service
     from winnow.parsing import parse_document
+    from winnow.search.schemas import SearchRequest
 
     files, kinds, by_upload, questions = _corpus_and_questions(progress, documents, questions_file)
     if limit is not None:
@@ -448,6 +465,8 @@ def run(
         chunks = _chunks_as_indexed(stack, files)
         progress(f"{sum(len(c) for c in chunks.values())} chunks; asking {len(questions)} questions")
         winnow: dict[str, list[Passage]] = {}
+        # Every candidate the request's search orders, before model, threshold and top_k.
+        pools: dict[str, list[Passage]] = {}
         # With ``context``: the same results, each read with the text around it (what the reader sees).
         around: dict[str, list[Passage]] = {}
         # Held out: each question (and each fitting off-topic question) answered by the models fitted
@@ -464,7 +483,13 @@ def run(
         unfolded += [q for q in offtopic if fold_models and q not in off_by]
         if unfolded:
             raise ValueError(f"{fold_models} holds out no fold with {', '.join(unfolded[:3])}")
+        svc = service()
         for question in questions:
+            request = SearchRequest(query=question.text, candidates=candidates)
+            pools[question.id] = [
+                Passage(by_upload.get(h.key.rsplit("/", 1)[-1], h.key), h.text)
+                for h, _ in svc.candidates(stack.tenant, request)
+            ]
             threshold = _held_out(held_by, question.id)
             results = _default_request(stack, question.text, candidates, context, threshold)
             names = [by_upload.get(r["key"].rsplit("/", 1)[-1], r["key"]) for r in results]
@@ -503,6 +528,7 @@ def run(
         "documents": len(files),
         "questions": len(questions),
         "winnow": tally(questions, winnow, kinds),
+        "winnow_reachable": reachable(questions, pools, kinds),
         **({"winnow_with_context": tally(questions, around, kinds), "context": context} if context else {}),
         "bm25_same_chunks": tally(questions, bm25_chunks, kinds),
         "bm25_gold_passages": tally(questions, bm25_gold, kinds),
@@ -562,6 +588,8 @@ def report(result: Mapping[str, Any]) -> str:
     )
     kinds = ", ".join(f"{kind} {n}" for kind, n in result["misses_by_kind"].items())
     lines.append(f"Winnow's top-3 misses: {kinds}")
+    shares = ", ".join(f"{group} {share:.1%}" for group, share in result["winnow_reachable"].items())
+    lines.append(f"Answer among the candidates Winnow orders (the most any order reaches): {shares}")
     if "winnow_with_context" in result:
         shares = ", ".join(
             f"{group} {figures['top3']:.1%}" for group, figures in result["winnow_with_context"].items()

@@ -22,6 +22,7 @@ from benchmarks.passages import (
     load_questions,
     miss_kinds,
     rank_of_answer,
+    reachable,
     tally,
 )
 
@@ -105,6 +106,29 @@ def test_figures_are_reported_for_all_questions_per_source_and_per_format() -> N
     assert figures["all"]["top3"] == 0.5
     assert figures["source:man"]["top3"] == 1.0
     assert figures["format:html"]["top3"] == 0.0
+
+
+def test_reachable_counts_an_answer_anywhere_among_the_candidates_per_group() -> None:
+    # Given two man questions, one answered by its 5th candidate and one by none, and an html question
+    # answered only by another document's passage (the excerpt decides, not the name)
+    questions = [
+        _question("alpha", "m.txt", "q1"),
+        _question("beta", "m.txt", "q2"),
+        _question("gamma", "h.html", "q3"),
+    ]
+    pools = {
+        "q1": [Passage("m.txt", "x")] * 4 + [Passage("m.txt", "alpha here")],
+        "q2": [Passage("m.txt", "alpha")],
+        "q3": [Passage("m.txt", "gamma")],
+    }
+    kinds = {"m.txt": ("man", "man"), "h.html": ("manuals", "html")}
+    # Then each group's share is of its questions with the answer at any rank
+    shares = reachable(questions, pools, kinds)
+    assert shares["all"] == round(2 / 3, 4)
+    assert shares["source:man"] == 0.5 and shares["format:man"] == 0.5
+    assert shares["source:manuals"] == 1.0
+    # And an empty pool (nothing retrieved) holds nothing
+    assert reachable(questions[2:], {"q3": []}, kinds)["all"] == 0.0
 
 
 def test_bm25_over_passages_ranks_the_passage_with_the_query_words_first() -> None:
