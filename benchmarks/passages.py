@@ -465,7 +465,8 @@ def run(
         chunks = _chunks_as_indexed(stack, files)
         progress(f"{sum(len(c) for c in chunks.values())} chunks; asking {len(questions)} questions")
         winnow: dict[str, list[Passage]] = {}
-        # Every candidate the request's search orders, before model, threshold and top_k.
+        # Every candidate the request's search orders (as many as it fetches, re-ranker or not),
+        # before model, threshold and top_k.
         pools: dict[str, list[Passage]] = {}
         # With ``context``: the same results, each read with the text around it (what the reader sees).
         around: dict[str, list[Passage]] = {}
@@ -488,7 +489,7 @@ def run(
             request = SearchRequest(query=question.text, candidates=candidates)
             pools[question.id] = [
                 Passage(by_upload.get(h.key.rsplit("/", 1)[-1], h.key), h.text)
-                for h, _ in svc.candidates(stack.tenant, request)
+                for h, _ in svc.candidates(stack.tenant, request, as_searched=True)
             ]
             threshold = _held_out(held_by, question.id)
             results = _default_request(stack, question.text, candidates, context, threshold)
@@ -589,7 +590,7 @@ def report(result: Mapping[str, Any]) -> str:
     kinds = ", ".join(f"{kind} {n}" for kind, n in result["misses_by_kind"].items())
     lines.append(f"Winnow's top-3 misses: {kinds}")
     shares = ", ".join(f"{group} {share:.1%}" for group, share in result["winnow_reachable"].items())
-    lines.append(f"Answer among the candidates Winnow orders (the most any order reaches): {shares}")
+    lines.append(f"Answer among the candidates Winnow orders (the most its top 3 can hold): {shares}")
     if "winnow_with_context" in result:
         shares = ", ".join(
             f"{group} {figures['top3']:.1%}" for group, figures in result["winnow_with_context"].items()

@@ -296,11 +296,9 @@ def test_passage_benchmark_prints_every_figure_for_winnow_and_both_bm25_baseline
     assert 0.0 <= result["offtopic_refused"] <= 1.0
     # And every top-3 miss has one kind
     assert sum(result["misses_by_kind"].values()) == len(result["misses_top3"])
-    # And the candidates Winnow orders hold at least what its top 3 shows, in every group
-    assert set(result["winnow_reachable"]) == set(result["winnow"])
-    for group, share in result["winnow_reachable"].items():
-        assert result["winnow"][group]["top3"] <= share <= 1.0
-    assert result["winnow_reachable"]["all"] > 0
+    # And the candidates Winnow orders hold every answer of so small a corpus (fewer chunks than
+    # candidates), in every group
+    assert result["winnow_reachable"] == dict.fromkeys(result["winnow"], 1.0)
 
 
 def test_passage_benchmark_with_context_counts_answers_in_the_text_around_a_result(

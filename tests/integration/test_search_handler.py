@@ -421,6 +421,30 @@ def test_a_default_request_casts_the_wider_net_only_for_a_reranker(
     assert limits == [30, 15, 36, 20]
 
 
+def test_candidates_as_searched_are_as_many_as_the_search_fetches_for_its_reranker(
+    rerank_stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the passage benchmark's bound reads: a search's results are always some of these."""
+    from winnow.search.schemas import SearchRequest
+
+    # Given a re-ranker configured, and the store's searches watched
+    rerank_stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")
+    store = rerank_stack.container.store
+    search, limits = store.search, []
+    monkeypatch.setattr(store, "search", lambda query: limits.append(query.limit) or search(query))
+    service = search_app.service()
+    # When candidates are gathered as the relevance model orders them, as searched, and as searched
+    # without the re-ranker
+    for request, as_searched in (
+        (SearchRequest(query="boiler room"), False),
+        (SearchRequest(query="boiler room"), True),
+        (SearchRequest(query="boiler room", rerank=False), True),
+    ):
+        assert service.candidates("acme", request, as_searched=as_searched)
+    # Then the model's pool is 15, the re-ranked search's 30, and 15 when the request turns it off
+    assert limits == [15, 30, 15]
+
+
 def test_query_embedding_and_rerank_share_one_connection(rerank_stack: EmbeddedStack) -> None:
     # Given Voyage as embedder and re-ranker, wired by the factory
     rerank_stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")

@@ -226,14 +226,19 @@ class SearchService:
         key = figure_key(hit.key, hit.image)
         return self.objects.figure_url(key, self.settings.image_url_seconds) if key else None
 
-    def candidates(self, who: Caller | str, request: SearchRequest) -> list[tuple[StoredChunk, Evidence]]:
+    def candidates(
+        self, who: Caller | str, request: SearchRequest, *, as_searched: bool = False
+    ) -> list[tuple[StoredChunk, Evidence]]:
         """Every candidate of a search with the evidence the relevance model reads, in retrieval order,
-        before any model, threshold or ``top_k``: what the model is fitted on (benchmarks)."""
+        before any model, threshold or ``top_k``: by default as many as the model orders, what it is
+        fitted on (benchmarks); ``as_searched``: as many as ``search`` fetches for this request (more
+        when a re-ranker reads them), so its results are always some of these."""
         caller = self.caller(who)
         dense = self._embed_query(caller, request.query)
         sparse = self.sparse.encode_query(request.query)
         retrieve = sparse if request.mode != "dense" else None
-        hits = self._retrieve(caller, request, dense, retrieve, request.candidate_count(), with_dense=True)
+        count = self._plan(request).candidates if as_searched else request.candidate_count()
+        hits = self._retrieve(caller, request, dense, retrieve, count, with_dense=True)
         return list(zip(hits, self._evidence(dense, hits, sparse), strict=True))
 
     def _retrieve(
