@@ -405,14 +405,20 @@ def test_rerank_orders_by_reranker_score(rerank_stack: EmbeddedStack) -> None:
     assert plain["timings_ms"]["rerank"] == 0
 
 
+def _boiler_room_with_limits_watched(stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One document uploaded; the list that each later store search appends its ``limit`` to."""
+    stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")
+    store = stack.container.store
+    search, limits = store.search, []
+    monkeypatch.setattr(store, "search", lambda query: limits.append(query.limit) or search(query))
+    return limits
+
+
 def test_a_default_request_casts_the_wider_net_only_for_a_reranker(
     rerank_stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a re-ranker configured, and the store's searches watched
-    rerank_stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")
-    store = rerank_stack.container.store
-    search, limits = store.search, []
-    monkeypatch.setattr(store, "search", lambda query: limits.append(query.limit) or search(query))
+    limits = _boiler_room_with_limits_watched(rerank_stack, monkeypatch)
     # When default requests run re-ranked and not, with a larger top_k, and with candidates asked for
     for fields in ({}, {"rerank": False}, {"rerank": False, "top_k": 12}, {"candidates": 20}):
         status, _ = rerank_stack.search("boiler room", relevance_threshold=0, **fields)
@@ -428,10 +434,7 @@ def test_candidates_as_searched_are_as_many_as_the_search_fetches_for_its_rerank
     from winnow.search.schemas import SearchRequest
 
     # Given a re-ranker configured, and the store's searches watched
-    rerank_stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")
-    store = rerank_stack.container.store
-    search, limits = store.search, []
-    monkeypatch.setattr(store, "search", lambda query: limits.append(query.limit) or search(query))
+    limits = _boiler_room_with_limits_watched(rerank_stack, monkeypatch)
     service = search_app.service()
     # When candidates are gathered as the relevance model orders them, as searched, and as searched
     # without the re-ranker
