@@ -289,6 +289,12 @@ def _corpus_from_folder(
     return files, kinds, {name: name for name, _ in files}
 
 
+def document_of(key: str, by_upload: Mapping[str, str]) -> str:
+    """The corpus document a result's or candidate's key names (``by_upload``: upload name -> document);
+    the key itself for a name the corpus does not know."""
+    return by_upload.get(key.rsplit("/", 1)[-1], key)
+
+
 def _corpus_and_questions(
     progress: Progress, documents: Path | None, questions_file: Path
 ) -> tuple[list[tuple[str, bytes]], dict[str, tuple[str, str]], dict[str, str], list[Question]]:
@@ -488,12 +494,12 @@ def run(
         for question in questions:
             request = SearchRequest(query=question.text, candidates=candidates)
             pools[question.id] = [
-                Passage(by_upload.get(h.key.rsplit("/", 1)[-1], h.key), h.text)
+                Passage(document_of(h.key, by_upload), h.text)
                 for h, _ in svc.candidates(stack.tenant, request, as_searched=True)
             ]
             threshold = _held_out(held_by, question.id)
             results = _default_request(stack, question.text, candidates, context, threshold)
-            names = [by_upload.get(r["key"].rsplit("/", 1)[-1], r["key"]) for r in results]
+            names = [document_of(r["key"], by_upload) for r in results]
             winnow[question.id] = [Passage(n, r["text"]) for n, r in zip(names, results, strict=True)]
             around[question.id] = [
                 Passage(n, "\n\n".join(filter(None, [c["before"], r["text"], c["after"]])))

@@ -41,7 +41,7 @@ def collect(out: Path, eval_dir: Path | None, progress: Progress) -> None:
     from benchmarks.data import OFFTOPIC_FILE, OFFTOPIC_HELDOUT_FILE, load_eval_set, read_lines
     from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.known_item import DEFAULT_PER_STYLE, known_item_queries
-    from benchmarks.passages import QUESTIONS, _corpus_and_questions, answers
+    from benchmarks.passages import QUESTIONS, _corpus_and_questions, answers, document_of
     from benchmarks.stack import EmbeddedStack, write_documents
 
     data: dict[str, Any] = {}
@@ -55,10 +55,7 @@ def collect(out: Path, eval_dir: Path | None, progress: Progress) -> None:
         stack.ingest(files, per_event=10)
         cands = _candidates(stack, {q.id: q.text for q in questions})
         data["passages"] = {
-            q.id: [
-                (by_upload.get(h.key.rsplit("/", 1)[-1], h.key), answers(h.text, q), e, h.text)
-                for h, e in cands[q.id]
-            ]
+            q.id: [(document_of(h.key, by_upload), answers(h.text, q), e, h.text) for h, e in cands[q.id]]
             for q in questions
         }
         data["passage_docs"] = {q.id: q.document for q in questions}

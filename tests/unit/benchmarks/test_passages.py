@@ -17,6 +17,7 @@ from benchmarks.passages import (
     Question,
     Tally,
     answers,
+    document_of,
     fold_spread,
     length_stats,
     load_questions,
@@ -129,6 +130,12 @@ def test_reachable_counts_an_answer_anywhere_among_the_candidates_per_group() ->
     assert shares["source:manuals"] == 1.0
     # And an empty pool (nothing retrieved) holds nothing
     assert reachable(questions[2:], {"q3": []}, kinds)["all"] == 0.0
+
+
+def test_a_key_names_its_corpus_document_by_its_upload_name_or_stays_itself() -> None:
+    by_upload = {"man-grep.1.txt": "grep.1.txt"}
+    assert document_of("bench/man-grep.1.txt", by_upload) == "grep.1.txt"
+    assert document_of("bench/other.txt", by_upload) == "bench/other.txt"
 
 
 def test_bm25_over_passages_ranks_the_passage_with_the_query_words_first() -> None:
