@@ -5,11 +5,14 @@ failures go back to SQS through Powertools' BatchProcessor, so only the records 
 problem are retried (and end in the DLQ after the queue's maxReceiveCount). A batch's documents run on a
 small thread pool (``WINNOW_INGEST_BATCH_CONCURRENCY``) and their texts are embedded together, in
 requests within the provider's limits (``winnow.ingest.gather``); events on the same document stay
-sequential (``winnow.ingest.schedule``)."""
+sequential (``winnow.ingest.schedule``). The batch stops before the function's time does: messages not
+started when less than ``WINNOW_INGEST_TIME_RESERVE_SECONDS`` is left are handed back for redelivery,
+and a document in progress parses within the time left (``winnow.ingest.deadline``)."""
 
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -18,6 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from winnow.errors import TransientError
 from winnow.factory import get_container
+from winnow.ingest.deadline import Deadline, OutOfTime
 from winnow.ingest.events import ObjectEvent, is_sqs_batch, parse_s3_notification, parse_sqs_body
 from winnow.ingest.gather import run_lanes
 from winnow.ingest.results import IngestOutcome, IngestResult
@@ -36,12 +40,41 @@ class ConcurrentBatchProcessor(BatchProcessor):
         service = container.ingest_service()  # built once here, not raced for by the workers
         schedule = lanes([str(record.get("body", "")) for record in self.records])
         results: dict[int, tuple[Any, ...]] = {}
+        deadline = _deadline(getattr(self, "lambda_context", None))
+        handed_back: list[int] = []
 
         def run(index: int) -> None:
-            results[index] = self._process_record(self.records[index])
+            record = self.records[index]
+            if deadline is not None and deadline.spent():  # then every later message is handed back too
+                results[index] = self._hand_back(record)
+                handed_back.append(index)
+                return
+            with _bound(deadline):
+                results[index] = self._process_record(record)
 
         run_lanes(service.embedder, schedule, run, container.settings.ingest.batch_concurrency)
+        if handed_back:
+            logger.warning("time ran out; messages handed back", extra={"messages": len(handed_back)})
+            with _metrics_lock:
+                metrics.add_metric(name="MessagesHandedBack", unit=MetricUnit.Count, value=len(handed_back))
         return [results[i] for i in range(len(self.records))]
+
+    def _hand_back(self, record: dict[str, Any]) -> tuple[Any, ...]:
+        """A message not started for lack of time: reported failed, so SQS delivers it again."""
+        exc = OutOfTime(_HANDED_BACK)
+        data = self._to_batch_type(record=record, event_type=self.event_type, model=self.model)
+        return tuple(self.failure_handler(record=data, exception=(type(exc), exc, None)))
+
+
+_HANDED_BACK = "the function's time ran out before this message started; handed back"
+
+
+def _deadline(context: Any) -> Deadline | None:
+    return Deadline.of(context, get_container().settings.ingest.time_reserve_seconds)
+
+
+def _bound(deadline: Deadline | None) -> AbstractContextManager[None]:
+    return deadline.bound() if deadline is not None else nullcontext()
 
 
 # A batch whose every record hit a transient fault (a provider outage) is answered like any other
@@ -100,14 +133,18 @@ def _record_handler(record: SQSRecord) -> list[dict[str, Any]]:
     return results
 
 
-def _direct(event: dict[str, Any]) -> dict[str, Any]:
+def _direct(event: dict[str, Any], context: Any) -> dict[str, Any]:
     events = parse_s3_notification(event)
     results: list[dict[str, Any]] = [{} for _ in events]
+    deadline = _deadline(context)
 
     def run(index: int) -> None:
         object_event = events[index]
         try:
-            results[index] = handle_object_event(object_event).to_dict()
+            if deadline is not None and deadline.spent():
+                raise OutOfTime(_HANDED_BACK)
+            with _bound(deadline):
+                results[index] = handle_object_event(object_event).to_dict()
         except TransientError as exc:
             logger.warning("transient ingest failure", extra={"key": object_event.key, "error": str(exc)})
             results[index] = IngestResult(object_event.key, IngestOutcome.RETRY, error=str(exc)).to_dict()
@@ -127,4 +164,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             event=event, record_handler=_record_handler, processor=processor, context=context
         )
         return dict(response)
-    return _direct(event)
+    return _direct(event, context)

@@ -125,7 +125,12 @@ class EmbeddedStack:
         return ("ObjectRemoved:Delete", key, None, None, sequencer or self.next_sequencer())
 
     def invoke_ingest(self, event: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = ingest_app.handler(event, LocalLambdaContext())
+        return self.invoke_ingest_with(event, LocalLambdaContext())
+
+    @staticmethod
+    def invoke_ingest_with(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        """The ingest handler with a Lambda context of the test's own (its remaining time)."""
+        result: dict[str, Any] = ingest_app.handler(event, context)
         return result
 
     def upload(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> dict[str, Any]:

@@ -208,6 +208,11 @@ class IngestSettings(BaseSettings):
     batch_concurrency: int = Field(
         default=10, ge=1, le=32, description="Documents of one batch indexed at once (1 = sequential)."
     )
+    # The function's time (winnow.ingest.deadline): no message starts with less than this left, and a
+    # parse running then is cut to the time left. Room to embed and write a parsed document and answer.
+    time_reserve_seconds: float = Field(
+        default=30.0, ge=0, le=600, description="Ingest time kept for finishing; later messages go back."
+    )
     # Figures inside documents (winnow.parsing.figures): at most this many per document (0: none), and
     # an image with a side under the floor is decoration (a bullet, a rule, an icon), not a figure.
     max_figures: int = Field(default=50, ge=0, le=1000, description="Figures kept per document.")

@@ -31,9 +31,10 @@ from winnow.errors import (
     InvalidMetadata,
     ObjectGone,
     OversizedDocument,
+    ParseBudgetExceeded,
     TransientError,
 )
-from winnow.ingest import gather
+from winnow.ingest import deadline, gather
 from winnow.ingest import metadata as meta
 from winnow.ingest.events import ObjectEvent
 from winnow.ingest.lease import LeasedWrites
@@ -546,7 +547,20 @@ class IngestService:
             parser = partial(parse_within_budget, ocr=self.ocr, ocr_settings=self.ocr_settings)
         try:
             with self._parsing:
-                return parser(key, data, self.settings)
+                # Taken once the parse lock is held: time spent waiting for it is time no longer left.
+                seconds, cut = deadline.parse_budget(self.settings.parse_timeout_seconds)
+                settings = self.settings
+                if cut:
+                    settings = settings.model_copy(update={"parse_timeout_seconds": seconds})
+                try:
+                    return parser(key, data, settings)
+                except ParseBudgetExceeded as exc:
+                    if cut and deadline.ran_out():
+                        # stopped by the function's time, not its own budget: another delivery finishes it
+                        raise deadline.OutOfTime(
+                            "the function's time ran out while this document was parsed; handed back"
+                        ) from exc
+                    raise
         except (DocumentError, TransientError, ConfigurationError):
             raise  # an OCR outage is retried; a missing OCR engine is a deployment problem
         except Exception as exc:  # a parser bug on hostile input must not crash the batch
