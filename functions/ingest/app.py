@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from winnow.errors import TransientError
-from winnow.factory import get_container
+from winnow.factory import build_at_init, get_container
 from winnow.ingest.deadline import Deadline, OutOfTime
 from winnow.ingest.events import ObjectEvent, is_sqs_batch, parse_s3_notification, parse_sqs_body
 from winnow.ingest.gather import run_lanes
@@ -153,6 +153,10 @@ def _direct(event: dict[str, Any], context: Any) -> dict[str, Any]:
     service = container.ingest_service()
     run_lanes(service.embedder, event_lanes(events), run, container.settings.ingest.batch_concurrency)
     return {"results": results, "batchItemFailures": []}
+
+
+# In Lambda, the clients and keys every batch needs are built at init (see ``build_at_init``).
+build_at_init(lambda container: container.ingest_service())
 
 
 @metrics.log_metrics

@@ -29,7 +29,7 @@ with building_long_lived_objects():
 
     import winnow
     from winnow.answer.schemas import AnswerRequest, AnswerResponse
-    from winnow.factory import get_container
+    from winnow.factory import Container, build_at_init, get_container
     from winnow.observability import MetricUnit, logger, metrics, tracer
     from winnow.rules import CONVERSATION_ID_RULE, in_conversation
     from winnow.search import documents, http
@@ -415,6 +415,15 @@ def _proxy_result(response: Response) -> dict[str, Any]:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
 
+
+def _prepare(container: Container) -> None:
+    """What every request needs, built at init in Lambda (``build_at_init``): the search service (qdrant-
+    client, the Qdrant and Voyage clients, their keys), and the ledger and bucket clients."""
+    container.search_service()
+    _ = container.ledger, container.objects
+
+
+build_at_init(_prepare)
 
 # The modules, routes and models imported above live as long as the container (see winnow.coldstart).
 freeze_long_lived()

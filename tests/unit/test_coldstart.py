@@ -4,7 +4,7 @@ and the collector always back on afterwards."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -29,7 +29,7 @@ class Client:
         self.self_ref = self
 
 
-def frozen(objects: list[object]) -> list[bool]:
+def frozen(objects: Sequence[object]) -> list[bool]:
     """Whether each object sits in the permanent generation: tracked, but in none of the collected ones.
     Asked per object, because the freeze count also drops whenever any thread frees a frozen object."""
     collected = {id(o) for o in gc.get_objects()}
@@ -74,3 +74,45 @@ def test_freeze_long_lived_freezes_the_objects_alive_now(collector_on: None) -> 
     freeze_long_lived()
     assert gc.get_freeze_count() >= frozen_before + len(clients)
     assert gc.isenabled()
+
+
+def test_build_at_init_builds_only_in_lambdas_init_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    from winnow.factory import Container, build_at_init, set_container
+
+    built: list[Container] = []
+    container = Container()
+    set_container(container)
+    try:
+        # Outside Lambda nothing is built
+        monkeypatch.delenv("AWS_LAMBDA_INITIALIZATION_TYPE", raising=False)
+        build_at_init(built.append)
+        assert built == []
+        # In an init phase the process's container is built
+        monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "snap-start")
+        build_at_init(built.append)
+        assert built == [container]
+    finally:
+        set_container(None)
+
+
+def test_a_failure_at_init_is_left_to_the_first_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    from winnow.errors import ConfigurationError
+    from winnow.factory import Container, build_at_init, set_container
+    from winnow.observability import logger
+
+    warnings: list[str] = []
+    monkeypatch.setattr(logger, "warning", lambda message, **kw: warnings.append(f"{message} {kw}"))
+
+    def fail(_: Container) -> None:
+        raise ConfigurationError("cannot read secret voyage-key: ResourceNotFoundException")
+
+    monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
+    set_container(Container())
+    try:
+        build_at_init(fail)  # does not raise: the init completes, the first request builds again
+    finally:
+        set_container(None)
+    # and the log says what failed, never the message (it may name a secret)
+    assert len(warnings) == 1
+    assert "building at init failed" in warnings[0] and "ConfigurationError" in warnings[0]
+    assert "voyage-key" not in warnings[0]

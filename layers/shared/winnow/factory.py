@@ -6,7 +6,9 @@ once per process (one client of each kind per warm Lambda container). Handlers a
 from __future__ import annotations
 
 import json
+import os
 import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -457,3 +459,22 @@ def set_container(container: Container | None) -> None:
 
 def reset_container() -> None:
     set_container(None)
+
+
+def build_at_init(build: Callable[[Container], object]) -> None:
+    """In a Lambda init phase, ``build`` what every request needs (clients, secrets, qdrant-client), so
+    the init pays for it, which SnapStart snapshots and provisioned concurrency runs ahead, instead of
+    the first request. Lambda names the phase in ``AWS_LAMBDA_INITIALIZATION_TYPE``; elsewhere (tests,
+    the embedded default, the CLI) nothing is built here and everything is built on first use. A failure
+    is logged without its message (it may name a secret) and left to the first request, which builds
+    again and answers the error as usual."""
+    if not os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE"):
+        return
+    try:
+        build(get_container())
+    except Exception as exc:
+        from winnow.observability import logger
+
+        logger.warning(
+            "building at init failed; the first request builds", extra={"error": type(exc).__name__}
+        )
