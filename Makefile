@@ -14,13 +14,14 @@ SAM_VERSION := 1.170.0
 STAMPS := .make
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: install demo test lint typecheck pytest check-commits sam-validate sam-build openapi clean help
+.PHONY: install demo test lint typecheck pytest check-commits sam-validate sam-build openapi clean help lock
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make demo   - install (.venv, local model) and run the end-to-end demo on the embedded default"
 	@echo "make test   - install test tools and run ruff, mypy and every test"
 	@echo "make sam-build / sam-validate - build or lint the AWS stack (no Docker needed)"
+	@echo "make lock   - pin the bundles' dependencies (requirements.lock, with hashes) after editing requirements.txt"
 	@echo "make check-commits [BASE=ref] - check the messages of the commits since origin/main (before a stop)"
 
 $(STAMPS):
@@ -88,6 +89,14 @@ sam-validate: $(STAMPS)/sam
 
 sam-build: $(STAMPS)/sam
 	PATH="$(CURDIR)/$(SAM_VENV)/bin:$$PATH" $(SAM_VENV)/bin/sam build
+
+# The bundles' locks: every version and hash sam build installs (bundles/Makefile), resolved for the
+# wheels pip may take there (CPython 3.13, manylinux2014 on arm64, wheels only). No environment markers: pip would judge
+# them by the Python running the build, not by Lambda's.
+LOCK := $(BIN)/uv pip compile --quiet --no-header --python-version 3.13 --python-platform aarch64-manylinux2014 --only-binary :all: --generate-hashes
+lock: $(STAMPS)/dev
+	cd layers/shared && ../../$(LOCK) requirements.txt -o requirements.lock
+	cd functions/ingest && ../../$(LOCK) --no-deps requirements.txt -o requirements.lock
 
 openapi: $(STAMPS)/dev
 	$(BIN)/python -m functions.search.app > docs/openapi.json
