@@ -60,7 +60,8 @@ NO_VALUE = object()
 
 def evaluate(template: dict[str, Any], value: Any, overrides: dict[str, str] | None = None) -> Any:
     """What CloudFormation makes of ``value`` for the given parameter values (defaults otherwise): enough
-    of Ref, Fn::If, Fn::Equals, Fn::Not, Fn::And and Fn::Or for the template's conditions."""
+    of Ref, Fn::If, Fn::Equals, Fn::Not, Fn::And, Fn::Or, Fn::Split and Fn::Select for the template's
+    conditions."""
     overrides = overrides or {}
     params = template["Parameters"]
 
@@ -94,6 +95,10 @@ def evaluate(template: dict[str, Any], value: Any, overrides: dict[str, str] | N
         if fn == "Fn::Split":
             separator, text = arg
             return str(resolve(text)).split(separator)
+        if fn == "Fn::Select":
+            index, items = arg
+            return resolve(items)[int(index)]
+
         return v
 
     return resolve(value)
