@@ -77,7 +77,8 @@ def _run(home: Path, context_for: Any) -> dict[str, Any]:
             statuses = {}
             for key in keys:
                 record = stack.container.ledger.get("acme", key)
-                statuses[key] = f"{record.status.value} {record.error or ''}".strip() if record else "untouched"
+                status = f"{record.status.value} {record.error or ''}" if record else "untouched"
+                statuses[key] = status.strip()
         finally:
             stack.close()
     handed = len(response["batchItemFailures"])
