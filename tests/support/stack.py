@@ -85,11 +85,11 @@ class EmbeddedStack:
         )
         self.container = Container(settings)
         if embedder is not None:
-            self.container.embedder = embedder  # type: ignore[misc]
+            self.container.embedder = embedder
         if objects is not None:
-            self.container.objects = objects  # type: ignore[misc]
+            self.container.objects = objects
         if ledger is not None:
-            self.container.ledger = ledger  # type: ignore[misc]
+            self.container.ledger = ledger
         self._sequence = 0
         self.bucket = "local"
         set_container(self.container)
@@ -100,7 +100,7 @@ class EmbeddedStack:
         return f"{self._sequence:016X}"
 
     def put_object(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> Any:
-        objects = self.container.objects
+        objects: Any = self.container.objects  # the folder bucket, or S3ObjectSource and its client
         if hasattr(objects, "put"):
             objects.put(key, data, metadata=metadata)
         else:  # S3ObjectSource: write through its client
@@ -109,7 +109,7 @@ class EmbeddedStack:
         return objects.head(key)
 
     def delete_object(self, key: str) -> None:
-        objects = self.container.objects
+        objects: Any = self.container.objects
         if hasattr(objects, "delete"):
             objects.delete(key)
         else:
