@@ -179,6 +179,7 @@ class RecordedRequest:
     status: int
     fault: FaultKind | None = None
     peer_port: int = 0  # the client's source port: equal ports mean a reused keep-alive connection
+    api_key: str = ""  # the key the request carried (a test double may know it; logs never do)
 
 
 @dataclass
@@ -233,6 +234,7 @@ class FakeVoyageServer(LoopbackServer):
         self.api_key = api_key
         self._issued_key = api_key
         self.revoked_keys: set[str] = set()
+        self._also_valid: set[str] = set()  # older keys not revoked yet (rotate_key(revoke_old=False))
         self.dimension = dimension
         self.output_dimensions = frozenset(output_dimensions)
         self._state = _State()
@@ -241,16 +243,25 @@ class FakeVoyageServer(LoopbackServer):
         self._omit_rng = random.Random(0)
         self.set_simulation(simulation)
 
-    def rotate_key(self, new_key: str) -> str:
-        """Issue ``new_key`` and revoke the current one (answered 401 from now on); returns the old key."""
+    def rotate_key(self, new_key: str, *, revoke_old: bool = True) -> str:
+        """Issue ``new_key``; the current one is revoked (401 from now on) unless ``revoke_old`` is
+        false, when it stays valid until ``revoke``. Returns the old key."""
         with self._lock:
             old, self.api_key = self.api_key, new_key
-            self.revoked_keys.add(old)
+            if revoke_old:
+                self.revoked_keys.add(old)
+            else:
+                self._also_valid.add(old)
             return old
 
-    def _authorised(self, header: str | None) -> bool:
+    def revoke(self, key: str) -> None:
         with self._lock:
-            return header == f"Bearer {self.api_key}"
+            self._also_valid.discard(key)
+            self.revoked_keys.add(key)
+
+    def _authorised(self, key: str) -> bool:
+        with self._lock:
+            return key == self.api_key or key in self._also_valid
 
     def cancel_in_flight(self) -> None:
         with self._lock:
@@ -293,6 +304,7 @@ class FakeVoyageServer(LoopbackServer):
             self._state = _State()
             self.api_key = self._issued_key
             self.revoked_keys.clear()
+            self._also_valid.clear()
         self.set_simulation(self._simulation)
 
     @property
@@ -339,11 +351,18 @@ class FakeVoyageServer(LoopbackServer):
         return None
 
     def _record(
-        self, state: _State, endpoint: str, body: Any, status: int, fault: Fault | None, peer_port: int
+        self,
+        state: _State,
+        endpoint: str,
+        body: Any,
+        status: int,
+        fault: Fault | None,
+        peer_port: int,
+        api_key: str = "",
     ) -> None:
         with self._lock:
             kind = fault.kind if fault else None
-            state.log.append(RecordedRequest(endpoint, body, status, kind, peer_port))
+            state.log.append(RecordedRequest(endpoint, body, status, kind, peer_port, api_key))
 
     def _bill(self, state: _State, endpoint: str, texts: int, tokens: int) -> None:
         with self._lock:
@@ -400,9 +419,11 @@ class _Handler(LoopbackHandler):
         if endpoint is None:
             self.send_json(404, {"detail": f"Unknown path {self.path}."})
             return
-        if not fake._authorised(self.headers.get("Authorization")):
+        authorization = self.headers.get("Authorization") or ""
+        key = authorization.removeprefix("Bearer ") if authorization.startswith("Bearer ") else ""
+        if not fake._authorised(key):
             state = fake._arrive(endpoint)  # an auth failure consumes no fault
-            fake._record(state, endpoint, None, 401, None, self.client_address[1])
+            fake._record(state, endpoint, None, 401, None, self.client_address[1], key)
             self.send_json(401, {"detail": "Provided API key is invalid."})
             return
         state = fake._arrive(endpoint)
@@ -445,7 +466,7 @@ class _Handler(LoopbackHandler):
             self.send_json(429, {"detail": detail}, headers)
             return
         fake._simulate_latency(state, tokens)
-        fake._record(state, endpoint, body, 200, fault, self.client_address[1])
+        fake._record(state, endpoint, body, 200, fault, self.client_address[1], key)
         if fault is not None and fault.kind == "malformed_json":
             self.send_raw(200, b'{"object": "list", "data": [{"embedding": [0.1, ', _JSON)
             return

@@ -5,7 +5,6 @@ once per process (one client of each kind per warm Lambda container). Handlers a
 
 from __future__ import annotations
 
-import json
 import threading
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -31,6 +30,8 @@ from winnow.settings import (
 if TYPE_CHECKING:
     import httpx
 
+    from winnow.adapters.secrets import SecretCache
+    from winnow.adapters.voyage import KeySource
     from winnow.answer.service import AnswerService
     from winnow.conversations.service import ConversationService
     from winnow.conversations.store import ConversationStore
@@ -74,32 +75,6 @@ class Settings:
     conversations: ConversationSettings = field(default_factory=ConversationSettings)
 
 
-def read_secret(arn: str, max_age: int) -> str:
-    """A secret's value through Powertools Parameters (cached for ``max_age`` seconds). A JSON secret
-    may hold the key under ``api_key``; a plain string secret is the key itself."""
-    from aws_lambda_powertools.utilities import parameters
-
-    try:
-        value = parameters.get_secret(arn, max_age=max_age)
-    except Exception as exc:  # GetParameterError and botocore errors alike
-        raise ConfigurationError(
-            f"cannot read secret {arn.rsplit(':', 1)[-1]}: {type(exc).__name__}"
-        ) from exc
-    text = value.decode() if isinstance(value, bytes) else str(value)
-    text = text.strip()
-    if text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return text
-        for name in ("api_key", "apiKey", "key"):
-            if isinstance(data, dict) and data.get(name):
-                return str(data[name])
-    if not text:
-        raise ConfigurationError(f"secret {arn.rsplit(':', 1)[-1]} is empty: put the API key in it")
-    return text
-
-
 class Container:
     """The wired components and services. Properties create their object on first use."""
 
@@ -112,11 +87,19 @@ class Container:
         self._ingest: tuple[VectorStore, IngestService] | None = None
 
     # --- secrets -----------------------------------------------------------------------------------
+    @cached_property
+    def secrets(self) -> SecretCache:
+        """Secrets Manager values, read again after ``SecretsMaxAgeSeconds`` (rotation reaches a warm
+        function) or when a provider answers 401. Tests assign one with their own clock."""
+        from winnow.adapters.secrets import SecretCache
+
+        return SecretCache(self.settings.providers.secrets_max_age_seconds)
+
     def _secret(self, plain: object, arn: str | None) -> str | None:
         if plain is not None:
             return str(plain.get_secret_value()) if hasattr(plain, "get_secret_value") else str(plain)
         if arn:
-            return read_secret(arn, self.settings.providers.secrets_max_age_seconds)
+            return self.secrets.get(arn)
         return None
 
     @property
@@ -168,12 +151,15 @@ class Container:
 
             return voyage_http_client(self.settings.voyage)
 
-    def _voyage_key(self) -> str:
+    def _voyage_key(self) -> str | KeySource:
+        """The key, or with a secret ARN a source asked on every request (see ``SecretCache``)."""
         v = self.settings.voyage
-        key = self._secret(v.api_key, v.api_key_secret_arn)
+        key = self._secret(v.api_key, v.api_key_secret_arn)  # read now: a missing secret fails here
         if not key:
             raise ConfigurationError("Voyage is selected but no key is set: set VOYAGE_API_KEY")
-        return key
+        return (
+            self.secrets.source(v.api_key_secret_arn) if v.api_key is None and v.api_key_secret_arn else key
+        )
 
     @cached_property
     def ocr(self) -> Ocr | None:
