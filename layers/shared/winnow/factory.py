@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         ObjectSource,
         Ocr,
         Reranker,
+        VectorCheckpoint,
         VectorStore,
     )
     from winnow.reconcile.service import Reconciler
@@ -201,6 +202,17 @@ class Container:
             sqlite_ledger = embedded("ledger", instead="WINNOW_LEDGER_TABLE")
             s.home.mkdir(parents=True, exist_ok=True)
             return sqlite_ledger(s.sqlite_path)
+
+    @cached_property
+    def vector_checkpoint(self) -> VectorCheckpoint | None:
+        """Where a large document's finished embedding groups wait for a retry: the DynamoDB ledger's
+        table in AWS; none in the embedded default (no redelivery there)."""
+        table = self.settings.storage.ledger_table
+        if not table:
+            return None
+        from winnow.adapters.checkpoint_dynamodb import DynamoDbVectorCheckpoint
+
+        return DynamoDbVectorCheckpoint(table)
 
     @cached_property
     def objects(self) -> ObjectSource:
@@ -377,6 +389,7 @@ class Container:
                     ocr_settings=self.settings.ocr,
                     vision=self.vision,
                     figure_settings=self.settings.figures,
+                    checkpoint=self.vector_checkpoint,
                 )
                 self._ingest = (store, service)
             return self._ingest[1]
