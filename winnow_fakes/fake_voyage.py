@@ -6,22 +6,27 @@ format we speak is the one the SDK speaks. Benchmarks use it too, so it lives in
 only the standard library.
 
 What it mimics (from docs.voyageai.com, API reference for embeddings and rerank):
-- ``Authorization: Bearer <key>``; a wrong or missing key is 401 ``{"detail": ...}``.
+- ``Authorization: Bearer <key>``; a wrong or missing key is 401 ``{"detail": ...}``, and so is a key
+  rotated out with ``rotate_key`` (Voyage revokes a deleted key at once).
 - Embeddings: ``input`` (a string or 1..1,000 non-empty strings), ``model``, ``input_type`` (null /
   ``query`` / ``document``), ``output_dimension`` (256, 512, 1024, 2048), ``truncation``,
   ``encoding_format`` (null = float lists, ``base64`` = little-endian float32, as the SDK asks for).
-  The per-request token limit of the model (320K for voyage-3.5) is enforced with a 400.
+  Each model's documented per-request token limit (120K for voyage-3-large, 320K for voyage-3.5, 1M for
+  voyage-3.5-lite, see ``voyage_api``) is enforced with Voyage's own 400 wording, and the context length
+  per text when ``truncation`` is false. Tokens are counted with ``token_bound``: one per UTF-8 byte
+  plus special tokens, never fewer than Voyage's byte-level BPE tokenizers count.
   Answer: ``{"object": "list", "data": [{"object": "embedding", "embedding": [...], "index": i}],
   "model", "usage": {"total_tokens"}}``.
 - Rerank: ``query``, ``documents`` (1..1,000), ``model``, ``top_k``, ``truncation``,
-  ``return_documents``; the total-token budget (query tokens x documents + document tokens, 600K for
-  rerank-2.5) is enforced with a 400. Answer: ``{"object": "list", "data": [{"index",
-  "relevance_score"}], "model", "usage"}``, best first.
+  ``return_documents``; the model's query, query + document and total-token limits (query tokens x
+  documents + document tokens, 600K for rerank-2.5) are enforced with a 400. Answer: ``{"object":
+  "list", "data": [{"index", "relevance_score"}], "model", "usage"}``, best first.
 - Errors are JSON ``{"detail": "..."}`` as the SDK expects.
 
 Simulator (``winnow_fakes.voyage_limits``, off unless ``simulation=`` is given): latency and Voyage's
 rate limits; a request over a limit gets 429 ``{"detail": ...}`` with ``Retry-After`` (whole seconds
-until it would fit) and is not billed. Vectors, scores and token counts come from
+until it would fit), or without it for the share of answers ``retry_after_share`` leaves out, and is
+not billed. Vectors, scores and token counts come from
 ``winnow_fakes.voyage_text``. The names of both modules are re-exported here, the fake's one front door.
 """
 
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import threading
 from collections import deque
 from collections.abc import Iterable
@@ -53,7 +59,7 @@ from winnow_fakes.voyage_limits import (
     VoyageSimulation,
     tier_rate_limit,
 )
-from winnow_fakes.voyage_text import count_tokens, embed_text, rerank_score, terms
+from winnow_fakes.voyage_text import count_tokens, embed_text, rerank_score, terms, token_bound
 
 __all__ = [
     "DEFAULT_API_KEY",
@@ -73,6 +79,7 @@ __all__ = [
     "retry_after_header",
     "terms",
     "tier_rate_limit",
+    "token_bound",
 ]
 
 FaultKind = Literal[
@@ -172,6 +179,7 @@ class RecordedRequest:
     status: int
     fault: FaultKind | None = None
     peer_port: int = 0  # the client's source port: equal ports mean a reused keep-alive connection
+    api_key: str = ""  # the key the request carried (a test double may know it; logs never do)
 
 
 @dataclass
@@ -224,12 +232,36 @@ class FakeVoyageServer(LoopbackServer):
     ) -> None:
         super().__init__(host)
         self.api_key = api_key
+        self._issued_key = api_key
+        self.revoked_keys: set[str] = set()
+        self._also_valid: set[str] = set()  # older keys not revoked yet (rotate_key(revoke_old=False))
         self.dimension = dimension
         self.output_dimensions = frozenset(output_dimensions)
         self._state = _State()
         self._simulation: VoyageSimulation | None = None
         self._limiter: RateLimiter | None = None
+        self._omit_rng = random.Random(0)
         self.set_simulation(simulation)
+
+    def rotate_key(self, new_key: str, *, revoke_old: bool = True) -> str:
+        """Issue ``new_key``; the current one is revoked (401 from now on) unless ``revoke_old`` is
+        false, when it stays valid until ``revoke``. Returns the old key."""
+        with self._lock:
+            old, self.api_key = self.api_key, new_key
+            if revoke_old:
+                self.revoked_keys.add(old)
+            else:
+                self._also_valid.add(old)
+            return old
+
+    def revoke(self, key: str) -> None:
+        with self._lock:
+            self._also_valid.discard(key)
+            self.revoked_keys.add(key)
+
+    def _authorised(self, key: str) -> bool:
+        with self._lock:
+            return key == self.api_key or key in self._also_valid
 
     def cancel_in_flight(self) -> None:
         with self._lock:
@@ -252,6 +284,7 @@ class FakeVoyageServer(LoopbackServer):
         """Turn realistic latency and rate limits on (or off with ``None``); starts an empty window."""
         with self._lock:
             self._simulation = simulation
+            self._omit_rng = random.Random(simulation.seed if simulation is not None else 0)
             self._limiter = (
                 RateLimiter(simulation.limit_for, simulation.clock)
                 if simulation is not None and simulation.rate_limits
@@ -263,12 +296,15 @@ class FakeVoyageServer(LoopbackServer):
         return self._simulation
 
     def reset(self) -> None:
-        """Forget faults, outage, usage, the request log and the rate-limit window (between tests or
-        benchmark runs; the simulation itself stays). Requests still in flight keep writing to the state
-        they started with, so they never leak into the next test's counts."""
+        """Forget faults, outage, usage, the request log, rotated keys and the rate-limit window (between
+        tests or benchmark runs; the simulation itself stays). Requests still in flight keep writing to
+        the state they started with, so they never leak into the next test's counts."""
         with self._lock:
             self._state.cancelled.set()
             self._state = _State()
+            self.api_key = self._issued_key
+            self.revoked_keys.clear()
+            self._also_valid.clear()
         self.set_simulation(self._simulation)
 
     @property
@@ -315,11 +351,18 @@ class FakeVoyageServer(LoopbackServer):
         return None
 
     def _record(
-        self, state: _State, endpoint: str, body: Any, status: int, fault: Fault | None, peer_port: int
+        self,
+        state: _State,
+        endpoint: str,
+        body: Any,
+        status: int,
+        fault: Fault | None,
+        peer_port: int,
+        api_key: str = "",
     ) -> None:
         with self._lock:
             kind = fault.kind if fault else None
-            state.log.append(RecordedRequest(endpoint, body, status, kind, peer_port))
+            state.log.append(RecordedRequest(endpoint, body, status, kind, peer_port, api_key))
 
     def _bill(self, state: _State, endpoint: str, texts: int, tokens: int) -> None:
         with self._lock:
@@ -333,17 +376,27 @@ class FakeVoyageServer(LoopbackServer):
             limiter = self._limiter
         if limiter is None:
             return None
-        wait = limiter.admit(str(body.get("model")), tokens)
+        assert self._simulation is not None
+        counted = math.ceil(tokens * self._simulation.rate_token_share)
+        wait = limiter.admit(str(body.get("model")), counted)
         if wait is not None:
             with self._lock:
                 state.usage[endpoint].throttled += 1
         return wait
 
+    def _sends_retry_after(self) -> bool:
+        """Whether this throttled answer carries ``Retry-After`` (Voyage does not always send it)."""
+        simulation = self._simulation
+        if simulation is None or simulation.retry_after_share >= 1.0:
+            return True
+        with self._lock:
+            return self._omit_rng.random() < simulation.retry_after_share
+
     def _simulate_latency(self, state: _State, tokens: int) -> None:
         simulation = self._simulation
         if simulation is None:
             return
-        seconds = simulation.latency(tokens)
+        seconds = simulation.latency(math.ceil(tokens * simulation.rate_token_share))
         if seconds <= 0:
             return
         if simulation.sleep is not None:
@@ -366,9 +419,11 @@ class _Handler(LoopbackHandler):
         if endpoint is None:
             self.send_json(404, {"detail": f"Unknown path {self.path}."})
             return
-        if self.headers.get("Authorization") != f"Bearer {fake.api_key}":
+        authorization = self.headers.get("Authorization") or ""
+        key = authorization.removeprefix("Bearer ") if authorization.startswith("Bearer ") else ""
+        if not fake._authorised(key):
             state = fake._arrive(endpoint)  # an auth failure consumes no fault
-            fake._record(state, endpoint, None, 401, None, self.client_address[1])
+            fake._record(state, endpoint, None, 401, None, self.client_address[1], key)
             self.send_json(401, {"detail": "Provided API key is invalid."})
             return
         state = fake._arrive(endpoint)
@@ -407,10 +462,11 @@ class _Handler(LoopbackHandler):
                 f"Rate limit exceeded for model '{body.get('model')}': too many requests or tokens "
                 "in the last minute. Please retry after the time in Retry-After."
             )
-            self.send_json(429, {"detail": detail}, {"Retry-After": retry_after_header(wait)})
+            headers = {"Retry-After": retry_after_header(wait)} if fake._sends_retry_after() else {}
+            self.send_json(429, {"detail": detail}, headers)
             return
         fake._simulate_latency(state, tokens)
-        fake._record(state, endpoint, body, 200, fault, self.client_address[1])
+        fake._record(state, endpoint, body, 200, fault, self.client_address[1], key)
         if fault is not None and fault.kind == "malformed_json":
             self.send_raw(200, b'{"object": "list", "data": [{"embedding": [0.1, ', _JSON)
             return

@@ -9,23 +9,70 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from winnow_fakes.voyage_text import count_tokens, embed_text, rerank_score
+from winnow_fakes.voyage_text import PROMPT_TOKENS, embed_text, rerank_score, token_bound
 
 DEFAULT_OUTPUT_DIMENSIONS = (256, 512, 1024, 2048)
-MAX_LIST_LENGTH = 1000
-# Per-request token limits from the API reference (embeddings: tokens in the list; rerank: the total).
+MAX_LIST_LENGTH = 1000  # texts per embeddings request and documents per rerank request
+# Total tokens per embeddings request, from the API reference's ``input`` parameter
+# (https://docs.voyageai.com/reference/embeddings-api): "at most 1M for voyage-4-lite and
+# voyage-3.5-lite; 320K for voyage-4, voyage-3.5 and voyage-2; and 120K for voyage-4-large,
+# voyage-3-large, voyage-code-3, voyage-finance-2, and voyage-law-2".
 EMBED_TOKEN_LIMITS = {
-    "voyage-3.5-lite": 1_000_000,
     "voyage-4-lite": 1_000_000,
-    "voyage-3.5": 320_000,
+    "voyage-3.5-lite": 1_000_000,
     "voyage-4": 320_000,
-    "voyage-3-large": 120_000,
+    "voyage-3.5": 320_000,
+    "voyage-2": 320_000,
     "voyage-4-large": 120_000,
+    "voyage-3-large": 120_000,
     "voyage-code-3": 120_000,
+    "voyage-finance-2": 120_000,
+    "voyage-law-2": 120_000,
 }
-DEFAULT_EMBED_TOKEN_LIMIT = 320_000
-RERANK_TOKEN_LIMITS = {"rerank-1": 300_000, "rerank-lite-1": 300_000}
-DEFAULT_RERANK_TOKEN_LIMIT = 600_000
+# A model the table does not name gets the lowest published limit: stricter, never more lenient.
+DEFAULT_EMBED_TOKEN_LIMIT = 120_000
+# Context length per text (docs.voyageai.com/docs/embeddings): 32K for the current models, 16K for
+# voyage-law-2, 4K for voyage-2. Over it, ``truncation: true`` (the default) cuts the text and
+# ``false`` is a 400.
+EMBED_CONTEXT = {"voyage-law-2": 16_000, "voyage-2": 4_000}
+DEFAULT_EMBED_CONTEXT = 32_000
+# Rerank (https://docs.voyageai.com/reference/reranker-api): the query's tokens, the query plus any one
+# document, and the request's total "query tokens x documents + the documents' tokens".
+RERANK_LIMITS: dict[str, tuple[int, int, int]] = {  # model: (query, query + document, total)
+    "rerank-2.5": (8_000, 32_000, 600_000),
+    "rerank-2.5-lite": (8_000, 32_000, 600_000),
+    "rerank-2": (4_000, 16_000, 600_000),
+    "rerank-2-lite": (2_000, 8_000, 600_000),
+    "rerank-1": (2_000, 8_000, 100_000),
+    "rerank-lite-1": (1_000, 4_000, 300_000),
+}
+DEFAULT_RERANK_LIMITS = (1_000, 4_000, 100_000)  # unknown model: the lowest of each
+
+
+def over_limit(model: str, limit: int, tokens: int) -> str:
+    """Voyage's own words for a request over its model's token limit (as its 400 answers read)."""
+    return (
+        f"Request to model '{model}' failed. The max allowed tokens per submitted batch is {limit}. "
+        f"Your batch has {tokens} tokens after truncation. Please lower the number of tokens in the batch."
+    )
+
+
+def _truncation(body: dict[str, Any]) -> bool:
+    truncation = body.get("truncation", True)
+    if truncation is None:
+        return True
+    if not isinstance(truncation, bool):
+        raise BadRequest(400, "truncation must be a boolean.")
+    return truncation
+
+
+def _fitted(tokens: int, room: int, truncate: bool, what: str) -> int:
+    """A text's tokens after truncation: cut to ``room`` when allowed, else a 400."""
+    if tokens <= room:
+        return tokens
+    if not truncate:
+        raise BadRequest(400, f"{what} has {tokens} tokens, over the context length of {room}.")
+    return room
 
 
 class BadRequest(Exception):
@@ -67,10 +114,15 @@ def embeddings_answer(
     encoding = body.get("encoding_format")
     if encoding not in (None, "base64"):
         raise BadRequest(400, "encoding_format must be null or 'base64'.")
-    tokens = sum(count_tokens(t) for t in texts)
+    truncate = _truncation(body)
+    context = EMBED_CONTEXT.get(model, DEFAULT_EMBED_CONTEXT)
+    prompt = PROMPT_TOKENS if input_type is not None else 0
+    tokens = sum(
+        _fitted(token_bound(t) + prompt, context, truncate, f"Input text {i}") for i, t in enumerate(texts)
+    )
     limit = EMBED_TOKEN_LIMITS.get(model, DEFAULT_EMBED_TOKEN_LIMIT)
     if tokens > limit:
-        raise BadRequest(400, f"Request to model '{model}' has {tokens} tokens, over the limit of {limit}.")
+        raise BadRequest(400, over_limit(model, limit, tokens))
     vectors = [embed_text(t, dimension) for t in texts]
     data = [{"object": "embedding", "embedding": v, "index": i} for i, v in enumerate(vectors)]
     payload = {"object": "list", "data": data, "model": model, "usage": {"total_tokens": tokens}}
@@ -97,11 +149,17 @@ def rerank_answer(body: Any) -> tuple[dict[str, Any], int, int]:
     top_k = body.get("top_k")
     if top_k is not None and (type(top_k) is not int or top_k < 1):
         raise BadRequest(400, "top_k must be a positive integer.")
-    query_tokens = count_tokens(query)
-    tokens = query_tokens * len(documents) + sum(count_tokens(d) for d in documents)
-    limit = RERANK_TOKEN_LIMITS.get(model, DEFAULT_RERANK_TOKEN_LIMIT)
+    truncate = _truncation(body)
+    query_limit, pair_limit, limit = RERANK_LIMITS.get(model, DEFAULT_RERANK_LIMITS)
+    query_tokens = _fitted(token_bound(query), query_limit, truncate, "The query")
+    room = pair_limit - query_tokens
+    document_tokens = [
+        _fitted(token_bound(d), room, truncate, f"The query with document {i}")
+        for i, d in enumerate(documents)
+    ]
+    tokens = query_tokens * len(documents) + sum(document_tokens)
     if tokens > limit:
-        raise BadRequest(400, f"Request to model '{model}' has {tokens} total tokens, over {limit}.")
+        raise BadRequest(400, over_limit(model, limit, tokens))
     scored = sorted(
         ((i, rerank_score(query, d)) for i, d in enumerate(documents)), key=lambda p: (-p[1], p[0])
     )

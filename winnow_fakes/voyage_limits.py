@@ -109,7 +109,13 @@ class RateLimiter:
 class VoyageSimulation:
     """Realistic behaviour for benchmarks: latency ``base_latency_seconds + per_token_latency_seconds x
     tokens`` per answered request, and Voyage's rate limits of usage ``tier`` (``limits`` overrides them
-    per model; ``rate_limits=False`` turns limiting off). ``clock`` and ``sleep`` are injectable."""
+    per model; ``rate_limits=False`` turns limiting off). ``clock`` and ``sleep`` are injectable.
+
+    ``retry_after_share``: the share of throttled answers that carry ``Retry-After`` (Voyage does not
+    promise it; 0 never sends it), drawn from a generator seeded with ``seed``. ``rate_token_share``:
+    the share of the fake's token bound (one per UTF-8 byte, about 4x real English prose) counted
+    against tokens per minute and latency; 1 keeps the bound (strict), 0.25 models English prose.
+    Per-request limits always use the whole bound."""
 
     base_latency_seconds: float = DEFAULT_BASE_LATENCY_SECONDS
     per_token_latency_seconds: float = DEFAULT_PER_TOKEN_LATENCY_SECONDS
@@ -118,10 +124,15 @@ class VoyageSimulation:
     limits: dict[str, RateLimit] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], object] | None = None  # None: an interruptible wait (ends on reset/stop)
+    retry_after_share: float = 1.0
+    rate_token_share: float = 1.0
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if self.base_latency_seconds < 0 or self.per_token_latency_seconds < 0:
             raise ValueError("latencies must not be negative")
+        if not 0.0 <= self.retry_after_share <= 1.0 or not 0.0 < self.rate_token_share <= 1.0:
+            raise ValueError("retry_after_share must be in [0, 1] and rate_token_share in (0, 1]")
         tier_rate_limit("voyage-3.5", self.tier)  # validates the tier
 
     def latency(self, tokens: int) -> float:

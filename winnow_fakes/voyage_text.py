@@ -1,8 +1,9 @@
 """The fake Voyage's deterministic "models": vectors that carry meaning without a model (a hashed bag of
 lowercased, crudely stemmed words minus stop words, L2-normalised and rounded to float32, so texts that
 share words are closer and the float-list and base64 encodings give identical numbers), a word-overlap
-re-ranker, and tokens counted as whitespace-separated words. The fake Bedrock and Ollama read prompts
-with the same words."""
+re-ranker, and two token counts: ``token_bound`` (what the fake Voyage bills and limits: never below
+Voyage's tokenizers) and ``count_tokens`` (whitespace-separated words, the fake Bedrock's and Ollama's
+rough usage figures). The fake Bedrock and Ollama read prompts with the same words."""
 
 from __future__ import annotations
 
@@ -40,8 +41,25 @@ def _stem(word: str) -> str:
 
 
 def count_tokens(text: str) -> int:
-    """The fake's token count: whitespace-separated words (at least one per non-empty text)."""
+    """The generation fakes' token count: whitespace-separated words (at least one per non-empty text)."""
     return max(1, len(text.split())) if text else 0
+
+
+# Voyage's tokenizers (huggingface.co/voyageai/<model>, docs.voyageai.com/docs/tokenization) are
+# byte-level BPE: the tokens the docs print carry GPT-2's byte markers ('Ġ'), and every token stands for
+# at least one byte of the UTF-8 text. So a text's bytes bound its tokens from above, whatever the
+# language or content (digits split one by one, code, CJK, emoji). Special tokens a tokenizer may add
+# around a text are bounded by ``SPECIAL_TOKENS``.
+SPECIAL_TOKENS = 2
+# The prompt Voyage prepends when ``input_type`` is set ("Represent the document for retrieval: ", about
+# 8 tokens) is counted as this many tokens per text.
+PROMPT_TOKENS = 10
+
+
+def token_bound(text: str) -> int:
+    """Tokens of ``text`` no lower than any Voyage tokenizer counts: one per UTF-8 byte plus
+    ``SPECIAL_TOKENS`` (see above). About 4x real English prose; the fake is stricter, never laxer."""
+    return len(text.encode("utf-8", "surrogatepass")) + SPECIAL_TOKENS if text else 0
 
 
 def embed_text(text: str, dimension: int) -> list[float]:

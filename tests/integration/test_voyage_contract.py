@@ -129,3 +129,29 @@ def test_the_fake_checks_the_bearer_key_for_the_sdk_too(fake_voyage: FakeVoyageS
     with pytest.raises(voyageai.error.AuthenticationError):
         wrong.embed(["a text"], model="voyage-3.5")
     assert fake_voyage.requests[0].status == 401
+
+
+def test_atlas_keys_are_routed_where_the_sdk_routes_them() -> None:
+    # The SDK picks the endpoint from the key (voyageai/util.py); so does our adapter
+    from voyageai.util import get_default_base_url
+
+    from winnow.adapters.voyage_models import base_url_for
+
+    for key in ("al-atlas-issued-key", "pa-voyage-issued-key", "anything-else"):
+        assert base_url_for(key) == get_default_base_url(key)
+
+
+def test_a_request_over_the_models_tokens_is_a_bad_request_for_both(
+    fake_voyage: FakeVoyageServer, sdk: voyageai.Client, settings: VoyageSettings
+) -> None:
+    # Given texts over voyage-3-large's 120K tokens per request, sent in one request by the SDK
+    texts = ["z" * 30_000] * 5
+    with pytest.raises(voyageai.error.InvalidRequestError, match="max allowed tokens per submitted batch"):
+        sdk.embed(texts, model="voyage-3-large", input_type="document")
+    # Then our adapter, told it may send 320K, is refused the same way and splits until it fits
+    ours = VoyageEmbedder(
+        settings.model_copy(update={"embed_model": "voyage-3-large", "max_batch_tokens": 320_000}),
+        fake_voyage.api_key,
+    )
+    assert len(ours.embed(texts, "document")) == 5
+    assert [r.status for r in fake_voyage.requests_to("embeddings")][:2] == [400, 400]

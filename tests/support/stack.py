@@ -45,6 +45,7 @@ def voyage_settings(fake: FakeVoyageServer, **overrides: Any) -> VoyageSettings:
         "backoff_max_seconds": 0.0,
         "max_attempts": 3,
         "timeout_seconds": 5.0,
+        "rate_limit_window_seconds": 0.0,
     }
     values.update(overrides)
     return VoyageSettings(**values)

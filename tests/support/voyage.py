@@ -43,4 +43,5 @@ def voyage_settings(fake_voyage: FakeVoyageServer) -> VoyageSettings:
         max_attempts=3,
         backoff_base_seconds=0.001,
         backoff_max_seconds=0.01,
+        rate_limit_window_seconds=0.0,  # tests of the one-minute window set it and inject a sleep
     )

@@ -19,10 +19,16 @@ from winnow_fakes.fake_voyage import (
     RateLimit,
     RateLimiter,
     VoyageSimulation,
-    count_tokens,
     retry_after_header,
     tier_rate_limit,
+    token_bound,
 )
+from winnow_fakes.voyage_text import PROMPT_TOKENS
+
+
+def billed(texts: list[str]) -> int:
+    """What the fake counts for a document embedding request: the bound plus the prompt per text."""
+    return sum(token_bound(t) + PROMPT_TOKENS for t in texts)
 
 
 class SteppedClock:
@@ -179,15 +185,16 @@ def test_token_limit_applies_to_the_request_tokens(
 ) -> None:
     # Given 900 of the 1,000 tokens per minute used
     admitted = clock.now
-    assert post_embeddings(limited_fake, ["word " * 900]).status_code == 200
+    assert billed(["w" * 888]) == 900
+    assert post_embeddings(limited_fake, ["w" * 888]).status_code == 200
     # When a request of 200 tokens arrives 5 s later
     clock.now += 5
-    refused = post_embeddings(limited_fake, ["word " * 200])
+    refused = post_embeddings(limited_fake, ["w" * 188])
     # Then it waits for the 900 tokens to leave the minute
     assert refused.status_code == 429
     assert refused.headers["Retry-After"] == str(math.ceil(admitted + 60 - clock.now))
     # And a request that fits in the 100 tokens left is answered at once
-    assert post_embeddings(limited_fake, ["word " * 90]).status_code == 200
+    assert post_embeddings(limited_fake, ["w" * 88]).status_code == 200
 
 
 def test_latency_is_base_plus_per_token_for_each_answered_request(
@@ -195,13 +202,16 @@ def test_latency_is_base_plus_per_token_for_each_answered_request(
 ) -> None:
     # Given texts of known token counts
     texts = ["alpha beta gamma", "delta epsilon"]
-    tokens = sum(count_tokens(t) for t in texts)
+    tokens = billed(texts)
     # When one request is answered and one is throttled
     assert post_embeddings(limited_fake, texts).status_code == 200
     assert post_embeddings(limited_fake, ["x"]).status_code == 200
     assert post_embeddings(limited_fake, ["y"]).status_code == 429
     # Then each answered request slept base + per-token time; the refusal did not
-    assert clock.sleeps == [pytest.approx(0.25 + 0.001 * tokens), pytest.approx(0.25 + 0.001)]
+    assert clock.sleeps == [
+        pytest.approx(0.25 + 0.001 * tokens),
+        pytest.approx(0.25 + 0.001 * billed(["x"])),
+    ]
 
 
 def test_our_adapter_absorbs_the_429_by_waiting_retry_after(

@@ -5,7 +5,6 @@ once per process (one client of each kind per warm Lambda container). Handlers a
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable
@@ -33,6 +32,8 @@ from winnow.settings import (
 if TYPE_CHECKING:
     import httpx
 
+    from winnow.adapters.secrets import SecretCache
+    from winnow.adapters.voyage import KeySource
     from winnow.answer.service import AnswerService
     from winnow.conversations.service import ConversationService
     from winnow.conversations.store import ConversationStore
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
         ObjectSource,
         Ocr,
         Reranker,
+        VectorCheckpoint,
         VectorStore,
     )
     from winnow.reconcile.service import Reconciler
@@ -76,32 +78,6 @@ class Settings:
     conversations: ConversationSettings = field(default_factory=ConversationSettings)
 
 
-def read_secret(arn: str, max_age: int) -> str:
-    """A secret's value through Powertools Parameters (cached for ``max_age`` seconds). A JSON secret
-    may hold the key under ``api_key``; a plain string secret is the key itself."""
-    from aws_lambda_powertools.utilities import parameters
-
-    try:
-        value = parameters.get_secret(arn, max_age=max_age)
-    except Exception as exc:  # GetParameterError and botocore errors alike
-        raise ConfigurationError(
-            f"cannot read secret {arn.rsplit(':', 1)[-1]}: {type(exc).__name__}"
-        ) from exc
-    text = value.decode() if isinstance(value, bytes) else str(value)
-    text = text.strip()
-    if text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return text
-        for name in ("api_key", "apiKey", "key"):
-            if isinstance(data, dict) and data.get(name):
-                return str(data[name])
-    if not text:
-        raise ConfigurationError(f"secret {arn.rsplit(':', 1)[-1]} is empty: put the API key in it")
-    return text
-
-
 class Container:
     """The wired components and services. Properties create their object on first use."""
 
@@ -114,11 +90,19 @@ class Container:
         self._ingest: tuple[VectorStore, IngestService] | None = None
 
     # --- secrets -----------------------------------------------------------------------------------
+    @cached_property
+    def secrets(self) -> SecretCache:
+        """Secrets Manager values, read again after ``SecretsMaxAgeSeconds`` (rotation reaches a warm
+        function) or when a provider answers 401. Tests assign one with their own clock."""
+        from winnow.adapters.secrets import SecretCache
+
+        return SecretCache(self.settings.providers.secrets_max_age_seconds)
+
     def _secret(self, plain: object, arn: str | None) -> str | None:
         if plain is not None:
             return str(plain.get_secret_value()) if hasattr(plain, "get_secret_value") else str(plain)
         if arn:
-            return read_secret(arn, self.settings.providers.secrets_max_age_seconds)
+            return self.secrets.get(arn)
         return None
 
     @property
@@ -170,12 +154,15 @@ class Container:
 
             return voyage_http_client(self.settings.voyage)
 
-    def _voyage_key(self) -> str:
+    def _voyage_key(self) -> str | KeySource:
+        """The key, or with a secret ARN a source asked on every request (see ``SecretCache``)."""
         v = self.settings.voyage
-        key = self._secret(v.api_key, v.api_key_secret_arn)
+        key = self._secret(v.api_key, v.api_key_secret_arn)  # read now: a missing secret fails here
         if not key:
             raise ConfigurationError("Voyage is selected but no key is set: set VOYAGE_API_KEY")
-        return key
+        return (
+            self.secrets.source(v.api_key_secret_arn) if v.api_key is None and v.api_key_secret_arn else key
+        )
 
     @cached_property
     def ocr(self) -> Ocr | None:
@@ -217,6 +204,17 @@ class Container:
             sqlite_ledger = embedded("ledger", instead="WINNOW_LEDGER_TABLE")
             s.home.mkdir(parents=True, exist_ok=True)
             return sqlite_ledger(s.sqlite_path)
+
+    @cached_property
+    def vector_checkpoint(self) -> VectorCheckpoint | None:
+        """Where a large document's finished embedding groups wait for a retry: the DynamoDB ledger's
+        table in AWS; none in the embedded default (no redelivery there)."""
+        table = self.settings.storage.ledger_table
+        if not table:
+            return None
+        from winnow.adapters.checkpoint_dynamodb import DynamoDbVectorCheckpoint
+
+        return DynamoDbVectorCheckpoint(table)
 
     @cached_property
     def objects(self) -> ObjectSource:
@@ -393,6 +391,7 @@ class Container:
                     ocr_settings=self.settings.ocr,
                     vision=self.vision,
                     figure_settings=self.settings.figures,
+                    checkpoint=self.vector_checkpoint,
                 )
                 self._ingest = (store, service)
             return self._ingest[1]

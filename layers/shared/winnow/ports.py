@@ -427,3 +427,15 @@ class Generator(ABC):
     @abstractmethod
     def generate(self, prompt: Prompt, deadline: float | None = None) -> Generation:
         """``deadline`` (``time.monotonic()`` seconds): start no attempt that could not finish by then."""
+
+
+class VectorCheckpoint(ABC):
+    """A large document's finished embedding groups, kept across deliveries of its message so a retry
+    does not embed (and pay for) them again (``winnow.ingest.checkpoint``). Best effort: a failure to
+    load is a miss and a failure to save is logged, never the document's failure."""
+
+    @abstractmethod
+    def load(self, key: str) -> list[list[float]] | None: ...
+
+    @abstractmethod
+    def save(self, key: str, vectors: Sequence[Sequence[float]]) -> None: ...

@@ -115,11 +115,16 @@ class QdrantSettings(BaseSettings):
 
 
 class VoyageSettings(BaseSettings):
+    """Voyage's endpoint, models and limits. Unset limits and base URL follow the model and the key
+    (``winnow.adapters.voyage_models``: Voyage's documented per-model table, Atlas keys to Atlas)."""
+
     model_config = _config("VOYAGE_")
 
     api_key: SecretStr | None = None
     api_key_secret_arn: str | None = Field(default=None, description="Secrets Manager ARN of the API key.")
-    base_url: str = "https://api.voyageai.com/v1"
+    base_url: str | None = Field(
+        default=None, description="None: api.voyageai.com, or ai.mongodb.com for an Atlas key (al-...)."
+    )
     embed_model: str = "voyage-3.5"
     output_dimension: int | None = Field(default=1024, description="None keeps the model's default.")
     rerank_model: str = "rerank-2.5"
@@ -127,10 +132,23 @@ class VoyageSettings(BaseSettings):
     max_attempts: int = Field(default=5, ge=1, le=10)
     backoff_base_seconds: float = Field(default=0.5, ge=0)
     backoff_max_seconds: float = Field(default=20.0, ge=0)
+    rate_limit_window_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        le=600,
+        description="A 429 without Retry-After: retries spread over at least this long (Voyage's "
+        "limits are per minute). 0: the ordinary back-off (search, whose request budget cannot wait).",
+    )
     max_batch_texts: int = Field(default=1000, ge=1, le=1000)
-    max_batch_tokens: int = Field(default=320_000, ge=1000)
+    max_batch_tokens: int | None = Field(default=None, ge=1000, description="None: the model's limit.")
     rerank_max_documents: int = Field(default=1000, ge=1, le=1000)
-    rerank_max_tokens: int = Field(default=600_000, ge=1000)
+    rerank_max_tokens: int | None = Field(default=None, ge=1000, description="None: the model's limit.")
+
+    @field_validator("base_url", "max_batch_tokens", "rerank_max_tokens", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """A stack parameter left blank (or 0) means "follow the model / the key"."""
+        return None if value in ("", "0", 0) else value
 
     @property
     def configured(self) -> bool:

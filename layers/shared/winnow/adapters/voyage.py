@@ -1,13 +1,19 @@
 """Voyage AI embeddings and re-ranking over REST with httpx: the ``voyageai`` SDK would drag LangChain,
 Pillow and Hugging Face into the Lambda bundle (it stays a dev dependency for the contract test).
-``POST /embeddings`` and ``POST /rerank`` as Voyage documents them; their per-request limits are
-settings (docs/deploy.md, "Voyage's limits").
+``POST /embeddings`` and ``POST /rerank`` as Voyage documents them; their per-request limits follow the
+model (``voyage_models``; settings override them, docs/deploy.md "Voyage's limits").
 
 Why it works as it does:
-- Tokens are estimated (no tokenizer in the Lambda) as ``max(ceil(utf8_bytes / 3), word and punctuation
-  pieces)``: Voyage's tokenizers average 4-5 characters an English token, so this over-counts prose, and
-  counting each word and mark keeps terse text like "a, b, c" covered. Over-counting costs an extra
-  request; under-counting would cost a 400.
+- Tokens are bounded (no tokenizer in the Lambda) by the UTF-8 bytes plus special tokens
+  (``voyage_models.estimate_tokens``): never below Voyage's count, so a request is not refused for its
+  size. Should one be anyway (a budget set above the model's limit, a model the table does not know), a
+  400 about tokens splits the request in two and each half is sent again: a document never fails for it.
+- The key is asked for on every request (``KeySource``: the factory's secrets cache, refreshed after
+  ``SecretsMaxAgeSeconds``), so a rotated key reaches a warm function; a 401 re-reads the secret once
+  and repeats the request with the new key before it fails. Atlas keys (``al-``) go to Atlas's endpoint.
+- A 429 without ``Retry-After`` is waited out across Voyage's one-minute window
+  (``rate_limit_window_seconds``: exponential pauses with equal jitter whose minimum sums to the window);
+  search sets the window to 0 and answers 503 with Retry-After instead of waiting.
 - Embeddings are asked for as ``base64`` (packed float32) like the SDK does: a quarter of the bytes of
   float lists to download and parse. Float lists are accepted too.
 - A re-rank over budget is split into several requests and merged: a cross-encoder scores each (query,
@@ -26,7 +32,6 @@ import binascii
 import json
 import math
 import random
-import re
 import sys
 import threading
 import time
@@ -37,6 +42,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from winnow.adapters._retry import Backoff, Retryable, Sleep, call_with_retries, parse_retry_after
+from winnow.adapters.voyage_models import (
+    PROMPT_TOKENS,
+    base_url_for,
+    embed_tokens_per_request,
+    estimate_tokens,
+    rerank_tokens_per_request,
+)
 from winnow.errors import (
     ConfigurationError,
     ProviderRejected,
@@ -44,24 +56,21 @@ from winnow.errors import (
     TransientError,
 )
 from winnow.models import EmbeddingProfile
+from winnow.observability import logger
 from winnow.ports import Embedder, InputType, Reranker, RerankScore
 
 if TYPE_CHECKING:
     from winnow.settings import VoyageSettings
 
-_PIECE = re.compile(r"\w+|[^\w\s]")
-# Voyage prepends a prompt of about 8 tokens to each text when input_type is set ("Represent the
-# document for retrieval: "); budget for it so that a batch of many short texts stays under the limit.
-_PROMPT_TOKENS = 10
 _SCORE_SLACK = 1e-6
+# The current key; ``refresh=True`` after a 401 asks the source to read it again (bypassing any cache).
+KeySource = Callable[[bool], str]
+
+__all__ = ["KeySource", "VoyageEmbedder", "VoyageReranker", "batches_within", "estimate_tokens"]
 
 
-def estimate_tokens(text: str) -> int:
-    """A deliberately high guess of Voyage's token count for ``text`` (see the module docstring)."""
-    if not text:
-        return 0
-    by_bytes = -(-len(text.encode("utf-8")) // 3)
-    return max(by_bytes, sum(1 for _ in _PIECE.finditer(text)), 1)
+class RequestTooLarge(ProviderRejected):
+    """Voyage refused a request for its tokens (HTTP 400): smaller requests will pass."""
 
 
 def batches_within(
@@ -101,48 +110,84 @@ class _VoyageClient:
     def __init__(
         self,
         settings: VoyageSettings,
-        api_key: str,
+        api_key: str | KeySource,
         client: httpx.Client | None,
         sleep: Sleep,
         rng: Callable[[], float],
     ) -> None:
-        if not api_key or not api_key.strip():
-            raise ConfigurationError(
-                "Voyage API key is empty: set VOYAGE_API_KEY or VOYAGE_API_KEY_SECRET_ARN"
-            )
         self.settings = settings
-        self._api_key = api_key
-        self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+        self._source: KeySource = api_key if callable(api_key) else _fixed(api_key)
+        self._keys: set[str] = set()  # every key used, to scrub from messages
+        self._key()  # an empty key is a configuration error at once, not at the first request
         self._owns_client = client is None
         self._client = client or voyage_http_client(settings)
-        self._base_url = settings.base_url.rstrip("/")
         self._sleep = sleep
         self._rng = rng
+        self._rate_base = _rate_base(settings.rate_limit_window_seconds, settings.max_attempts)
+        longest = self._rate_base * 2 ** max(settings.max_attempts - 2, 0)
         self._backoff = Backoff(
-            settings.max_attempts, settings.backoff_base_seconds, settings.backoff_max_seconds
+            settings.max_attempts,
+            settings.backoff_base_seconds,
+            settings.backoff_max_seconds,
+            max_retry_after=max(settings.backoff_max_seconds, longest),
         )
 
     def close(self) -> None:
         if self._owns_client:
             self._client.close()
 
+    def _key(self, refresh: bool = False) -> str:
+        key = self._source(refresh)
+        if not key or not key.strip():
+            raise ConfigurationError(
+                "Voyage API key is empty: set VOYAGE_API_KEY or VOYAGE_API_KEY_SECRET_ARN"
+            )
+        self._keys.add(key)
+        return key
+
+    def _url(self, key: str, path: str) -> str:
+        base = self.settings.base_url or base_url_for(key)
+        return f"{base.rstrip('/')}/{path}"
+
+    def _send(self, key: str, path: str, body: bytes) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        return self._client.post(self._url(key, path), content=body, headers=headers)
+
     def _scrub(self, text: str) -> str:
-        """Never let the key into a message, whatever the provider or httpx echo back."""
-        return text.replace(self._api_key, "***") if self._api_key else text
+        """Never let a key into a message, whatever the provider or httpx echo back."""
+        for key in self._keys:
+            text = text.replace(key, "***")
+        return text
+
+    def _rate_pause(self, failed: int) -> float | None:
+        """The pause after failed attempt ``failed`` on a 429 without Retry-After: exponential with
+        equal jitter, the minimum pauses of all attempts summing to the rate-limit window."""
+        if self._rate_base <= 0:
+            return None
+        return self._rate_base * 2 ** (failed - 1) * (0.5 + 0.5 * self._rng())
 
     def _retry_after(self, response: httpx.Response) -> float | None:
         seconds = parse_retry_after(response.headers.get("Retry-After"))
-        return None if seconds is None else min(seconds, self._backoff.max_seconds)
+        cap = self._backoff.max_retry_after or self._backoff.max_seconds
+        return None if seconds is None else min(seconds, cap)
 
     def post(self, path: str, payload: dict[str, Any], validate: Callable[[Any], Any]) -> Any:
         """POST with retries; ``validate`` turns the decoded JSON into the result or raises
         ``ProviderResponseError`` (which is retried like an outage)."""
-        url = f"{self._base_url}/{path}"
         body = json.dumps(payload).encode("utf-8")
+        made = 0
 
         def attempt(_left: float | None) -> Any:
+            nonlocal made
+            made += 1
             try:
-                response = self._client.post(url, content=body, headers=self._headers)
+                key = self._key()
+                response = self._send(key, path, body)
+                if response.status_code == 401:
+                    fresh = self._key(refresh=True)  # rotated since it was cached? one more try
+                    if fresh != key:
+                        logger.info("Voyage refused the key: re-read the secret, trying the new key")
+                        response = self._send(fresh, path, body)
             except httpx.TimeoutException as exc:
                 raise Retryable("unavailable", f"Voyage {path} timed out ({type(exc).__name__})") from exc
             except httpx.TransportError as exc:
@@ -158,11 +203,15 @@ class _VoyageClient:
                     raise Retryable("response", str(exc)) from exc
             if status in (408, 429) or status >= 500:
                 retry_after = self._retry_after(response) if status in (429, 503) else None
+                if status == 429 and retry_after is None:
+                    retry_after = self._rate_pause(made)
                 kind = "rate_limited" if status == 429 else "unavailable"
                 raise Retryable(kind, f"Voyage {path} answered HTTP {status}", retry_after)
-            raise ProviderRejected(
-                self._scrub(f"Voyage {path} rejected the request (HTTP {status}): {_detail(response)}")
-            )
+            detail = _detail(response)
+            message = self._scrub(f"Voyage {path} rejected the request (HTTP {status}): {detail}")
+            if status == 400 and "token" in detail.lower():
+                raise RequestTooLarge(message)
+            raise ProviderRejected(message)
 
         def give_up(failure: Retryable | None, made: int) -> TransientError:
             assert failure is not None  # no deadline: the first attempt always runs
@@ -181,6 +230,18 @@ class _VoyageClient:
             rng=self._rng,
             log_extra={"endpoint": path},
         )
+
+
+def _fixed(api_key: str) -> KeySource:
+    return lambda _refresh: api_key
+
+
+def _rate_base(window: float, attempts: int) -> float:
+    """The first pause's ceiling such that pauses of ceilings base, 2 base, 4 base, ... with equal
+    jitter (at least half the ceiling each) add up to ``window`` over ``attempts - 1`` pauses."""
+    if window <= 0 or attempts < 2:
+        return 0.0
+    return 2 * window / (2 ** (attempts - 1) - 1)
 
 
 def _detail(response: httpx.Response) -> str:
@@ -216,7 +277,7 @@ class _VoyageEndpoint:
     def __init__(
         self,
         settings: VoyageSettings,
-        api_key: str,
+        api_key: str | KeySource,
         client: httpx.Client | None = None,
         *,
         sleep: Sleep = time.sleep,
@@ -235,7 +296,7 @@ class VoyageEmbedder(_VoyageEndpoint, Embedder):
     def __init__(
         self,
         settings: VoyageSettings,
-        api_key: str,
+        api_key: str | KeySource,
         client: httpx.Client | None = None,
         *,
         sleep: Sleep = time.sleep,
@@ -259,15 +320,33 @@ class VoyageEmbedder(_VoyageEndpoint, Embedder):
             return []
         vectors: list[list[float]] = []
         for group in self.request_groups(texts):
-            vectors.extend(self._embed_batch([texts[i] for i in group], input_type))
+            vectors.extend(self._embed_fitting([texts[i] for i in group], input_type))
         return vectors
+
+    @property
+    def max_batch_tokens(self) -> int:
+        """The tokens one request may carry: the setting, else the model's documented limit."""
+        settings = self._settings
+        return settings.max_batch_tokens or embed_tokens_per_request(settings.embed_model)
 
     def request_groups(self, texts: Sequence[str]) -> list[list[int]]:
         """One group per request, within Voyage's texts and tokens per request."""
-        settings = self._settings
         return batches_within(
-            texts, settings.max_batch_texts, settings.max_batch_tokens, extra_per_text=_PROMPT_TOKENS
+            texts, self._settings.max_batch_texts, self.max_batch_tokens, extra_per_text=PROMPT_TOKENS
         )
+
+    def _embed_fitting(self, texts: list[str], input_type: InputType) -> list[list[float]]:
+        """One request, or two halves (recursively) when Voyage refuses it for its tokens."""
+        try:
+            return self._embed_batch(texts, input_type)
+        except RequestTooLarge:
+            if len(texts) < 2:
+                raise
+            logger.warning("Voyage refused an embedding request for its size: splitting it in two")
+            half = len(texts) // 2
+            return self._embed_fitting(texts[:half], input_type) + self._embed_fitting(
+                texts[half:], input_type
+            )
 
     def _embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
         payload: dict[str, Any] = {
@@ -329,11 +408,11 @@ class VoyageReranker(_VoyageEndpoint, Reranker):
         scores = [RerankScore(i, 0.0) for i, doc in enumerate(documents) if not doc.strip()]
         if sendable:
             query_tokens = estimate_tokens(query)
-            budget = settings.rerank_max_tokens
+            budget = settings.rerank_max_tokens or rerank_tokens_per_request(settings.rerank_model)
             texts = [self._fit(documents[i], query_tokens, budget) for i in sendable]
             groups = batches_within(texts, settings.rerank_max_documents, budget, extra_per_text=query_tokens)
             for group in groups:
-                for score in self._rerank_batch(query, [texts[i] for i in group], top_k):
+                for score in self._rerank_fitting(query, [texts[i] for i in group], top_k):
                     scores.append(RerankScore(sendable[group[score.index]], score.score))
         scores.sort(key=lambda s: (-s.score, s.index))
         return scores[:top_k] if top_k is not None else scores
@@ -349,6 +428,19 @@ class VoyageReranker(_VoyageEndpoint, Reranker):
         while keep > 1 and estimate_tokens(document[:keep]) > room:
             keep = keep * 9 // 10
         return document[:keep]
+
+    def _rerank_fitting(self, query: str, documents: list[str], top_k: int | None) -> list[RerankScore]:
+        """One request, or two halves merged (each pair is scored on its own) when refused for size."""
+        try:
+            return self._rerank_batch(query, documents, top_k)
+        except RequestTooLarge:
+            if len(documents) < 2:
+                raise
+            logger.warning("Voyage refused a rerank request for its size: splitting it in two")
+            half = len(documents) // 2
+            first = self._rerank_fitting(query, documents[:half], top_k)
+            second = self._rerank_fitting(query, documents[half:], top_k)
+            return first + [RerankScore(s.index + half, s.score) for s in second]
 
     def _rerank_batch(self, query: str, documents: list[str], top_k: int | None) -> list[RerankScore]:
         expected = len(documents) if top_k is None else min(top_k, len(documents))

@@ -36,6 +36,7 @@ from winnow.errors import (
 )
 from winnow.ingest import deadline, gather
 from winnow.ingest import metadata as meta
+from winnow.ingest.checkpoint import embed_checkpointed, needs_checkpoints
 from winnow.ingest.events import ObjectEvent
 from winnow.ingest.lease import LeasedWrites
 from winnow.ingest.results import IngestOutcome, IngestResult
@@ -48,7 +49,7 @@ from winnow.models import (
     ParsedDocument,
 )
 from winnow.observability import logger
-from winnow.ports import Embedder, Ledger, ObjectSource, Ocr, VectorStore
+from winnow.ports import Embedder, Ledger, ObjectSource, Ocr, VectorCheckpoint, VectorStore
 from winnow.rules import (
     UNASSIGNED_TENANT,
     is_figure_key,
@@ -91,8 +92,10 @@ class IngestService:
         ocr_settings: OcrSettings | None = None,
         vision: Generator | None = None,
         figure_settings: FigureSettings | None = None,
+        checkpoint: VectorCheckpoint | None = None,
     ) -> None:
         self.objects = objects
+        self.checkpoint = checkpoint  # a large document's finished embedding groups survive a retry
         self.vision = vision  # describes figures (winnow.ingest.figures); None: caption and OCR text
         self.figure_settings = figure_settings or FigureSettings()
         self.ledger = ledger
@@ -372,7 +375,10 @@ class IngestService:
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         """Through the batch's gather when this document is one of several (``gather.run_lanes``): its
-        texts then share provider requests and model runs with its neighbours'."""
+        texts then share provider requests and model runs with its neighbours'. A document that needs
+        several requests embeds alone, each finished request checkpointed (``winnow.ingest.checkpoint``)."""
+        if self.checkpoint is not None and needs_checkpoints(self.embedder, texts):
+            return embed_checkpointed(self.embedder, self.checkpoint, texts)
         together = gather.current(self.embedder)
         return together.embed(texts) if together is not None else self.embedder.embed(texts, "document")
 
