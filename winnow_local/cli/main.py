@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import winnow
+from winnow_local.api_client import ApiUnavailable
 from winnow_local.cli import ask, chat, ingest, search
 from winnow_local.cli.common import check_tenant, print_json
 from winnow_local.errors import CliError
@@ -166,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         code: int = args.func(args)
-    except CliError as exc:
+    except (CliError, ApiUnavailable) as exc:
         print(f"winnow: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
