@@ -74,6 +74,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return 0
 
 
+VERBOSE_HELP = "show the handlers' logs on stderr (and, for invoke, the environment it applied)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="winnow",
@@ -81,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         "State lives in WINNOW_HOME (default ./.winnow).",
     )
     parser.add_argument("--version", action="version", version=f"winnow {winnow.__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="show the handlers' logs on stderr")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ingest.add_parsers(commands)
     search.add_search_parser(commands)
@@ -134,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     invoke.add_parser(commands)
     mcp_server.add_parser(commands)
+    for command in commands.choices.values():  # `winnow invoke ... -v` as well as `winnow -v invoke ...`
+        command.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
+        )
     return parser
 
 
