@@ -122,3 +122,31 @@ def test_a_token_from_the_environment_is_sent_and_a_refusal_says_so(
     refused = winnow("documents", "--api-url", gateway.url, WINNOW_API_TOKEN="token-1")
     assert refused.code == 1
     assert "HTTP 401: Unauthorized" in refused.stderr and "expired" in refused.stderr
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(server: tuple[WinnowHTTPServer, Winnow]) -> None:
+    # `winnow documents --json | head -0`: the reader has gone before the first line is written
+    httpd, winnow = server
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "winnow_local",
+            "documents",
+            "--json",
+            "--api-url",
+            url_of(httpd),
+            "--tenant",
+            "acme",
+        ],
+        cwd=winnow.home.parent,
+        env=winnow.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=240)
+    assert proc.returncode == 141
+    assert stderr == ""

@@ -180,6 +180,10 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("winnow: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `winnow documents --json | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
+        return 141  # as a command killed by SIGPIPE
     except Exception as exc:
         from pydantic import ValidationError
 
