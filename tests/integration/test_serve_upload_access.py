@@ -35,15 +35,22 @@ def search(server: WinnowHTTPServer, headers: dict[str, str], **extra: object) -
     return [r["key"] for r in response.json()["results"]]
 
 
-def test_a_form_upload_sets_who_may_read_it_and_its_metadata(server: WinnowHTTPServer) -> None:
-    fields = {"access": json.dumps({"groups": ["hr"]}), "metadata": json.dumps({"department": "people"})}
-    response = httpx.post(
+def post_form(
+    server: WinnowHTTPServer, key: str, fields: dict[str, str], headers: dict[str, str]
+) -> httpx.Response:
+    """``PAY`` as a multipart form to ``/upload``: the key and ``fields`` first, then the file."""
+    return httpx.post(
         f"{server.url}/upload",
-        data={"key": "pay.md", **fields},
-        files={"file": ("pay.md", PAY)},
-        headers=ADMIN,
+        data={"key": key, **fields},
+        files={"file": (key, PAY)},
+        headers=headers,
         timeout=120,
     )
+
+
+def test_a_form_upload_sets_who_may_read_it_and_its_metadata(server: WinnowHTTPServer) -> None:
+    fields = {"access": json.dumps({"groups": ["hr"]}), "metadata": json.dumps({"department": "people"})}
+    response = post_form(server, "pay.md", fields, ADMIN)
     assert response.status_code == 200, response.text
     assert response.json()["status"] == "indexed"
     # Only the group on the list (and admins) read it; the metadata filters
@@ -83,13 +90,7 @@ def test_a_raw_upload_takes_them_as_query_parameters(server: WinnowHTTPServer) -
 def test_bad_or_forbidden_access_is_refused_and_nothing_is_stored(
     server: WinnowHTTPServer, fields: dict[str, str], headers: dict[str, str], status: int, message: str
 ) -> None:
-    response = httpx.post(
-        f"{server.url}/upload",
-        data={"key": "refused.md", **fields},
-        files={"file": ("refused.md", PAY)},
-        headers=headers,
-        timeout=120,
-    )
+    response = post_form(server, "refused.md", fields, headers)
     assert response.status_code == status, response.text
     assert message in response.text
     listed = httpx.get(f"{server.url}/documents", headers=ADMIN, timeout=60).json()["documents"]
