@@ -262,6 +262,8 @@ def hints(event: Any, payload: Any) -> list[str]:
 
     if not isinstance(event, dict) or not isinstance(payload, dict):
         return []
+    if event.get("rawPath") in ("/search", "/answer"):
+        return search_hints(event, payload)
     created = {e.key for e in parse_s3_notification(event) if e.action == "created"}
     storage = get_container().settings.storage
     bucket = "the bucket" if storage.bucket else str(storage.local_bucket_dir.expanduser().resolve())
@@ -284,6 +286,24 @@ def hints(event: Any, payload: Any) -> list[str]:
                 f"nothing; {reconcile} indexes the object as the bucket holds it now"
             )
     return lines
+
+
+def search_hints(event: dict[str, Any], payload: dict[str, Any]) -> list[str]:
+    """A search that found nothing for a tenant without documents here: the CLI's hint (ingest some, or
+    run from the folder you ingested in), as relevance is not why."""
+    from winnow.factory import get_container
+    from winnow_local.runtime import LocalRuntime, no_documents
+
+    try:
+        body = json.loads(payload.get("body") or "null")
+        claims = event["requestContext"]["authorizer"]["jwt"]["claims"]
+        tenant = claims[get_container().settings.search.tenant_claim]
+    except (ValueError, KeyError, TypeError):
+        return []
+    found = isinstance(body, dict) and (body.get("results") or body.get("answer"))
+    if found or payload.get("statusCode") != 200 or not isinstance(tenant, str):
+        return []
+    return [] if LocalRuntime().has_documents(tenant) else [no_documents(tenant)]
 
 
 # --- the command ---------------------------------------------------------------------------------------

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
-DEFAULT_TOKEN_ENV = "WINNOW_API_TOKEN"  # noqa: S105 (the name of a variable, not a token)
+from winnow_local.api_client import (
+    DEFAULT_TOKEN_ENV,
+    ApiUnavailable,
+    HttpBackend,
+    add_api_arguments,
+    check_api_url,
+    token_for,
+)
+
 INSTRUCTIONS = (
     "Search the user's documents with `search`; answer from the passages it returns and cite each one by "
     "its `citation`. When `relevant` is false, say that nothing relevant was found instead of guessing. "
@@ -53,6 +61,10 @@ class LocalBackend:
     def request(
         self, method: str, path: str, *, body: Any = None, query: Mapping[str, Any] | None = None
     ) -> tuple[int, Any]:
+        if not self._has_state():  # asking would create an empty state folder where the agent started us
+            from winnow_local.runtime import no_documents
+
+            raise ApiUnavailable(no_documents(self.tenant))
         response = self._runtime.call_api(
             method, path, body=body, query=query, tenant=self.tenant, user=self.user, groups=self.groups
         )
@@ -64,55 +76,17 @@ class LocalBackend:
     def why_nothing(self) -> str | None:
         from winnow_local.runtime import no_documents
 
-        return None if self._runtime.has_documents(self.tenant) else no_documents(self.tenant)
+        if self._has_state() and self._runtime.has_documents(self.tenant):
+            return None
+        return no_documents(self.tenant)
 
+    @staticmethod
+    def _has_state() -> bool:
+        """Whether the embedded index exists at all (always, for a Qdrant server)."""
+        from winnow_local.runtime import local_qdrant_path
 
-class HttpBackend:
-    """A deployed API (API Gateway, JWT authorizer): the bearer token names the tenant. For a local
-    ``winnow serve`` (no authorizer) the tenant header stands in for the token."""
-
-    def __init__(
-        self,
-        api_url: str,
-        token: str | None,
-        tenant_header: str | None = None,
-        user: str | None = None,
-        groups: Sequence[str] = (),
-    ) -> None:
-        import httpx
-
-        headers = {"accept": "application/json", "user-agent": "winnow-mcp"}
-        if token:
-            headers["authorization"] = f"Bearer {token}"
-        if tenant_header:  # a local `winnow serve`: headers stand in for the token's claims
-            headers["x-winnow-tenant"] = tenant_header
-            if user:
-                headers["x-winnow-user"] = user
-            if groups:
-                headers["x-winnow-groups"] = ",".join(groups)
-        self.api_url = api_url.rstrip("/")
-        self._client = httpx.Client(base_url=self.api_url, headers=headers, timeout=35.0)
-
-    def request(
-        self, method: str, path: str, *, body: Any = None, query: Mapping[str, Any] | None = None
-    ) -> tuple[int, Any]:
-        import httpx
-
-        try:
-            response = self._client.request(method, path, json=body, params=dict(query or {}))
-        except httpx.HTTPError as exc:
-            raise ApiUnavailable(f"cannot reach {self.api_url}: {type(exc).__name__}") from exc
-        try:
-            return response.status_code, response.json()
-        except ValueError:
-            return response.status_code, response.text
-
-    def why_nothing(self) -> str | None:
-        return None  # a deployed API: its documents are not this machine's business
-
-
-class ApiUnavailable(Exception):
-    pass
+        path = local_qdrant_path()
+        return path is None or path.expanduser().exists()
 
 
 def error_message(status: int, payload: Any) -> str:
@@ -255,13 +229,17 @@ class WinnowTools:
         return payload
 
 
-def build_server(tools: WinnowTools) -> Any:
-    """The MCP server with its tools, their descriptions written for an agent."""
+def build_server(tools: WinnowTools, log_level: Literal["INFO", "WARNING"] = "WARNING") -> Any:
+    """The MCP server with its tools, their descriptions written for an agent. Its log goes to stderr,
+    which an agent's host shows: at WARNING a failed tool call (already the agent's tool error) and each
+    HTTP request stay out of it; ``winnow -v mcp`` shows them."""
     from mcp.server.mcpserver import MCPServer
 
     import winnow
 
-    server = MCPServer(name="winnow", version=winnow.__version__, instructions=INSTRUCTIONS)
+    server = MCPServer(
+        name="winnow", version=winnow.__version__, instructions=INSTRUCTIONS, log_level=log_level
+    )
 
     def tool(function: Any) -> Any:
         """``server.tool()`` with the docstring dedented: the SDK sends it as written in the source, every
@@ -324,7 +302,8 @@ def add_parser(commands: Any) -> None:
         description="An MCP server on stdin/stdout with the tools search, answer, list_documents and "
         "get_document. "
         "By default it searches the embedded default in WINNOW_HOME as one tenant; with --api-url it calls a "
-        f"deployed API with the bearer token in ${DEFAULT_TOKEN_ENV} (or --token-env).",
+        f"deployed API with the bearer token in ${DEFAULT_TOKEN_ENV} (or --token-env), or one that "
+        "--token-command prints and prints again when it expires.",
     )
     parser.add_argument(
         "--tenant",
@@ -338,15 +317,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--groups", default="", help="local groups, comma-separated (the token's groups claim)"
     )
-    parser.add_argument(
-        "--api-url", default=None, metavar="URL", help="a deployed API, e.g. the stack's ApiUrl"
-    )
-    parser.add_argument(
-        "--token-env",
-        default=DEFAULT_TOKEN_ENV,
-        metavar="NAME",
-        help=f"environment variable holding the bearer token (default {DEFAULT_TOKEN_ENV})",
-    )
+    add_api_arguments(parser, what="search")
     parser.set_defaults(func=cmd_mcp)
 
 
@@ -362,13 +333,12 @@ def backend_for(args: Any, environ: Mapping[str, str] | None = None) -> Backend:
     user, groups = getattr(args, "user", None), split_groups(getattr(args, "groups", ""))
     if args.api_url is None:
         return LocalBackend(args.tenant or "default", user, groups)
-    if not args.api_url.startswith(("https://", "http://127.", "http://localhost")):
-        raise CliError(f"--api-url {args.api_url!r}: use https:// (plain http only to this machine)")
-    token = env.get(args.token_env) or None
+    check_api_url(args.api_url)
+    token = token_for(args, env)
     if token is None and args.tenant is None:
         raise CliError(
             f"set {args.token_env} to a bearer token for {args.api_url} (or name another variable with "
-            "--token-env); for a local `winnow serve`, pass --tenant instead"
+            "--token-env, or give --token-command); for a local `winnow serve`, pass --tenant instead"
         )
     return HttpBackend(args.api_url, token, args.tenant, user, groups)
 
@@ -441,6 +411,6 @@ def cmd_mcp(args: Any) -> int:
         reason = backend.why_nothing()
         if reason:  # stdout is the protocol; the agent's host shows stderr
             print(f"winnow mcp: {reason}", file=sys.stderr, flush=True)
-    server = build_server(WinnowTools(backend))
+    server = build_server(WinnowTools(backend), "INFO" if getattr(args, "verbose", False) else "WARNING")
     anyio.run(serve_stdio, server)
     return 0

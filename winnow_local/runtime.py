@@ -89,6 +89,8 @@ class ApiResponse:
             return str(
                 payload["error"].get("message") or payload["error"].get("code") or f"HTTP {self.status}"
             )
+        if isinstance(payload, dict) and payload.get("message"):  # API Gateway's own 401/403/429 bodies
+            return f"HTTP {self.status}: {payload['message']}"
         return f"HTTP {self.status}"
 
 

@@ -75,3 +75,10 @@ def test_chat_keeps_one_conversation_across_lines(winnow: Winnow, fake_ollama: F
     assert "(searched: can it be split? How many weeks of parental leave" in done.stdout
     assert CONVERSATION.search(done.stderr)
     assert "never asked" not in done.stdout
+
+
+def test_nothing_found_offers_no_conversation_to_continue(winnow: Winnow) -> None:
+    run = winnow("search", "quantum chromodynamics on a lattice", "--user", "ann", "--tenant", "acme")
+    assert run.code == 0, run.stderr
+    assert "No relevant passages" in run.stdout or "no relevant" in run.stdout.lower()
+    assert "conversation" not in run.stdout

@@ -248,3 +248,19 @@ def test_the_lambda_context_carries_the_functions_name_memory_and_timeout() -> N
     assert 899_000 < context.get_remaining_time_in_millis() <= 900_000
     search = function_spec(read_template(), "SearchFunction")
     assert search.timeout_seconds == 28 and search.code_uri == ROOT / "functions/search/"
+
+
+def test_verbose_after_the_subcommand_lists_the_environment_and_help_mentions_it(tmp_path: Path) -> None:
+    run = winnow(["invoke", "SearchFunction", "-e", str(ROOT / "events" / "api-health.json"), "-v"], tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "SearchFunction: " in run.stderr and "template variables applied: " in run.stderr
+    helped = winnow(["invoke", "--help"], tmp_path)
+    assert "-v, --verbose" in helped.stdout
+
+
+def test_a_search_of_a_tenant_without_documents_gives_the_clis_hint(tmp_path: Path) -> None:
+    run = winnow(["invoke", "SearchFunction", "-e", str(ROOT / "events" / "api-search.json")], tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(json.loads(run.stdout)["body"])["results"] == []
+    assert f"winnow: no documents for tenant acme in {tmp_path.resolve()} (WINNOW_HOME)" in run.stderr
+    assert "winnow ingest PATH --tenant acme" in run.stderr

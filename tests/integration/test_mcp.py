@@ -23,6 +23,7 @@ import anyio
 import pytest
 
 from tests.support.stack import EmbeddedStack
+from tests.support.tokens import counting_token_command
 from winnow_fakes.fake_ollama import FakeOllamaServer
 from winnow_local.invoke import ROOT
 
@@ -356,6 +357,8 @@ def test_started_from_another_folder_it_says_where_it_looked_for_documents(tmp_p
     with_mcp_client(["--tenant", "t"], env, body, cwd=elsewhere, errlog_path=str(errlog))
     # And the server said so on stderr when it started, where the agent's host shows it
     assert f"winnow mcp: {expected}" in errlog.read_text()
+    # And it left no empty state folder behind
+    assert not (elsewhere / ".winnow").exists()
 
 
 def test_against_a_deployed_api_the_bearer_token_comes_from_the_environment(gateway: FakeApiGateway) -> None:
@@ -371,6 +374,33 @@ def test_against_a_deployed_api_the_bearer_token_comes_from_the_environment(gate
     # Every request carried the token from the environment; the token never appears in the command line
     assert gateway.seen and {auth for _, _, auth in gateway.seen} == {"Bearer token-of-an-acme-user"}
     assert ("GET", "/documents?limit=10", "Bearer token-of-an-acme-user") in gateway.seen
+
+
+def test_a_token_from_a_command_is_fetched_again_when_refused_and_stderr_stays_quiet(
+    stack: EmbeddedStack, tmp_path: Path
+) -> None:
+    stack.upload("acme/handbook.md", HANDBOOK.encode())
+    api = FakeApiGateway(stack, {"token-2": "acme"})  # token-1 has expired by the time it is used
+    errlog = tmp_path / "stderr.txt"
+
+    async def body(session: Session) -> None:
+        result = await session.call_tool("search", {"query": "how many days of paid holiday"})
+        assert not result.is_error, text_of(result)
+        failed = await session.call_tool("get_document", {"key": "acme/nothing.md"})
+        assert failed.is_error and "404" in text_of(failed)
+
+    try:
+        with_mcp_client(
+            ["--api-url", api.url, "--token-command", counting_token_command(tmp_path)],
+            clean_env(),
+            body,
+            errlog_path=str(errlog),
+        )
+    finally:
+        api.close()
+    assert [auth for _, _, auth in api.seen] == ["Bearer token-1", "Bearer token-2", "Bearer token-2"]
+    # Neither each HTTP request nor each failed call is written to the host's log
+    assert errlog.read_text() == ""
 
 
 def test_a_rejected_token_is_a_tool_error_that_says_so(gateway: FakeApiGateway) -> None:

@@ -925,7 +925,8 @@ def open_embedded(settings: QdrantSettings, local_path: Path) -> EdgeFolder:
         except RuntimeError as exc:  # portalocker: another process holds the folder
             raise ConfigurationError(
                 f"Qdrant local storage {resolved} is in use by another process (a running `winnow serve`?): "
-                "stop it, or give this command another state folder with WINNOW_HOME"
+                "ask the server instead with --api-url http://127.0.0.1:3000 (its address), stop it, or give "
+                "this command another state folder with WINNOW_HOME"
             ) from exc
         _LOCAL_CLIENTS[resolved] = client
         return client

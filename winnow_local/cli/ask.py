@@ -8,6 +8,7 @@ import sys
 from typing import IO, Any
 
 from winnow.search.http import ANSWER_MODEL_UNAVAILABLE
+from winnow_local.api_client import add_api_arguments
 from winnow_local.cli.common import (
     TENANT_HELP,
     add_identity_arguments,
@@ -18,6 +19,7 @@ from winnow_local.cli.common import (
     whole_number,
     wrap,
 )
+from winnow_local.cli.remote import ApiRuntime, runtime_for
 from winnow_local.cli.search import (
     CONVERSATION_HELP,
     citation,
@@ -28,7 +30,7 @@ from winnow_local.cli.search import (
     search_request,
 )
 from winnow_local.errors import CliError
-from winnow_local.runtime import DEFAULT_TENANT, LocalRuntime
+from winnow_local.runtime import DEFAULT_TENANT
 
 
 def print_answer(payload: dict[str, Any], tenant: str, out: IO[str] | None = None) -> None:
@@ -75,7 +77,7 @@ ENABLE_ANSWERS = (
 )
 
 
-def _without_answer(runtime: LocalRuntime, body: dict[str, Any], tenant: str, why: str) -> None:
+def _without_answer(runtime: ApiRuntime, body: dict[str, Any], tenant: str, why: str) -> None:
     """No answer could be written: print the passages the answer would have come from, then why."""
     search_body = {name: value for name, value in body.items() if name != "max_answer_tokens"}
     payload = post_query(
@@ -90,7 +92,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     body = search_request(args)
     if args.max_answer_tokens is not None:
         body["max_answer_tokens"] = args.max_answer_tokens
-    runtime = LocalRuntime(*identity(args))
+    runtime = runtime_for(args, *identity(args))
     response = runtime.call_api("POST", "/answer", body=body, tenant=tenant)
     if not args.json and response.status == 501:
         _without_answer(runtime, body, tenant, ENABLE_ANSWERS)
@@ -135,4 +137,5 @@ def add_ask_parser(commands: Any) -> None:
     ask.add_argument("--max-answer-tokens", type=whole_number, default=None, help="answer length cap")
     ask.add_argument("--conversation", default=None, metavar="ID", help=CONVERSATION_HELP)
     ask.add_argument("--json", action="store_true", help="print the response body exactly as returned")
+    add_api_arguments(ask, what="ask")
     ask.set_defaults(func=cmd_ask)

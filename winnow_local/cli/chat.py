@@ -8,23 +8,26 @@ import argparse
 import sys
 from typing import IO, Any
 
+from winnow_local.api_client import add_api_arguments
 from winnow_local.cli.ask import print_answer
-from winnow_local.cli.common import TENANT_HELP, check_tenant, fail_response
+from winnow_local.cli.common import TENANT_HELP, check_tenant, fail_response, whole_number
+from winnow_local.cli.remote import ApiRuntime, runtime_for
 from winnow_local.cli.search import print_search_results
 from winnow_local.errors import CliError
-from winnow_local.runtime import DEFAULT_TENANT, LocalRuntime
+from winnow_local.runtime import DEFAULT_TENANT
 
 PROMPT = "? "
 QUIT = frozenset({"exit", "quit", ":q"})
 
 
 def chat(
-    runtime: LocalRuntime,
+    runtime: ApiRuntime,
     tenant: str,
     lines: IO[str],
     out: IO[str],
     conversation: str | None = None,
     memory: bool = True,
+    top_k: int | None = None,
 ) -> str | None:
     """Ask each line in turn; return the conversation id (None when nothing was asked)."""
     answers = True
@@ -40,6 +43,8 @@ def chat(
         if not question:
             continue
         body: dict[str, Any] = {"query": question}
+        if top_k is not None:
+            body["top_k"] = top_k
         if conversation:
             body["conversation_id"] = conversation
         route = "/answer" if answers else "/search"
@@ -71,12 +76,14 @@ def chat(
 def cmd_chat(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant)
     groups = [g for g in args.groups.replace(",", " ").split() if g]
-    runtime = LocalRuntime(args.user, groups)
+    runtime = runtime_for(args, args.user, groups)
     print(
         f"Ask as {args.user} in {tenant}; follow-ups continue the conversation. Ctrl-D or 'exit' to stop.",
         file=sys.stderr,
     )
-    conversation = chat(runtime, tenant, sys.stdin, sys.stdout, args.conversation, not args.no_memory)
+    conversation = chat(
+        runtime, tenant, sys.stdin, sys.stdout, args.conversation, not args.no_memory, args.top_k
+    )
     if conversation:
         print(f"(conversation {conversation}: continue with --conversation {conversation})", file=sys.stderr)
     return 0
@@ -94,4 +101,8 @@ def add_chat_parser(commands: Any) -> None:
     parser.add_argument("--groups", default="", help="groups, comma-separated (the token's groups claim)")
     parser.add_argument("--conversation", default=None, metavar="ID", help="continue this conversation")
     parser.add_argument("--no-memory", action="store_true", help="neither recall nor add memories")
+    parser.add_argument(
+        "--top-k", type=whole_number, default=None, help="most passages per question, 1-50 (default 5)"
+    )
+    add_api_arguments(parser, what="chat")
     parser.set_defaults(func=cmd_chat)

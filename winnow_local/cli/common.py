@@ -207,7 +207,7 @@ def fail_response(response: ApiResponse) -> NoReturn:
             raise CliError(message)
     hint = ""
     if response.status == 401:
-        hint = " (the request carried no tenant)"
+        hint = " (the request carried no tenant, or its token is missing, expired or not for this API)"
     elif response.status == 500 and "internal" in response.error_message:
         hint = " (run with --verbose to see the handler's log)"
     raise CliError(f"{response.error_message}{hint}")

@@ -12,6 +12,7 @@ re-indexes nothing because the staged files are byte-identical.
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -116,9 +117,31 @@ def run_demo(tenant: str = "demo", out: IO[str] | None = None, *, as_json: bool 
         else:
             print_search_results(response.json(), tenant, out)
 
+    winnow, activate = winnow_command()
     print(
-        f"\nNext: `winnow serve` and open http://127.0.0.1:3000/?tenant={tenant}, "
-        f'or try `winnow search "..." --tenant {tenant}` and `winnow documents --tenant {tenant}`.',
+        f"\nNext: `{winnow} serve` and open http://127.0.0.1:3000/?tenant={tenant}, "
+        f'or try `{winnow} search "..." --tenant {tenant}` and `{winnow} documents --tenant {tenant}`'
+        f"{activate}.",
         file=say,
     )
     return 0
+
+
+def winnow_command(
+    executable: str | None = None, path: str | None = None, cwd: str | None = None
+) -> tuple[str, str]:
+    """How to type ``winnow`` from here: the bare name when it is on PATH, else the virtual environment's
+    script (``.venv/bin/winnow`` after ``make demo``), with how to activate that environment."""
+
+    script = Path(executable or sys.executable).parent / "winnow"
+    on_path = shutil.which("winnow", path=path)
+    if not script.exists() or (on_path and Path(on_path).resolve() == script.resolve()):
+        return "winnow", ""
+    try:
+        shown = os.path.relpath(script, cwd or os.getcwd())
+    except ValueError:  # another drive
+        shown = str(script)
+    if shown.startswith(".."):
+        shown = str(script)
+    activate = Path(shown).parent / "activate"
+    return shown, f" (or `source {activate}` first, then type just `winnow`)"

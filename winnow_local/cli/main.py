@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import winnow
+from winnow_local.api_client import ApiUnavailable
 from winnow_local.cli import ask, chat, ingest, search
 from winnow_local.cli.common import check_tenant, print_json
 from winnow_local.errors import CliError
@@ -73,6 +74,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return 0
 
 
+VERBOSE_HELP = "show the handlers' logs on stderr (and, for invoke, the environment it applied)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="winnow",
@@ -80,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         "State lives in WINNOW_HOME (default ./.winnow).",
     )
     parser.add_argument("--version", action="version", version=f"winnow {winnow.__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="show the handlers' logs on stderr")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ingest.add_parsers(commands)
     search.add_search_parser(commands)
@@ -133,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     invoke.add_parser(commands)
     mcp_server.add_parser(commands)
+    for command in commands.choices.values():  # `winnow invoke ... -v` as well as `winnow -v invoke ...`
+        command.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
+        )
     return parser
 
 
@@ -166,12 +174,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         code: int = args.func(args)
-    except CliError as exc:
+    except (CliError, ApiUnavailable) as exc:
         print(f"winnow: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("winnow: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `winnow documents --json | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
+        return 141  # as a command killed by SIGPIPE
     except Exception as exc:
         from pydantic import ValidationError
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from winnow.models import DocumentStatus
+from winnow_local.api_client import add_api_arguments
 from winnow_local.cli.common import (
     TENANT_HELP,
     add_identity_arguments,
@@ -22,8 +23,9 @@ from winnow_local.cli.common import (
     whole_number,
 )
 from winnow_local.cli.filters import FilterSyntaxError, parse_filters
+from winnow_local.cli.remote import ApiRuntime, runtime_for
 from winnow_local.errors import CliError
-from winnow_local.runtime import DEFAULT_TENANT, ApiResponse, LocalRuntime, no_documents
+from winnow_local.runtime import DEFAULT_TENANT, ApiResponse, no_documents
 
 
 def search_request(args: argparse.Namespace) -> dict[str, Any]:
@@ -53,10 +55,11 @@ CONVERSATION_HELP = "continue this conversation (the id a previous answer printe
 
 
 def print_conversation(payload: dict[str, Any], out: IO[str] | None = None) -> None:
-    """What a follow-up searched, and the id to continue with (conversations need a user id)."""
+    """What a follow-up searched, and the id to continue with (conversations need a user id); nothing
+    when nothing was found, as there is nothing to follow up."""
     out = out or sys.stdout
     conversation = payload.get("conversation_id")
-    if not conversation:
+    if not conversation or not (payload.get("results") or payload.get("answer")):
         return
     used = payload.get("query_used")
     if used and used != payload.get("query"):
@@ -95,7 +98,7 @@ def print_search_results(payload: dict[str, Any], tenant: str, out: IO[str] | No
 
 
 def post_query(
-    runtime: LocalRuntime,
+    runtime: ApiRuntime,
     route: str,
     body: dict[str, Any],
     tenant: str,
@@ -112,7 +115,7 @@ def post_query(
 
 
 def query_payload(
-    runtime: LocalRuntime,
+    runtime: ApiRuntime,
     response: ApiResponse,
     tenant: str,
     echo: bool,
@@ -134,7 +137,7 @@ def query_payload(
 def cmd_search(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant)
     body = search_request(args)
-    runtime = LocalRuntime(*identity(args))
+    runtime = runtime_for(args, *identity(args))
     payload = post_query(
         runtime, "/search", body, tenant, echo=args.json, found=lambda p: bool(p.get("results"))
     )
@@ -148,7 +151,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _filter_matches(runtime: LocalRuntime, body: dict[str, Any], tenant: str) -> bool:
+def _filter_matches(runtime: ApiRuntime, body: dict[str, Any], tenant: str) -> bool:
     """Whether any passage of the tenant passes the filters at all (threshold 0), to tell "nothing
     relevant" from "the filter excludes everything"."""
     probe = {"query": body["query"], "filters": body["filters"], "top_k": 1, "relevance_threshold": 0.0}
@@ -157,7 +160,7 @@ def _filter_matches(runtime: LocalRuntime, body: dict[str, Any], tenant: str) ->
     return response.status != 200 or bool(response.json().get("results"))
 
 
-def list_documents(runtime: LocalRuntime, tenant: str) -> list[dict[str, Any]]:
+def list_documents(runtime: ApiRuntime, tenant: str) -> list[dict[str, Any]]:
     """Every page of GET /documents."""
     documents: list[dict[str, Any]] = []
     cursor: str | None = None
@@ -177,7 +180,7 @@ def list_documents(runtime: LocalRuntime, tenant: str) -> list[dict[str, Any]]:
 
 def cmd_documents(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant)
-    documents = list_documents(LocalRuntime(*identity(args)), tenant)
+    documents = list_documents(runtime_for(args, *identity(args)), tenant)
     if args.json:
         for document in documents:
             print_json(document)
@@ -235,6 +238,7 @@ def add_search_parser(commands: Any) -> None:
     search.add_argument("--threshold", type=unit_float, default=None, help="relevance threshold in [0, 1]")
     search.add_argument("--conversation", default=None, metavar="ID", help=CONVERSATION_HELP)
     search.add_argument("--json", action="store_true", help="print the response body exactly as returned")
+    add_api_arguments(search, what="search")
     search.set_defaults(func=cmd_search)
 
 
@@ -243,4 +247,5 @@ def add_documents_parser(commands: Any) -> None:
     documents.add_argument("--tenant", default=DEFAULT_TENANT, help=TENANT_HELP)
     add_identity_arguments(documents)
     documents.add_argument("--json", action="store_true", help="one JSON object per document")
+    add_api_arguments(documents, what="list")
     documents.set_defaults(func=cmd_documents)

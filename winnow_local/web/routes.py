@@ -13,6 +13,10 @@ from winnow_local.web.forms import UploadError, bucket_key, read_form
 from winnow_local.web.lanes import SERVER
 from winnow_local.web.plumbing import TENANT_HEADER, RequestPlumbing
 
+META = "x-amz-meta-"
+# What /upload takes besides the file, as /uploads does, with an example of each for its 400.
+DESCRIBED = {"metadata": '{"department": "people"}', "access": '{"users": ["ann"], "groups": ["hr"]}'}
+
 STATIC_DIR = Path(__file__).with_name("static")
 MAX_API_BODY_BYTES = 1024 * 1024
 INGEST_FIELDS = ("key", "status", "chunks", "embedded", "reused", "error")
@@ -271,7 +275,7 @@ class WinnowRequestHandler(RequestPlumbing):
         if body is None:
             return
         try:
-            key, data = self._upload_parts(body)
+            key, data, described = self._upload_parts(body)
             if len(data) > limit:
                 raise UploadError(413, "payload_too_large", f"the file is over the {limit}-byte limit")
             full_key = bucket_key(tenant, key)
@@ -281,9 +285,14 @@ class WinnowRequestHandler(RequestPlumbing):
         from winnow.errors import InvalidKey
         from winnow.ingest.results import IngestOutcome
 
+        # Filled in by the API's answer to the write check, just before the write (user metadata as
+        # /uploads pins it in a form: the fields, and the access list as winnow-access).
+        metadata: dict[str, str] = {}
         try:
             outcome = self.server.uploads.ingest(
-                tenant, Upload(full_key, data), lambda: self._write_refused(full_key)
+                tenant,
+                Upload(full_key, data, metadata),
+                lambda: self._write_refused(full_key, described, metadata),
             )
         except InvalidKey as exc:  # the bucket's own refusal, e.g. a key that runs through an object
             self._send_error(400, "bad_request", f"unusable key: {exc}")
@@ -300,26 +309,38 @@ class WinnowRequestHandler(RequestPlumbing):
         status = answers.get(str(result.get("status")), 200)
         self._send_json(status, record, {"retry-after": "5"} if status == 503 else None)
 
-    def _write_refused(self, full_key: str) -> ApiResponse | None:
-        """The API's answer when this caller may not write ``full_key`` (None: they may). One rule: the
-        search handler's ``POST /uploads`` is asked, with the caller's headers (a sidecar never gets
+    def _write_refused(
+        self, full_key: str, described: dict[str, object], metadata: dict[str, str]
+    ) -> ApiResponse | None:
+        """The API's answer when this caller may not write ``full_key`` with the ``metadata`` and
+        ``access`` in ``described`` (None: they may, and ``metadata`` now holds the user metadata the
+        API's form would pin). One rule: the search handler's ``POST /uploads`` is asked, with the
+        caller's headers, and checks the metadata and who may be granted access (a sidecar never gets
         here: ``bucket_key`` refuses it, as ``/uploads`` does). Runs on the lane, in the upload's turn."""
         from winnow.rules import split_key
 
         _, path = split_key(full_key)
-        probe: dict[str, object] = {"path": path}
+        probe: dict[str, object] = {"path": path, **described}
         wanted = (TENANT_HEADER, "x-winnow-user", "x-winnow-groups")
         headers = {name: value for name, value in self.headers.items() if name.lower() in wanted}
         runtime = self.server.runtime
         response = runtime.call_api("POST", "/uploads", body=probe, headers=headers)
-        return None if response.status == 201 else response
+        if response.status != 201:
+            return response
+        fields = response.json().get("fields") or {}
+        metadata.update({n[len(META) :]: v for n, v in fields.items() if n.lower().startswith(META)})
+        return None
 
-    def _upload_parts(self, body: bytes) -> tuple[str, bytes]:
+    def _upload_parts(self, body: bytes) -> tuple[str, bytes, dict[str, object]]:
+        """The key, the file, and its ``metadata`` and ``access`` (JSON objects, as ``/uploads`` takes
+        them: form fields before the file, or query parameters with a raw body)."""
         content_type = self.headers.get("content-type", "")
         query = parse_qs(urlsplit(self.path).query)
         key: str | None = query["key"][0] if query.get("key") else None
+        given = {name: query[name][0] for name in DESCRIBED if query.get(name)}
         if content_type.lower().startswith("multipart/form-data"):
             form = read_form(content_type, body)
+            given |= {name: form.fields[name] for name in DESCRIBED if form.fields.get(name, "").strip()}
             if form.file is None:
                 raise UploadError(400, "bad_request", "the multipart body has no 'file' part")
             form_key = (form.fields.get("key") or "").strip() or None
@@ -334,4 +355,15 @@ class WinnowRequestHandler(RequestPlumbing):
             raise UploadError(400, "bad_request", "say where to store the file: POST /upload?key=<path>")
         if not data:
             raise UploadError(400, "bad_request", "the file is empty")
-        return key, data
+        return key, data, {name: _json_object(name, text) for name, text in given.items()}
+
+
+def _json_object(name: str, text: str) -> dict[str, object]:
+    example = DESCRIBED[name]
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise UploadError(400, "bad_request", f"send {name!r} as a JSON object, e.g. {example}")
+    return value

@@ -144,8 +144,15 @@
     const at = lines.findIndex((line) => line.startsWith("Columns: "));
     if (at < 0) return element("p", "passage", text.replaceAll("\\|", "|")); // a table without column names
     const columns = tableCells(lines[at].slice("Columns: ".length));
+    return tableBox(lines.slice(0, at).join(" "), columns, lines.slice(at + 1), "passage passage-table");
+  }
+
+  // A table of "a: 1 | b: 2" row lines under `columns` (a name missing there is added from the rows),
+  // in a box of its own: a wide table scrolls inside it, the page never sideways (on a phone, each row
+  // is a block of "column: value" lines, style.css).
+  function tableBox(caption, columns, rowLines, className) {
     const rows = [];
-    for (const line of lines.slice(at + 1)) {
+    for (const line of rowLines) {
       const cells = new Map();
       for (const pair of tableCells(line)) {
         const cut = pair.indexOf(": ");
@@ -155,8 +162,8 @@
       }
       rows.push(cells);
     }
-    const table = element("table", "passage passage-table");
-    if (at > 0) table.appendChild(element("caption", "", lines.slice(0, at).join(" ")));
+    const table = element("table", className);
+    if (caption) table.appendChild(element("caption", "", caption));
     const head = element("tr", "");
     for (const name of columns) head.appendChild(element("th", "", columnLabel(name)));
     const thead = element("thead", "");
@@ -165,23 +172,74 @@
     const body = element("tbody", "");
     for (const cells of rows) {
       const row = element("tr", "");
-      for (const name of columns) row.appendChild(element("td", "", cells.get(name) || ""));
+      for (const name of columns) {
+        const cell = element("td", "", cells.get(name) || "");
+        cell.dataset.label = columnLabel(name);
+        row.appendChild(cell);
+      }
       body.appendChild(row);
     }
     table.appendChild(body);
-    // A wide table scrolls inside its own box: the page itself never scrolls sideways on a phone.
     const box = element("div", "table-scroll");
     box.tabIndex = 0;
     box.setAttribute("role", "region");
-    box.setAttribute("aria-label", "Table passage (scrolls sideways)");
+    box.setAttribute("aria-label", "Table (scrolls sideways when wide)");
     box.appendChild(table);
     return box;
   }
 
+  // A line of a table passage's rows: "name: value" pairs joined by " | " (a context cut mid-row
+  // starts with a piece that is not a pair: that piece stays prose).
+  function isRowLine(line) {
+    const pieces = tableCells(line);
+    return pieces.length > 1 && pieces.every((piece) => {
+      const cut = piece.indexOf(": ");
+      return cut > 0 && cut <= 80;
+    });
+  }
+
   // The document's text around a passage (the request's `context`), dimmed: it is not the passage.
+  // Around a table it is often more of the table: its rows are drawn as a table too.
   function contextPart(cls, label, text) {
-    const part = element("p", `context ${cls}`, text);
+    const lines = text.split("\n");
+    if (!lines.some((line) => line.startsWith("Columns: ") || isRowLine(line))) {
+      const part = element("p", `context ${cls}`, text);
+      part.setAttribute("aria-label", label);
+      return part;
+    }
+    const part = element("div", `context context-table ${cls}`);
+    part.setAttribute("role", "group");
     part.setAttribute("aria-label", label);
+    let prose = [];
+    let rows = [];
+    let columns = [];
+    let caption = "";
+    const flushProse = () => {
+      if (prose.length) part.appendChild(element("p", "", prose.join("\n")));
+      prose = [];
+    };
+    const flushRows = () => {
+      if (rows.length) part.appendChild(tableBox(caption, columns, rows, "passage-table"));
+      rows = [];
+      columns = [];
+      caption = "";
+    };
+    for (const line of lines) {
+      if (line.startsWith("Columns: ")) {
+        flushRows();
+        if (prose.length) caption = prose.pop(); // the caption line stands just above the columns
+        flushProse();
+        columns = tableCells(line.slice("Columns: ".length));
+      } else if (isRowLine(line)) {
+        flushProse();
+        rows.push(line);
+      } else {
+        flushRows();
+        prose.push(line);
+      }
+    }
+    flushRows();
+    flushProse();
     return part;
   }
 
@@ -324,7 +382,7 @@
       tr.appendChild(element("td", "updated", shortTime(doc.updated_at)));
       const actions = element("td", "doc-actions");
       if (doc.status !== "deleted") {
-        const button = element("button", "delete-document", "Delete");
+        const button = element("button", "delete-document quiet-danger", "Delete");
         button.type = "button";
         button.dataset.key = doc.key;
         button.setAttribute("aria-label", `Delete ${documentName(doc.key)}`);
@@ -374,8 +432,27 @@
 
   // The same flow as a web app against the deployed API (docs/webapp.md): a signed form from /uploads,
   // the file posted with it, then the document's status until ingest has handled it.
-  async function uploadOne(file, path) {
-    const body = { path };
+  // The access list and metadata the form describes, as POST /uploads takes them (each left out when
+  // empty); a metadata line that is not field=value is refused before anything is sent.
+  function uploadDescription() {
+    const names = (id) => $(id).value.split(",").map((name) => name.trim()).filter(Boolean);
+    const described = {};
+    const users = names("upload-users");
+    const groups = names("upload-groups");
+    if (users.length || groups.length) described.access = { users, groups };
+    const metadata = {};
+    for (const line of $("upload-metadata").value.split("\n")) {
+      if (!line.trim()) continue;
+      const cut = line.indexOf("=");
+      if (cut <= 0) throw new Error(`metadata line ${JSON.stringify(line.trim())}: write field=value`);
+      metadata[line.slice(0, cut).trim()] = line.slice(cut + 1).trim();
+    }
+    if (Object.keys(metadata).length) described.metadata = metadata;
+    return described;
+  }
+
+  async function uploadOne(file, path, described) {
+    const body = Object.assign({ path }, described || {});
     if (file.type) body.content_type = file.type;
     let response = await fetch("/uploads", {
       method: "POST",
@@ -429,6 +506,13 @@
     if (prefix && !prefix.endsWith("/")) prefix += "/";
     const list = $("upload-results");
     list.replaceChildren();
+    let described;
+    try {
+      described = uploadDescription();
+    } catch (error) {
+      $("upload-status").textContent = `Nothing uploaded: ${error.message}`;
+      return;
+    }
     $("upload-button").disabled = true;
     let index = 0;
     for (const file of files) {
@@ -436,7 +520,7 @@
       $("upload-status").textContent = `Indexing ${file.name} (${index} of ${files.length})…`;
       const item = element("li", "upload-result");
       try {
-        const payload = await uploadOne(file, prefix + file.name);
+        const payload = await uploadOne(file, prefix + file.name, described);
         item.classList.add(`status-${payload.status}`);
         item.textContent = `${documentName(payload.key)}: ${payload.status}` +
           (payload.error ? ` — ${payload.error}` : ` (${payload.chunks} chunks)`);

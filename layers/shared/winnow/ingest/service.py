@@ -360,7 +360,9 @@ class IngestService:
         self, tenant: str, key: str, chunks: list[Chunk], known: bool
     ) -> tuple[dict[str, list[float]], int, int]:
         """A dense vector per content hash: the stored ones reused, the rest embedded in one call.
-        Returns (vectors, how many were embedded, how many chunks reuse a stored vector)."""
+        Returns (vectors, how many were embedded, how many chunks reuse a vector: a stored one, or the
+        one just embedded for an identical passage of the same document), so the two add up to the
+        chunks."""
         existing = self.store.existing_vectors(tenant, key) if known else {}
         vectors: dict[str, list[float]] = dict(existing)
         missing: dict[str, str] = {}
@@ -370,8 +372,7 @@ class IngestService:
         if missing:
             fresh = self._embed(list(missing.values()))
             vectors.update(zip(missing.keys(), fresh, strict=True))
-        reused = sum(1 for c in chunks if c.content_hash in existing)
-        return vectors, len(missing), reused
+        return vectors, len(missing), len(chunks) - len(missing)
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         """Through the batch's gather when this document is one of several (``gather.run_lanes``): its
@@ -442,8 +443,8 @@ class IngestService:
         record.content_sha256 = sha or current.content_sha256
         record.metadata_sha256 = digest
         record.access = _encoded(access_in(metadata))
-        record.embedded = 0
-        record.reused = current.chunks
+        # embedded/reused stay those of the indexing that made the vectors; this result says what this
+        # event cost (nothing). updated_at moves on: reconcile compares the object's time with it.
         record.error = None
         record.updated_at = now_iso()
         self._put(record)

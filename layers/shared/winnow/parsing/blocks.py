@@ -25,6 +25,9 @@ _MAX_TERM_CHARS = 500
 # A definition's later paragraphs join its entry up to this length (each join copies the entry once, so
 # a <dd> of thousands of paragraphs stays linear); past it they are blocks of their own.
 _MAX_ENTRY_CHARS = 4_000
+# Release notes by their conventional names: a first heading with a version in it is the newest
+# release ("Version 2.3"), not what the file is.
+_RELEASE_NOTES = re.compile(r"(?:NEWS|CHANGES|(?i:changelog|release[-_]?notes))(?:\.[A-Za-z]{1,8})?")
 _OBJECT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # "<_io.BytesIO object at 0x7f...>" varies per run
 
 
@@ -170,12 +173,22 @@ def title_from_key(key: str) -> str:
     return readable or clean_inline(name) or key
 
 
+def release_notes_title(key: str) -> str:
+    """``acme/gzip/NEWS`` -> ``gzip NEWS``: the file's name, with the folder it describes when the key
+    has one below the tenant."""
+    parts = PurePosixPath(key).parts
+    name = title_from_key(key)
+    return f"{parts[-2]} {name}" if len(parts) > 2 else name
+
+
 def finish_document(
     blocks: list[Block], *, title: str | None, key: str, source_type: str, empty_reason: str
 ) -> ParsedDocument:
     """Assemble the document: choose the title, drop a leading path element that only repeats the
     title (``Chunk.embed_text`` already starts with the title; "Guide > Guide > Install" helps no
     one), and refuse a document without text."""
+    if title and any(c.isdigit() for c in title) and _RELEASE_NOTES.fullmatch(PurePosixPath(key).name):
+        title = release_notes_title(key)  # "Version 2.3" names the newest release, not the file
     chosen_title = clean_inline(title or "")[:_MAX_TITLE_CHARS] or title_from_key(key)
     if not blocks:
         raise EmptyDocument(empty_reason)

@@ -13,10 +13,12 @@ import io
 from winnow.errors import CorruptDocument, OversizedDocument
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, finish_document, one_line, title_from_key
+from winnow.parsing.cleaning import clean_inline
 
 MAX_ROWS = 100_000
 MAX_FIELD_CHARS = 100_000
 _SNIFF_CHARS = 64 * 1024
+_TITLE_COLUMNS = 6
 
 
 def parse_delimited(key: str, text: str, *, tab: bool = False) -> ParsedDocument:
@@ -33,12 +35,23 @@ def parse_delimited(key: str, text: str, *, tab: bool = False) -> ParsedDocument
         raise CorruptDocument(f"unreadable CSV ({one_line(error)})") from error
     finally:
         csv.field_size_limit(previous_limit)
-    title = title_from_key(key)
+    caption = title_from_key(key)
     collector = BlockCollector()
-    collector.add_table(rows, caption=title)
+    collector.add_table(rows, caption=caption)
+    title = table_title(caption, rows[0] if rows else [])
     return finish_document(
         collector.blocks, title=title, key=key, source_type="csv", empty_reason="table has no cells"
     )
+
+
+def table_title(name: str, header: list[str]) -> str:
+    """``debian table: version, codename, series, ...``: a file name alone (``debian``) says nothing of
+    what the table holds; its columns do."""
+    columns = [clean_inline(cell) for cell in header if clean_inline(cell)]
+    if not columns:
+        return name
+    shown = ", ".join(columns[:_TITLE_COLUMNS]) + (", ..." if len(columns) > _TITLE_COLUMNS else "")
+    return f"{name} table: {shown}"
 
 
 def _sniff_delimiter(sample: str) -> str:

@@ -47,6 +47,7 @@ _BLOCK_TAGS = frozenset(
     }
 )  # fmt: skip
 _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
+_SECTION_TITLE_CLASS = "section-title"  # pydoc's section heading cells
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 # [^<>]: a scan from one "<meta" ends where the next tag begins, so a head full of "<meta" stays linear.
 _META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
@@ -139,6 +140,10 @@ def _parse(
                 headings.push(_HEADING_TAGS[tag], heading)
                 if tag == "h1" and first_h1 is None and heading:
                     first_h1 = heading
+                walker.skip_subtree()
+            elif _is_section_title(element):
+                flush()
+                headings.push(_section_level(element), clean_inline(heading_text(element)))
                 walker.skip_subtree()
             elif tag == "table" and (_is_box(element) or _is_layout_table(element)):
                 # A one-cell table frames its content (a code listing); a page laid out in a table has
@@ -292,9 +297,22 @@ def _is_layout_table(table: Any) -> bool:
     if table.get("role", "").lower() in ("presentation", "none"):
         return True
     return any(
-        isinstance(node.tag, str) and (node.tag in _HEADING_TAGS or node.tag == "table")
+        isinstance(node.tag, str)
+        and (node.tag in _HEADING_TAGS or node.tag == "table" or _is_section_title(node))
         for node in table.iterdescendants()
     )
+
+
+def _is_section_title(element: Any) -> bool:
+    """A cell that heads a section as ``h2`` would: pydoc's HTML (``python -m pydoc -w``) has no
+    ``h1``..``h6`` at all, and heads "Classes", "Functions" and each class so."""
+    return element.tag == "td" and _SECTION_TITLE_CLASS in (element.get("class") or "").split()
+
+
+def _section_level(cell: Any) -> int:
+    """Below the page's ``h1``: 2 for a top section, one more for each section table it sits in."""
+    tables = sum(1 for a in cell.iterancestors("table") if "section" in (a.get("class") or "").split())
+    return min(6, 1 + max(1, tables))
 
 
 def _is_invisible(element: Any) -> bool:

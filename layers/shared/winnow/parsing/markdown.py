@@ -36,6 +36,8 @@ _DESTINATION = r"\((?:[^()]|\([^()]*\))*\)"
 _IMAGE = re.compile(r"!\[([^\[\]]*)\]" + _DESTINATION)
 _LINK = re.compile(r"\[([^\[\]]+)\]" + _DESTINATION)
 _FRONT_MATTER_TITLE = re.compile(r"title:(.*)", re.IGNORECASE)
+# CommonMark's backslash escapes: a backslash before ASCII punctuation stands for that character.
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 def parse_markdown(key: str, text: str) -> ParsedDocument:
@@ -187,4 +189,10 @@ def _is_structured(lines: list[str]) -> bool:
 
 
 def _strip_links(text: str) -> str:
-    return _LINK.sub(r"\1", _IMAGE.sub(r"\1", text))
+    """Inline text as a reader sees it: links and images by their text, backslash escapes resolved
+    (``man\\_db`` is ``man_db``; inside a code span an escape is literal, so those stay)."""
+    text = _LINK.sub(r"\1", _IMAGE.sub(r"\1", text))
+    if "\\" not in text:
+        return text
+    spans = text.split("`")  # odd pieces are inside code spans
+    return "`".join(span if i % 2 else _ESCAPE.sub(r"\1", span) for i, span in enumerate(spans))

@@ -35,7 +35,13 @@ from winnow.errors import (
 )
 from winnow.models import Block, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, finish_document, one_line
-from winnow.parsing.pdf_outline import OutlineEntry, heading_positions, metadata_title, outline_entries
+from winnow.parsing.pdf_outline import (
+    OutlineEntry,
+    first_page_heading,
+    heading_positions,
+    metadata_title,
+    outline_entries,
+)
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
@@ -181,8 +187,11 @@ def _parse(
         empty_reason += " and OCR is off"
     elif ocr_read:
         empty_reason = f"PDF has no text layer and OCR found no text on {len(ocr_read)} page(s)"
+    title = metadata_title(reader) or (
+        first_page_heading(reader.pages[i] for i in range(min(3, page_count))) if 0 not in ocr_read else None
+    )
     parsed = finish_document(
-        collector.blocks, title=metadata_title(reader), key=key, source_type="pdf", empty_reason=empty_reason
+        collector.blocks, title=title, key=key, source_type="pdf", empty_reason=empty_reason
     )
     return ParsedDocument(parsed.title, parsed.blocks, parsed.source_type, ocr_pages=len(ocr_read))
 

@@ -109,3 +109,50 @@ def heading_positions(lines: list[str], entries: list[OutlineEntry]) -> list[tup
             positions.append((found, entry, True))
             cursor = found + 1
     return positions
+
+
+_MAX_COVER_FRAGMENTS = 5_000
+_COVER_BODY_PAGES = 3  # the body text's size is read from the first pages (the caller's)
+_TITLE_TYPE_RATIO = 1.3  # a title line's type is at least this much larger than the page's body text
+
+
+def first_page_heading(pages: Any) -> str | None:
+    """The words the first of ``pages`` (the document's first few) sets in its largest type, when that
+    type is clearly larger than their body text: a manual's cover title (``bzip2 and libbzip2, version
+    1.0.8``), where the metadata has none and the file name (``crc-doc.1.0.pdf``) says little. None for
+    pages of even type."""
+    from winnow.parsing.pdf_tables import Fragment, fragment_from_visitor
+
+    def read(page: Any) -> list[Fragment]:
+        fragments: list[Fragment] = []
+
+        def visit(text: str, cm: Any, tm: Any, _font: Any, font_size: Any) -> None:
+            if text.strip() and len(fragments) <= _MAX_COVER_FRAGMENTS:
+                fragments.append(fragment_from_visitor(text, cm, tm, float(font_size or 0)))
+
+        try:
+            page.extract_text(visitor_text=visit)
+        except Exception:
+            return []  # a damaged page: the title is a bonus
+        return fragments
+
+    read_pages = [read(page) for page in pages]
+    cover = read_pages[0] if read_pages else []
+    every = [f for fragments in read_pages for f in fragments]
+    if not cover or len(every) > _COVER_BODY_PAGES * _MAX_COVER_FRAGMENTS:
+        return None
+    by_size = sorted(every, key=lambda f: f.size)
+    total = sum(len(f.text) for f in by_size)
+    seen, body = 0, by_size[-1].size
+    for fragment in by_size:  # the size of the median character
+        seen += len(fragment.text)
+        if seen * 2 >= total:
+            body = fragment.size
+            break
+    largest = max(f.size for f in cover)
+    if largest < _TITLE_TYPE_RATIO * body:
+        return None
+    title = clean_inline(" ".join(f.text for f in cover if f.size >= 0.95 * largest))
+    if not 3 <= len(title) <= 150 or not any(c.isalpha() for c in title):
+        return None
+    return title

@@ -62,6 +62,8 @@ _INFO_MARK = re.compile(r"\x1f\n(?:File: [^\n]*Node: |Indirect:|Tag Table:)")
 _INFO_NODE = re.compile(r"File: (?:[^,\nF]|F(?!ile: ))*+, +Node: ([^,\n]+)")
 _INFO_TABLES = ("Tag Table:", "End Tag Table", "Indirect:", "Local Variables:")
 _INFO_LEVELS = {"*": 1, "=": 2, "-": 3, ".": 4}
+# A formatted manual page's NAME section: the heading at the margin, then its indented lines.
+_MAN_NAME = re.compile(r"^NAME[ \t]*\n((?:[ \t]+\S[^\n]*\n?){1,4})", re.MULTILINE)
 
 
 def parse_text(key: str, text: str) -> ParsedDocument:
@@ -73,6 +75,7 @@ def parse_text(key: str, text: str) -> ParsedDocument:
         title = _collect_info(text, collector)
     elif header is not None:
         _collect_man_page(text, header, collector)
+        title = _man_title(text)
     else:
         title = _collect_plain(text, collector)
     return finish_document(
@@ -89,6 +92,13 @@ def _man_header(text: str) -> str | None:
     if len(names) < 2 or not first.startswith(names[0]) or not first.endswith(names[-1]):
         return None
     return names[-1] if names[0] == names[-1] else None
+
+
+def _man_title(text: str) -> str | None:
+    """A manual page's NAME line (``date - print or set the system date and time``): what the page is
+    about, where its file name says only ``date.1``."""
+    found = _MAN_NAME.search(text[:_INFO_SAMPLE_CHARS])
+    return clean_inline(" ".join(found.group(1).split())) if found else None
 
 
 def _collect_man_page(text: str, header: str, collector: BlockCollector) -> None:
