@@ -18,7 +18,7 @@ from typing import Any
 
 import winnow
 from winnow_local.api_client import ApiUnavailable
-from winnow_local.cli import ask, chat, ingest, search
+from winnow_local.cli import ask, chat, evaluate, ingest, search
 from winnow_local.cli.common import check_tenant, print_json
 from winnow_local.errors import CliError
 from winnow_local.memory import limit_malloc_arenas
@@ -91,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_ask_parser(commands)
     chat.add_chat_parser(commands)
     search.add_documents_parser(commands)
+    evaluate.add_eval_parser(commands)
 
     serve = commands.add_parser("serve", help="serve the API and the search page over HTTP")
     serve.add_argument("--host", default="127.0.0.1")

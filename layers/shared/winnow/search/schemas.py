@@ -344,6 +344,9 @@ class SearchResponse(BaseModel):
     message: str
     results: list[SearchResult]
     timings_ms: Timings
+    relevance_threshold: float = Field(
+        description="The threshold this search applied: the request's, else the deployment's default."
+    )
     query_used: str | None = Field(
         default=None, description="What was searched: the query, or a follow-up made standalone."
     )

@@ -152,6 +152,7 @@ class SearchService:
             message=(f"{len(results)} relevant passage(s) found" if results else NOTHING_RELEVANT),
             results=results,
             timings_ms=timings,
+            relevance_threshold=plan.threshold,
             query_used=request.query,
         )
 
