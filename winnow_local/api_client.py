@@ -191,6 +191,13 @@ def add_api_arguments(parser: Any, *, what: str) -> None:
         help=f"with --api-url: environment variable holding the bearer token (default {DEFAULT_TOKEN_ENV})",
     )
     parser.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help="with --api-url: the bearer token itself (other users of this machine can read it in the "
+        "process list, and it stays in shell history: prefer --token-env or --token-command)",
+    )
+    parser.add_argument(
         "--token-command",
         default=None,
         metavar="COMMAND",
@@ -211,5 +218,7 @@ def token_for(args: Any, environ: Mapping[str, str] | None = None) -> str | Comm
     """The token the options name: a command's (refreshed as needed), else the environment variable's."""
     if getattr(args, "token_command", None):
         return CommandToken(args.token_command)
+    if getattr(args, "token", None):
+        return str(args.token)
     env = os.environ if environ is None else environ
     return env.get(args.token_env) or None

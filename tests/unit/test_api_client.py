@@ -3,6 +3,7 @@ and a failing command is one line."""
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.tokens import counting_token_command
-from winnow_local.api_client import ApiUnavailable, CommandToken, token_expiry
+from winnow_local.api_client import ApiUnavailable, CommandToken, add_api_arguments, token_expiry, token_for
 
 
 def jwt(claims: dict[str, object]) -> str:
@@ -63,3 +64,13 @@ def test_a_failing_command_is_one_line(command: str, message: str) -> None:
     with pytest.raises(ApiUnavailable) as raised:
         CommandToken(command).current()
     assert str(raised.value) == message
+
+
+def test_the_token_option_order_is_command_then_flag_then_variable() -> None:
+    parser = argparse.ArgumentParser()
+    add_api_arguments(parser, what="ask")
+    env = {"WINNOW_API_TOKEN": "from-env"}
+    assert token_for(parser.parse_args([]), env) == "from-env"
+    assert token_for(parser.parse_args(["--token", "from-flag"]), env) == "from-flag"
+    chosen = token_for(parser.parse_args(["--token", "t", "--token-command", "echo c"]), env)
+    assert isinstance(chosen, CommandToken) and chosen.command == "echo c"
