@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 from winnow_local.runtime import ApiResponse, Upload
 from winnow_local.web.forms import UploadError, bucket_key, read_form
 from winnow_local.web.lanes import SERVER
-from winnow_local.web.plumbing import TENANT_HEADER, RequestPlumbing
+from winnow_local.web.plumbing import IDENTITY_HEADERS, TENANT_HEADER, RequestPlumbing
 
 STATIC_DIR = Path(__file__).with_name("static")
 MAX_API_BODY_BYTES = 1024 * 1024
@@ -308,8 +308,7 @@ class WinnowRequestHandler(RequestPlumbing):
 
         _, path = split_key(full_key)
         probe: dict[str, object] = {"path": path}
-        wanted = (TENANT_HEADER, "x-winnow-user", "x-winnow-groups")
-        headers = {name: value for name, value in self.headers.items() if name.lower() in wanted}
+        headers = {name: value for name, value in self.headers.items() if name.lower() in IDENTITY_HEADERS}
         runtime = self.server.runtime
         response = runtime.call_api("POST", "/uploads", body=probe, headers=headers)
         return None if response.status == 201 else response
