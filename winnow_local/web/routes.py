@@ -283,7 +283,7 @@ class WinnowRequestHandler(RequestPlumbing):
 
         try:
             outcome = self.server.uploads.ingest(
-                tenant, Upload(full_key, data), lambda: self._write_refused(full_key)
+                tenant, Upload(full_key, data), lambda: self._write_terms(full_key)
             )
         except InvalidKey as exc:  # the bucket's own refusal, e.g. a key that runs through an object
             self._send_error(400, "bad_request", f"unusable key: {exc}")
@@ -300,8 +300,9 @@ class WinnowRequestHandler(RequestPlumbing):
         status = answers.get(str(result.get("status")), 200)
         self._send_json(status, record, {"retry-after": "5"} if status == 503 else None)
 
-    def _write_refused(self, full_key: str) -> ApiResponse | None:
-        """The API's answer when this caller may not write ``full_key`` (None: they may). One rule: the
+    def _write_terms(self, full_key: str) -> ApiResponse | dict[str, str]:
+        """The API's answer when this caller may not write ``full_key``, else the metadata its form
+        pins (the document's access list, kept: an upload never opens a document). One rule: the
         search handler's ``POST /uploads`` is asked, with the caller's headers (a sidecar never gets
         here: ``bucket_key`` refuses it, as ``/uploads`` does). Runs on the lane, in the upload's turn."""
         from winnow.rules import split_key
@@ -311,7 +312,11 @@ class WinnowRequestHandler(RequestPlumbing):
         headers = {name: value for name, value in self.headers.items() if name.lower() in IDENTITY_HEADERS}
         runtime = self.server.runtime
         response = runtime.call_api("POST", "/uploads", body=probe, headers=headers)
-        return None if response.status == 201 else response
+        if response.status != 201:
+            return response
+        fields: dict[str, str] = response.json()["fields"]
+        meta = "x-amz-meta-"
+        return {name[len(meta) :]: value for name, value in fields.items() if name.startswith(meta)}
 
     def _upload_parts(self, body: bytes) -> tuple[str, bytes]:
         content_type = self.headers.get("content-type", "")
