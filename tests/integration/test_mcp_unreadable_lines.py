@@ -37,7 +37,12 @@ class StdioServer:
         assert self.process.stdout is not None
         self.lines: queue.Queue[str] = queue.Queue()
         stdout = self.process.stdout
-        threading.Thread(target=lambda: [self.lines.put(line) for line in stdout], daemon=True).start()
+
+        def pump() -> None:
+            for line in stdout:
+                self.lines.put(line)
+
+        threading.Thread(target=pump, daemon=True).start()
         self.next_id = 1000
         hello = {
             "protocolVersion": "2025-06-18",
