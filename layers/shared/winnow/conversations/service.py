@@ -3,8 +3,9 @@
 A turn: read the conversation's turns (one store read; none for a new conversation), make the follow-up
 standalone (``followup``: the generator's rewrite when one is configured, else the rule), search with the
 caller's access as it is now, answer (``/answer``), then store the turn (one write) and, for an answered
-turn, a memory. Earlier answers and memories reach the model only while every document they cited is
-still readable by the caller, and never as citable passages."""
+turn, a memory. Earlier answers and memories reach the model only while every document whose text reached
+the model for them is still readable by the caller (``followup.within_documents`` bounds how many), and
+never as citable passages."""
 
 from __future__ import annotations
 
@@ -20,7 +21,14 @@ from winnow.access import Caller
 from winnow.answer.schemas import AnswerRequest, AnswerResponse, Usage
 from winnow.answer.service import AnswerService, Recall
 from winnow.conversations import new_conversation_id
-from winnow.conversations.followup import fit_recall, parse_rewrite, recent, rewrite_prompt, rule_query
+from winnow.conversations.followup import (
+    fit_recall,
+    parse_rewrite,
+    recent,
+    rewrite_prompt,
+    rule_query,
+    within_documents,
+)
 from winnow.conversations.store import ConversationStore, Memory, Owner, Turn
 from winnow.errors import BadRequest, NotFound, WinnowError
 from winnow.observability import logger
@@ -53,7 +61,10 @@ class _Turn:
         self.usage = Usage(input_tokens=0, output_tokens=0)
         self.rewritten = False
         self.memories: list[Memory] | None = None  # read once per turn
-        self.readable: list[Turn] | None = None  # the recent turns whose cited documents stay readable
+        self.readable: list[Turn] | None = None  # the recent turns whose documents stay readable
+        # Documents behind the earlier answers shown to the model (rewrite, then answer prompt): what this
+        # turn writes depends on them, so it is shown again only while they stay readable.
+        self.shown: set[str] = set()
 
 
 class ConversationService:
@@ -82,7 +93,7 @@ class ConversationService:
     def search(self, caller: Caller, request: SearchRequest) -> SearchResponse:
         turn = self._begin(caller, request.query, request.conversation_id, None)
         found = self.searches.search(caller, self._searched(request, turn))
-        self._store_turn(turn, request.query, None, (), ())
+        self._store_turn(turn, request.query, None, (), tuple(sorted(turn.shown)))
         return found.model_copy(
             update={
                 "query": request.query,
@@ -102,15 +113,18 @@ class ConversationService:
             self._recall(caller, turn) if request.memory else [],
             self.settings.max_recall_tokens,
         )
+        # Within the bound on documents an answer depends on: newest answers first, then memories.
+        answered = set(within_documents([t for t in reversed(history) if t.answer], turn.shown))
+        history = [t for t in history if not t.answer or t in answered]
+        memories = within_documents(memories, turn.shown)
         earlier = [(t.question, t.answer) for t in history]
         recalled = [(m.question, m.answer) for m in memories]
         recall = Recall(question=turn.question, earlier=earlier, memories=recalled)
         result = answers.answer(caller, searched, deadline=deadline, recall=recall)
         cited = tuple(c.chunk_id for c in result.citations)
-        # The answer may repeat what the model was shown of earlier answers and memories: it depends on
-        # their documents too, so it is shown again (turn, memory) only while all of them stay readable.
-        shown = [k for t in history if t.answer for k in t.keys] + [k for m in memories for k in m.keys]
-        keys = tuple(dict.fromkeys([*(c.key for c in result.citations), *shown]))
+        # The answer may repeat any passage the model was sent, cited or not, and what it was shown of
+        # earlier answers and memories: it is shown again (turn, memory) only while all stay readable.
+        keys = tuple(dict.fromkeys([*(r.key for r in result.results), *sorted(turn.shown)]))
         answered = result.answer if cited else None
         self._store_turn(turn, request.query, answered, cited, keys)
         if answered is not None and request.memory:
@@ -178,9 +192,11 @@ class ConversationService:
         question, the caller's own words, does)."""
         generator = self.generator
         if generator is not None:
-            readable = set(self._readable_history(caller, turn))
+            answers = [t for t in reversed(self._readable_history(caller, turn)) if t.answer]
+            readable = set(within_documents(answers, turn.shown))
             shown = [
-                t if t in readable else replace(t, answer=None) for t in recent(turn.history, self._budget)
+                t if t in readable or not t.answer else replace(t, answer=None)
+                for t in recent(turn.history, self._budget)
             ]
             prompt = rewrite_prompt(query, shown, self._budget, self.settings.rewrite_max_tokens)
             try:

@@ -24,7 +24,7 @@ class Turn:
     query_used: str
     answer: str | None
     cited: tuple[str, ...]  # chunk ids
-    keys: tuple[str, ...]  # their documents: an earlier answer is shown only while all stay readable
+    keys: tuple[str, ...]  # every document whose text reached the model for it: shown only while readable
     at: str  # ISO 8601, UTC
     at_ns: int  # orders turns; unique within a conversation
 
@@ -37,7 +37,7 @@ class Memory:
     conversation_id: str
     question: str
     answer: str
-    keys: tuple[str, ...]  # the documents the answer cited: recalled only while all stay readable
+    keys: tuple[str, ...]  # as a turn's: recalled and listed only while all stay readable
     at: str
     at_ns: int
     profile: str
