@@ -65,6 +65,8 @@ class _Turn:
         # Documents behind the earlier answers shown to the model (rewrite, then answer prompt): what this
         # turn writes depends on them, so it is shown again only while they stay readable.
         self.shown: set[str] = set()
+        self.epoch = ""  # the owner's delete markers when this request began (``ConversationStore``)
+        self.stored = False  # its turn was stored: no delete came meanwhile
 
 
 class ConversationService:
@@ -127,7 +129,7 @@ class ConversationService:
         keys = tuple(dict.fromkeys([*(r.key for r in result.results), *sorted(turn.shown)]))
         answered = result.answer if cited else None
         self._store_turn(turn, request.query, answered, cited, keys)
-        if answered is not None and request.memory:
+        if answered is not None and request.memory and turn.stored:
             self._remember(caller, turn, request.query, answered, keys)
         usage = Usage(
             input_tokens=result.usage.input_tokens + turn.usage.input_tokens,
@@ -148,11 +150,16 @@ class ConversationService:
         return self._readable(caller, self.store.memories(self._owner(caller, NO_USER_MEMORY), self.clock()))
 
     def forget(self, caller: Caller) -> int:
-        return self.store.forget(self._owner(caller, NO_USER_MEMORY))
+        return self.store.forget(self._owner(caller, NO_USER_MEMORY), self._marker_expiry())
 
     def delete(self, caller: Caller, conversation_id: str) -> None:
-        if not self.store.delete_conversation(self._owner(caller, NO_USER_MEMORY), conversation_id):
+        owner = self._owner(caller, NO_USER_MEMORY)
+        if not self.store.delete_conversation(owner, conversation_id, self._marker_expiry()):
             raise NotFound(NOT_YOURS)
+
+    def _marker_expiry(self) -> int:
+        """A delete's markers outlive any request that began before it (minutes) by far."""
+        return int(self.clock()) + DAY_SECONDS
 
     # --- steps ----------------------------------------------------------------------------------------
     @property
@@ -168,6 +175,7 @@ class ConversationService:
         self, caller: Caller, query: str, conversation_id: str | None, deadline: float | None
     ) -> _Turn:
         owner = self._owner(caller)
+        epoch = self.store.epoch(owner)  # before the history: a delete after this undoes what we write
         if conversation_id is None:  # a new conversation: nothing to read
             turn = _Turn(owner, new_conversation_id(), None)
         else:
@@ -175,6 +183,7 @@ class ConversationService:
             if history is None:
                 raise NotFound(NOT_YOURS)
             turn = _Turn(owner, conversation_id, history)
+        turn.epoch = epoch
         turn.query_used = turn.question = query
         if turn.history:
             self._follow_up(caller, turn, query, deadline)
@@ -244,7 +253,9 @@ class ConversationService:
         stored = Turn(question, turn.query_used, answer, tuple(cited), tuple(keys), stamp, at_ns)
         overflow = len(turn.history) + 1 - self.settings.turns_kept
         drop = [t.at_ns for t in turn.history[: max(0, overflow)]]
-        self.store.add_turn(turn.owner, turn.conversation_id, stored, self._expires(now), drop)
+        turn.stored = self.store.add_turn(
+            turn.owner, turn.conversation_id, stored, self._expires(now), drop, epoch=turn.epoch
+        )
 
     def _query_vector(self, caller: Caller, turn: _Turn) -> list[float]:
         return self.searches._embed_query(caller, turn.query_used)  # cached: the search embedded it
@@ -292,7 +303,7 @@ class ConversationService:
         existing = turn.memories if turn.memories is not None else self.store.memories(turn.owner, now)
         overflow = len(existing) + 1 - self.settings.memories_kept
         drop = existing[len(existing) - overflow :] if overflow > 0 else []
-        self.store.add_memory(turn.owner, memory, self._expires(now), drop)
+        self.store.add_memory(turn.owner, memory, self._expires(now), drop, epoch=turn.epoch)
 
 
 def similarity(a: Sequence[float], b: Sequence[float]) -> float:
