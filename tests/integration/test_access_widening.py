@@ -238,3 +238,17 @@ def test_no_route_widens_who_reads_a_document_but_an_allowed_grant(
     # and a list given explicitly is the list that applies, whoever gave it (admins included)
     if route == "form_with_list" and granted:
         assert readable_after == granted
+
+
+def test_an_upload_over_a_hidden_key_tells_only_that_the_key_is_taken(forms: EmbeddedStack) -> None:
+    """Issue 44, item 16, decided (docs/guarantees.md): a key is one name in the tenant, so writing over a
+    document one may not read is refused (403) where a free key gets a form (201). The refusal says no
+    more than that: the same answer as to a member who reads the document but may not change it."""
+    restricted(forms, "acme/minutes.md", BOARD, "upload")
+    status, _, hidden = forms.api("POST", "/uploads", {"path": "minutes.md"}, claims=claims("bob"))
+    status_reader, _, reader = forms.api(
+        "POST", "/uploads", {"path": "minutes.md"}, claims=claims("bob", ["board"])
+    )
+    assert status == status_reader == 403
+    assert hidden["error"] == reader["error"], (hidden, reader)
+    assert forms.api("POST", "/uploads", {"path": "free.md"}, claims=claims("bob"))[0] == 201
