@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from winnow.conversations.store import (
+    NO_DELETES,
     ConversationStore,
     Memory,
     Owner,
     Turn,
+    epoch_of,
     pack_vector,
     unpack_vector,
+    write_holds,
 )
 from winnow.errors import ProviderUnavailable
 from winnow_local.adapters._sqlite import open_database
@@ -47,7 +50,7 @@ CREATE TABLE IF NOT EXISTS deleted (
     PRIMARY KEY (tenant, user, conversation_id)
 ) WITHOUT ROWID;
 """
-_EPOCH = "SELECT any_delete || ':' || forget FROM markers WHERE tenant = ? AND user = ?"
+_EPOCH = "SELECT any_delete, forget FROM markers WHERE tenant = ? AND user = ?"
 
 
 class SqliteConversationStore(ConversationStore):
@@ -107,25 +110,23 @@ class SqliteConversationStore(ConversationStore):
     # --- deletes that a racing write cannot outlive ----------------------------------------------------
     def epoch(self, owner: Owner) -> str:
         rows = self._run(_EPOCH, (owner.tenant, owner.user))
-        return str(rows[0][0]) if rows else ":"
+        return epoch_of(rows[0][0], rows[0][1]) if rows else NO_DELETES
 
     def _holds(self, owner: Owner, conversation_id: str, epoch: str | None) -> Callable[[], bool] | None:
-        """Asked inside the write's transaction: no forget, and no delete of the conversation, since."""
+        """Asked inside the write's transaction (``write_holds``)."""
         if epoch is None:
             return None
 
-        def holds() -> bool:
-            row = self._db.execute(_EPOCH, (owner.tenant, owner.user)).fetchone()
-            now = str(row[0]) if row else ":"
-            if now == epoch:
-                return True
-            if now.split(":")[1] != epoch.split(":")[1]:
-                return False
-            gone = self._db.execute(
+        def deleted() -> bool:
+            found = self._db.execute(
                 "SELECT 1 FROM deleted WHERE tenant = ? AND user = ? AND conversation_id = ?",
                 (owner.tenant, owner.user, conversation_id),
             ).fetchone()
-            return gone is None
+            return found is not None
+
+        def holds() -> bool:
+            row = self._db.execute(_EPOCH, (owner.tenant, owner.user)).fetchone()
+            return write_holds(epoch, epoch_of(row[0], row[1]) if row else NO_DELETES, deleted)
 
         return holds
 

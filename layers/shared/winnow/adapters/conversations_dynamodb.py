@@ -23,8 +23,10 @@ from winnow.conversations.store import (
     Memory,
     Owner,
     Turn,
+    epoch_of,
     pack_vector,
     unpack_vector,
+    write_holds,
 )
 
 T = TypeVar("T")
@@ -192,21 +194,20 @@ class DynamoDbConversationStore(ConversationStore):
             i["sk"]["S"]: i["v"]["S"]
             for i in self._query(owner, _MARKERS, newest_first=False, consistent=True)
         }
-        return f"{found.get(_ANY_DELETE, '')}:{found.get(_FORGET, '')}"
+        return epoch_of(found.get(_ANY_DELETE, ""), found.get(_FORGET, ""))
 
     def _holds(self, owner: Owner, conversation_id: str, epoch: str | None, written: str) -> bool:
-        """Whether the item just ``written`` may stay: no forget, and no delete of its conversation, came
-        after ``epoch``; else it is deleted again (a delete running now may delete it too: no matter)."""
+        """Whether the item just ``written`` may stay (``write_holds``); else it is deleted again (a
+        delete running now may delete it too: no matter)."""
         if epoch is None:
             return True
-        now = self.epoch(owner)
-        if now == epoch:
+        tombstone = _tombstone_sk(conversation_id)
+
+        def deleted() -> bool:
+            return any(self._query(owner, tombstone, newest_first=False, consistent=True))
+
+        if write_holds(epoch, self.epoch(owner), deleted):
             return True
-        moved_forget = now.split(":")[1] != epoch.split(":")[1]
-        if not moved_forget:
-            tombstone = _tombstone_sk(conversation_id)
-            if not any(self._query(owner, tombstone, newest_first=False, consistent=True)):
-                return True
         self._write([], [written], owner_key(owner.tenant, owner.user))
         return False
 

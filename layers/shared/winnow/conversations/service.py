@@ -116,8 +116,8 @@ class ConversationService:
             self.settings.max_recall_tokens,
         )
         # Within the bound on documents an answer depends on: newest answers first, then memories.
-        answered = set(within_documents([t for t in reversed(history) if t.answer], turn.shown))
-        history = [t for t in history if not t.answer or t in answered]
+        fitting = set(within_documents([t for t in reversed(history) if t.answer], turn.shown))
+        history = [t for t in history if not t.answer or t in fitting]
         memories = within_documents(memories, turn.shown)
         earlier = [(t.question, t.answer) for t in history]
         recalled = [(m.question, m.answer) for m in memories]

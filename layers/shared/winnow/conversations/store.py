@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -52,6 +52,24 @@ def unpack_vector(data: bytes) -> tuple[float, ...]:
     values = array("f")
     values.frombytes(data)
     return tuple(values)
+
+
+NO_DELETES = ":"  # the epoch of an owner who never deleted anything
+
+
+def epoch_of(any_delete: str, forget: str) -> str:
+    """An owner's delete markers as one value: moved by every delete (``any_delete``); by a forget."""
+    return f"{any_delete}:{forget}"
+
+
+def write_holds(begun: str, now: str, conversation_deleted: Callable[[], bool]) -> bool:
+    """Whether a write of a request that began at epoch ``begun`` may stay, the markers being ``now``: no
+    delete at all since; or no forget, and its conversation not deleted (asked only then)."""
+    if now == begun:
+        return True
+    if now.split(":")[1] != begun.split(":")[1]:
+        return False
+    return not conversation_deleted()
 
 
 class ConversationStore(ABC):
