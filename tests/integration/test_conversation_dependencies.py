@@ -6,19 +6,15 @@ reached the model for it, cited or not, so it is shown again only while all stay
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.integration.test_memory import DOCS, answer
-from tests.support.answer import bedrock_settings, stack_with
 from tests.support.stack import EmbeddedStack
 from winnow.conversations.followup import MAX_RECALLED_DOCUMENTS
 from winnow.conversations.store import Memory, Owner
 from winnow.ingest.events import s3_event
 from winnow_fakes.fake_bedrock import FakeBedrockServer
-from winnow_fakes.fake_voyage import FakeVoyageServer
 
 ALICE = {"sub": "alice"}
 SECRET = b"# Board minutes\n\n## Merger\n\nThe board approved the merger with Initech on Tuesday.\n"
@@ -26,15 +22,11 @@ WIDE = {"top_k": 5, "relevance_threshold": 0}
 
 
 @pytest.fixture
-def stack(
-    tmp_path: Path, fake_voyage: FakeVoyageServer, fake_bedrock: FakeBedrockServer
-) -> Iterator[EmbeddedStack]:
-    s = stack_with(tmp_path / "home", fake_voyage, bedrock_settings(fake_bedrock))
+def stack(bedrock_stack: EmbeddedStack) -> EmbeddedStack:
     for key, data in DOCS.items():
-        assert s.upload(key, data)["status"] == "indexed"
-    s.container.settings.conversations.memory_floor = -1.0  # every memory is a candidate
-    yield s
-    s.close()
+        assert bedrock_stack.upload(key, data)["status"] == "indexed"
+    bedrock_stack.container.settings.conversations.memory_floor = -1.0  # every memory is a candidate
+    return bedrock_stack
 
 
 def prompts_since(fake: FakeBedrockServer, start: int) -> str:

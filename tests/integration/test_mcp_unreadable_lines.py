@@ -5,83 +5,13 @@ through a ``RecursionError`` in ``unreadable_reply``). Fuzzed through the real s
 from __future__ import annotations
 
 import json
-import queue
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.test_mcp import clean_env
-from winnow_local.invoke import ROOT
-
-
-class StdioServer:
-    """One ``winnow mcp`` process, initialized, spoken to one line at a time."""
-
-    def __init__(self, home: Path) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "winnow_local", "mcp", "--tenant", "acme"],
-            cwd=ROOT,
-            env=clean_env(WINNOW_HOME=str(home)),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        self.lines: queue.Queue[str] = queue.Queue()
-        stdout = self.process.stdout
-
-        def pump() -> None:
-            for line in stdout:
-                self.lines.put(line)
-
-        threading.Thread(target=pump, daemon=True).start()
-        self.next_id = 1000
-        hello = {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "fuzz", "version": "1"},
-        }
-        assert "result" in self.ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})[-1]
-        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-
-    def send(self, line: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
-
-    def ask(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        """Every reply up to and including the one to ``message``."""
-        self.send(json.dumps(message))
-        replies: list[dict[str, Any]] = []
-        while True:
-            try:
-                reply = dict(json.loads(self.lines.get(timeout=120)))
-            except queue.Empty:
-                raise AssertionError(f"no answer to {message!r} (server rc {self.process.poll()})") from None
-            replies.append(reply)
-            if reply.get("id") == message.get("id"):
-                return replies
-
-    def replies_to(self, line: str) -> list[dict[str, Any]]:
-        """What the server wrote after ``line``, up to its answer to a ping sent after it."""
-        self.send(line)
-        self.next_id += 1
-        replies = self.ask({"jsonrpc": "2.0", "id": self.next_id, "method": "ping"})
-        assert replies[-1].get("result") == {}, replies[-1]
-        return replies[:-1]
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=30)
+from tests.support.mcp_stdio import StdioServer
 
 
 @pytest.fixture(scope="module")
