@@ -1,6 +1,7 @@
 """Conversations woven into search and answer, per verified (tenant, user).
 
-A turn: read the conversation's turns (one store read; none for a new conversation), make the follow-up
+A turn: read the owner's delete markers and the conversation's turns (none for a new conversation; a
+delete after the markers were read undoes what this turn writes, ``ConversationStore``), make the follow-up
 standalone (``followup``: the generator's rewrite when one is configured, else the rule), search with the
 caller's access as it is now, answer (``/answer``), then store the turn (one write) and, for an answered
 turn, a memory. Earlier answers and memories reach the model only while every document whose text reached
@@ -145,8 +146,8 @@ class ConversationService:
         )
 
     def memories(self, caller: Caller) -> list[Memory]:
-        """The caller's memories, newest first: only those whose cited documents stay readable, as recall
-        (the others are still removed by ``forget``)."""
+        """The caller's memories, newest first: only those whose documents stay readable, as recall (the
+        others are still removed by ``forget``)."""
         return self._readable(caller, self.store.memories(self._owner(caller, NO_USER_MEMORY), self.clock()))
 
     def forget(self, caller: Caller) -> int:
@@ -278,7 +279,7 @@ class ConversationService:
         return self._readable(caller, wanted)[: self.settings.memory_limit]
 
     def _readable(self, caller: Caller, items: Sequence[T]) -> list[T]:
-        """The items whose cited documents the caller may all still read (one store call for all)."""
+        """The items whose documents the caller may all still read (one store call for all)."""
         keys = sorted({k for item in items for k in item.keys})
         if not keys:
             return list(items)
