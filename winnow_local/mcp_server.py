@@ -343,36 +343,51 @@ def backend_for(args: Any, environ: Mapping[str, str] | None = None) -> Backend:
     return HttpBackend(args.api_url, token, args.tenant, user, groups)
 
 
+# Deeper than any request the tools take: json.loads recurses once per level (``winnow.jsonbounds``).
+MAX_LINE_DEPTH = 64
+
+
 def unreadable_reply(error: Exception) -> Any:
     """The JSON-RPC error for a line the SDK could not read, or None when none is owed (a notification).
     The SDK drops such lines, so a request holding a lone surrogate (``"\\ud800"``, valid JSON to Python
-    but not to pydantic, and not text) was never answered: the agent waited forever."""
+    but not to pydantic, and not text) was never answered: the agent waited forever. A line nested deeper
+    than ``MAX_LINE_DEPTH`` is measured, never parsed, so no depth ends the server."""
     import json
 
     from mcp_types import JSONRPCError
     from mcp_types.jsonrpc import ErrorData
     from pydantic import ValidationError
 
+    from winnow.jsonbounds import nesting_depth
+
+    def invalid(
+        request_id: str | int | None = None, code: int = -32600, text: str = "Invalid Request"
+    ) -> Any:
+        return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=text))
+
     line = (
         next((e.get("input") for e in error.errors()), None) if isinstance(error, ValidationError) else None
     )
+    if isinstance(line, bytes):
+        line = line.decode("utf-8", "replace")
+    if not isinstance(line, str):
+        return invalid(code=-32700, text="Parse error")
+    if nesting_depth(line) > MAX_LINE_DEPTH:
+        return invalid(text=f"Invalid Request: JSON nested deeper than {MAX_LINE_DEPTH} levels")
     try:
-        message = json.loads(line) if isinstance(line, str | bytes) else None
-    except ValueError:
-        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=-32700, message="Parse error"))
-    if not isinstance(message, dict) or "id" not in message:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return invalid(code=-32700, text="Parse error")
+    if isinstance(message, dict) and "id" not in message:
         return None
-    request_id = (
-        message["id"]
-        if isinstance(message["id"], str | int) and not isinstance(message["id"], bool)
-        else None
-    )
+    raw_id = message.get("id") if isinstance(message, dict) else None
+    request_id = raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
     try:
         json.dumps(message, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         text = "Invalid params: text must be valid Unicode (a lone UTF-16 surrogate such as \\ud800 is not)"
-        return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=-32602, message=text))
-    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=-32600, message="Invalid Request"))
+        return invalid(request_id, -32602, text)
+    return invalid(request_id)
 
 
 async def serve_stdio(server: Any) -> None:

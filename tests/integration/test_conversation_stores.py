@@ -118,6 +118,29 @@ def test_forget_removes_every_turn_and_memory_of_the_owner_only(store: Conversat
     assert store.turns(BOB, "conv-cccc", 10, NOW) is not None and len(store.memories(BOB, NOW)) == 1
 
 
+def test_a_write_begun_before_a_delete_that_concerns_it_is_not_kept(store: ConversationStore) -> None:
+    """Issue 44, item 5: the request read the epoch, a delete came, then the request wrote."""
+    store.add_turn(ALICE, "conv-aaaa", turn("first", 1), LATER)
+    store.add_turn(ALICE, "conv-bbbb", turn("other", 2), LATER)
+    before = store.epoch(ALICE)
+    assert store.delete_conversation(ALICE, "conv-aaaa", LATER) is True
+    # a turn and a memory of the deleted conversation: undone, and the conversation stays gone
+    assert store.add_turn(ALICE, "conv-aaaa", turn("late", 3), LATER, epoch=before) is False
+    assert store.add_memory(ALICE, memory("late", 4, "conv-aaaa"), LATER, epoch=before) is False
+    assert store.turns(ALICE, "conv-aaaa", 10, NOW) is None and store.memories(ALICE, NOW) == []
+    # of another conversation: kept; and an epoch read after the delete writes anything
+    assert store.add_turn(ALICE, "conv-bbbb", turn("kept", 5), LATER, epoch=before) is True
+    assert store.add_memory(ALICE, memory("kept", 6, "conv-bbbb"), LATER, epoch=store.epoch(ALICE)) is True
+    # after a forget, nothing begun before it is kept, whatever its conversation
+    before = store.epoch(ALICE)
+    assert store.forget(ALICE, LATER) == 3
+    assert store.add_turn(ALICE, "conv-cccc", turn("late", 7), LATER, epoch=before) is False
+    assert store.add_memory(ALICE, memory("late", 8, "conv-cccc"), LATER, epoch=before) is False
+    assert store.turns(ALICE, "conv-cccc", 10, NOW) is None and store.memories(ALICE, NOW) == []
+    # and another user's writes never notice alice's deletes
+    assert store.add_turn(BOB, "conv-aaaa", turn("bob", 9), LATER, epoch=store.epoch(BOB)) is True
+
+
 def test_memories_past_those_kept_are_dropped_in_the_same_write(store: ConversationStore) -> None:
     first, second = memory("a", 1), memory("b", 2)
     store.add_memory(ALICE, first, LATER)
@@ -175,12 +198,13 @@ def test_template_table_matches_the_adapter_and_the_role_grants_exactly_its_call
         "provide-client-params", lambda model, **_: made.add(f"dynamodb:{model.name}")
     )
     store.add_turn(ALICE, "conv-aaaa", turn("one", 1), LATER)
-    store.add_turn(ALICE, "conv-aaaa", turn("two", 2), LATER, drop=[1])
+    store.add_turn(ALICE, "conv-aaaa", turn("two", 2), LATER, drop=[1], epoch=store.epoch(ALICE))
     store.turns(ALICE, "conv-aaaa", 5, NOW)
     store.add_memory(ALICE, memory("m", 3), LATER)
     store.memories(ALICE, NOW)
-    store.delete_conversation(ALICE, "conv-aaaa")
-    store.forget(ALICE)
+    store.delete_conversation(ALICE, "conv-aaaa", LATER)
+    store.add_memory(ALICE, memory("late", 4), LATER, epoch=store.epoch(BOB))  # undone: a Query, a write
+    store.forget(ALICE, LATER)
     assert made == granted
 
 
@@ -196,8 +220,8 @@ def test_dumps_are_json(store: ConversationStore) -> None:
 def test_a_conversation_through_the_handler_on_dynamodb(
     dynamodb_table: str, tmp_path: Path, fake_voyage: Any
 ) -> None:
-    """The search handler with the DynamoDB store (moto over HTTP): a first turn is one write, a follow-up
-    one read and one write; another user's id is 404."""
+    """The search handler with the DynamoDB store (moto over HTTP): a first turn reads the delete markers,
+    writes, and reads them again (3 calls), a follow-up reads the turns too (4); another user's id is 404."""
     from tests.support.stack import EmbeddedStack
 
     stack = EmbeddedStack(tmp_path / "home", fake_voyage)
@@ -208,11 +232,11 @@ def test_a_conversation_through_the_handler_on_dynamodb(
         assert stack.upload("acme/leave.md", leave)["status"] == "indexed"
         alice = {"sub": "alice"}
         status, _, first = stack.api("POST", "/search", {"query": "maternity leave weeks"}, claims=alice)
-        assert status == 200 and store.calls == 1
+        assert status == 200 and store.calls == 3
         body = {"query": "and the pay?", "conversation_id": first["conversation_id"]}
         status, _, follow = stack.api("POST", "/search", body, claims=alice)
         assert status == 200, follow
-        assert follow["query_used"] == "and the pay? maternity leave weeks" and store.calls == 3
+        assert follow["query_used"] == "and the pay? maternity leave weeks" and store.calls == 7
         status, _, _ = stack.api("POST", "/search", body, claims={"sub": "bob"})
         assert status == 404
         turns = store.turns(Owner("acme", "alice"), first["conversation_id"], 10, time.time())

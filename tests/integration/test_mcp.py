@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import subprocess
 import sys
 import threading
@@ -22,12 +21,12 @@ from urllib.parse import parse_qsl, urlsplit
 import anyio
 import pytest
 
+from tests.support.mcp_stdio import StdioServer, clean_env
 from tests.support.stack import EmbeddedStack
 from tests.support.tokens import counting_token_command
 from winnow_fakes.fake_ollama import FakeOllamaServer
 from winnow_local.invoke import ROOT
 
-SETTINGS_PREFIXES = ("WINNOW_", "QDRANT_", "VOYAGE_", "POWERTOOLS_", "AWS_")
 HANDBOOK = """# Employee handbook
 
 ## Holidays
@@ -48,12 +47,6 @@ public transport runs at that hour or when carrying equipment for a customer vis
 """
 SECURITY = "# Security policy\n\nLaptops use full-disk encryption and lock the screen after five minutes.\n"
 GLOBEX = "# Globex secrets\n\nGlobex employees receive ninety days of paid holiday per year.\n"
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
-    env.update(extra)
-    return env
 
 
 def winnow(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -184,48 +177,23 @@ def test_an_agent_lists_the_tools_and_searches_local_documents_with_citations(ho
 
 def test_a_lone_surrogate_in_arguments_is_answered_with_an_error_and_the_server_goes_on(home: Path) -> None:
     """Issue 31: ``"\\ud800"`` is valid JSON but not text; the SDK dropped such a request unanswered."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "winnow_local", "mcp", "--tenant", "acme"],
-        cwd=ROOT,
-        env=clean_env(WINNOW_HOME=str(home)),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
-
-    def ask(message: dict[str, Any]) -> dict[str, Any]:
-        assert process.stdin is not None
-        process.stdin.write(json.dumps(message) + "\n")  # ensure_ascii: the surrogate goes as \ud800
-        process.stdin.flush()
-        try:
-            return dict(json.loads(lines.get(timeout=120)))
-        except queue.Empty:
-            raise AssertionError(f"no answer to {message!r}") from None
-
+    server = StdioServer(home)  # initialized
     try:
-        client = {"name": "probe", "version": "1"}
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
-        assert "result" in ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
-        process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
         # When an agent sends a lone surrogate in search's query and in get_document's key
         calls = [("search", {"query": "holiday \ud800"}), ("get_document", {"key": "\ud800.md"})]
         for number, (tool, arguments) in enumerate(calls, start=2):
             call = {"name": tool, "arguments": arguments}
-            answer = ask({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": call})
+            # (json.dumps escapes: the surrogate goes as \ud800)
+            answer = server.ask({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": call})[-1]
             # Then each request gets its JSON-RPC error, saying what is wrong
             assert answer["id"] == number and answer["error"]["code"] == -32602, answer
             assert "Unicode" in answer["error"]["message"]
         # and the next, valid call is served as before
         call = {"name": "search", "arguments": {"query": "how many days of paid holiday"}}
-        found = ask({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call})
+        found = server.ask({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call})[-1]
         assert found["id"] == 9 and found["result"]["structuredContent"]["relevant"] is True, found
     finally:
-        process.stdin.close()
-        process.wait(timeout=30)
+        server.close()
 
 
 def test_an_agent_gets_a_grounded_answer_citing_the_passages(

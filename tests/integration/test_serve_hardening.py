@@ -226,6 +226,26 @@ def test_search_without_the_tenant_header_says_what_to_send(server: WinnowHTTPSe
     assert "x-winnow-tenant" in json.loads(body)["error"]["message"]
 
 
+@pytest.mark.parametrize("header", ["X-Winnow-Tenant", "X-Winnow-User", "X-Winnow-Groups"])
+@pytest.mark.parametrize("route", [("POST", "/search"), ("GET", "/documents"), ("POST", "/upload?key=b.txt")])
+def test_an_identity_header_sent_twice_is_refused(
+    server: WinnowHTTPServer, header: str, route: tuple[str, str]
+) -> None:
+    """Issue 44, item 15: two tenant headers were queued on the lane as the first and answered as the
+    second; two user headers would be read differently by the upload check and the handler."""
+    method, path = route
+    headers = {"X-Winnow-Tenant": TENANT, "Content-Type": "application/json"}
+    headers[header] = "first"
+    headers[header.lower()] = "second"
+    body = json.dumps({"query": "payroll"}).encode() if method == "POST" else b""
+    # When a request names who asks twice
+    status, _, answer = raw(server, method, path, headers, body)
+    # Then it is refused, saying which header to send once
+    assert status == 400, answer
+    assert f"the {header.lower()} header is sent twice" in json.loads(answer)["error"]["message"]
+    assert "b.txt" not in documents_of(server, TENANT)
+
+
 # --- 15: lengths, timeouts, bounded threads ------------------------------------------------------------
 @pytest.mark.parametrize("length", ["-1", "+5", "5, 6", "0x10", "99999999999999999999999"])
 def test_a_bad_content_length_is_answered_at_once(server: WinnowHTTPServer, length: str) -> None:

@@ -13,6 +13,8 @@ from winnow.access import (
     AccessList,
     Caller,
     access_of_payload,
+    applicable_access,
+    list_to_pin,
     parse_access,
     parse_groups,
     split_metadata,
@@ -102,6 +104,20 @@ def test_who_reads_changes_and_grants() -> None:
     assert "'board'" in str(bob.grant_problem(AccessList(groups=("hr", "board"))))
     assert bob.grant_problem(AccessList(users=("zed",), groups=("hr",))) is None
     assert admin.grant_problem(AccessList(groups=("board",))) is None
+    # a sidecar (which may hold the list): only admins change one, even a listed user may not
+    assert "admin group" in str(ann.write_problem(True, hr, False, sidecar=True))
+    assert admin.write_problem(True, hr, False, sidecar=True) is None
+
+
+def test_one_rule_says_which_list_applies_and_what_an_upload_pins() -> None:
+    """Issue 44, items 1 and 3: the pinned list wins over the sidecar's; leaving the list out keeps."""
+    board, carol = AccessList(users=("alice",), groups=("board",)), AccessList(users=("carol",))
+    assert applicable_access(carol, board) == carol  # an explicit list in an upload takes effect
+    assert applicable_access(None, board) == board and applicable_access(None, None) is None
+    assert list_to_pin(carol, board, board) == carol  # asked for: pinned
+    assert list_to_pin(None, board, None) == board  # left out: the current list is kept
+    assert list_to_pin(None, board, board) is None  # the sidecar gives it anyway: it keeps governing
+    assert list_to_pin(None, None, None) is None  # an open or new document stays as it is
 
 
 def test_a_caller_who_may_read_nothing_gets_a_condition_no_point_meets() -> None:

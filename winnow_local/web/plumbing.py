@@ -24,6 +24,7 @@ from winnow_local.web.lanes import FairLane
 from winnow_local.web.uploads_batch import UploadBatcher
 
 TENANT_HEADER = "x-winnow-tenant"
+IDENTITY_HEADERS = (TENANT_HEADER, "x-winnow-user", "x-winnow-groups")  # who asks, locally
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,18}")
 _METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 
@@ -198,7 +199,13 @@ class RequestPlumbing(BaseHTTPRequestHandler):
 
     def _tenant(self) -> str | None:
         """The tenant header, or None after answering 401/403 when it is missing or malformed (closing
-        the connection when a body is left unread)."""
+        the connection when a body is left unread). An identity header sent twice is a 400: the lane
+        would queue the request as one tenant and the handler answer it as the other."""
+        twice = next((h for h in IDENTITY_HEADERS if len(self.headers.get_all(h) or ()) > 1), None)
+        if twice is not None:
+            self.close_connection = True
+            self._send_error(400, "bad_request", f"the {twice} header is sent twice: send it once")
+            return None
         tenant = self.headers.get(TENANT_HEADER)
         if (tenant is None or not is_tenant(tenant)) and self.command in _METHODS_WITH_BODY:
             self.close_connection = True

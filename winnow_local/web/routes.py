@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 from winnow_local.runtime import ApiResponse, Upload
 from winnow_local.web.forms import UploadError, bucket_key, read_form
 from winnow_local.web.lanes import SERVER
-from winnow_local.web.plumbing import TENANT_HEADER, RequestPlumbing
+from winnow_local.web.plumbing import IDENTITY_HEADERS, TENANT_HEADER, RequestPlumbing
 
 META = "x-amz-meta-"
 # What /upload takes besides the file, as /uploads does, with an example of each for its 400.
@@ -285,14 +285,9 @@ class WinnowRequestHandler(RequestPlumbing):
         from winnow.errors import InvalidKey
         from winnow.ingest.results import IngestOutcome
 
-        # Filled in by the API's answer to the write check, just before the write (user metadata as
-        # /uploads pins it in a form: the fields, and the access list as winnow-access).
-        metadata: dict[str, str] = {}
         try:
             outcome = self.server.uploads.ingest(
-                tenant,
-                Upload(full_key, data, metadata),
-                lambda: self._write_refused(full_key, described, metadata),
+                tenant, Upload(full_key, data), lambda: self._write_terms(full_key, described)
             )
         except InvalidKey as exc:  # the bucket's own refusal, e.g. a key that runs through an object
             self._send_error(400, "bad_request", f"unusable key: {exc}")
@@ -309,27 +304,24 @@ class WinnowRequestHandler(RequestPlumbing):
         status = answers.get(str(result.get("status")), 200)
         self._send_json(status, record, {"retry-after": "5"} if status == 503 else None)
 
-    def _write_refused(
-        self, full_key: str, described: dict[str, object], metadata: dict[str, str]
-    ) -> ApiResponse | None:
+    def _write_terms(self, full_key: str, described: dict[str, object]) -> ApiResponse | dict[str, str]:
         """The API's answer when this caller may not write ``full_key`` with the ``metadata`` and
-        ``access`` in ``described`` (None: they may, and ``metadata`` now holds the user metadata the
-        API's form would pin). One rule: the search handler's ``POST /uploads`` is asked, with the
-        caller's headers, and checks the metadata and who may be granted access (a sidecar never gets
+        ``access`` in ``described``, else the metadata its form pins: the user metadata, and the access
+        list (the one asked for where the caller may grant it, else the document's, kept: an upload never
+        opens a document). One rule: the search handler's ``POST /uploads`` is asked, with the caller's
+        headers, and checks the metadata and who may be granted access (a sidecar never gets
         here: ``bucket_key`` refuses it, as ``/uploads`` does). Runs on the lane, in the upload's turn."""
         from winnow.rules import split_key
 
         _, path = split_key(full_key)
         probe: dict[str, object] = {"path": path, **described}
-        wanted = (TENANT_HEADER, "x-winnow-user", "x-winnow-groups")
-        headers = {name: value for name, value in self.headers.items() if name.lower() in wanted}
+        headers = {name: value for name, value in self.headers.items() if name.lower() in IDENTITY_HEADERS}
         runtime = self.server.runtime
         response = runtime.call_api("POST", "/uploads", body=probe, headers=headers)
         if response.status != 201:
             return response
         fields = response.json().get("fields") or {}
-        metadata.update({n[len(META) :]: v for n, v in fields.items() if n.lower().startswith(META)})
-        return None
+        return {n[len(META) :]: v for n, v in fields.items() if n.lower().startswith(META)}
 
     def _upload_parts(self, body: bytes) -> tuple[str, bytes, dict[str, object]]:
         """The key, the file, and its ``metadata`` and ``access`` (JSON objects, as ``/uploads`` takes

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
 from winnow_local.runtime import ApiResponse, LocalRuntime, Upload
@@ -17,8 +18,9 @@ from winnow_local.web.lanes import FairLane
 # Uploads per notification: bounded, as `winnow ingest` bounds a folder's groups.
 UPLOADS_PER_TURN = 32
 
-Refusal = Callable[[], ApiResponse | None]
-_Waiting = tuple[Upload, Refusal | None, "Future[list[dict[str, Any]] | ApiResponse]"]
+# The API's refusal, or the metadata the upload is written with (the access list the API pins).
+Terms = Callable[[], ApiResponse | dict[str, str]]
+_Waiting = tuple[Upload, Terms | None, "Future[list[dict[str, Any]] | ApiResponse]"]
 
 
 class UploadBatcher:
@@ -36,14 +38,15 @@ class UploadBatcher:
             return sum(len(queue) for queue in self._pending.values())
 
     def ingest(
-        self, tenant: str, upload: Upload, refused: Refusal | None = None
+        self, tenant: str, upload: Upload, terms: Terms | None = None
     ) -> list[dict[str, Any]] | ApiResponse:
         """Put and ingest ``upload`` (with whatever else of ``tenant`` is waiting); its results, as
-        ``put_and_ingest`` gives them, or the API's refusal when ``refused`` (asked on the lane, just
-        before the write) says the caller may not write it. Raises what putting it raised."""
+        ``put_and_ingest`` gives them, or the API's refusal when ``terms`` (asked on the lane, just
+        before the write) says the caller may not write it; else ``terms``' metadata is written with
+        it. Raises what putting it raised."""
         future: Future[list[dict[str, Any]] | ApiResponse] = Future()
         with self._lock:
-            self._pending.setdefault(tenant, []).append((upload, refused, future))
+            self._pending.setdefault(tenant, []).append((upload, terms, future))
         self._lane.submit(tenant, self._turn, tenant)
         return future.result()
 
@@ -54,17 +57,17 @@ class UploadBatcher:
             if rest:
                 self._pending[tenant] = rest
         allowed: list[_Waiting] = []
-        for waiting in batch:
-            upload, refused, future = waiting
+        for upload, terms, future in batch:
             try:
-                refusal = refused() if refused is not None else None
+                given = terms() if terms is not None else {}
             except Exception as exc:  # handed to that upload's request, answered there
                 future.set_exception(exc)
                 continue
-            if refusal is not None:
-                future.set_result(refusal)
+            if isinstance(given, ApiResponse):
+                future.set_result(given)
             else:
-                allowed.append(waiting)
+                metadata = {**(upload.metadata or {}), **given}
+                allowed.append((replace(upload, metadata=metadata or None), terms, future))
         if not allowed:
             return  # an earlier turn took these uploads along, or none may be written
         try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from winnow.errors import InvalidMetadata
 from winnow.models import AccessList, ReadScope
@@ -29,6 +29,7 @@ USERS_FIELD = "access_users"
 GROUPS_FIELD = "access_groups"
 OPEN_FIELD = "access_open"  # True on documents without an access list
 PAYLOAD_FIELDS = (USERS_FIELD, GROUPS_FIELD, OPEN_FIELD)
+T = TypeVar("T")
 
 
 def parse_access(value: object) -> AccessList:
@@ -62,6 +63,25 @@ def decode_access(text: str) -> AccessList:
     except ValueError as exc:
         raise InvalidMetadata(f"{UPLOAD_METADATA_NAME} is not valid JSON") from exc
     return parse_access(value)
+
+
+def applicable_access(pinned: T | None, sidecar: T | None) -> T | None:
+    """The one rule for which list a document is read under: the list its object carries (pinned by an
+    upload form, checked against its uploader's rights when signed) wins over its sidecar's, so an
+    explicit list in an upload takes effect; without either, the document is open."""
+    return pinned if pinned is not None else sidecar
+
+
+def list_to_pin(
+    requested: AccessList | None, current: AccessList | None, from_sidecar: AccessList | None
+) -> AccessList | None:
+    """What an upload form pins (``x-amz-meta-winnow-access``): the list asked for; without one, the
+    document's current list, so leaving the list out never opens or widens a document, for anyone.
+    Nothing when the document is open or new, or when its sidecar gives that very list anyway (the
+    sidecar then keeps governing it)."""
+    if requested is not None:
+        return requested
+    return None if current is None or current == from_sidecar else current
 
 
 def access_in(metadata: dict[str, Any]) -> AccessList | None:
@@ -147,12 +167,19 @@ class Caller:
             return not default_deny
         return (self.user is not None and self.user in access.users) or bool(self.groups & set(access.groups))
 
-    def write_problem(self, exists: bool, access: AccessList | None, default_deny: bool) -> str | None:
+    def write_problem(
+        self, exists: bool, access: AccessList | None, default_deny: bool, sidecar: bool = False
+    ) -> str | None:
         """Why this caller may not replace or delete a document (``exists``, with ``access``, None for no
         list), or None when they may: admins; a document's listed users; for a document without a list,
         whoever may read such documents; for a new key, any member of the tenant (``grant_problem``
-        still bounds what they may give)."""
-        if self.is_admin or not exists:
+        still bounds what they may give). A sidecar may hold its document's list: only admins delete one
+        (nobody uploads one through the API), so no listed user can open a document by removing it."""
+        if self.is_admin:
+            return None
+        if sidecar:
+            return "only members of the admin group may change a sidecar (it may hold the access list)"
+        if not exists:
             return None
         if access is None:
             return "only members of the admin group may change documents here" if default_deny else None

@@ -1,12 +1,17 @@
 """The ``ConversationStore`` on DynamoDB (the ``ConversationsTable`` of template.yaml): on-demand, TTL on
 ``ttl``, encrypted. Partition key ``pk`` = the owner (``tenant#user``), sort key ``sk``:
-``T#<conversation>#<at_ns>`` for a turn, ``M#<at_ns>#<id>`` for a memory. So every read is one Query on
-the owner's partition, and a follow-up costs one Query and one BatchWriteItem (its turn, and the oldest
-turn past those kept). Errors become ours through ``_aws.translate``."""
+``T#<conversation>#<at_ns>`` for a turn, ``M#<at_ns>#<id>`` for a memory, ``T#<conversation>#~`` for a
+deleted conversation's tombstone (after its turns, so the turns' Query meets it first), ``F#g`` and
+``F#f`` for the delete markers (moved by every delete; by a forget). So every read is one Query on the
+owner's partition; a write is one BatchWriteItem, then one strongly consistent Query of the markers (a
+second, of the tombstone, only when a delete came meanwhile): a delete writes its markers before it reads
+what to delete, so a write either is seen and deleted by it or sees its markers and undoes itself.
+Errors become ours through ``_aws.translate``."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -18,13 +23,24 @@ from winnow.conversations.store import (
     Memory,
     Owner,
     Turn,
+    epoch_of,
     pack_vector,
     unpack_vector,
+    write_holds,
 )
 
 T = TypeVar("T")
 TTL_ATTRIBUTE = _aws.TTL_ATTRIBUTE
 _BATCH = 25  # BatchWriteItem's limit
+
+
+_MARKERS = "F#"
+_ANY_DELETE, _FORGET = "F#g", "F#f"
+_TOMBSTONE = "~"  # sorts after every at_ns
+
+
+def _tombstone_sk(conversation_id: str) -> str:
+    return f"{_turn_prefix(conversation_id)}{_TOMBSTONE}"
 
 
 def _turn_prefix(conversation_id: str) -> str:
@@ -70,6 +86,7 @@ class DynamoDbConversationStore(ConversationStore):
         limit: int | None = None,
         keys_only: bool = False,
         now: float | None = None,
+        consistent: bool = False,
     ) -> Iterator[dict[str, Any]]:
         """The owner's items whose sort key starts with ``prefix``, page after page (until ``limit``)."""
         values: dict[str, Any] = {":pk": {"S": owner_key(owner.tenant, owner.user)}}
@@ -83,10 +100,12 @@ class DynamoDbConversationStore(ConversationStore):
             "ExpressionAttributeValues": values,
             "ScanIndexForward": not newest_first,
         }
+        if consistent:  # what a delete removes, and what a write checks, must include the latest writes
+            args["ConsistentRead"] = True
         if keys_only:
             args["ProjectionExpression"] = "pk, sk"
         if now is not None:  # DynamoDB deletes expired items lazily: never return one
-            args["FilterExpression"] = "#ttl > :now"
+            args["FilterExpression"] = "attribute_not_exists(#ttl) OR #ttl > :now"
             args["ExpressionAttributeNames"] = {"#ttl": TTL_ATTRIBUTE}
             args["ExpressionAttributeValues"][":now"] = {"N": str(int(now))}
         if limit is not None:
@@ -129,7 +148,7 @@ class DynamoDbConversationStore(ConversationStore):
         items = list(
             self._query(owner, _turn_prefix(conversation_id), newest_first=True, limit=limit, now=now)
         )
-        if not items:
+        if not items or items[0]["sk"]["S"] == _tombstone_sk(conversation_id):
             return None
         return [
             Turn(
@@ -145,8 +164,14 @@ class DynamoDbConversationStore(ConversationStore):
         ]
 
     def add_turn(
-        self, owner: Owner, conversation_id: str, turn: Turn, expires: int, drop: Sequence[int] = ()
-    ) -> None:
+        self,
+        owner: Owner,
+        conversation_id: str,
+        turn: Turn,
+        expires: int,
+        drop: Sequence[int] = (),
+        epoch: str | None = None,
+    ) -> bool:
         pk = owner_key(owner.tenant, owner.user)
         item: dict[str, Any] = {
             "pk": {"S": pk},
@@ -161,19 +186,68 @@ class DynamoDbConversationStore(ConversationStore):
         if turn.answer is not None:
             item["a"] = {"S": turn.answer}
         self._write([item], [_turn_sk(conversation_id, at_ns) for at_ns in drop], pk)
+        return self._holds(owner, conversation_id, epoch, item["sk"]["S"])
 
-    def delete_conversation(self, owner: Owner, conversation_id: str) -> bool:
+    # --- deletes that a racing write cannot outlive ----------------------------------------------------
+    def epoch(self, owner: Owner) -> str:
+        found = {
+            i["sk"]["S"]: i["v"]["S"]
+            for i in self._query(owner, _MARKERS, newest_first=False, consistent=True)
+        }
+        return epoch_of(found.get(_ANY_DELETE, ""), found.get(_FORGET, ""))
+
+    def _holds(self, owner: Owner, conversation_id: str, epoch: str | None, written: str) -> bool:
+        """Whether the item just ``written`` may stay (``write_holds``); else it is deleted again (a
+        delete running now may delete it too: no matter)."""
+        if epoch is None:
+            return True
+        tombstone = _tombstone_sk(conversation_id)
+
+        def deleted() -> bool:
+            return any(self._query(owner, tombstone, newest_first=False, consistent=True))
+
+        if write_holds(epoch, self.epoch(owner), deleted):
+            return True
+        self._write([], [written], owner_key(owner.tenant, owner.user))
+        return False
+
+    def _mark(self, owner: Owner, sks: Sequence[str], expires: int | None) -> list[dict[str, Any]]:
         pk = owner_key(owner.tenant, owner.user)
+        items = []
+        for sk in sks:
+            item: dict[str, Any] = {"pk": {"S": pk}, "sk": {"S": sk}, "v": {"S": uuid.uuid4().hex}}
+            if expires is not None:
+                item[TTL_ATTRIBUTE] = {"N": str(expires)}
+            items.append(item)
+        return items
+
+    def delete_conversation(self, owner: Owner, conversation_id: str, expires: int | None = None) -> bool:
+        pk = owner_key(owner.tenant, owner.user)
+        # The markers first, then what to delete (strongly consistent): see the module's docstring.
+        self._write(self._mark(owner, [_ANY_DELETE, _tombstone_sk(conversation_id)], expires), [], pk)
+        prefix = _turn_prefix(conversation_id)
         keys = [
             i["sk"]["S"]
-            for i in self._query(owner, _turn_prefix(conversation_id), newest_first=False, keys_only=True)
+            for i in self._query(owner, prefix, newest_first=False, keys_only=True, consistent=True)
+            if i["sk"]["S"] != _tombstone_sk(conversation_id)
         ]
-        keys += [_memory_sk(m) for m in self._memories(owner, None) if m.conversation_id == conversation_id]
+        keys += [
+            _memory_sk(m)
+            for m in self._memories(owner, None, consistent=True)
+            if m.conversation_id == conversation_id
+        ]
         self._write([], keys, pk)
         return bool(keys)
 
     # --- memories ----------------------------------------------------------------------------------
-    def add_memory(self, owner: Owner, memory: Memory, expires: int, drop: Sequence[Memory] = ()) -> None:
+    def add_memory(
+        self,
+        owner: Owner,
+        memory: Memory,
+        expires: int,
+        drop: Sequence[Memory] = (),
+        epoch: str | None = None,
+    ) -> bool:
         pk = owner_key(owner.tenant, owner.user)
         item = {
             "pk": {"S": pk},
@@ -188,13 +262,14 @@ class DynamoDbConversationStore(ConversationStore):
             TTL_ATTRIBUTE: {"N": str(expires)},
         }
         self._write([item], [_memory_sk(m) for m in drop], pk)
+        return self._holds(owner, memory.conversation_id, epoch, _memory_sk(memory))
 
     def memories(self, owner: Owner, now: float) -> list[Memory]:
         return self._memories(owner, now)
 
-    def _memories(self, owner: Owner, now: float | None) -> list[Memory]:
+    def _memories(self, owner: Owner, now: float | None, consistent: bool = False) -> list[Memory]:
         out = []
-        for i in self._query(owner, "M#", newest_first=True, now=now):
+        for i in self._query(owner, "M#", newest_first=True, now=now, consistent=consistent):
             _, at_ns, memory_id = i["sk"]["S"].split("#", 2)
             out.append(
                 Memory(
@@ -211,10 +286,13 @@ class DynamoDbConversationStore(ConversationStore):
             )
         return out
 
-    def forget(self, owner: Owner) -> int:
-        keys = [i["sk"]["S"] for i in self._query(owner, "", newest_first=False, keys_only=True)]
-        self._write([], keys, owner_key(owner.tenant, owner.user))
-        return len(keys)
+    def forget(self, owner: Owner, expires: int | None = None) -> int:
+        pk = owner_key(owner.tenant, owner.user)
+        self._write(self._mark(owner, [_ANY_DELETE, _FORGET], expires), [], pk)  # first: as for a delete
+        found = self._query(owner, "", newest_first=False, keys_only=True, consistent=True)
+        keys = [i["sk"]["S"] for i in found if not i["sk"]["S"].startswith(_MARKERS)]
+        self._write([], keys, pk)
+        return sum(1 for k in keys if not k.endswith(f"#{_TOMBSTONE}"))
 
 
 table_definition = _aws.key_value_table  # CreateTable arguments of this table

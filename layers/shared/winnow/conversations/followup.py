@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from html import escape
+from typing import TypeVar
 
 from winnow.conversations.store import Memory, Turn
 from winnow.ports import Prompt
@@ -115,6 +116,27 @@ def recent(history: Sequence[Turn], max_history_tokens: int) -> list[Turn]:
 
 def _cost(question: str, answer: str | None) -> int:
     return len(words(question)) + len(words(answer or ""))
+
+
+# Documents behind the earlier answers and memories one request may show a model (the rewrite and the
+# answer prompt together): with at most 50 passages' documents of its own, a turn or memory depends on at
+# most 114 documents (114 KB of keys at S3's 1,024-byte limit), however long the chain of recalls.
+MAX_RECALLED_DOCUMENTS = 64
+_Shown = TypeVar("_Shown", Turn, Memory)
+
+
+def within_documents(
+    items: Sequence[_Shown], held: set[str], limit: int = MAX_RECALLED_DOCUMENTS
+) -> list[_Shown]:
+    """The items, in the order given, whose documents fit with those ``held`` within ``limit`` documents;
+    ``held`` grows by the documents of those kept. What is left out is not shown to the model, so what
+    it writes depends on ``held`` and its own passages only."""
+    kept = []
+    for item in items:
+        if len(held.union(item.keys)) <= limit:
+            held.update(item.keys)
+            kept.append(item)
+    return kept
 
 
 def fit_recall(

@@ -1,10 +1,12 @@
 """Conversations woven into search and answer, per verified (tenant, user).
 
-A turn: read the conversation's turns (one store read; none for a new conversation), make the follow-up
+A turn: read the owner's delete markers and the conversation's turns (none for a new conversation; a
+delete after the markers were read undoes what this turn writes, ``ConversationStore``), make the follow-up
 standalone (``followup``: the generator's rewrite when one is configured, else the rule), search with the
 caller's access as it is now, answer (``/answer``), then store the turn (one write) and, for an answered
-turn, a memory. Earlier answers and memories reach the model only while every document they cited is
-still readable by the caller, and never as citable passages."""
+turn, a memory. Earlier answers and memories reach the model only while every document whose text reached
+the model for them is still readable by the caller (``followup.within_documents`` bounds how many), and
+never as citable passages."""
 
 from __future__ import annotations
 
@@ -20,7 +22,14 @@ from winnow.access import Caller
 from winnow.answer.schemas import AnswerRequest, AnswerResponse, Usage
 from winnow.answer.service import AnswerService, Recall
 from winnow.conversations import new_conversation_id
-from winnow.conversations.followup import fit_recall, parse_rewrite, recent, rewrite_prompt, rule_query
+from winnow.conversations.followup import (
+    fit_recall,
+    parse_rewrite,
+    recent,
+    rewrite_prompt,
+    rule_query,
+    within_documents,
+)
 from winnow.conversations.store import ConversationStore, Memory, Owner, Turn
 from winnow.errors import BadRequest, NotFound, WinnowError
 from winnow.observability import logger
@@ -53,7 +62,12 @@ class _Turn:
         self.usage = Usage(input_tokens=0, output_tokens=0)
         self.rewritten = False
         self.memories: list[Memory] | None = None  # read once per turn
-        self.readable: list[Turn] | None = None  # the recent turns whose cited documents stay readable
+        self.readable: list[Turn] | None = None  # the recent turns whose documents stay readable
+        # Documents behind the earlier answers shown to the model (rewrite, then answer prompt): what this
+        # turn writes depends on them, so it is shown again only while they stay readable.
+        self.shown: set[str] = set()
+        self.epoch = ""  # the owner's delete markers when this request began (``ConversationStore``)
+        self.stored = False  # its turn was stored: no delete came meanwhile
 
 
 class ConversationService:
@@ -82,7 +96,7 @@ class ConversationService:
     def search(self, caller: Caller, request: SearchRequest) -> SearchResponse:
         turn = self._begin(caller, request.query, request.conversation_id, None)
         found = self.searches.search(caller, self._searched(request, turn))
-        self._store_turn(turn, request.query, None, (), ())
+        self._store_turn(turn, request.query, None, (), tuple(sorted(turn.shown)))
         return found.model_copy(
             update={
                 "query": request.query,
@@ -102,18 +116,21 @@ class ConversationService:
             self._recall(caller, turn) if request.memory else [],
             self.settings.max_recall_tokens,
         )
+        # Within the bound on documents an answer depends on: newest answers first, then memories.
+        fitting = set(within_documents([t for t in reversed(history) if t.answer], turn.shown))
+        history = [t for t in history if not t.answer or t in fitting]
+        memories = within_documents(memories, turn.shown)
         earlier = [(t.question, t.answer) for t in history]
         recalled = [(m.question, m.answer) for m in memories]
         recall = Recall(question=turn.question, earlier=earlier, memories=recalled)
         result = answers.answer(caller, searched, deadline=deadline, recall=recall)
         cited = tuple(c.chunk_id for c in result.citations)
-        # The answer may repeat what the model was shown of earlier answers and memories: it depends on
-        # their documents too, so it is shown again (turn, memory) only while all of them stay readable.
-        shown = [k for t in history if t.answer for k in t.keys] + [k for m in memories for k in m.keys]
-        keys = tuple(dict.fromkeys([*(c.key for c in result.citations), *shown]))
+        # The answer may repeat any passage the model was sent, cited or not, and what it was shown of
+        # earlier answers and memories: it is shown again (turn, memory) only while all stay readable.
+        keys = tuple(dict.fromkeys([*(r.key for r in result.results), *sorted(turn.shown)]))
         answered = result.answer if cited else None
         self._store_turn(turn, request.query, answered, cited, keys)
-        if answered is not None and request.memory:
+        if answered is not None and request.memory and turn.stored:
             self._remember(caller, turn, request.query, answered, keys)
         usage = Usage(
             input_tokens=result.usage.input_tokens + turn.usage.input_tokens,
@@ -129,16 +146,21 @@ class ConversationService:
         )
 
     def memories(self, caller: Caller) -> list[Memory]:
-        """The caller's memories, newest first: only those whose cited documents stay readable, as recall
-        (the others are still removed by ``forget``)."""
+        """The caller's memories, newest first: only those whose documents stay readable, as recall (the
+        others are still removed by ``forget``)."""
         return self._readable(caller, self.store.memories(self._owner(caller, NO_USER_MEMORY), self.clock()))
 
     def forget(self, caller: Caller) -> int:
-        return self.store.forget(self._owner(caller, NO_USER_MEMORY))
+        return self.store.forget(self._owner(caller, NO_USER_MEMORY), self._marker_expiry())
 
     def delete(self, caller: Caller, conversation_id: str) -> None:
-        if not self.store.delete_conversation(self._owner(caller, NO_USER_MEMORY), conversation_id):
+        owner = self._owner(caller, NO_USER_MEMORY)
+        if not self.store.delete_conversation(owner, conversation_id, self._marker_expiry()):
             raise NotFound(NOT_YOURS)
+
+    def _marker_expiry(self) -> int:
+        """A delete's markers outlive any request that began before it (minutes) by far."""
+        return int(self.clock()) + DAY_SECONDS
 
     # --- steps ----------------------------------------------------------------------------------------
     @property
@@ -154,6 +176,7 @@ class ConversationService:
         self, caller: Caller, query: str, conversation_id: str | None, deadline: float | None
     ) -> _Turn:
         owner = self._owner(caller)
+        epoch = self.store.epoch(owner)  # before the history: a delete after this undoes what we write
         if conversation_id is None:  # a new conversation: nothing to read
             turn = _Turn(owner, new_conversation_id(), None)
         else:
@@ -161,6 +184,7 @@ class ConversationService:
             if history is None:
                 raise NotFound(NOT_YOURS)
             turn = _Turn(owner, conversation_id, history)
+        turn.epoch = epoch
         turn.query_used = turn.question = query
         if turn.history:
             self._follow_up(caller, turn, query, deadline)
@@ -178,9 +202,11 @@ class ConversationService:
         question, the caller's own words, does)."""
         generator = self.generator
         if generator is not None:
-            readable = set(self._readable_history(caller, turn))
+            answers = [t for t in reversed(self._readable_history(caller, turn)) if t.answer]
+            readable = set(within_documents(answers, turn.shown))
             shown = [
-                t if t in readable else replace(t, answer=None) for t in recent(turn.history, self._budget)
+                t if t in readable or not t.answer else replace(t, answer=None)
+                for t in recent(turn.history, self._budget)
             ]
             prompt = rewrite_prompt(query, shown, self._budget, self.settings.rewrite_max_tokens)
             try:
@@ -228,7 +254,9 @@ class ConversationService:
         stored = Turn(question, turn.query_used, answer, tuple(cited), tuple(keys), stamp, at_ns)
         overflow = len(turn.history) + 1 - self.settings.turns_kept
         drop = [t.at_ns for t in turn.history[: max(0, overflow)]]
-        self.store.add_turn(turn.owner, turn.conversation_id, stored, self._expires(now), drop)
+        turn.stored = self.store.add_turn(
+            turn.owner, turn.conversation_id, stored, self._expires(now), drop, epoch=turn.epoch
+        )
 
     def _query_vector(self, caller: Caller, turn: _Turn) -> list[float]:
         return self.searches._embed_query(caller, turn.query_used)  # cached: the search embedded it
@@ -251,7 +279,7 @@ class ConversationService:
         return self._readable(caller, wanted)[: self.settings.memory_limit]
 
     def _readable(self, caller: Caller, items: Sequence[T]) -> list[T]:
-        """The items whose cited documents the caller may all still read (one store call for all)."""
+        """The items whose documents the caller may all still read (one store call for all)."""
         keys = sorted({k for item in items for k in item.keys})
         if not keys:
             return list(items)
@@ -276,7 +304,7 @@ class ConversationService:
         existing = turn.memories if turn.memories is not None else self.store.memories(turn.owner, now)
         overflow = len(existing) + 1 - self.settings.memories_kept
         drop = existing[len(existing) - overflow :] if overflow > 0 else []
-        self.store.add_memory(turn.owner, memory, self._expires(now), drop)
+        self.store.add_memory(turn.owner, memory, self._expires(now), drop, epoch=turn.epoch)
 
 
 def similarity(a: Sequence[float], b: Sequence[float]) -> float:

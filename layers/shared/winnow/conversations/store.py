@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -24,7 +24,7 @@ class Turn:
     query_used: str
     answer: str | None
     cited: tuple[str, ...]  # chunk ids
-    keys: tuple[str, ...]  # their documents: an earlier answer is shown only while all stay readable
+    keys: tuple[str, ...]  # every document whose text reached the model for it: shown only while readable
     at: str  # ISO 8601, UTC
     at_ns: int  # orders turns; unique within a conversation
 
@@ -37,7 +37,7 @@ class Memory:
     conversation_id: str
     question: str
     answer: str
-    keys: tuple[str, ...]  # the documents the answer cited: recalled only while all stay readable
+    keys: tuple[str, ...]  # as a turn's: recalled and listed only while all stay readable
     at: str
     at_ns: int
     profile: str
@@ -54,33 +54,79 @@ def unpack_vector(data: bytes) -> tuple[float, ...]:
     return tuple(values)
 
 
+NO_DELETES = ":"  # the epoch of an owner who never deleted anything
+
+
+def epoch_of(any_delete: str, forget: str) -> str:
+    """An owner's delete markers as one value: moved by every delete (``any_delete``); by a forget."""
+    return f"{any_delete}:{forget}"
+
+
+def write_holds(begun: str, now: str, conversation_deleted: Callable[[], bool]) -> bool:
+    """Whether a write of a request that began at epoch ``begun`` may stay, the markers being ``now``: no
+    delete at all since; or no forget, and its conversation not deleted (asked only then)."""
+    if now == begun:
+        return True
+    if now.split(":")[1] != begun.split(":")[1]:
+        return False
+    return not conversation_deleted()
+
+
 class ConversationStore(ABC):
     """Turns and memories per owner (SQLite on the embedded default, DynamoDB in AWS). Expired items
-    (``expires``, epoch seconds) are never returned, whether or not they are gone yet."""
+    (``expires``, epoch seconds) are never returned, whether or not they are gone yet.
+
+    A delete racing a request that is still answering leaves nothing behind: the request reads the
+    owner's ``epoch`` before it begins, and its writes (``add_turn``, ``add_memory``) hold only if no
+    forget, and no delete of their conversation, came since; else they are undone and report False.
+    A deleted conversation keeps a tombstone (no text: its id) until ``expires``, so it never takes a
+    follow-up again."""
+
+    @abstractmethod
+    def epoch(self, owner: Owner) -> str:
+        """The owner's delete marker now (read strongly consistent): changed by every delete."""
 
     @abstractmethod
     def turns(self, owner: Owner, conversation_id: str, limit: int, now: float) -> list[Turn] | None:
-        """The newest ``limit`` turns, oldest first; None when the owner has no such conversation."""
+        """The newest ``limit`` turns, oldest first; None when the owner has no such conversation (or
+        deleted it)."""
 
     @abstractmethod
     def add_turn(
-        self, owner: Owner, conversation_id: str, turn: Turn, expires: int, drop: Sequence[int] = ()
-    ) -> None:
+        self,
+        owner: Owner,
+        conversation_id: str,
+        turn: Turn,
+        expires: int,
+        drop: Sequence[int] = (),
+        epoch: str | None = None,
+    ) -> bool:
         """Store ``turn`` and drop the turns at ``drop`` (``at_ns``: the oldest, past the turns kept), in
-        one write: the caller read the history anyway."""
+        one write: the caller read the history anyway. With ``epoch``: False, and nothing stored, when a
+        delete that concerns the turn came after it."""
 
     @abstractmethod
-    def delete_conversation(self, owner: Owner, conversation_id: str) -> bool:
-        """Its turns and the memories made from it, for good; False when the owner has no such one."""
+    def delete_conversation(self, owner: Owner, conversation_id: str, expires: int | None = None) -> bool:
+        """Its turns and the memories made from it, for good, leaving a tombstone until ``expires``;
+        False when the owner has no such one."""
 
     @abstractmethod
-    def add_memory(self, owner: Owner, memory: Memory, expires: int, drop: Sequence[Memory] = ()) -> None:
-        """Store ``memory`` and drop ``drop`` (the oldest, past the memories kept), in one write."""
+    def add_memory(
+        self,
+        owner: Owner,
+        memory: Memory,
+        expires: int,
+        drop: Sequence[Memory] = (),
+        epoch: str | None = None,
+    ) -> bool:
+        """Store ``memory`` and drop ``drop`` (the oldest, past the memories kept), in one write; with
+        ``epoch``, as ``add_turn``."""
 
     @abstractmethod
     def memories(self, owner: Owner, now: float) -> list[Memory]:
         """The owner's memories, newest first."""
 
     @abstractmethod
-    def forget(self, owner: Owner) -> int:
-        """Every memory and every conversation turn of the owner, for good; how many items went."""
+    def forget(self, owner: Owner, expires: int | None = None) -> int:
+        """Every memory and every conversation turn of the owner, for good; how many items went. The
+        marker it moves is kept until ``expires``."""

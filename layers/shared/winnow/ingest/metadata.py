@@ -1,7 +1,7 @@
 """User metadata that becomes filterable payload: S3 user metadata (``x-amz-meta-*``) and an optional
 Bedrock-style sidecar ``<key>.metadata.json`` (``{"metadataAttributes": {...}, "access": {...}}``). The
-sidecar wins when both name the same field, and its ``access`` wins over the one an upload form pinned
-(``winnow.access``)."""
+sidecar wins when both name the same field; the access list follows ``winnow.access.applicable_access``
+(one an upload form pinned on the object wins over the sidecar's)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import hashlib
 import json
 from typing import Any
 
-from winnow.access import ACCESS_KEY, UPLOAD_METADATA_NAME, decode_access, parse_access
+from winnow.access import ACCESS_KEY, UPLOAD_METADATA_NAME, applicable_access, decode_access, parse_access
 from winnow.errors import InvalidMetadata
 from winnow.jsonbounds import nesting_depth
 from winnow.rules import FIELD_NAME_RULE, is_field_name
@@ -98,9 +98,14 @@ def from_user_metadata(user_metadata: dict[str, str]) -> dict[str, Any]:
 
 
 def merge(user: dict[str, Any], sidecar: dict[str, Any] | None) -> dict[str, Any]:
+    """User metadata, then the sidecar's fields over it; the access list by the one rule."""
     merged: dict[str, Any] = dict(user)
     if sidecar:
         merged.update(sidecar)
+        access = applicable_access(user.get(ACCESS_KEY), sidecar.get(ACCESS_KEY))
+        merged.pop(ACCESS_KEY, None)
+        if access is not None:
+            merged[ACCESS_KEY] = access
     return merged
 
 

@@ -10,7 +10,16 @@ import mimetypes
 from dataclasses import dataclass
 from typing import NoReturn
 
-from winnow.access import UPLOAD_METADATA_NAME, AccessList, Caller, ReadScope, access_in, decode_access
+from winnow.access import (
+    UPLOAD_METADATA_NAME,
+    AccessList,
+    Caller,
+    ReadScope,
+    access_in,
+    applicable_access,
+    decode_access,
+    list_to_pin,
+)
 from winnow.errors import BadRequest, Forbidden, InvalidKey, InvalidMetadata, NotFound, ObjectGone
 from winnow.ingest import metadata as meta
 from winnow.ingest.metadata import is_sidecar
@@ -53,7 +62,8 @@ def sign_upload(
     metadata would override the document's), never more than ``max_bytes``. Field names and values were
     checked by the request schema; S3 stores names lowercased, so two names differing only in case clash.
     ``access`` is pinned in the form (``x-amz-meta-winnow-access``); ``rights`` checks that the caller may
-    replace what is there and grant what they ask (403 saying what is missing)."""
+    replace what is there and grant what they ask (403 saying what is missing). Without ``access`` the
+    form pins the document's current list (``list_to_pin``): leaving it out never opens a document."""
     problem = upload_path_problem(caller.tenant, path)
     if problem is not None:
         raise BadRequest(problem)
@@ -61,6 +71,9 @@ def sign_upload(
     problem = caller.grant_problem(access) or rights.write_problem(caller, key)
     if problem is not None:
         raise Forbidden(problem)
+    _, current = rights.access(caller.tenant, key)
+    from_sidecar = rights.sidecar_access(key) if access is None and current is not None else None
+    access = list_to_pin(access, current, from_sidecar)
     lowered: dict[str, str] = {}
     for name, value in metadata.items():
         if name.lower() in lowered:
@@ -161,15 +174,22 @@ class Rights:
                 record = self.ledger.get(tenant, key)
             return _record_access(record)
         try:
-            found = meta.from_user_metadata(info.metadata)
-            if meta.can_have_sidecar(key):
-                try:
-                    sidecar_info = self.objects.head(meta.sidecar_key(key))
-                    data = self.objects.get(meta.sidecar_key(key), sidecar_info)
-                    found = meta.merge(found, meta.parse_sidecar(data, self.max_sidecar_bytes))
-                except ObjectGone:
-                    pass
-            return access_in(found)
+            pinned = access_in(meta.from_user_metadata(info.metadata))
+        except InvalidMetadata:
+            return AccessList()
+        return applicable_access(pinned, self.sidecar_access(key))
+
+    def sidecar_access(self, key: str) -> AccessList | None:
+        """The list ``key``'s sidecar gives (None: no sidecar, or one without a list); a sidecar that
+        cannot be read closes the document, as ingest does."""
+        if not meta.can_have_sidecar(key):
+            return None
+        try:
+            sidecar_info = self.objects.head(meta.sidecar_key(key))
+            data = self.objects.get(meta.sidecar_key(key), sidecar_info)
+            return access_in(meta.parse_sidecar(data, self.max_sidecar_bytes))
+        except ObjectGone:
+            return None
         except InvalidMetadata:
             return AccessList()
 
@@ -184,7 +204,7 @@ class Rights:
         """Why ``caller`` may not replace or delete ``key`` (None: they may, or it does not exist)."""
         indexed, access = self.access(caller.tenant, key)
         exists = indexed or self.ledger.get(caller.tenant, key) is not None or _in_bucket(self.objects, key)
-        return caller.write_problem(exists, access, self.default_deny)
+        return caller.write_problem(exists, access, self.default_deny, sidecar=is_sidecar(key))
 
 
 def page(

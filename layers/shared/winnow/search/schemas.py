@@ -447,8 +447,8 @@ class UploadRequest(BaseModel):
     access: AccessModel | None = Field(
         default=None,
         description="Who may read the document (pinned in the signed form as x-amz-meta-winnow-access); "
-        "without it, every member of the tenant (or only the admins with DefaultAccess=deny). Only admins "
-        "may grant a group they are not in.",
+        "without it, a document that exists keeps its list, and a new one is read by every member of the "
+        "tenant (or only the admins with DefaultAccess=deny). Only admins may grant a group they are not in.",
     )
 
     @field_validator("path")
