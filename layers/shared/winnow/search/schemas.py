@@ -21,7 +21,6 @@ from winnow.errors import InvalidMetadata
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.rules import CONVERSATION_ID_RULE, FIELD_NAME_RULE, is_conversation_id, is_field_name
 from winnow.search.context import CONTEXT_CHARS
-from winnow.settings import SearchSettings
 
 
 def _unicode(value: str) -> str:
@@ -75,9 +74,6 @@ Scalar = Annotated[
         '(a filter takes one value, a list of values or a range {"gte": 1, "lte": 2})',
     ),
 ]
-
-
-_THRESHOLD = SearchSettings.model_fields["relevance_threshold"].default  # one default, stated once
 
 
 class RangeCondition(BaseModel):
@@ -173,10 +169,10 @@ class SearchRequest(BaseModel):
         default=None,
         ge=0,
         le=1,
-        description="Minimum score of a returned passage; default from configuration "
-        f"(WINNOW_SEARCH_RELEVANCE_THRESHOLD, {_THRESHOLD} unless set). When the score is the relevance "
-        f"model's estimated probability, {_THRESHOLD} drops passages with less than a "
-        f"{_THRESHOLD:.0%} estimated chance of being relevant.",
+        description="Minimum score of a returned passage; default: the threshold fitted with the "
+        "embedding profile's relevance model, unless the deployment sets WINNOW_SEARCH_RELEVANCE_THRESHOLD. "
+        "When the score is the relevance model's estimated probability, a threshold t drops passages "
+        "with less than a t estimated chance of being relevant.",
     )
     score_threshold: StrictFloat | None = Field(
         default=None, ge=0, le=1, description="Minimum dense similarity, applied inside the vector search."
