@@ -823,7 +823,7 @@ def env_candidates(template: dict[str, Any], value: Any) -> list[str | None]:
 def _filled(template: dict[str, Any], value: Any) -> list[str | None]:
     """The branch of an ``!If`` that sets a variable: a parameter empty by default is set to its sample
     (the condition beside ``AWS::NoValue`` is that it is not empty)."""
-    candidates = [c for c in env_candidates(template, value) if c]
+    candidates: list[str | None] = [c for c in env_candidates(template, value) if c]
     return candidates or [SAMPLE_VALUES[value["Ref"]]]
 
 

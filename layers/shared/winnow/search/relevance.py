@@ -223,6 +223,8 @@ class RelevanceModels:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RelevanceModels:
+        if data.get("threshold") is None:
+            raise ValueError("a relevance artifact states its threshold (fitted with its models)")
         return cls(
             profile=str(data["profile"]),
             version=int(data.get("version", 1)),

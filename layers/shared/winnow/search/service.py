@@ -110,12 +110,12 @@ class SearchService:
         self._query_vector = lru_cache(maxsize=cache_size)(self._embed_uncached)
         # The relevance models fitted for this embedding profile (None: cosine scores, see ``_relevance``).
         self.models = load_models(embedder.profile.slug) if models == "shipped" else models
-        # The deployment's threshold when it sets one, else the artifact's.
-        self.threshold = (
-            settings.relevance_threshold
-            if settings.relevance_threshold is not None
-            else default_threshold(self.models)
-        )
+
+    @property
+    def threshold(self) -> float:
+        """The default threshold: the deployment's when it sets one, else the artifact's."""
+        configured = self.settings.relevance_threshold
+        return configured if configured is not None else default_threshold(self.models)
 
     def _embed_query(self, caller: Caller, query: str) -> list[float]:
         return self._query_vector(caller.tenant, caller.user, self.embedder.profile.slug, query)
