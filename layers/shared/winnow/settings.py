@@ -69,7 +69,7 @@ class QdrantSettings(BaseSettings):
         description="Qdrant Edge (embedded): points a collection's appendable segment takes before a write "
         "seals it (int8 copies in RAM, originals and indexes on disk), with the document model's memory "
         "given back meanwhile; 0 never seals (one appendable segment, read whole by every dense search). "
-        "Applied when a collection is created; docs/benchmarks.md has the figures behind 8,192.",
+        "Applied when a collection is created; training/NOTEBOOK.md has the figures behind 8,192.",
     )
     # Collection layout for Qdrant Cloud, applied when a collection is created (docs/scaling.md explains
     # the defaults). The embedded engine ignores what it lacks; changing one later needs a new collection

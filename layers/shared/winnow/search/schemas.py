@@ -93,7 +93,7 @@ class RangeCondition(BaseModel):
         return self
 
 
-# What one search's filters may cost, the same rule in AWS and on `winnow serve` (docs/benchmarks.md,
+# What one search's filters may cost, the same rule in AWS and on `winnow serve` (training/NOTEBOOK.md,
 # "Search cost"): the engine checks a list's values per point. Past 50 values a list cost 20 x more on
 # Qdrant Edge (20 lists of 100 strings 163 ms, of 50 7 ms, at 300 chunks), and a fractional number in a
 # list is a range condition of its own (about 7 ms each there; an integer or a string joins one MatchAny).
@@ -129,7 +129,7 @@ def error_path(loc: tuple[int | str, ...]) -> list[str]:
     return parts
 
 
-# Measured on passages, SciFact and at 5,000 and 50,000 chunks (docs/benchmarks.md, issues 24 and 28).
+# Measured on passages, SciFact and at 5,000 and 50,000 chunks (training/NOTEBOOK.md, issues 24 and 28).
 DEFAULT_CANDIDATES = 15
 RERANKED_CANDIDATES = 30
 

@@ -9,7 +9,7 @@ The rules, in the order they apply:
    while the chunk stays within ``target_chars``. A definition-list entry (``Block.entry``: one option
    of a manual page, one ``<dt>``/``<dd>`` pair) is a chunk of its own (a tiny one still merges by
    rule 5): with a 256-token embedder a passage holding four options matched a question about one of
-   them less well (docs/benchmarks.md).
+   them less well (training/NOTEBOOK.md).
 3. **Long blocks are split** at sentence ends or line breaks, a sentence that is still too long at
    word boundaries, and a token longer than the room left (``target_chars - overlap_chars``) is cut
    where it must be. Pieces are balanced (each aims at the run's remaining length divided by the
