@@ -217,6 +217,46 @@ def test_documents_benchmark_prints_ocr_and_hit_rates(capsys: pytest.CaptureFixt
     assert result["table_questions_pdf"] >= 13 and result["hit3_tables_pdf"] > 0.5
 
 
+def test_the_fit_writes_an_artifact_with_its_threshold_version_and_provenance(tmp_path: Path) -> None:
+    """What ``python -m training.fit`` writes (``--write-model``), here into a folder of the test's own."""
+    import re
+
+    from training.data import load_eval_set
+    from winnow.search.relevance import load_models
+
+    # Given 12 SciFact documents, 3 of their queries and 6 fitting off-topic questions
+    eval_set = load_eval_set(eval_dir=EXCERPT_EVAL_DIR).limited(12, 3)
+    offtopic = read_lines(OFFTOPIC_FILE)[:6]
+    models = tmp_path / "models"
+    # When the models are fitted and written twice
+    for run in ("first", "second"):
+        quality.run(
+            eval_set,
+            tmp_path / run,
+            folds=3,
+            embed_cache=None,
+            offtopic=offtopic,
+            write_model=models,
+            known_items=6,
+        )
+    # Then one artifact holds the models, the threshold the rule chose, the second version, and where
+    # they came from: the data it read, the folds, the command that fits it again, the day
+    (path,) = models.glob("*.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["version"] == 2 and 0 <= data["threshold"] <= 1
+    provenance = data["provenance"]
+    assert provenance["command"] == quality.FIT_COMMAND
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", provenance["date"])
+    assert provenance["folds"].startswith("3 folds over query ids, seed ")
+    assert "12 documents, 3 judged claims" in provenance["data"]["corpus"]
+    assert provenance["data"]["offtopic"] == "6 of training/data/offtopic.txt"
+    assert provenance["threshold_rule"].startswith("lowest threshold refusing at least 96%")
+    # And the search loads it for its profile, with that threshold as its default
+    loaded = load_models(path.stem, models)
+    assert loaded is not None and loaded.threshold == data["threshold"] and loaded.version == 2
+    assert {"hybrid", "dense", "sparse"} <= set(loaded.modes)
+
+
 def _backup_and_leave(tmp_path: Path) -> tuple[Path, Path]:
     """Two generated documents (no /usr/share) and three questions with their answering excerpts: the
     folder and the question file the passage benchmark takes."""
