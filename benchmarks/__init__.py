@@ -1,3 +1,2 @@
-"""Benchmarks that prove Winnow's retrieval quality, speed and embedding cost with figures anyone can
-reproduce: ``python -m benchmarks.quality``, ``python -m benchmarks.speed``, ``python -m benchmarks.cost``.
-They run the real Lambda handlers on an embedded stack; see docs/benchmarks.md for the latest figures."""
+"""Product benchmarks: speed, cost and scale of the real handlers, each figure beside a baseline measured
+in the same run (docs/quality.md). Retrieval quality and the relevance model are in ``training``."""

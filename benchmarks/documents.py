@@ -327,7 +327,7 @@ def run(pages_count: int, services: int) -> dict[str, Any]:
         scan_wanted = scanned_pages_wanted(stack, scan_qs)
         figures["hit3_scans"] = hit_rate(stack, scan_wanted, on_scanned_page)
         # What a client gets without choosing a threshold: a refused question is a miss.
-        figures["default_threshold"] = stack.container.settings.search.relevance_threshold
+        figures["default_threshold"] = stack.container.search_service().threshold
         figures["hit3_scans_default"] = hit_rate(
             stack, scan_wanted, on_scanned_page, figures["default_threshold"]
         )

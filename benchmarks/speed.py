@@ -49,8 +49,8 @@ from benchmarks.common import (
     stdout_reserved_for_result,
     table,
 )
-from benchmarks.data import REPO_ROOT, EvalSet, load_eval_set
 from benchmarks.stack import EmbeddedStack, write_documents
+from training.data import REPO_ROOT, EvalSet, load_eval_set
 
 EVENT_RECORDS = 50
 NAIVE_BATCH = 32

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -70,11 +70,11 @@ class EmbeddedStack:
         home: Path,
         env: Mapping[str, str | None] | None = None,
         tenant: str = DEFAULT_TENANT,
-        embed_cache: Path | None = None,
+        wrap_embedder: Callable[[Any], Any] | None = None,
     ):
         self.home = Path(home)
         self.tenant = tenant
-        self.embed_cache = embed_cache
+        self.wrap_embedder = wrap_embedder  # e.g. training's embedding cache
         self._env: dict[str, str | None] = dict.fromkeys(_CLEARED)
         self._env.update({"WINNOW_HOME": str(self.home), "WINNOW_EMBEDDER": "local"})
         self._env.update(env or {})
@@ -88,11 +88,9 @@ class EmbeddedStack:
         self._environ = contextlib.ExitStack()
         self._environ.enter_context(patched_environ(self._env))
         self.container = Container(Settings())
-        if self.embed_cache is not None:
-            from benchmarks.embedcache import CachingEmbedder
-
+        if self.wrap_embedder is not None:
             # ``embedder`` is a cached property: the wrapper replaces it before anything reads it.
-            self.container.__dict__["embedder"] = CachingEmbedder(self.container.embedder, self.embed_cache)
+            self.container.__dict__["embedder"] = self.wrap_embedder(self.container.embedder)
         set_container(self.container)
         return self
 

@@ -1,11 +1,11 @@
 """How the local processes keep their resident memory down (issue 28: `winnow ingest` within 400 MB,
-a search process within 200 MB; figures in docs/benchmarks.md).
+a search process within 200 MB; figures in training/NOTEBOOK.md).
 
 ``release_mapped_pages`` gives back the pages an engine read while opening its files and will not read
 again. Why: opening a Qdrant Edge shard reads its write-ahead log through (to replay what was not flushed) and
 maps its appendable segment's keyword indexes whole (a 4 MB page and 1 MB trackers each, however few
 points they hold). Those pages stay resident for the life of the process although a search never
-touches them again: about 45 MB of a search process at 5,000 chunks (docs/benchmarks.md, issue 28).
+touches them again: about 45 MB of a search process at 5,000 chunks (training/NOTEBOOK.md, issue 28).
 
 Only *shared* file mappings are released (``MADV_DONTNEED``): their contents live in the page cache
 and the file, so nothing is lost; the next access maps the page back. Private mappings (whose pages may
@@ -128,7 +128,7 @@ def room() -> Iterator[None]:
 
     Why: sealing an Edge segment of 8,192 points maps and writes about 120 MB on top of the process,
     and an ingest holds the document model's session (about 166 MB once it has run) beside it: the two
-    together took an ingest past its 400 MB cap, either alone does not (docs/benchmarks.md, issue 28).
+    together took an ingest past its 400 MB cap, either alone does not (training/NOTEBOOK.md, issue 28).
     Holders are released one after the other and restored in reverse order when the step is done."""
     with ExitStack() as stack:
         for holder in list(_holders):

@@ -1,11 +1,11 @@
-"""``benchmarks.conversations`` on the SciFact excerpt that ships in the repository: dialogues whose
+"""``training.conversations`` on the SciFact excerpt that ships in the repository: dialogues whose
 follow-ups are ambiguous alone, every way of searching them scored, the rewrites sent to the fake."""
 
 from __future__ import annotations
 
 from benchmarks.common import Progress
-from benchmarks.conversations import build_dialogues, run
-from benchmarks.data import EXCERPT_EVAL_DIR
+from training.conversations import build_dialogues, run
+from training.data import EXCERPT_EVAL_DIR
 
 
 def test_dialogues_are_built_from_the_documents_and_ambiguous_alone() -> None:

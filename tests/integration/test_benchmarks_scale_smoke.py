@@ -1,5 +1,5 @@
 """The scale benchmarks' entry points on tiny inputs: they print the promised JSON with sane figures and
-check their own results (full runs and their figures: docs/benchmarks.md)."""
+check their own results (full runs and their figures: training/NOTEBOOK.md)."""
 
 from __future__ import annotations
 
@@ -105,30 +105,3 @@ def test_ingest_scale_compares_the_concurrent_schedule_with_todays_and_loses_not
     assert result["docs_per_s"] > 0 and result["baseline_docs_per_s"] > 0
     assert result["speedup"] == pytest.approx(result["docs_per_s"] / result["baseline_docs_per_s"], rel=0.01)
     assert result["throttled"] == 0
-
-
-def test_ingest_speed_prints_embedder_and_ingest_rates_with_peak_memory(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from pathlib import Path
-
-    from benchmarks import ingest_speed
-
-    bundled = Path(__file__).resolve().parents[1] / "data" / "scifact"
-    # When the local ingest benchmark runs on four abstracts and one long document
-    assert ingest_speed.main(["--json", "--short", "4", "--long", "1", "--eval-dir", str(bundled)]) == 0
-    result = json.loads(capsys.readouterr().out)
-    # Then each set has the embedder's rate, ingest's rate, their ratio and the peak RSS of each process
-    for name, documents in (("short", 4), ("long", 1)):
-        row = result["sets"][name]
-        this = row["this"]
-        assert row["documents"] == documents and row["texts"] >= documents
-        assert this["statuses"] == {"indexed": documents} and this["chunks"] >= row["texts"]
-        assert row["embedder_docs_per_s"] > 0 and this["ingest_docs_per_s"] > 0
-        assert this["ratio"] == pytest.approx(
-            this["ingest_docs_per_s"] / row["embedder_docs_per_s"], rel=0.02
-        )
-        assert this["peak_rss_mb"] > 0 and row["embedder_peak_rss_mb"] > 0
-    # And a search process's peak RSS, after one query answered
-    assert result["sets"]["short"]["this"]["search_status"] == 200
-    assert result["sets"]["short"]["this"]["search_peak_rss_mb"] > 0

@@ -1,5 +1,5 @@
 """Each benchmark's entry point, run on a tiny corpus through the real handlers, prints the promised JSON
-with sane figures. The full runs are not part of the test command (see docs/benchmarks.md)."""
+with sane figures. The full runs are not part of the test command (see training/NOTEBOOK.md)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks import cost, quality, speed
-from benchmarks.data import EXCERPT_EVAL_DIR, OFFTOPIC_FILE, read_lines
-from benchmarks.quality_report import THRESHOLDS
+from benchmarks import cost, speed
+from training import quality
+from training.data import EXCERPT_EVAL_DIR, OFFTOPIC_FILE, read_lines
+from training.quality_report import THRESHOLDS
 
 # The excerpt that ships in the repository, so the tests need nothing beside it.
 EVAL = ["--eval-dir", str(EXCERPT_EVAL_DIR)]
@@ -216,36 +217,44 @@ def test_documents_benchmark_prints_ocr_and_hit_rates(capsys: pytest.CaptureFixt
     assert result["table_questions_pdf"] >= 13 and result["hit3_tables_pdf"] > 0.5
 
 
-def test_tenant_idf_shows_scores_isolated(capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import tenant_idf
+def test_the_fit_writes_an_artifact_with_its_threshold_version_and_provenance(tmp_path: Path) -> None:
+    """What ``python -m training.fit`` writes (``--write-model``), here into a folder of the test's own."""
+    import re
 
-    # When the benchmark runs on a small collection of two tenants
-    assert tenant_idf.main(["--json", "--points", "150", "--queries", "6"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    # Then on Edge the victim's flood moves eve's scores only with the collection-wide IDF
-    assert [row["engine"] for row in rows] == ["edge"]
-    for row in rows:
-        assert row["eve_change_idf_over_tenant"] == 0.0
-        assert row["eve_change_idf_over_collection"] > 0.05
-        assert row["ratio"] > 0
+    from training.data import load_eval_set
+    from winnow.search.relevance import load_models
 
-
-def test_search_cost_benchmark_prints_costs_and_the_lanes(capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import serve_search_cost
-
-    serve_search_cost.main(
-        ["--docs", "3", "--repeats", "1", "--clients", "2", "--each", "2", "--b-count", "2"]
-    )
-    out = capsys.readouterr().out
-    rows = {
-        line.split("  ")[0]: line.split() for line in out.splitlines() if line.startswith(("old", "worst"))
-    }
-    # the old limits' bodies are refused now, the worst valid body is answered
-    old = [r for name, r in rows.items() if name.startswith("old")]
-    assert len(old) == 2 and all("422" in r for r in old), rows
-    assert "200" in rows["worst valid now"]
-    for lane in ("b alone", "one queue (before)", "per-tenant turns"):
-        assert lane in out
+    # Given 12 SciFact documents, 3 of their queries and 6 fitting off-topic questions
+    eval_set = load_eval_set(eval_dir=EXCERPT_EVAL_DIR).limited(12, 3)
+    offtopic = read_lines(OFFTOPIC_FILE)[:6]
+    models = tmp_path / "models"
+    # When the models are fitted and written twice
+    for run in ("first", "second"):
+        quality.run(
+            eval_set,
+            tmp_path / run,
+            folds=3,
+            embed_cache=None,
+            offtopic=offtopic,
+            write_model=models,
+            known_items=6,
+        )
+    # Then one artifact holds the models, the threshold the rule chose, the second version, and where
+    # they came from: the data it read, the folds, the command that fits it again, the day
+    (path,) = models.glob("*.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["version"] == 2 and 0 <= data["threshold"] <= 1
+    provenance = data["provenance"]
+    assert provenance["command"] == quality.FIT_COMMAND
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", provenance["date"])
+    assert provenance["folds"].startswith("3 folds over query ids, seed ")
+    assert "12 documents, 3 judged claims" in provenance["data"]["corpus"]
+    assert provenance["data"]["offtopic"] == "6 of training/data/offtopic.txt"
+    assert provenance["threshold_rule"].startswith("lowest threshold refusing at least 96%")
+    # And the search loads it for its profile, with that threshold as its default
+    loaded = load_models(path.stem, models)
+    assert loaded is not None and loaded.threshold == data["threshold"] and loaded.version == 2
+    assert {"hybrid", "dense", "sparse"} <= set(loaded.modes)
 
 
 def _backup_and_leave(tmp_path: Path) -> tuple[Path, Path]:
@@ -277,7 +286,7 @@ def _backup_and_leave(tmp_path: Path) -> tuple[Path, Path]:
 def test_passage_benchmark_prints_every_figure_for_winnow_and_both_bm25_baselines(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from benchmarks import passages
+    from training import passages
 
     # Given two generated documents (no /usr/share) and three questions with their answering excerpts
     folder, questions = _backup_and_leave(tmp_path)
@@ -304,7 +313,7 @@ def test_passage_benchmark_prints_every_figure_for_winnow_and_both_bm25_baseline
 def test_passage_benchmark_with_context_counts_answers_in_the_text_around_a_result(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from benchmarks import passages
+    from training import passages
 
     # Given a document whose answer sits in the section after the one its question matches
     folder = tmp_path / "docs"
@@ -334,10 +343,10 @@ def test_passage_benchmark_with_context_counts_answers_in_the_text_around_a_resu
 def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out_fold(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from benchmarks import passages
+    from training import passages
     from winnow.search.relevance import LogisticModel, RelevanceModels, load_models
 
-    # Given two documents, three questions, and a fold file (as benchmarks.quality --fold-models writes
+    # Given two documents, three questions, and a fold file (as training.quality --fold-models writes
     # it): the first fold holds out the backup questions with the shipped models at a threshold nothing
     # clears; the second the leave question and every fitting off-topic question with a model that
     # scores every passage 0.99995, at 0.9999, which only that model clears
@@ -346,7 +355,7 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
     shipped = load_models(profile)
     assert shipped is not None
     always = LogisticModel(("cosine",), (0.0,), 10.0)
-    constant = RelevanceModels(profile, dict.fromkeys(("hybrid", "dense", "sparse"), always))
+    constant = RelevanceModels(profile, dict.fromkeys(("hybrid", "dense", "sparse"), always), 0.9999)
     offtopic = read_lines(OFFTOPIC_FILE)
 
     def fold(held: list[str], models: RelevanceModels, threshold: float, off: list[str]) -> dict:
@@ -380,7 +389,7 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
     folds.write_text(json.dumps({"folds": [fold(["b1"], shipped, 0.0, offtopic)]}), encoding="utf-8")
     with pytest.raises(ValueError, match="holds out no fold with b2, l1"):
         passages.main([*argv, "--fold-models", str(folds)])
-    other = RelevanceModels("local-other-8", shipped.modes)
+    other = RelevanceModels("local-other-8", shipped.modes, shipped.threshold)
     folds.write_text(
         json.dumps({"folds": [fold(["b1", "b2", "l1"], other, 0.0, offtopic)]}), encoding="utf-8"
     )
@@ -390,7 +399,7 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
 
 def test_passage_fitting_set_reads_the_candidates_of_a_default_request(tmp_path: Path) -> None:
     from benchmarks.common import Progress
-    from benchmarks.passages import fitting_set
+    from training.passages import fitting_set
     from winnow.search.schemas import SearchRequest, default_candidates
 
     # Given a document of 40 short sections (more chunks than any candidate list) and one question
@@ -436,7 +445,7 @@ def test_quality_fold_models_need_the_passage_questions(tmp_path: Path) -> None:
 def test_quality_passages_refuses_too_few_questions_to_hold_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from benchmarks.passages import FittingSet
+    from training.passages import FittingSet
 
     # Given a machine where only two passage questions have their documents, fewer than the folds
     def two_questions(*args: Any, **kwargs: Any) -> FittingSet:

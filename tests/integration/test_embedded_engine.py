@@ -170,7 +170,7 @@ def test_opening_a_shard_keeps_no_page_it_read_to_open_and_loses_nothing(tmp_pat
         store = engine.store(PROFILE, qsettings())
         assert len(keys(store.search(query("acme", "alpha", limit=5)))) == 5
         # Then what loading read (the log's replay, the indexes' pages mapped whole) is not resident
-        # (it was 25 MB and more: five keyword indexes of 5 MB each, docs/benchmarks.md)
+        # (it was 25 MB and more: five keyword indexes of 5 MB each, training/NOTEBOOK.md)
         assert resident_kb(folder) < 4 * 1024
         # And writes after it land and outlive the process
         store.upsert([point("acme", "late.txt", "gamma delta")])

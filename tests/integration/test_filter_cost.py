@@ -1,6 +1,6 @@
 """What a metadata filter costs in Qdrant's local mode, where every condition is evaluated in Python for
 every point: a list of mixed values is grouped into a few conditions instead of one per value, so 20
-fields x 100 values cannot stall ``winnow serve`` for seconds (figures in docs/reliability.md)."""
+fields x 100 values cannot stall ``winnow serve`` for seconds (figures in docs/guarantees.md)."""
 
 from __future__ import annotations
 

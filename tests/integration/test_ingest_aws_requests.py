@@ -1,6 +1,6 @@
 """How many S3 and DynamoDB requests ingest makes per document. In a bulk ingest every request costs the
 Lambda's CPU (botocore signs, serialises and parses each one), so the count per document is what bounds
-documents per second per instance (docs/benchmarks.md, bulk ingest)."""
+documents per second per instance (training/NOTEBOOK.md, bulk ingest)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ with the local ONNX model, ``python -m winnow_local serve --port 0`` serves them
 ``tests/support/loadgen.py`` (a third process) drives 20 keep-alive clients for a bounded time. Every
 answer must be a 200 with the expected top document; latency percentiles are printed, never asserted
 (figures depend on the machine). ``WINNOW_LOAD_SECONDS`` sets the duration (10 s here; the documented
-run in docs/reliability.md uses 30)."""
+run in docs/guarantees.md uses 30)."""
 
 from __future__ import annotations
 

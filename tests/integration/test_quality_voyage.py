@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import quality
-from benchmarks.data import EvalSet
-from benchmarks.quality_report import THRESHOLDS, render
+from training import quality
+from training.data import EvalSet
+from training.quality_report import THRESHOLDS, render
 from winnow_fakes.fake_voyage import DEFAULT_API_KEY, FakeVoyageServer
 
 TOPICS = {

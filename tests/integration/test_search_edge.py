@@ -204,7 +204,8 @@ def test_error_messages_say_what_is_wrong_and_what_to_send(
 
 def test_filters_over_the_cost_limits_are_422_naming_the_limit(loaded: EmbeddedStack) -> None:
     """Issue 31: 19 fields x 100 values made one search cost 1.65 s against 2.7 ms; the limits are the
-    schema's (one rule for AWS and ``winnow serve``), chosen by benchmarks/serve_search_cost.py."""
+    schema's (one rule for AWS and ``winnow serve``), measured by benchmarks/serve_search_cost.py (in git at
+    commit 7bf8fee)."""
     from winnow.search.schemas import MAX_FILTER_FRACTIONS, MAX_FILTER_VALUES
 
     def search(filters: dict[str, Any]) -> tuple[int, dict[str, str], Any]:

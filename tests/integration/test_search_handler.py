@@ -13,6 +13,7 @@ import pytest
 
 from functions.search import app as search_app
 from tests.support.stack import EmbeddedStack
+from training.evidence import candidates
 from winnow.access import ReadScope
 from winnow.ports import SearchQuery
 from winnow.search.schemas import default_candidates
@@ -278,9 +279,13 @@ def test_a_ranked_model_orders_by_its_order_model_and_scores_the_best_by_its_ans
         intercept=0.0,
     )
     service = search_app.service()
-    service.models = RelevanceModels(profile=stack.container.embedder.profile.slug, modes={"hybrid": ranked})
+    service.models = RelevanceModels(
+        profile=stack.container.embedder.profile.slug, modes={"hybrid": ranked}, threshold=0.5
+    )
     query, top_k = "zephyr report", 5
-    evidence = {h.point_id: e for h, e in service.candidates("acme", SearchRequest(query=query, top_k=top_k))}
+    evidence = {
+        h.point_id: e for h, e in candidates(service, "acme", SearchRequest(query=query, top_k=top_k))
+    }
     best_cosine = max(e.cosine for e in evidence.values())
     best_bm25 = max(e.bm25 or 0.0 for e in evidence.values())
     by_cosine = max(evidence, key=lambda p: evidence[p].cosine)
@@ -302,41 +307,6 @@ def test_a_ranked_model_orders_by_its_order_model_and_scores_the_best_by_its_ans
     for r, b in zip(results, bm25, strict=True):
         expected = 1 / (1 + math.exp(-(6.0 * (b / best_bm25 - 1.0) + 8.0 * best_cosine - 4.0)))
         assert r["score"] == pytest.approx(expected, abs=1e-6) and 0 < r["score"] < 1
-
-
-def test_pool_coverage_is_the_share_of_the_query_terms_some_candidate_holds(stack: EmbeddedStack) -> None:
-    """``pool_coverage`` tells whether the tenant's text knows the question's words at all: measured
-    over all the candidates together, the same for each of them."""
-    from winnow.search.relevance import LogisticModel, RelevanceModels
-    from winnow.search.schemas import SearchRequest
-
-    # Given notes and engines, and a query of three keyword terms: ``zephyr`` only in the engines,
-    # ``team`` only in the notes, ``quasar`` nowhere
-    _engines_and_notes(stack)
-    service = search_app.service()
-    service.models = RelevanceModels(
-        profile=stack.container.embedder.profile.slug,
-        modes={"hybrid": LogisticModel(("pool_coverage",), (3.0,), 0.0)},
-    )
-    # When its candidates are gathered
-    evidence = [e for _, e in service.candidates("acme", SearchRequest(query="zephyr team quasar"))]
-    # Then every candidate carries the same share, two terms of three, though no passage holds two
-    assert evidence and {round(e.pool_coverage or 0.0, 6) for e in evidence} == {round(2 / 3, 6)}
-    assert max(e.coverage or 0.0 for e in evidence) == pytest.approx(1 / 3)
-    # And a question whose every term some candidate holds covers all of it
-    whole = [e for _, e in service.candidates("acme", SearchRequest(query="zephyr team"))]
-    assert {e.pool_coverage for e in whole} == {1.0}
-    # And a search measures it for a model that reads no other keyword evidence: each score is that
-    # model's probability of two terms of three
-    expected = {round(1 / (1 + math.exp(-2.0)), 6)}
-    status, body = stack.search("zephyr team quasar", relevance_threshold=0)
-    assert status == 200 and body["results"]
-    assert {round(r["score"], 6) for r in body["results"]} == expected
-    # And so does a dense search, which encodes the keywords only to measure them
-    service.models.modes["dense"] = service.models.modes["hybrid"]
-    status, body = stack.search("zephyr team quasar", relevance_threshold=0, mode="dense")
-    assert status == 200 and body["results"]
-    assert {round(r["score"], 6) for r in body["results"]} == expected
 
 
 def test_a_hybrid_query_of_keyword_stop_words_only_is_answered_by_the_dense_side(
@@ -430,7 +400,8 @@ def test_a_default_request_casts_the_wider_net_only_for_a_reranker(
 def test_candidates_as_searched_are_as_many_as_the_search_fetches_for_its_reranker(
     rerank_stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What the passage benchmark's bound reads: a search's results are always some of these."""
+    """What the passage benchmark's bound reads (``training.evidence``): a search's results are always
+    some of these."""
     from winnow.search.schemas import SearchRequest
 
     # Given a re-ranker configured, and the store's searches watched
@@ -443,7 +414,7 @@ def test_candidates_as_searched_are_as_many_as_the_search_fetches_for_its_rerank
         (SearchRequest(query="boiler room"), True),
         (SearchRequest(query="boiler room", rerank=False), True),
     ):
-        assert service.candidates("acme", request, as_searched=as_searched)
+        assert candidates(service, "acme", request, as_searched=as_searched)
     # Then the model's pool is 15, the re-ranked search's 30, and 15 when the request turns it off
     assert limits == [15, 30, 15]
 

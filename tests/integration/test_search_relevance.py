@@ -8,6 +8,7 @@ import pytest
 
 from functions.search.app import service
 from tests.support.stack import EmbeddedStack
+from training.evidence import candidates as gather
 from winnow.search.relevance import load_models
 from winnow.search.schemas import SearchRequest
 from winnow_local.cli.demo import SAMPLES_DIR, SOURCES_DIR
@@ -39,7 +40,7 @@ def test_score_is_the_shipped_models_probability_and_orders_the_results(handbook
     status, body = handbook.search(query, top_k=10, relevance_threshold=0)
     assert status == 200
     # Then each score is the hybrid model's probability over the candidates' evidence, best first
-    candidates = service().candidates("acme", SearchRequest(query=query, top_k=10))
+    candidates = gather(service(), "acme", SearchRequest(query=query, top_k=10))
     probability = dict(
         zip(
             [hit.point_id for hit, _ in candidates],

@@ -633,11 +633,23 @@ def test_search_api_uses_a_jwt_authorizer_cors_and_routes_the_app_serves() -> No
     assert search["Environment"]["Variables"]["WINNOW_SEARCH_TENANT_CLAIM"] == {"Ref": "TenantClaim"}
 
 
-def test_the_stack_default_relevance_threshold_is_the_settings_default() -> None:
-    # Given the template's RelevanceThreshold parameter, then its default is the one the settings use
+def test_the_stack_leaves_the_relevance_threshold_to_the_model_unless_a_deployment_sets_one() -> None:
+    # Given the template's RelevanceThreshold parameter and the search function's environment
     t = load_template()
-    default = settings_module.SearchSettings.model_fields["relevance_threshold"].default
-    assert float(t["Parameters"]["RelevanceThreshold"]["Default"]) == default
+    parameter = t["Parameters"]["RelevanceThreshold"]
+    variables = t["Resources"]["SearchFunction"]["Properties"]["Environment"]["Variables"]
+    # Then by default it is empty, and the variable is only set when a deployment fills it in: the
+    # default threshold is the relevance model's own (its artifact), stated nowhere else
+    assert parameter["Default"] == ""
+    assert re.fullmatch(parameter["AllowedPattern"], "") and re.fullmatch(parameter["AllowedPattern"], "0.4")
+    assert not re.fullmatch(parameter["AllowedPattern"], "1.5")
+    assert t["Conditions"]["HasRelevanceThreshold"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "RelevanceThreshold"}, ""]}]
+    }
+    assert variables["WINNOW_SEARCH_RELEVANCE_THRESHOLD"] == {
+        "Fn::If": ["HasRelevanceThreshold", {"Ref": "RelevanceThreshold"}, {"Ref": "AWS::NoValue"}]
+    }
+    assert settings_module.SearchSettings.model_fields["relevance_threshold"].default is None
 
 
 def test_snapstart_and_provisioned_concurrency_are_optional_and_exclusive() -> None:
@@ -780,15 +792,25 @@ def test_outputs_name_everything_a_team_needs_after_deploy() -> None:
 SAMPLE_VALUES = {  # parameters without a default, as a team would answer `sam deploy --guided`
     "QdrantUrl": "https://xyz-example.eu-central-1-0.aws.cloud.qdrant.io",
     "JwtIssuer": "https://cognito-idp.eu-central-1.amazonaws.com/eu-central-1_EXAMPLE",
+    "RelevanceThreshold": "0.4",  # empty by default, and then unset (an !If on AWS::NoValue)
 }
 DEPLOY_TIME = "arn:aws:resolved-at-deploy-time"
 
 
-def env_candidates(template: dict[str, Any], value: Any) -> list[str]:
+def env_candidates(template: dict[str, Any], value: Any) -> list[str | None]:
     """The values an environment variable can take: literals as they are, parameters over their allowed
-    values (or default), anything resolved at deploy time as a placeholder."""
+    values (or default), ``!If`` over both branches (None: ``AWS::NoValue``, the variable unset),
+    anything resolved at deploy time as a placeholder."""
     if isinstance(value, str | int | float | bool):
         return [str(value)]
+    no_value = {"Ref": "AWS::NoValue"}
+    if isinstance(value, dict) and set(value) == {"Fn::If"} and no_value in value["Fn::If"]:
+        _, *branches = value["Fn::If"]
+        return [
+            candidate
+            for branch in branches
+            for candidate in ([None] if branch == no_value else _filled(template, branch))
+        ]
     params = template["Parameters"]
     if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in params:
         param = params[value["Ref"]]
@@ -801,6 +823,13 @@ def env_candidates(template: dict[str, Any], value: Any) -> list[str]:
     return [DEPLOY_TIME]
 
 
+def _filled(template: dict[str, Any], value: Any) -> list[str | None]:
+    """The branch of an ``!If`` that sets a variable: a parameter empty by default is set to its sample
+    (the condition beside ``AWS::NoValue`` is that it is not empty)."""
+    candidates: list[str | None] = [c for c in env_candidates(template, value) if c]
+    return candidates or [SAMPLE_VALUES[value["Ref"]]]
+
+
 def environments(template: dict[str, Any], name: str) -> Iterator[dict[str, str]]:
     """The function's environment with every parameter at its default, then each one varied alone."""
     params = template["Parameters"]
@@ -811,10 +840,14 @@ def environments(template: dict[str, Any], name: str) -> Iterator[dict[str, str]
         param = params.get(value.get("Ref", "")) if isinstance(value, dict) else None
         if param is not None and "Default" in param:
             base[var] = str(param["Default"])
-    yield base
+    yield _set(base)
     for var, values in options.items():
         for value in values:
-            yield {**base, var: value}
+            yield _set({**base, var: value})
+
+
+def _set(env: dict[str, str | None]) -> dict[str, str]:
+    return {var: value for var, value in env.items() if value is not None}
 
 
 def test_every_template_environment_variable_is_a_settings_field() -> None:

@@ -86,10 +86,9 @@ def test_the_port_default_never_under_counts_the_local_models_tokens(local_model
     assert all(guess >= real for guess, real in zip(estimated, exact, strict=True))
 
 
-@pytest.mark.parametrize("refit", ["section", "chunk"])
-def test_only_the_chunks_over_the_window_are_cut_again(local_model: Embedder, refit: str) -> None:
+def test_only_the_chunks_over_the_window_are_cut_again(local_model: Embedder) -> None:
     # Given a document with a prose section whose chunks fit the window and a token-dense section
-    settings = ChunkingSettings(target_chars=800, refit=refit)
+    settings = ChunkingSettings(target_chars=800)
     document = ParsedDocument(
         title="Report",
         blocks=[Block(PROSE, ("Method",)), Block(DENSE, ("Results",))],
@@ -109,26 +108,20 @@ def test_only_the_chunks_over_the_window_are_cut_again(local_model: Embedder, re
     assert [chunk.index for chunk in fitted] == list(range(len(fitted)))
     joined = " ".join(chunk.text for chunk in fitted if chunk.section_path == ("Results",))
     assert all(f"IL-{n}:" in joined for n in range(120))
-    # while refitting the whole document (the former rule) shrinks the prose chunks too
-    whole = chunk_to_fit(
-        document, ChunkingSettings(target_chars=800, refit="document"), local_model.count_tokens, WINDOW
-    )
-    assert len([c for c in whole if c.section_path == ("Method",)]) > len(prose)
 
 
-def test_a_document_of_one_section_is_refitted_as_a_whole_either_way(local_model: Embedder) -> None:
+def test_a_document_of_one_section_is_refitted_as_a_whole(local_model: Embedder) -> None:
     # Given prose and token-dense text under one heading (an abstract has no headings at all)
     document = ParsedDocument(title="Report", blocks=[Block(PROSE, ()), Block(DENSE, ())], source_type="text")
-    # When it is fitted section by section and as a whole
-    by_section = chunk_to_fit(
-        document, ChunkingSettings(target_chars=800, refit="section"), local_model.count_tokens, WINDOW
-    )
-    whole = chunk_to_fit(
-        document, ChunkingSettings(target_chars=800, refit="document"), local_model.count_tokens, WINDOW
-    )
-    # Then the chunks are the same: a one-section document's chunks do not depend on the rule
-    assert [chunk.text for chunk in by_section] == [chunk.text for chunk in whole]
-    assert len(whole) > len(chunk_document(document, ChunkingSettings(target_chars=800)))
+    settings = ChunkingSettings(target_chars=800)
+    plain = chunk_document(document, settings)
+    # When it is fitted to the window
+    fitted = chunk_to_fit(document, settings, local_model.count_tokens, WINDOW)
+    # Then every chunk fits and the one section was chunked again at one smaller size: more chunks, none
+    # of them as long as the configured target allows
+    assert max(local_model.count_tokens([chunk.embed_text for chunk in fitted])) <= WINDOW
+    assert len(fitted) > len(plain)
+    assert max(len(chunk.text) for chunk in fitted) < max(len(chunk.text) for chunk in plain)
 
 
 def _digit_tokens(texts: Sequence[str]) -> list[int]:
@@ -155,13 +148,13 @@ def _prose(n: int, tag: str) -> str:
                 for i in range(4)
                 for b in (Block(_prose(1190, f"s{i}"), (f"P{i}",)), Block(_digits(95, i), (f"T{i}",)))
             ],
-            ChunkingSettings(refit="section"),
+            ChunkingSettings(),
             380,
         ),
         # small dense sections packed together (packing crosses sections)
         (
             [Block(_digits(150, i), (f"S{i}",)) for i in range(12)],
-            ChunkingSettings(refit="section", pack_sections=True),
+            ChunkingSettings(pack_sections=True),
             256,
         ),
     ],

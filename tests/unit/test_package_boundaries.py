@@ -20,7 +20,7 @@ SOURCES = {
     "winnow_fakes": ROOT / "winnow_fakes",
     "functions": ROOT / "functions",
 }
-OURS = (*SOURCES, "tests", "benchmarks")
+OURS = (*SOURCES, "tests", "benchmarks", "training")
 
 
 def _module_name(package: str, path: Path) -> str:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.cv import bootstrap_se, fit_logistic, fold_summary, kfold, train_ids
-from benchmarks.quality import read_demo_questions, read_lines
-from benchmarks.relevance_fit import (
+from training.cv import bootstrap_se, fit_logistic, fold_summary, kfold, train_ids
+from training.quality import read_demo_questions, read_lines
+from training.relevance_fit import (
     DEFAULT_MODE,
     JUDGED_WEIGHT,
     MAX_REFUSED,
@@ -66,12 +66,7 @@ def test_feature_rows_without_any_keyword_evidence() -> None:
     rows = feature_rows([Evidence(cosine=0.5, dense_rank=1), Evidence(cosine=0.2, dense_rank=2)])
     assert [r["bm25_rel"] for r in rows] == [0.0, 0.0]
     assert [r["dense_rr"] for r in rows] == [1.0, 0.5]
-    assert [r["pool_coverage"] for r in rows] == [0.0, 0.0]
-
-
-def test_feature_rows_carry_the_pool_coverage_of_the_query() -> None:
-    rows = feature_rows([Evidence(cosine=0.5, coverage=0.5, pool_coverage=0.75), Evidence(cosine=0.2)])
-    assert [(r["coverage"], r["pool_coverage"]) for r in rows] == [(0.5, 0.75), (0.0, 0.0)]
+    assert [r["coverage"] for r in rows] == [0.0, 0.0]
 
 
 # --- the model ----------------------------------------------------------------------------------------
@@ -109,7 +104,9 @@ def test_models_round_trip_through_json_and_load_by_profile(tmp_path: Path) -> N
     models = RelevanceModels(
         profile="local-x-8",
         modes={"hybrid": LogisticModel(("cosine",), (2.0,), -1.0)},
-        source="generated",
+        threshold=0.3,
+        version=2,
+        provenance={"data": "generated", "folds": 5},
     )
     (tmp_path / "local-x-8.json").write_text(json.dumps(models.to_json()))
     # When loaded for that profile
@@ -121,7 +118,7 @@ def test_models_round_trip_through_json_and_load_by_profile(tmp_path: Path) -> N
 
 
 def test_a_model_file_for_another_profile_is_refused(tmp_path: Path) -> None:
-    other = RelevanceModels(profile="voyage-z-1024", modes={})
+    other = RelevanceModels(profile="voyage-z-1024", modes={}, threshold=0.3)
     (tmp_path / "local-x-8.json").write_text(json.dumps(other.to_json()))
     with pytest.raises(ValueError, match="not local-x-8"):
         load_models("local-x-8", tmp_path)
@@ -136,19 +133,33 @@ def test_every_shipped_model_file_loads_for_its_profile() -> None:
         assert models is not None and models.profile == path.stem
         assert {"hybrid", "dense", "sparse"} <= set(models.modes)
         assert 0 < data["threshold"] < 1
+        # And it says where it came from: the data, the folds, the command that fits it, and when
+        assert data["version"] >= 1
+        assert {"data", "folds", "command", "date"} <= set(data["provenance"])
+        assert data["provenance"]["command"].startswith("python -m training.fit")
 
 
-def test_the_default_threshold_is_the_one_chosen_with_the_shipped_local_model() -> None:
-    # Given the local embedder's shipped relevance models, which record the threshold the quality
-    # benchmark's rule chose with them (--write-model)
+def test_the_default_threshold_is_the_one_fitted_with_the_model_unless_a_deployment_sets_one() -> None:
+    # Given the local embedder's shipped artifact, and a profile that has none
     from winnow.models import EmbeddingProfile
+    from winnow.search.relevance import DEFAULT_PROFILE, default_threshold
     from winnow.settings import SearchSettings
     from winnow_local.adapters.onnx_embedder import DIMENSION, MODEL_NAME
 
-    models = load_models(EmbeddingProfile("local", MODEL_NAME, DIMENSION).slug)
-    # Then the configured default is that threshold: a refit that moves it cannot leave the default behind
-    assert models is not None and models.threshold is not None
-    assert SearchSettings.model_fields["relevance_threshold"].default == models.threshold
+    slug = EmbeddingProfile("local", MODEL_NAME, DIMENSION).slug
+    models = load_models(slug)
+    assert slug == DEFAULT_PROFILE and models is not None
+    # Then no setting states a default of its own: the artifact's threshold is the default, also for a
+    # profile with no fitted model (re-ranker or cosine scores)
+    assert SearchSettings.model_fields["relevance_threshold"].default is None
+    assert default_threshold(models) == models.threshold
+    assert default_threshold(None) == models.threshold
+    assert default_threshold(RelevanceModels(profile="voyage-z-1024", modes={}, threshold=0.4)) == 0.4
+
+
+def test_an_artifact_threshold_outside_0_1_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        RelevanceModels(profile="local-x-8", modes={}, threshold=1.5)
 
 
 # --- the ranked model: order within a query, answerability across queries ----------------------------
@@ -189,10 +200,19 @@ def test_a_ranked_model_whose_gap_weight_would_tie_or_reverse_its_order_is_refus
 ) -> None:
     # Given a ranked model file whose gap weight would tie every passage or reverse the order model's order
     data = _ranked().to_json() | {"gap_weight": gap_weight}
-    (tmp_path / "local-w-8.json").write_text(json.dumps({"profile": "local-w-8", "modes": {"hybrid": data}}))
+    artifact = {"profile": "local-w-8", "threshold": 0.3, "modes": {"hybrid": data}}
+    (tmp_path / "local-w-8.json").write_text(json.dumps(artifact))
     # When it is loaded, then it is refused in one line
     with pytest.raises(ValueError, match="needs a gap weight above 0"):
         load_models("local-w-8", tmp_path)
+
+
+def test_an_artifact_without_its_threshold_is_refused(tmp_path: Path) -> None:
+    # Given an artifact that does not state the threshold fitted with its models
+    (tmp_path / "local-t-8.json").write_text(json.dumps({"profile": "local-t-8", "modes": {}}))
+    # When it is loaded, then it is refused in one line: nothing else would state the default
+    with pytest.raises(ValueError, match="states its threshold"):
+        load_models("local-t-8", tmp_path)
 
 
 def test_the_shipped_hybrid_model_on_one_candidate_and_without_keyword_evidence() -> None:
@@ -545,7 +565,7 @@ def test_fuse_rrf_merges_both_lists_and_keeps_each_retrievers_evidence() -> None
 
 # --- shipped question sets -------------------------------------------------------------------------------
 def test_shipped_offtopic_and_demo_question_sets_are_large_enough_and_well_formed() -> None:
-    root = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+    root = Path(__file__).resolve().parents[2] / "training" / "data"
     offtopic = read_lines(root / "offtopic.txt")
     assert len(offtopic) >= 100 and len(set(offtopic)) == len(offtopic)
     # The held-out off-topic set (reported, never fitted on) shares no question with the fitting set
@@ -561,8 +581,8 @@ def test_shipped_offtopic_and_demo_question_sets_are_large_enough_and_well_forme
 
 
 def test_calibration_table_compares_each_score_band_with_its_share_of_relevant_passages() -> None:
-    from benchmarks.quality import calibration_table
     from benchmarks.stack import Hit
+    from training.quality import calibration_table
 
     # Given held-out passages: two relevant of four scored 0.1-0.2, two of three scored 0.8-0.9, one at 1.0
     def hit(doc: str, score: float) -> Hit:
@@ -584,7 +604,7 @@ def test_calibration_table_compares_each_score_band_with_its_share_of_relevant_p
 
 
 def test_held_out_passage_outcomes_read_the_order_the_threshold_and_each_group() -> None:
-    from benchmarks.quality import passage_figures, passage_outcome
+    from training.quality import passage_figures, passage_outcome
 
     # Given a model that orders by cosine, and a question whose answering chunk is third by cosine
     model = LogisticModel(("cosine",), (10.0,), -5.0)

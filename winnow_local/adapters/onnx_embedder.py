@@ -334,7 +334,7 @@ def _new_session(ort: Any, model: Path, threads: int, fold_weights: bool) -> Any
     """``fold_weights``: constant folding turns the int8 weights into float32 ones, which costs about
     120 MB and makes a one-query run several times faster; document runs are as fast without it. The
     memory-pattern planner keeps a plan, and memory, per input shape: off, since every run's shape
-    differs. Figures in docs/benchmarks.md."""
+    differs. Figures in training/NOTEBOOK.md."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1

@@ -3,7 +3,7 @@ the embedded default's one engine, written against Edge's own API.
 
 Why: qdrant-client's local mode (the embedded engine before Edge, read now only to move an old folder
 to Edge once: ``migrate_local_mode``) evaluates filters and sparse dot products per point in Python; Edge runs
-the same queries in Rust (docs/benchmarks.md). Never used with a Qdrant URL and never imported by the
+the same queries in Rust (training/NOTEBOOK.md). Never used with a Qdrant URL and never imported by the
 search Lambda (``qdrant_edge`` is imported lazily and is not in the Lambda layer).
 
 An Edge shard is one collection's points without a name, metadata or aliases, so ``EdgeFolder`` keeps
@@ -185,7 +185,7 @@ class EdgeFolder:
         edge_config = E.EdgeConfig(
             vectors={
                 # Cold: mapped, read in as searched, not loaded whole at open (a new shard's first chunk
-                # is 32 MB however few its vectors; docs/benchmarks.md, issue 28).
+                # is 32 MB however few its vectors; training/NOTEBOOK.md, issue 28).
                 n: E.EdgeVectorParams(size=size, distance=E.Distance.Cosine, memory=E.Memory.Cold)
                 for n, size in dense.items()
             },
@@ -305,7 +305,7 @@ class EdgeFolder:
         once per version and filters (about 1-3 ms at 50,000 points, each filter answered from a payload
         index), so that a search whose caller may read every point (one tenant, nothing restricted: the
         embedded default's usual home) can skip a filter that would leave every point in but cost the
-        shortlist and the IDF count a check per point (figures in docs/benchmarks.md). False when the
+        shortlist and the IDF count a check per point (figures in training/NOTEBOOK.md). False when the
         collection changed meanwhile."""
         import qdrant_edge as E
 
@@ -353,7 +353,7 @@ class EdgeFolder:
         """Within a search of a sealed collection: release the pages of the shard's dense vectors that
         this process maps. Why: every original vector a search reads maps up to 16 neighbouring pages, so
         the shortlist's originals, read at once, were the first question's peak (figures in
-        docs/benchmarks.md); released between parts of that read, they never add up. Skipped while a
+        training/NOTEBOOK.md); released between parts of that read, they never add up. Skipped while a
         write runs, as ``searched`` is."""
         with self._releasable(name) as releasable:
             if releasable:
@@ -671,7 +671,7 @@ class EdgeVectorStore(CollectionStore):
         vectors (``_scores_among``), of which ``_rescored`` keeps the best. Why: Edge's own re-scoring
         reads ``oversampling`` x limit originals in every segment, and each one read from the mapped file
         maps 16 neighbouring pages; here only the shortlist's are read. Where the shortlist may have left
-        out an answer, ``_rescored`` falls back to Edge's re-scoring (figures in docs/benchmarks.md)."""
+        out an answer, ``_rescored`` falls back to Edge's re-scoring (figures in training/NOTEBOOK.md)."""
         return (
             isinstance(plan.vector, list)
             and self._settings.quantization_rescore
@@ -696,7 +696,7 @@ class EdgeVectorStore(CollectionStore):
     def _shortlist_size(self, plan: QueryPlan) -> int:
         """One and a half times the candidates Edge re-scores in each segment: a margin over int8's error
         wide enough that ``_shortlist_sufficed`` seldom sends a question back to Edge, and no wider, as
-        every original read costs time and pages (docs/benchmarks.md)."""
+        every original read costs time and pages (training/NOTEBOOK.md)."""
         return max(plan.limit, math.ceil(1.5 * plan.limit * self._settings.quantization_oversampling))
 
     def _request(self, plan: QueryPlan) -> E.QueryRequest:
@@ -858,7 +858,7 @@ class ScoredRecord:
 
 
 # How far an int8 score may stray from the original vectors' cosine for ``_shortlist_sufficed``: about
-# seven standard deviations of the error measured on 384-d vectors (docs/benchmarks.md, issue 28).
+# seven standard deviations of the error measured on 384-d vectors (training/NOTEBOOK.md, issue 28).
 INT8_SCORE_SLACK = 0.01
 
 

@@ -3,7 +3,7 @@
 One worker thread, because the embedded stores (Qdrant Edge, the SQLite ledger) are single-writer.
 Each tenant has its own queue and the worker takes one task from each tenant with work in turn, so a
 tenant's backlog delays another tenant's request by at most one task per tenant, never by the whole
-backlog (measured in docs/benchmarks.md, "Search cost on winnow serve"). Within a tenant,
+backlog (measured in training/NOTEBOOK.md, "Search cost on winnow serve"). Within a tenant,
 tasks run in the order they came."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Importing qdrant-client, pydantic and Powertools allocates a few hundred thousan
 live as long as the process, and every full collector pass walks them all for almost nothing. So the
 handler builds its long-lived objects with the collector paused and then ``gc.freeze()``s them: later
 passes, during the cold request and every warm one, skip them. The price: cyclic garbage already made
-when freezing is never reclaimed. What it saves and costs: docs/benchmarks.md, "Figures behind design
+when freezing is never reclaimed. What it saves and costs: training/NOTEBOOK.md, "Figures behind design
 choices"."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ WARNING unless ``POWERTOOLS_LOG_LEVEL`` says otherwise, so that ``winnow ... --j
 stays machine-readable.
 
 When tracing is off, handlers get a no-op tracer: Powertools' Tracer imports the X-Ray SDK (and botocore)
-even when disabled, a cost every cold start would pay for nothing (docs/benchmarks.md). In Lambda with
+even when disabled, a cost every cold start would pay for nothing (training/NOTEBOOK.md). In Lambda with
 tracing on (the template's ``Tracing: Active``) the real Tracer is used."""
 
 from __future__ import annotations

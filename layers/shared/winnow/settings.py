@@ -69,7 +69,7 @@ class QdrantSettings(BaseSettings):
         description="Qdrant Edge (embedded): points a collection's appendable segment takes before a write "
         "seals it (int8 copies in RAM, originals and indexes on disk), with the document model's memory "
         "given back meanwhile; 0 never seals (one appendable segment, read whole by every dense search). "
-        "Applied when a collection is created; docs/benchmarks.md has the figures behind 8,192.",
+        "Applied when a collection is created; training/NOTEBOOK.md has the figures behind 8,192.",
     )
     # Collection layout for Qdrant Cloud, applied when a collection is created (docs/scaling.md explains
     # the defaults). The embedded engine ignores what it lacks; changing one later needs a new collection
@@ -184,11 +184,6 @@ class ChunkingSettings(BaseSettings):
     table_target_chars: int = Field(default=400, ge=100, le=20_000)
     # Consecutive small sections packed into one passage up to the target (winnow.text.chunking, rule 7).
     pack_sections: bool = False
-    # Fitting chunks to the embedder's token window: chunk each section again with the target its densest
-    # chunk needs ("section", the default), the whole document ("document"), or cut again only the chunks
-    # over it ("chunk"). "section" won the passage benchmark and leaves a document of one section (a
-    # SciFact abstract) as "document" does; "chunk" lowers the SciFact figures (docs/benchmarks.md).
-    refit: Literal["chunk", "section", "document"] = "section"
 
     @model_validator(mode="after")
     def _overlap_smaller_than_target(self) -> ChunkingSettings:
@@ -260,8 +255,11 @@ class OcrSettings(BaseSettings):
 class SearchSettings(BaseSettings):
     model_config = _config("WINNOW_SEARCH_")
 
-    # A probability when the relevance model scores (chosen by cross-validation, docs/benchmarks.md).
-    relevance_threshold: float = Field(default=0.23, ge=0, le=1)
+    # Unset: the threshold fitted with the embedding profile's relevance model, read from its artifact
+    # (winnow/search/models/<profile>.json, docs/quality.md). Set: this one, for every search.
+    relevance_threshold: float | None = Field(
+        default=None, ge=0, le=1, description="Default minimum score; unset: the relevance model's own."
+    )
     tenant_claim: str = Field(default="tenant", description="JWT claim that names the caller's tenant.")
     authorizer_tenant_key: str = Field(default="tenant", description="Lambda authorizer context key.")
     allow_tenant_header: bool = Field(

@@ -10,9 +10,9 @@ import pytest
 
 from benchmarks.common import stdout_reserved_for_result
 from benchmarks.cost import edit_sections, generate_sections, to_markdown
-from benchmarks.data import EvalSet
 from benchmarks.speed import percentile
 from benchmarks.stack import Hit, documents_by_best_chunk
+from training.data import EvalSet
 
 
 def _eval_set() -> EvalSet:
@@ -107,7 +107,7 @@ def test_packages_hidden_from_the_cold_start_are_not_shipped_in_the_lambda_bundl
 def test_the_embedding_cache_keeps_the_models_window_so_chunks_match_the_product(
     tmp_path: Path,
 ) -> None:
-    from benchmarks.embedcache import CachingEmbedder
+    from training.embedcache import CachingEmbedder
     from winnow.models import EmbeddingProfile
     from winnow.ports import Embedder, InputType
 

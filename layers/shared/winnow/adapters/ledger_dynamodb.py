@@ -316,7 +316,7 @@ def _key(tenant: str, key: str) -> dict[str, Any]:
 
 
 # Not boto3's TypeSerializer: the ledger holds only strings and numbers, and boto3's codec wants Decimal,
-# so the conversions both ways would be as long as these two functions (docs/benchmarks.md).
+# so the conversions both ways would be as long as these two functions (training/NOTEBOOK.md).
 def _attr(value: Any) -> dict[str, str]:
     if isinstance(value, bool):
         raise TypeError("booleans are not ledger values")

@@ -11,7 +11,7 @@
   ``prlimit`` on the child before it is handed the page: no ``preexec_fn``, which is unsafe in a threaded
   process), one process per core at most. Chosen by measurement over PyPI's ``rapidocr-onnxruntime``,
   which ships its models in the wheel but missed whole lines and dropped spaces on the same 200-dpi
-  scans (docs/benchmarks.md, "Documents as people have them"). ``make demo`` installs it with apt.
+  scans (training/NOTEBOOK.md, "Documents as people have them"). ``make demo`` installs it with apt.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The rule, without a model: the follow-up, then the content words of the earlier questions (newest first,
 stop-words and words it already has dropped), up to ``max_history_tokens`` words. Both retrievers search
 that text: the keyword side gets the earlier topic's terms, the dense side a vector pulled toward it.
-Measured against the follow-up alone in docs/benchmarks.md ("Conversations").
+Measured against the follow-up alone in training/NOTEBOOK.md ("Conversations").
 
 With a generator: the model rewrites the follow-up into a standalone question from the last turns (a
 bounded prompt: at most ``max_history_tokens`` words of history); a model fault or an unusable reply

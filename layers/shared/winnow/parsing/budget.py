@@ -14,7 +14,7 @@ Either way the document fails with a one-line reason (``ParseBudgetExceeded``) a
 gets a fresh worker. The worker is a plain ``python -m winnow.parsing.worker`` talking over its stdin
 and stdout pipes: it needs no ``/dev/shm`` (which Lambda lacks, so ``multiprocessing`` queues and
 pools fail there) and no ``fork`` of a process that runs threads. It is started once and reused, so a
-document pays only for the pipe round trip (see docs/benchmarks.md, "Parse budget"). Answers are
+document pays only for the pipe round trip (see training/NOTEBOOK.md, "Parse budget"). Answers are
 JSON, never pickle: the worker has read hostile bytes, so the ingest process trusts nothing it sends
 beyond plain data.
 """

@@ -2,7 +2,7 @@
 
 A small line scanner instead of a Markdown library: we need headings, paragraphs and code fences,
 not HTML rendering, and it keeps the layer free of another dependency (markdown-it-py was measured
-slower on the same documents: docs/benchmarks.md). It follows CommonMark where it
+slower on the same documents: training/NOTEBOOK.md). It follows CommonMark where it
 matters for structure: a ``#`` inside a code fence is not a heading, ``---`` under a paragraph is a
 setext heading but after a blank line is a rule, closing ``#``s are trimmed. YAML front matter is
 not indexed; its ``title:`` is the document title.

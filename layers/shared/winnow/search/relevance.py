@@ -1,11 +1,13 @@
 """The relevance model: a calibrated probability that a passage is relevant, from the evidence the
 retrievers already returned (cosine, BM25 score, each retriever's rank), when no re-ranker runs.
 
-Per embedding profile and search mode, fitted offline on the evaluation data
-(``python -m benchmarks.quality --write-model``) and shipped as a small JSON file beside this module
-(``models/<profile slug>.json``). Evaluated in plain Python: the search Lambda imports no numpy.
-Results are ordered by this probability, so it is also the fusion: a weighted blend of the signals
-whose weights were chosen by cross-validation, not by hand (docs/benchmarks.md).
+Per embedding profile and search mode, fitted offline by the training package (``python -m
+training.fit``, training/README.md) and shipped as an artifact beside this module
+(``models/<profile slug>.json``): the models, the default threshold chosen with them, a version and
+their provenance (data, folds, command, date). The artifact is the one place the default threshold is
+stated. Evaluated in plain Python: the search Lambda imports no numpy. Results are ordered by this
+probability, so it is also the fusion: a weighted blend of the signals whose weights were chosen by
+cross-validation, not by hand (docs/quality.md).
 
 Two shapes: a ``LogisticModel`` (one linear score does both jobs), or a ``RankedRelevance``, which
 splits them. Ordering passages *within* a query and telling whether a query has an answer *at all* want
@@ -19,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,14 +36,12 @@ FEATURES = (
     "sparse_rr",  # 1 / rank among the sparse candidates; 0 when absent
     "coverage",  # share of the query's keyword terms the passage holds; 0 when not measured
     "bm25_missing",  # 1 when the keyword side did not return the chunk: its BM25 is unknown, not 0
-    # share of the query's keyword terms that at least one candidate holds; 0 when not measured. The
-    # same for every candidate of a query: whether the tenant's text knows the question's words at all
-    # (an off-topic question's rarest word is often in no candidate). No shipped model reads it: the
-    # answer model that did was not adopted (docs/benchmarks.md, benchmarks.studies.study_answer).
-    "pool_coverage",
 )
 # The features measured by reading each candidate's text for the query's keywords.
-KEYWORD_FEATURES = frozenset({"coverage", "pool_coverage"})
+KEYWORD_FEATURES = frozenset({"coverage"})
+# The profile whose fitted threshold also applies to a profile with no artifact of its own (its scores
+# are the re-ranker's or the cosine similarity): the embedded default's local model.
+DEFAULT_PROFILE = "local-all-minilm-l6-v2-int8-384"
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,6 @@ class Evidence:
     dense_rank: int | None = None
     sparse_rank: int | None = None
     coverage: float | None = None
-    pool_coverage: float | None = None
 
 
 def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
@@ -75,7 +74,6 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
                 "sparse_rr": 1.0 / e.sparse_rank if e.sparse_rank else 0.0,
                 "coverage": e.coverage or 0.0,
                 "bm25_missing": 0.0 if e.sparse_rank else 1.0,
-                "pool_coverage": e.pool_coverage or 0.0,
             }
         )
     return rows
@@ -198,12 +196,18 @@ def model_from_json(data: Mapping[str, Any]) -> RelevanceModel:
 
 @dataclass(frozen=True)
 class RelevanceModels:
-    """One model per search mode for one embedding profile, and where they came from."""
+    """The artifact of one embedding profile: a model per search mode, the default threshold chosen
+    with them, its version, and where it came from (``provenance``: data, folds, command, date)."""
 
     profile: str
     modes: Mapping[str, RelevanceModel]
-    source: str = ""
-    threshold: float | None = None  # the default threshold chosen with the model (docs/benchmarks.md)
+    threshold: float
+    version: int = 1
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.threshold <= 1:
+            raise ValueError(f"a relevance threshold is in [0, 1] (got {self.threshold:g})")
 
     def for_mode(self, mode: str) -> RelevanceModel | None:
         return self.modes.get(mode)
@@ -211,17 +215,21 @@ class RelevanceModels:
     def to_json(self) -> dict[str, Any]:
         return {
             "profile": self.profile,
-            "source": self.source,
+            "version": self.version,
             "threshold": self.threshold,
+            "provenance": dict(self.provenance),
             "modes": {mode: model.to_json() for mode, model in self.modes.items()},
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RelevanceModels:
+        if data.get("threshold") is None:
+            raise ValueError("a relevance artifact states its threshold (fitted with its models)")
         return cls(
             profile=str(data["profile"]),
-            source=str(data.get("source") or ""),
-            threshold=float(data["threshold"]) if data.get("threshold") is not None else None,
+            version=int(data.get("version", 1)),
+            threshold=float(data["threshold"]),
+            provenance=dict(data.get("provenance") or {}),
             modes={str(m): model_from_json(v) for m, v in dict(data["modes"]).items()},
         )
 
@@ -232,7 +240,7 @@ def model_path(profile_slug: str, directory: Path = MODELS_DIR) -> Path:
 
 @lru_cache(maxsize=8)
 def load_models(profile_slug: str, directory: Path = MODELS_DIR) -> RelevanceModels | None:
-    """The shipped models of a profile, or None when none were fitted for it."""
+    """The shipped artifact of a profile, or None when none was fitted for it."""
     path = model_path(profile_slug, directory)
     if not path.is_file():
         return None
@@ -240,3 +248,14 @@ def load_models(profile_slug: str, directory: Path = MODELS_DIR) -> RelevanceMod
     if models.profile != profile_slug:
         raise ValueError(f"{path.name} holds the relevance models of {models.profile}, not {profile_slug}")
     return models
+
+
+def default_threshold(models: RelevanceModels | None) -> float:
+    """The threshold a search applies unless the deployment or the request sets one: the one fitted with
+    the profile's models, else (no artifact for the profile) the default profile's."""
+    if models is not None:
+        return models.threshold
+    shipped = load_models(DEFAULT_PROFILE)
+    if shipped is None:
+        raise RuntimeError(f"the relevance artifact of {DEFAULT_PROFILE} is missing from the package")
+    return shipped.threshold

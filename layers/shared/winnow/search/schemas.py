@@ -21,7 +21,6 @@ from winnow.errors import InvalidMetadata
 from winnow.models import DocumentStatus, LedgerRecord
 from winnow.rules import CONVERSATION_ID_RULE, FIELD_NAME_RULE, is_conversation_id, is_field_name
 from winnow.search.context import CONTEXT_CHARS
-from winnow.settings import SearchSettings
 
 
 def _unicode(value: str) -> str:
@@ -77,9 +76,6 @@ Scalar = Annotated[
 ]
 
 
-_THRESHOLD = SearchSettings.model_fields["relevance_threshold"].default  # one default, stated once
-
-
 class RangeCondition(BaseModel):
     """A numeric range; either bound may be omitted, not both."""
 
@@ -97,7 +93,7 @@ class RangeCondition(BaseModel):
         return self
 
 
-# What one search's filters may cost, the same rule in AWS and on `winnow serve` (docs/benchmarks.md,
+# What one search's filters may cost, the same rule in AWS and on `winnow serve` (training/NOTEBOOK.md,
 # "Search cost"): the engine checks a list's values per point. Past 50 values a list cost 20 x more on
 # Qdrant Edge (20 lists of 100 strings 163 ms, of 50 7 ms, at 300 chunks), and a fractional number in a
 # list is a range condition of its own (about 7 ms each there; an integer or a string joins one MatchAny).
@@ -133,7 +129,7 @@ def error_path(loc: tuple[int | str, ...]) -> list[str]:
     return parts
 
 
-# Measured on passages, SciFact and at 5,000 and 50,000 chunks (docs/benchmarks.md, issues 24 and 28).
+# Measured on passages, SciFact and at 5,000 and 50,000 chunks (training/NOTEBOOK.md, issues 24 and 28).
 DEFAULT_CANDIDATES = 15
 RERANKED_CANDIDATES = 30
 
@@ -173,10 +169,10 @@ class SearchRequest(BaseModel):
         default=None,
         ge=0,
         le=1,
-        description="Minimum score of a returned passage; default from configuration "
-        f"(WINNOW_SEARCH_RELEVANCE_THRESHOLD, {_THRESHOLD} unless set). When the score is the relevance "
-        f"model's estimated probability, {_THRESHOLD} drops passages with less than a "
-        f"{_THRESHOLD:.0%} estimated chance of being relevant.",
+        description="Minimum score of a returned passage; default: the threshold fitted with the "
+        "embedding profile's relevance model, unless the deployment sets WINNOW_SEARCH_RELEVANCE_THRESHOLD. "
+        "When the score is the relevance model's estimated probability, a threshold t drops passages "
+        "with less than a t estimated chance of being relevant.",
     )
     score_threshold: StrictFloat | None = Field(
         default=None, ge=0, le=1, description="Minimum dense similarity, applied inside the vector search."

@@ -7,8 +7,9 @@ otherwise the probability that the passage is relevant, estimated by the embeddi
 relevance model (``winnow.search.relevance``) from the evidence both retrievers returned. A profile with
 no fitted model falls back to the cosine similarity; in hybrid mode the first ``top_k`` candidates in
 fusion order that clear the threshold.
-``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode). Why this ordering, measured
-by cross-validation: docs/benchmarks.md."""
+``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode). The default threshold is
+the one fitted with the profile's relevance model (its artifact), unless the deployment sets one. Why
+this ordering, measured by cross-validation: docs/quality.md."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from winnow.search.relevance import (
     Evidence,
     RelevanceModel,
     RelevanceModels,
+    default_threshold,
     load_models,
     reads_keywords,
 )
@@ -109,6 +111,12 @@ class SearchService:
         # The relevance models fitted for this embedding profile (None: cosine scores, see ``_relevance``).
         self.models = load_models(embedder.profile.slug) if models == "shipped" else models
 
+    @property
+    def threshold(self) -> float:
+        """The default threshold: the deployment's when it sets one, else the artifact's."""
+        configured = self.settings.relevance_threshold
+        return configured if configured is not None else default_threshold(self.models)
+
     def _embed_query(self, caller: Caller, query: str) -> list[float]:
         return self._query_vector(caller.tenant, caller.user, self.embedder.profile.slug, query)
 
@@ -133,7 +141,7 @@ class SearchService:
         embed_ms = (time.perf_counter() - t0) * 1000
         t1 = time.perf_counter()
         retrieve = sparse if request.mode != "dense" else None
-        hits = self._retrieve(caller, request, dense, retrieve, plan.candidates, with_dense=plan.cosine)
+        hits = self.retrieve(caller, request, dense, retrieve, plan.candidates, with_dense=plan.cosine)
         search_ms = (time.perf_counter() - t1) * 1000
         t2 = time.perf_counter()
         scored = self._relevance(request, dense, sparse, hits, plan.rerank)
@@ -160,11 +168,7 @@ class SearchService:
         rerank = self.reranker is not None if request.rerank is None else request.rerank
         # Asked for, but none configured: fall back to the relevance model, say so in timings.
         rerank = rerank and self.reranker is not None
-        threshold = (
-            self.settings.relevance_threshold
-            if request.relevance_threshold is None
-            else request.relevance_threshold
-        )
+        threshold = self.threshold if request.relevance_threshold is None else request.relevance_threshold
         return _Plan(
             rerank=rerank,
             threshold=threshold,
@@ -227,22 +231,7 @@ class SearchService:
         key = figure_key(hit.key, hit.image)
         return self.objects.figure_url(key, self.settings.image_url_seconds) if key else None
 
-    def candidates(
-        self, who: Caller | str, request: SearchRequest, *, as_searched: bool = False
-    ) -> list[tuple[StoredChunk, Evidence]]:
-        """Every candidate of a search with the evidence the relevance model reads, in retrieval order,
-        before any model, threshold or ``top_k``: by default as many as the model orders, what it is
-        fitted on (benchmarks); ``as_searched``: as many as ``search`` fetches for this request (more
-        when a re-ranker reads them), so its results are always some of these."""
-        caller = self.caller(who)
-        dense = self._embed_query(caller, request.query)
-        sparse = self.sparse.encode_query(request.query)
-        retrieve = sparse if request.mode != "dense" else None
-        count = self._plan(request).candidates if as_searched else request.candidate_count()
-        hits = self._retrieve(caller, request, dense, retrieve, count, with_dense=True)
-        return list(zip(hits, self._evidence(dense, hits, sparse), strict=True))
-
-    def _retrieve(
+    def retrieve(
         self,
         caller: Caller,
         request: SearchRequest,
@@ -252,8 +241,9 @@ class SearchService:
         *,
         with_dense: bool = False,
     ) -> list[StoredChunk]:
-        """One store call. ``with_dense``: a sparse search brings each hit's dense vector along, so its
-        cosine needs no second call."""
+        """One store call, deduplicated. ``with_dense``: a sparse search brings each hit's dense vector
+        along, so its cosine needs no second call. (Public: the training package collects its candidates
+        through this step and ``evidence``, as a search does.)"""
         hits: list[StoredChunk] = []
         tenant, reader = caller.tenant, self.read_scope(caller)
         if request.mode == "dense" or sparse is None or sparse.indices:
@@ -307,25 +297,22 @@ class SearchService:
             return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)]
         assert dense is not None
         model = self._model(request.mode)
-        evidence = self._evidence(dense, hits, sparse if reads_keywords(model) else None)
+        evidence = self.evidence(dense, hits, sparse if reads_keywords(model) else None)
         if model is not None:
             return list(zip(model.probabilities(evidence), hits, strict=True))
         return [(min(1.0, max(0.0, e.cosine)), h) for e, h in zip(evidence, hits, strict=True)]
 
-    def _evidence(
+    def evidence(
         self, dense: list[float], hits: list[StoredChunk], sparse: SparseVector | None = None
     ) -> list[Evidence]:
-        """What the relevance model reads of each hit; keyword coverage (of each hit, and of all of them
-        together) only when ``sparse`` is given (it costs a pass over each passage's text)."""
+        """What the relevance model reads of each hit; each hit's keyword coverage only when ``sparse`` is
+        given (it costs a pass over each passage's text)."""
         missing = [h.point_id for h in hits if h.dense_score is None and h.dense is None]
         vectors = self.store.dense_vectors(missing) if missing else {}
-        # Each hit's share of the query's terms, and the share that some hit holds (None: not measured).
+        # Each hit's share of the query's terms (None: not measured).
         coverage: list[float | None] = [None] * len(hits)
-        pool: float | None = None
         if sparse is not None:
-            held = [self.sparse.covered(sparse, h.text) for h in hits]
-            coverage = [self.sparse.share(sparse, terms) for terms in held]
-            pool = self.sparse.share(sparse, frozenset().union(*held))
+            coverage = [self.sparse.share(sparse, self.sparse.covered(sparse, h.text)) for h in hits]
         out = []
         for h, share in zip(hits, coverage, strict=True):
             if h.dense_score is not None:
@@ -340,7 +327,6 @@ class SearchService:
                     dense_rank=h.dense_rank,
                     sparse_rank=h.sparse_rank,
                     coverage=share,
-                    pool_coverage=pool,
                 )
             )
         return out

@@ -9,7 +9,7 @@ The rules, in the order they apply:
    while the chunk stays within ``target_chars``. A definition-list entry (``Block.entry``: one option
    of a manual page, one ``<dt>``/``<dd>`` pair) is a chunk of its own (a tiny one still merges by
    rule 5): with a 256-token embedder a passage holding four options matched a question about one of
-   them less well (docs/benchmarks.md).
+   them less well (training/NOTEBOOK.md).
 3. **Long blocks are split** at sentence ends or line breaks, a sentence that is still too long at
    word boundaries, and a token longer than the room left (``target_chars - overlap_chars``) is cut
    where it must be. Pieces are balanced (each aims at the run's remaining length divided by the
@@ -161,16 +161,12 @@ def chunk_to_fit(
     """``chunk_document``, with every chunk's ``embed_text`` fitted to the embedder's ``max_tokens``
     (text past the window would be cut before embedding, unseen by the dense vector). Chunks that fit
     keep the configured sizes, so only token-dense text (numbers, option lists, formulas, non-Latin
-    scripts) gets smaller chunks. With ``refit="section"`` (the default) each section run is chunked
-    again with the target its own densest chunk needs; with ``"document"`` the whole document is (one
-    dense line made a man page's every chunk small); with ``"chunk"`` only a chunk over the window is
-    cut again, with a target sized to its own density.
+    scripts) gets smaller chunks: each section run is chunked again with the target its own densest
+    chunk needs (with ``pack_sections``, which crosses sections, the whole document is).
     The size rules hold for the settings used; a header longer than the window cannot fit, and is left
     at the floor. Over ``max_chunks`` chunks it refuses before counting a token, and tokens are counted
     a batch at a time, so the tokenizer never holds the whole document's encodings at once."""
-    if settings.refit == "chunk":
-        return _fit_each_chunk(doc, settings, count_tokens, max_tokens, max_chunks)
-    if settings.refit == "section" and not settings.pack_sections:  # packing crosses sections
+    if not settings.pack_sections:  # packing crosses sections
         return _fit_each_section(doc, settings, count_tokens, max_tokens, max_chunks)
     return _fitted(doc, settings, count_tokens, max_tokens, max_chunks)
 
@@ -182,12 +178,12 @@ def _fit_each_section(
     max_tokens: int,
     max_chunks: int | None,
 ) -> list[Chunk]:
-    """``refit="section"``: the document chunked at the configured sizes (over the cap it is refused
+    """The document chunked at the configured sizes (over the cap it is refused
     here, before a token is counted) and counted once, in batches; only the section runs that hold a
     chunk over the window are fitted again, each on its own, and the document is chunked once more
     with those sizes. A tiny section folded into a fitted neighbour (rule 5) can still push it over the
-    window: the final chunks are counted, and then the whole document is fitted as ``"document"``
-    fits it, so no chunk is ever over the window where that rule would not leave one."""
+    window: the final chunks are counted, and then the whole document is fitted as one
+    (``_fitted``), so no chunk is ever over the window where that rule would not leave one."""
     chunks = chunk_document(doc, settings, max_chunks)
     over = {
         chunk.section_path
@@ -271,50 +267,6 @@ def _fitted(
             return chunks
         current = smaller
         chunks = chunk_document(doc, current, max_chunks)
-    return chunks
-
-
-def _fit_each_chunk(
-    doc: ParsedDocument,
-    settings: ChunkingSettings,
-    count_tokens: Callable[[Sequence[str]], list[int]],
-    max_tokens: int,
-    max_chunks: int | None,
-) -> list[Chunk]:
-    chunks = chunk_document(doc, settings, max_chunks)
-    for _ in range(_FIT_ROUNDS):
-        counts = _token_counts(chunks, count_tokens)
-        if max(counts, default=0) <= max_tokens:
-            return chunks
-        fitted: list[Chunk] = []
-        for chunk, count in zip(chunks, counts, strict=True):
-            if count <= max_tokens or len(chunk.text) <= _MIN_TARGET_CHARS:
-                fitted.append(chunk)
-                continue
-            density = count / max(len(chunk.embed_text), 1)
-            header = len(chunk.embed_text) - len(chunk.text)
-            # chars of text that fit the window at this chunk's density, less its header and the slack
-            # the merge rule may add
-            fitting = int(max_tokens / density * _FIT_MARGIN) - header - 2 * len(_BLOCK_SEPARATOR)
-            target = max(_MIN_TARGET_CHARS, min(fitting, int(len(chunk.text) * _FIT_MARGIN)))
-            scaled = _scaled(settings, target)
-            target = max(_MIN_TARGET_CHARS, target - 2 * scaled.min_chars)
-            part = ParsedDocument(
-                title=doc.title,
-                blocks=[
-                    Block(text, chunk.section_path, chunk.page, ocr=chunk.ocr)
-                    for text in chunk.text.split(_BLOCK_SEPARATOR)
-                    if text.strip()
-                ],
-                source_type=doc.source_type,
-            )
-            fitted.extend(
-                replace(piece, kind=chunk.kind, figure_text=chunk.figure_text, image=chunk.image)
-                for piece in chunk_document(part, _scaled(settings, target))
-            )
-        if max_chunks is not None and len(fitted) > max_chunks:
-            raise OversizedDocument(too_many_chunks(max_chunks))
-        chunks = [replace(chunk, index=index) for index, chunk in enumerate(fitted)]
     return chunks
 
 

@@ -22,7 +22,7 @@ share a dimension: their counts add up, as if they were one term.
 ``avgdl`` cannot come from the corpus here (each chunk is encoded alone, in a Lambda that sees one
 document), so it is a constant matched to the default chunking: about the terms a default-sized chunk
 keeps after stop-words go. A chunk much longer than ``avgdl`` has its term frequencies damped more,
-which is what BM25 intends. How little the constant costs against the true average: docs/benchmarks.md,
+which is what BM25 intends. How little the constant costs against the true average: training/NOTEBOOK.md,
 "Figures behind design choices".
 """
 

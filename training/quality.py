@@ -1,6 +1,6 @@
 """Retrieval quality of Winnow's real pipeline against the baselines a user would pick instead.
 
-``python -m benchmarks.quality [--corpus F] [--queries F] [--qrels F] [--json] [--limit-docs N]
+``python -m training.quality [--corpus F] [--queries F] [--qrels F] [--json] [--limit-docs N]
 [--limit-queries N]``
 
 Every document is written as ``<_id>.txt``, put into the bucket of a fresh embedded stack (temporary
@@ -19,17 +19,18 @@ fitting set (``--offtopic``), which the threshold rule reads, and the held-out s
 (``--offtopic-heldout``), which is only measured. ``--sparse qdrant-bm25`` swaps our BM25 encoder for
 Qdrant's own model (see ``QdrantBm25Encoder``).
 
-Known-item queries (``--known-items N`` per style, ``benchmarks.known_item``): generated keyword and
+Known-item queries (``--known-items N`` per style, ``training.known_item``): generated keyword and
 phrase queries, split into the same folds, fitted on by the hybrid order model (not with
-``--no-fit-known-items``) and measured held out. The fitting lives in ``benchmarks.relevance_fit``, the
-figures and the printed report in ``benchmarks.quality_report``.
+``--no-fit-known-items``) and measured held out. The fitting lives in ``training.relevance_fit``, the
+figures and the printed report in ``training.quality_report``.
 
-Passage questions (``--passages``, ``benchmarks.passages``: long documents from this machine's
+Passage questions (``--passages``, ``training.passages``: long documents from this machine's
 ``/usr/share``, asked as a client's default request): split into the same number of folds, fitted on by
 the hybrid order model and read by the threshold rule (with the off-topic questions asked of that
 corpus), and measured held out offline on their candidates; ``--fold-models F`` writes each fold's
-models and threshold for ``benchmarks.passages --fold-models F``, which measures them through the
-search handler. ``--write-model --passages`` is how the shipped model is made (docs/benchmarks.md).
+models and threshold for ``training.passages --fold-models F``, which measures them through the
+search handler. ``--write-model --passages`` is how the shipped model is made: ``python -m training.fit``
+(training/README.md).
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.baselines import bm25_rankings, dense_rankings
 from benchmarks.common import (
     Progress,
     existing_file,
@@ -52,8 +52,10 @@ from benchmarks.common import (
     quiet_known_warnings,
     stdout_reserved_for_result,
 )
-from benchmarks.cv import DEFAULT_FOLDS, bootstrap_se, fold_summary, kfold, mean, train_ids
-from benchmarks.data import (
+from benchmarks.stack import EmbeddedStack, Hit, documents_by_best_chunk, write_documents
+from training.baselines import bm25_rankings, dense_rankings
+from training.cv import DEFAULT_FOLDS, DEFAULT_SEED, bootstrap_se, fold_summary, kfold, mean, train_ids
+from training.data import (
     DATA_DIR,
     OFFTOPIC_FILE,
     OFFTOPIC_HELDOUT_FILE,
@@ -61,12 +63,13 @@ from benchmarks.data import (
     load_eval_set,
     read_lines,
 )
-from benchmarks.embedcache import DEFAULT_CACHE
-from benchmarks.known_item import DEFAULT_PER_STYLE, known_item_queries
-from benchmarks.metrics import evaluate, per_query
-from benchmarks.passages import fitting_set
-from benchmarks.quality_report import calibration_table, known_item_figures, passage_table, render
-from benchmarks.relevance_fit import (
+from training.embedcache import DEFAULT_CACHE, caching
+from training.evidence import candidates as gather
+from training.known_item import DEFAULT_PER_STYLE, known_item_queries
+from training.metrics import evaluate, per_query
+from training.passages import fitting_set
+from training.quality_report import calibration_table, known_item_figures, passage_table, render
+from training.relevance_fit import (
     DEFAULT_MODE,
     TOP_K,
     Candidate,
@@ -76,7 +79,6 @@ from benchmarks.relevance_fit import (
     describe_threshold_rule,
     fit_models,
 )
-from benchmarks.stack import EmbeddedStack, Hit, documents_by_best_chunk, write_documents
 
 MODES = ("sparse", "dense", "hybrid")
 RERANK_MODE = "hybrid+rerank"
@@ -157,7 +159,7 @@ def collect_candidates(
     out = {}
     for qid, text in queries.items():
         request = SearchRequest(query=text, top_k=TOP_K, candidates=CANDIDATES, mode=mode)  # type: ignore[arg-type]
-        out[qid] = [(key_to_id.get(h.key, h.key), e) for h, e in svc.candidates(stack.tenant, request)]
+        out[qid] = [(key_to_id.get(h.key, h.key), e) for h, e in gather(svc, stack.tenant, request)]
     return out
 
 
@@ -199,12 +201,46 @@ def passage_figures(
     }
 
 
+# How the shipped artifact is fitted (recorded in it): training.fit runs this module with these options.
+FIT_COMMAND = "python -m training.fit  # = python -m training.quality --write-model --passages --demo --json"
+
+
 def deployed_threshold(stack: EmbeddedStack, models: Any) -> float:
-    """The configured default threshold; when the relevance models were just fitted (``--write-model``)
-    the threshold chosen with them, which the configuration default is set to."""
-    if models is not None and models.threshold is not None and not stack.has_reranker:
+    """The default threshold a search applies; when the relevance models were just fitted
+    (``--write-model``) the threshold chosen with them, which the written artifact now states."""
+    from functions.search.app import service
+
+    if models is not None and not stack.has_reranker:
         return float(models.threshold)
-    return float(stack.container.settings.search.relevance_threshold)
+    return float(service().threshold)
+
+
+def provenance(
+    eval_set: EvalSet,
+    folds: int,
+    known_items: int,
+    passage_ids: Sequence[str],
+    offtopic: Sequence[str],
+    fit_known_items: bool,
+) -> dict[str, Any]:
+    """What the artifact records of its fit: the data (named files and their sizes), the folds, the
+    command that reproduces it, and the date."""
+    import datetime
+
+    return {
+        "data": {
+            "corpus": f"SciFact (BEIR format, ../shared/eval/scifact unless --eval-dir): "
+            f"{len(eval_set.documents)} documents, {len(eval_set.judged_queries)} judged claims",
+            "known_items": f"{known_items} generated known-item queries (training.known_item)"
+            + ("" if fit_known_items else ", not fitted on"),
+            "passage_questions": f"{len(passage_ids)} of training/data/passage_questions.tsv",
+            "offtopic": f"{len(offtopic)} of training/data/offtopic.txt",
+        },
+        "folds": f"{folds} folds over query ids, seed {DEFAULT_SEED}",
+        "threshold_rule": describe_threshold_rule(bool(offtopic)),
+        "command": FIT_COMMAND,
+        "date": datetime.date.today().isoformat(),
+    }
 
 
 def install_models(models: Any) -> None:
@@ -243,7 +279,7 @@ def run(
     known_split = (
         kfold(list(known_queries), len(split)) if len(split) > 1 and len(known_queries) >= len(split) else []
     )
-    # The passage questions (benchmarks.passages) on their own corpus, first: one stack at a time.
+    # The passage questions (training.passages) on their own corpus, first: one stack at a time.
     off_fit = {f"offtopic-{i}": text for i, text in enumerate(offtopic)}
     fitting = fitting_set(env or {}, note, off_fit) if passages else None
     passage_ids = sorted(fitting.candidates) if fitting else []
@@ -260,7 +296,7 @@ def run(
     seconds: dict[str, float] = {}
     cv: dict[str, Any] = {}
     per_query_ndcg: dict[str, dict[str, float]] = {}
-    with EmbeddedStack(workdir / "home", env=env, embed_cache=embed_cache) as stack:
+    with EmbeddedStack(workdir / "home", env=env, wrap_embedder=caching(embed_cache)) as stack:
         if sparse == "qdrant-bm25":  # before anything builds the ingest or search service
             stack.container.__dict__["sparse"] = QdrantBm25Encoder()
         files = []
@@ -295,11 +331,6 @@ def run(
                 qrels,
                 qids,
                 profile,
-                source=(
-                    f"{len(qids)} queries and {len(known_queries)} known-item queries, "
-                    f"{len(eval_set.documents)} documents"
-                    + (f"; order also on {len(passage_ids)} passage questions" if fitting else "")
-                ),
                 known=OrderQueries(
                     known_candidates, known_qrels, list(known_queries) if fit_known_items else []
                 ),
@@ -314,8 +345,15 @@ def run(
                 answerable += best_scores(hybrid, fitting.candidates, passage_ids)
                 off_tops.append(best_scores(hybrid, fitting.offtopic, off_fit))
             threshold = choose_threshold(answerable, off_tops)
-            data = all_models.to_json() | {"threshold": threshold}
             target = model_path(profile, write_model)
+            previous = load_models(profile, write_model)
+            data = all_models.to_json() | {
+                "threshold": threshold,
+                "version": previous.version + 1 if previous is not None else 1,
+                "provenance": provenance(
+                    eval_set, folds, len(known_queries), passage_ids, offtopic, fit_known_items
+                ),
+            }
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
             load_models.cache_clear()
@@ -400,7 +438,7 @@ def run(
                     {
                         "held_out": passage_split[i],
                         "offtopic_held_out": [off_fit[q] for q in off_held],
-                        "models": models.to_json(),
+                        "models": models.to_json() | {"threshold": fold_thresholds[-1]},
                         "threshold": fold_thresholds[-1],
                     }
                 )
@@ -574,7 +612,7 @@ def run_demo(
         if p.is_file() and not p.name.endswith(".metadata.json")
     ]
     questions = read_demo_questions()
-    with EmbeddedStack(workdir / "home", env=env, embed_cache=embed_cache) as stack:
+    with EmbeddedStack(workdir / "home", env=env, wrap_embedder=caching(embed_cache)) as stack:
         stack.ingest(files, per_event=EVENT_RECORDS)
         models = models or load_models(stack.container.embedder.profile.slug)
         install_models(models)
@@ -630,9 +668,7 @@ def run_demo(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.quality", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m training.quality", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--eval-dir", type=Path, help="folder of corpus.jsonl, queries.jsonl, qrels.tsv; default SciFact"
     )
@@ -685,14 +721,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--passages",
         action="store_true",
-        help="also fit the order model on the passage questions (benchmarks.passages; documents from "
+        help="also fit the order model on the passage questions (training.passages; documents from "
         "this machine's /usr/share) and measure them held out",
     )
     parser.add_argument(
         "--fold-models",
         type=Path,
         help="with --passages: write each fold's models and held-out passage questions here "
-        "(for benchmarks.passages --fold-models)",
+        "(for training.passages --fold-models)",
     )
     parser.add_argument(
         "--write-model",
@@ -722,7 +758,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         eval_set = load_eval_set(args.corpus, args.queries, args.qrels, eval_dir=args.eval_dir)
     except FileNotFoundError as exc:
-        print(f"benchmarks.quality: {exc}", file=sys.stderr)
+        print(f"training.quality: {exc}", file=sys.stderr)
         return 2
     if args.limit_docs or args.limit_queries:
         eval_set = eval_set.limited(args.limit_docs, args.limit_queries)
@@ -754,7 +790,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 with tempfile.TemporaryDirectory(prefix="winnow-quality-") as tmp:
                     result = run(eval_set, Path(tmp), progress, **options)
         except PassagesUnavailable as exc:
-            print(f"benchmarks.quality: {exc}", file=sys.stderr)
+            print(f"training.quality: {exc}", file=sys.stderr)
             return 2
     if args.json:
         keys = (

@@ -1,4 +1,4 @@
-"""The passage benchmark's own logic (benchmarks.passages), on small generated documents: the answer
+"""The passage benchmark's own logic (training.passages), on small generated documents: the answer
 check, the question file, the tallies and the BM25 baselines. The benchmark itself reads /usr/share;
 these tests read only the repository."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.passage_corpus import sources
-from benchmarks.passages import (
+from training.passage_corpus import sources
+from training.passages import (
     QUESTIONS,
     Bm25Passages,
     Passage,

@@ -14,7 +14,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EVAL_DIR = REPO_ROOT.parent / "shared" / "eval" / "scifact"
 EXCERPT_EVAL_DIR = REPO_ROOT / "tests" / "data" / "scifact"
-DATA_DIR = REPO_ROOT / "benchmarks" / "data"
+DATA_DIR = REPO_ROOT / "training" / "data"
 OFFTOPIC_FILE = DATA_DIR / "offtopic.txt"  # the fitting set: the threshold rule reads it
 OFFTOPIC_HELDOUT_FILE = DATA_DIR / "offtopic_heldout.txt"  # the reported set: nothing is chosen on it
 

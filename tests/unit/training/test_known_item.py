@@ -1,11 +1,11 @@
-"""Known-item queries generated from a corpus (benchmarks.known_item): the keyword and phrase styles the
+"""Known-item queries generated from a corpus (training.known_item): the keyword and phrase styles the
 relevance model's ordering is also fitted on. Generated corpus only."""
 
 from __future__ import annotations
 
 import random
 
-from benchmarks.known_item import STYLES, content_words, known_item_queries, sentences
+from training.known_item import STYLES, content_words, known_item_queries, sentences
 from winnow.text.sparse import ENGLISH_STOP_WORDS
 
 WORDS = [

@@ -7,7 +7,7 @@ a SciFact claim, whose judged relevant abstract is the dialogue's document; each
 about <word>?" for a word of that abstract that is common in the corpus (the most frequent one the
 earlier turns have not used), so alone it is ambiguous. A hit: the document among the top 3 results.
 
-    python -m benchmarks.conversations [--dialogues 80] [--documents 400]"""
+    python -m training.conversations [--dialogues 80] [--documents 400]"""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Progress, machine, positive_int, stdout_reserved_for_result, table
-from benchmarks.data import load_eval_set
-from benchmarks.embedcache import DEFAULT_CACHE
 from benchmarks.stack import EmbeddedStack
+from training.data import load_eval_set
+from training.embedcache import DEFAULT_CACHE, caching
 
 _WORD = re.compile(r"[a-z]{5,}")
 TOP = 3
@@ -84,7 +84,7 @@ def run(dialogues_wanted: int, max_documents: int, note: Progress, eval_dir: Pat
     with (
         tempfile.TemporaryDirectory() as workdir,
         FakeOllamaServer() as fake,
-        EmbeddedStack(Path(workdir) / "home", embed_cache=DEFAULT_CACHE) as stack,
+        EmbeddedStack(Path(workdir) / "home", wrap_embedder=caching(DEFAULT_CACHE)) as stack,
     ):
         files = [(f"{doc_id}.txt", text.encode()) for doc_id, text in eval_set.documents.items()]
         note(f"ingesting {len(files)} SciFact abstracts")

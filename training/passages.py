@@ -1,19 +1,19 @@
 """Passage-level retrieval: does the passage that answers come first, on long documents nobody wrote for
 the benchmark? (issue 24)
 
-``python -m benchmarks.passages [--json] [--env NAME=VALUE ...] [--limit N] [--documents DIR]
+``python -m training.passages [--json] [--env NAME=VALUE ...] [--limit N] [--documents DIR]
 [--questions TSV]``
 
-- **Documents**: ``benchmarks.passage_corpus``: manual pages, GNU info manuals, HTML, Markdown and PDF
+- **Documents**: ``training.passage_corpus``: manual pages, GNU info manuals, HTML, Markdown and PDF
   that ship on this machine under ``/usr/share`` (read at run time, never copied into the repository;
   a document this machine lacks is left out with its questions, and the report says how many).
-- **Questions**: ``benchmarks/data/passage_questions.tsv``, written in plain words for this benchmark
+- **Questions**: ``training/data/passage_questions.tsv``, written in plain words for this benchmark
   (never a copied phrase), each with ``answer_excerpt``: a short verbatim excerpt of the document that
   answers it. A retrieved passage *answers* when it contains the excerpt (case, whitespace, quotes and
-  hyphen forms aside). Questions are split into the folds of ``benchmarks.cv.kfold`` and the report
+  hyphen forms aside). Questions are split into the folds of ``training.cv.kfold`` and the report
   gives the spread of top-3 across folds. The shipped relevance model's order was fitted on these
-  questions too (``benchmarks.quality --write-model --passages``), so with it the figures are in-sample;
-  ``--fold-models F`` (written by ``benchmarks.quality --passages --fold-models F``) answers each
+  questions too (``training.quality --write-model --passages``), so with it the figures are in-sample;
+  ``--fold-models F`` (written by ``training.quality --passages --fold-models F``) answers each
   question with the models fitted without its fold, at that fold's threshold: the held-out figures
   (the fitting off-topic questions likewise; the held-out off-topic set is read by no fit).
 - **Winnow**: every document through the real ingest handler of a fresh embedded stack (local ONNX
@@ -22,9 +22,9 @@ the benchmark? (issue 24)
   and in the top 3, right document first, answerable questions refused (no result at the default
   threshold); the answer among the candidates the search orders (``winnow_reachable``: a bound on
   what any order, fitted model or re-ranker, can reach with that many candidates); and the share of
-  off-topic questions refused, of the fitting set (``benchmarks/data/offtopic.txt``, which the
+  off-topic questions refused, of the fitting set (``training/data/offtopic.txt``, which the
   threshold rule reads) and of the held-out set (``offtopic_heldout.txt``).
-- **Baselines, same run**: BM25 (``bm25s``, as in ``benchmarks.baselines``) over the very chunks Winnow
+- **Baselines, same run**: BM25 (``bm25s``, as in ``training.baselines``) over the very chunks Winnow
   indexed, and BM25 over the *gold passages*: each document's own paragraphs as its parser reads them,
   a retriever given perfect chunking. No threshold: they always answer.
 - **Chunks**: length distribution per format (median, p10, p90 characters).
@@ -51,8 +51,10 @@ from benchmarks.common import (
     quiet_known_warnings,
     stdout_reserved_for_result,
 )
-from benchmarks.cv import DEFAULT_FOLDS, kfold
-from benchmarks.data import DATA_DIR, OFFTOPIC_FILE, OFFTOPIC_HELDOUT_FILE, read_lines
+from training.cv import DEFAULT_FOLDS, kfold
+from training.data import DATA_DIR, OFFTOPIC_FILE, OFFTOPIC_HELDOUT_FILE, read_lines
+from training.embedcache import DEFAULT_CACHE, caching
+from training.evidence import candidates as gather
 
 QUESTIONS = DATA_DIR / "passage_questions.tsv"
 TOP = 3
@@ -65,7 +67,7 @@ _QUOTES = str.maketrans(
 @dataclass(frozen=True)
 class Question:
     id: str
-    document: str  # the name in benchmarks.passage_corpus the question was written on
+    document: str  # the name in training.passage_corpus the question was written on
     text: str
     excerpt: str
 
@@ -195,7 +197,7 @@ def length_stats(lengths: Iterable[int]) -> dict[str, float]:
 
 
 class Bm25Passages:
-    """BM25 (``bm25s``, English stop-words, Snowball stemmer: as ``benchmarks.baselines``) over passages."""
+    """BM25 (``bm25s``, English stop-words, Snowball stemmer: as ``training.baselines``) over passages."""
 
     def __init__(self, passages: Sequence[Passage]) -> None:
         import bm25s
@@ -263,7 +265,7 @@ def fold_spread(questions: Sequence[Question], rankings: Mapping[str, Sequence[P
 # --- the run ---------------------------------------------------------------------------------------
 def _corpus(progress: Progress) -> tuple[list[tuple[str, bytes]], dict[str, tuple[str, str]], dict[str, str]]:
     """(upload name, bytes) per available document, document -> (source, format), upload name -> document."""
-    from benchmarks.passage_corpus import render, sources, upload_name
+    from training.passage_corpus import render, sources, upload_name
 
     files: list[tuple[str, bytes]] = []
     kinds: dict[str, tuple[str, str]] = {}
@@ -368,7 +370,7 @@ def _chunks_as_indexed(stack: Any, files: Sequence[tuple[str, bytes]]) -> dict[s
 
 @dataclass(frozen=True)
 class FittingSet:
-    """The passage questions as the relevance fit reads them (``benchmarks.quality --passages``): each
+    """The passage questions as the relevance fit reads them (``training.quality --passages``): each
     question's default-mode candidates as ``(chunk id, evidence)``, the chunks that answer it, and its
     (source, format)."""
 
@@ -389,7 +391,6 @@ def fitting_set(
     ones the search handler orders and drops when this benchmark asks it, through the search service
     on a fresh embedded stack of the passage corpus (or of ``documents``); a candidate's id names its
     chunk (unique per question). The ``offtopic`` questions (id -> text) are asked the same way."""
-    from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.stack import EmbeddedStack
     from functions.search.app import service
     from winnow.search.schemas import SearchRequest
@@ -399,17 +400,17 @@ def fitting_set(
     qrels: dict[str, dict[str, int]] = {}
     with (
         tempfile.TemporaryDirectory(prefix="winnow-passages-") as workdir,
-        EmbeddedStack(Path(workdir) / "home", env=dict(env), embed_cache=DEFAULT_CACHE) as stack,
+        EmbeddedStack(Path(workdir) / "home", env=dict(env), wrap_embedder=caching(DEFAULT_CACHE)) as stack,
     ):
         progress(f"passage corpus: ingesting {len(files)} documents")
         stack.ingest(files, per_event=10)
         svc = service()
         for q in questions:
-            hits = svc.candidates(stack.tenant, SearchRequest(query=q.text))
+            hits = gather(svc, stack.tenant, SearchRequest(query=q.text))
             candidates[q.id] = [(f"{h.key}#{i}", e) for i, (h, e) in enumerate(hits)]
             qrels[q.id] = {f"{h.key}#{i}": 1 for i, (h, _) in enumerate(hits) if answers(h.text, q)}
         off = {
-            qid: [(h.key, e) for h, e in svc.candidates(stack.tenant, SearchRequest(query=text))]
+            qid: [(h.key, e) for h, e in gather(svc, stack.tenant, SearchRequest(query=text))]
             for qid, text in (offtopic or {}).items()
         }
     return FittingSet(candidates, qrels, {q.id: kinds[q.document] for q in questions}, off)
@@ -417,7 +418,7 @@ def fitting_set(
 
 @dataclass(frozen=True)
 class Fold:
-    """One fold of ``benchmarks.quality --fold-models``: the passage questions and fitting off-topic
+    """One fold of ``training.quality --fold-models``: the passage questions and fitting off-topic
     questions (by text) it held out, the relevance models fitted without them, and the threshold chosen
     with those models."""
 
@@ -452,7 +453,6 @@ def run(
     context: str | None = None,
     fold_models: Path | None = None,
 ) -> dict[str, Any]:
-    from benchmarks.embedcache import DEFAULT_CACHE
     from benchmarks.stack import EmbeddedStack
     from functions.search.app import service
     from winnow.parsing import parse_document
@@ -464,7 +464,7 @@ def run(
     offtopic, offtopic_heldout = read_lines(OFFTOPIC_FILE), read_lines(OFFTOPIC_HELDOUT_FILE)
     with (
         tempfile.TemporaryDirectory(prefix="winnow-passages-") as workdir,
-        EmbeddedStack(Path(workdir) / "home", env=dict(env), embed_cache=DEFAULT_CACHE) as stack,
+        EmbeddedStack(Path(workdir) / "home", env=dict(env), wrap_embedder=caching(DEFAULT_CACHE)) as stack,
     ):
         progress(f"ingesting {len(files)} documents")
         stack.ingest(files, per_event=10)
@@ -495,7 +495,7 @@ def run(
             request = SearchRequest(query=question.text, candidates=candidates)
             pools[question.id] = [
                 Passage(document_of(h.key, by_upload), h.text)
-                for h, _ in svc.candidates(stack.tenant, request, as_searched=True)
+                for h, _ in gather(svc, stack.tenant, request, as_searched=True)
             ]
             threshold = _held_out(held_by, question.id)
             results = _default_request(stack, question.text, candidates, context, threshold)
@@ -647,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
         "--fold-models",
         type=Path,
         help="answer each question with the models fitted without its fold "
-        "(the file `benchmarks.quality --passages --fold-models` writes)",
+        "(the file `training.quality --passages --fold-models` writes)",
     )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)

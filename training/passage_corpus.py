@@ -1,4 +1,4 @@
-"""The documents of the passage-level benchmark (``benchmarks.passages``): long technical documents this
+"""The documents of the passage-level benchmark (``training.passages``): long technical documents this
 machine ships, read at run time from ``/usr/share`` (never copied into the repository), in two kinds of
 source:
 

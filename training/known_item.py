@@ -10,7 +10,7 @@ known by construction (the document the words were taken from):
 - ``phrase``: five to nine consecutive words of one sentence, as written.
 
 Generated with a fixed seed, so every run and every fold sees the same queries. They are fitted on and
-cross-validated like the judged queries (docs/benchmarks.md), never mixed into the judged figures.
+cross-validated like the judged queries (training/NOTEBOOK.md), never mixed into the judged figures.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """How the relevance models and the default threshold are fitted: every choice (features, L2, the
 threshold rule) made on the training queries a caller passes, so cross-validation stays honest
-(``benchmarks.quality`` calls these per fold and on the whole set for ``--write-model``)."""
+(``training.quality`` calls these per fold and on the whole set for ``--write-model``)."""
 
 from __future__ import annotations
 
@@ -8,32 +8,32 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.cv import fit_logistic, kfold, mean, train_ids
-from benchmarks.metrics import ndcg_at_k
+from training.cv import fit_logistic, kfold, mean, train_ids
+from training.metrics import ndcg_at_k
 
 DEFAULT_MODE = "hybrid"
 TOP_K = 10  # the passages a benchmark query asks for, as a client asking for ten does
 THRESHOLD_GRID = tuple(round(0.01 * i, 2) for i in range(1, 100))
 MAX_REFUSED = 0.05  # the threshold rule without off-topic questions: refuse at most this share of queries
-# With off-topic questions: "floor" (issue 24; benchmarks.studies.study_answer) or "balanced"
-# (benchmarks.studies.study_refusal).
+# With off-topic questions: "floor" (issue 24; the study_answer study, in git at 7bf8fee) or "balanced"
+# (the study_refusal study, in git at 7bf8fee).
 THRESHOLD_RULE = "floor"
 # The floor rule's share of training off-topic questions to refuse: issue 24's goal is 95 % of off-topic
 # questions refused, answerable refusals as few as that allows; one point of margin for held-out ones.
 OFFTOPIC_FLOOR = 0.96
 L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 # The features each mode's relevance model reads (winnow.search.relevance.FEATURES); chosen in
-# benchmarks.studies.study by cross-validation.
+# the fusion study (benchmarks/studies/study.py, in git at 7bf8fee) by cross-validation.
 MODE_FEATURES: dict[str, tuple[str, ...]] = {
     "hybrid": ("cosine", "cosine_gap", "coverage"),
     "dense": ("cosine", "cosine_gap"),
     "sparse": ("cosine", "cosine_gap", "bm25_log", "bm25_rel"),
 }
 # The default mode's ordering model (``RankedRelevance.order``), fitted listwise on the judged queries
-# (each weighted ``JUDGED_WEIGHT``), the generated known-item queries (benchmarks.known_item) and, when
-# given, the passage questions (benchmarks.passages); ``MODE_FEATURES["hybrid"]`` is its answer model,
+# (each weighted ``JUDGED_WEIGHT``), the generated known-item queries (training.known_item) and, when
+# given, the passage questions (training.passages); ``MODE_FEATURES["hybrid"]`` is its answer model,
 # fitted on the judged queries only. Chosen by cross-validation over every set at once
-# (benchmarks.studies.study_passage_order, docs/benchmarks.md).
+# (the study_passage_order study, in git at 7bf8fee, training/NOTEBOOK.md).
 ORDER_FEATURES = (
     "cosine",
     "cosine_gap",
@@ -178,7 +178,7 @@ def fit_listwise(
 @dataclass(frozen=True)
 class OrderQueries:
     """Queries besides the judged ones that the order model also learns from (the generated known-item
-    queries of benchmarks.known_item, the passage questions of benchmarks.passages), with their
+    queries of training.known_item, the passage questions of training.passages), with their
     default-mode candidates and judgements; ``ids`` are the ones a fit may read. A passage question's
     candidate ids name the chunk, so a judgement is per passage."""
 
@@ -192,7 +192,6 @@ def fit_models(
     qrels: dict[str, dict[str, int]],
     qids: Sequence[str],
     profile: str,
-    source: str = "",
     known: OrderQueries | None = None,
     passages: OrderQueries | None = None,
 ) -> Any:
@@ -212,7 +211,8 @@ def fit_models(
             answer_l2 = choose_l2(per_query_cands, qrels, qids, ANSWER_FEATURES)
             answer = fit_mode(per_query_cands, qrels, qids, ANSWER_FEATURES, answer_l2)
             modes[mode] = calibrate(per_query_cands, qrels, qids, modes[mode], answer)
-    return RelevanceModels(profile=profile, modes=modes, source=source)
+    # The threshold rule runs on these models' scores, so the caller sets the threshold afterwards.
+    return RelevanceModels(profile=profile, modes=modes, threshold=0.0)
 
 
 def refuse_reused_ids(ids: Iterable[str], taken: Iterable[str]) -> None:

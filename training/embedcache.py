@@ -9,10 +9,10 @@ import hashlib
 import sqlite3
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from benchmarks.data import REPO_ROOT
+from training.data import REPO_ROOT
 from winnow.models import EmbeddingProfile
 from winnow.ports import Embedder, InputType
 
@@ -73,3 +73,10 @@ class CachingEmbedder(Embedder):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def caching(path: Path | None) -> Callable[[Embedder], Embedder] | None:
+    """``EmbeddedStack``'s ``wrap_embedder`` for a cache at ``path`` (None: no cache)."""
+    if path is None:
+        return None
+    return lambda embedder: CachingEmbedder(embedder, path)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.common import table
-from benchmarks.cv import mean
-from benchmarks.known_item import STYLES
-from benchmarks.metrics import METRIC_NAMES, ndcg_at_k
-from benchmarks.relevance_fit import TOP_K
 from benchmarks.stack import Hit
+from training.cv import mean
+from training.known_item import STYLES
+from training.metrics import METRIC_NAMES, ndcg_at_k
+from training.relevance_fit import TOP_K
 
 GOAL_MARGIN = 0.02
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
@@ -155,7 +155,7 @@ def render(result: dict[str, Any]) -> str:
         ]
         lines += [
             "",
-            "passage questions held out (benchmarks.passages; each fold's model and threshold, offline on "
+            "passage questions held out (training.passages; each fold's model and threshold, offline on "
             "the candidates as the search service orders and drops them)",
             table(["group", "n", "top 1", "top 3", "top 3 shown", "refused"], p_rows),
         ]

@@ -1,0 +1,20 @@
+"""Every candidate of a search with the evidence the relevance model reads, gathered through the search
+service's own steps (``retrieve`` and ``evidence``), so the models are fitted on what a search sees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def candidates(svc: Any, tenant: str, request: Any, *, as_searched: bool = False) -> list[tuple[Any, Any]]:
+    """``(hit, Evidence)`` in retrieval order, before any model, threshold or ``top_k``: by default as
+    many as the model orders (what it is fitted on); ``as_searched``: as many as a search fetches for
+    this request (more when a re-ranker reads them), so its results are always some of these."""
+    caller = svc.caller(tenant)
+    dense = svc.embedder.embed([request.query], "query")[0]
+    sparse = svc.sparse.encode_query(request.query)
+    retrieve = sparse if request.mode != "dense" else None
+    wanted = svc.reranker is not None if request.rerank is None else request.rerank
+    reranked = as_searched and wanted and svc.reranker is not None
+    hits = svc.retrieve(caller, request, dense, retrieve, request.candidate_count(reranked), with_dense=True)
+    return list(zip(hits, svc.evidence(dense, hits, sparse), strict=True))
