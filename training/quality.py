@@ -66,7 +66,6 @@ from training.data import (
 from training.embedcache import DEFAULT_CACHE, caching
 from training.evidence import candidates as gather
 from training.known_item import DEFAULT_PER_STYLE, known_item_queries
-from training.metrics import evaluate, per_query
 from training.passages import fitting_set
 from training.quality_report import calibration_table, known_item_figures, passage_table, render
 from training.relevance_fit import (
@@ -79,6 +78,7 @@ from training.relevance_fit import (
     describe_threshold_rule,
     fit_models,
 )
+from winnow_local.evaluation.metrics import evaluate, per_query
 
 MODES = ("sparse", "dense", "hybrid")
 RERANK_MODE = "hybrid+rerank"

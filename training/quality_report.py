@@ -9,8 +9,8 @@ from benchmarks.common import table
 from benchmarks.stack import Hit
 from training.cv import mean
 from training.known_item import STYLES
-from training.metrics import METRIC_NAMES, ndcg_at_k
 from training.relevance_fit import TOP_K
+from winnow_local.evaluation.metrics import METRIC_NAMES, ndcg_at_k
 
 GOAL_MARGIN = 0.02
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from training.cv import fit_logistic, kfold, mean, train_ids
-from training.metrics import ndcg_at_k
+from winnow_local.evaluation.metrics import ndcg_at_k
 
 DEFAULT_MODE = "hybrid"
 TOP_K = 10  # the passages a benchmark query asks for, as a client asking for ten does

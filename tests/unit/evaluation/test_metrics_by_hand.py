@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from training.metrics import dcg, evaluate, mrr_at_k, ndcg_at_k, per_query, recall_at_k
+from winnow_local.evaluation.metrics import dcg, evaluate, mrr_at_k, ndcg_at_k, per_query, recall_at_k
 
 
 def test_dcg_discounts_by_log2_of_rank_plus_one() -> None:
