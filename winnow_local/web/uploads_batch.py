@@ -1,8 +1,10 @@
-"""Uploads in flight go through the ingest handler together: while the server's lane is busy, a tenant's
-uploads queue here, and that tenant's next turn on the lane puts them all and sends one notification, so
-their documents' texts are embedded together (``winnow.ingest.gather``). Each caller gets its own results.
-A turn holds one tenant's uploads only, so batching never lets one tenant's backlog past another's turn
-(``lanes.FairLane``)."""
+"""Uploads in flight go through the ingest handler together: while the server's ingest lane is busy, a
+tenant's uploads queue here, and that tenant's next turn on the ingest lane puts them all and sends one
+notification, so their documents' texts are embedded together (``winnow.ingest.gather``). Each caller
+gets its own results. A turn holds one tenant's uploads only, so batching never lets one tenant's backlog
+past another's turn (``lanes.FairLane``). Whether the caller may write is asked of the search handler
+on the API lane (its resolver is not shared between threads), in the upload's turn, just before the
+write."""
 
 from __future__ import annotations
 
@@ -22,8 +24,11 @@ _Waiting = tuple[Upload, Refusal | None, "Future[list[dict[str, Any]] | ApiRespo
 
 
 class UploadBatcher:
-    def __init__(self, lane: FairLane, runtime: LocalRuntime, limit: int = UPLOADS_PER_TURN) -> None:
+    def __init__(
+        self, lane: FairLane, runtime: LocalRuntime, checks: FairLane, limit: int = UPLOADS_PER_TURN
+    ) -> None:
         self._lane = lane
+        self._checks = checks
         self._runtime = runtime
         self._limit = limit
         self._lock = threading.Lock()
@@ -57,7 +62,7 @@ class UploadBatcher:
         for waiting in batch:
             upload, refused, future = waiting
             try:
-                refusal = refused() if refused is not None else None
+                refusal = self._checks.submit(tenant, refused).result() if refused is not None else None
             except Exception as exc:  # handed to that upload's request, answered there
                 future.set_exception(exc)
                 continue
