@@ -52,6 +52,12 @@ class UploadBatcher:
         self._lane.submit(tenant, self._turn, tenant)
         return future.result()
 
+    def _check(self, tenant: str, refused: Refusal) -> ApiResponse | None:
+        """The write check on the checks lane (here, when that is this lane: waiting would deadlock)."""
+        if self._checks is self._lane:
+            return refused()
+        return self._checks.submit(tenant, refused).result()
+
     def _turn(self, tenant: str) -> None:
         with self._lock:
             queue = self._pending.pop(tenant, [])
@@ -62,7 +68,7 @@ class UploadBatcher:
         for waiting in batch:
             upload, refused, future = waiting
             try:
-                refusal = self._checks.submit(tenant, refused).result() if refused is not None else None
+                refusal = None if refused is None else self._check(tenant, refused)
             except Exception as exc:  # handed to that upload's request, answered there
                 future.set_exception(exc)
                 continue
