@@ -17,7 +17,20 @@ from winnow.parsing.markdown import parse_markdown
 from winnow.settings import ChunkingSettings
 from winnow.text.chunking import chunk_document
 
-WORDS = "kettle descale water filter boiler pressure valve steam milk coffee grinder espresso".split()
+WORDS = [
+    "kettle",
+    "descale",
+    "water",
+    "filter",
+    "boiler",
+    "pressure",
+    "valve",
+    "steam",
+    "milk",
+    "coffee",
+    "grinder",
+    "espresso",
+]
 SIZE = 200_000
 
 
