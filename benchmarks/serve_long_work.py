@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--one-lane", action="store_true", help="every task on one lane (before)")
     parser.add_argument("--paragraphs", type=positive_int, default=1200, help="of the big upload")
+    parser.add_argument("--model-seconds", type=float, default=MODEL_SECONDS, help="the slow model's wait")
     args = parser.parse_args(argv)
     quiet_known_warnings()
     from winnow_fakes.fake_model import ModelFault
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
                 thread.join()
 
         def slow_model() -> None:
-            ollama.inject(ModelFault.delay(MODEL_SECONDS))
+            ollama.inject(ModelFault.delay(args.model_seconds))
             body = {"query": "and how often?", "conversation_id": first["conversation_id"]}
             assert _post(url, "/answer", "c", json=body, headers=asker).status_code == 200
 
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
             "b alone": None,
             f"one upload, {len(big) / 1e6:.2f} MB, {args.paragraphs} paragraphs": one_upload,
             f"six tenants uploading {len(small[0]) // 1000} KB each": six_tenants,
-            f"a follow-up /answer, model {MODEL_SECONDS:.0f} s": slow_model,
+            f"a follow-up /answer, model {args.model_seconds:g} s": slow_model,
         }
         rows = []
         alone_ms = None
