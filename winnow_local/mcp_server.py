@@ -282,7 +282,8 @@ def build_server(tools: WinnowTools, log_level: Literal["INFO", "WARNING"] = "WA
     @tool
     def list_documents(limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
         """The indexed documents and their ingest status (indexed, failed with a reason, deleted), a page at
-        a time: pass `next_cursor` back as `cursor` for the next page (limit 1-100)."""
+        a time: pass `next_cursor` back as `cursor` for the next page (limit 1-100) until it is null; a page
+        may be short or empty before that (one request reads at most 1,000 records)."""
         return tools.list_documents(limit, cursor)
 
     @tool

@@ -11,7 +11,7 @@ import contextlib
 import json
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,12 +141,16 @@ class LocalRuntime:
         tenant: str | None = None,
         user: str | None = None,
         groups: Sequence[str] = (),
+        via: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None,
     ) -> ApiResponse:
-        """One request through the search handler. With ``tenant``, the event carries the JWT claims the
-        settings name (tenant, and ``user`` and ``groups`` when given: the CLI's ``--user``/``--groups``);
-        without, the handler sees no authorizer (the local server's header mode)."""
-        from functions.search.app import handler
+        """One request through the search handler (``via``: another instance of it, for a thread that
+        runs beside the first). With ``tenant``, the event carries the JWT claims the settings name
+        (tenant, and ``user`` and ``groups`` when given: the CLI's ``--user``/``--groups``); without,
+        the handler sees no authorizer (the local server's header mode)."""
+        from functions.search.app import handler as default_handler
         from winnow.factory import get_container
+
+        handler = via or default_handler
 
         search = get_container().settings.search
         if not search.show_configuration_errors:  # here the caller is the operator: say what to fix

@@ -257,6 +257,24 @@ def test_the_fit_writes_an_artifact_with_its_threshold_version_and_provenance(tm
     assert {"hybrid", "dense", "sparse"} <= set(loaded.modes)
 
 
+def test_long_work_benchmark_prints_every_run(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import serve_long_work
+
+    serve_long_work.main(["--paragraphs", "6", "--model-seconds", "0.2"])
+    out = capsys.readouterr().out
+    for run in ("b alone", "one upload", "six tenants uploading", "a follow-up /answer"):
+        assert run in out, out
+
+
+def test_table_ingest_benchmark_prints_chunks_and_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import table_ingest
+
+    table_ingest.main(["--kb", "4"])
+    out = capsys.readouterr().out
+    assert "long cells" in out and "short cells" in out and "peak RSS MB" in out
+    assert "indexed" in out, out
+
+
 def _backup_and_leave(tmp_path: Path) -> tuple[Path, Path]:
     """Two generated documents (no /usr/share) and three questions with their answering excerpts: the
     folder and the question file the passage benchmark takes."""

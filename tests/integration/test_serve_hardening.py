@@ -299,14 +299,18 @@ def test_stalled_sockets_hold_a_bounded_number_of_threads_and_are_let_go(server:
         for sock in stalled:
             sock.sendall(b"GET /hea")
         time.sleep(0.3)
-        # Then the server runs at most max_connections threads for them; the rest got a 503 at once
+        # Then the server runs at most max_connections threads for them, and lets every one go: a 503,
+        # or closed (the oldest to make room for a newer one, or at the idle timeout)
         assert threading.active_count() - before <= LIMITS.max_connections
-        refused = 0
+        let_go = 0
         for sock in stalled:
             sock.settimeout(LIMITS.idle_timeout_seconds + LIMITS.request_timeout_seconds + 5)
-            data = sock.recv(65536)  # a 503, or b"" when the server closes a stalled connection
-            refused += data.startswith(b"HTTP/1.1 503")
-        assert refused >= 40 - LIMITS.max_connections
+            try:
+                data = sock.recv(65536)
+            except ConnectionResetError:
+                data = b""
+            let_go += data == b"" or data.startswith(b"HTTP/1.1 503")
+        assert let_go == 40
     finally:
         for sock in stalled:
             sock.close()

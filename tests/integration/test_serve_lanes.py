@@ -5,14 +5,13 @@ go: the assertions are about order (what was answered while something else still
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.serve import serving
+from tests.support.serve import serving, until
 from winnow.errors import ObjectGone
 from winnow.factory import get_container
 from winnow_local.adapters.objects_local import LocalObjectSource
@@ -35,14 +34,6 @@ def request(server: WinnowHTTPServer, method: str, path: str, tenant: str, **kwa
     return httpx.request(
         method, f"{server.url}{path}", headers={"x-winnow-tenant": tenant}, timeout=300, **kwargs
     )
-
-
-def until(condition: Callable[[], bool], what: str) -> None:
-    """Wait for a state the server reaches by itself (a request queued); bounded, not a timing claim."""
-    deadline = time.monotonic() + 60
-    while not condition():
-        assert time.monotonic() < deadline, f"never reached: {what}"
-        time.sleep(0.01)
 
 
 class InBackground:

@@ -27,9 +27,9 @@ def test_uploads_in_flight_share_embedding_requests(tmp_path: Path, fake_voyage:
         "VOYAGE_BASE_URL": fake_voyage.base_url,
     }
     with serving(tmp_path / "home", env) as httpd:
-        # Given the server's lane busy with something else, and four uploads arriving meanwhile
+        # Given the server's ingest lane busy with something else, and four uploads arriving meanwhile
         gate = threading.Event()
-        httpd.lane.submit("acme", gate.wait, 30)
+        httpd.ingest_lane.submit("acme", gate.wait, 30)
         answers: dict[str, dict[str, Any]] = {}
 
         def send(n: int) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -55,3 +56,11 @@ def upload(
         connection.close()
     assert response.status == 200, (key, response.status, body)
     return dict(body)
+
+
+def until(condition: Callable[[], bool], what: str) -> None:
+    """Wait for a state the server reaches by itself (a request queued); bounded, not a timing claim."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, f"never reached: {what}"
+        time.sleep(0.01)

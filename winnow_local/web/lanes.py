@@ -1,13 +1,23 @@
-"""The one lane ``winnow serve`` runs its handler calls on, shared fairly between tenants.
+"""The lanes ``winnow serve`` runs its handler calls on, each shared fairly between tenants.
 
-One worker thread, because the embedded stores (Qdrant Edge, the SQLite ledger) are single-writer.
-Each tenant has its own queue and the worker takes one task from each tenant with work in turn, so a
-tenant's backlog delays another tenant's request by at most one task per tenant, never by the whole
-backlog (measured in training/NOTEBOOK.md, "Search cost on winnow serve"). Within a tenant,
-tasks run in the order they came."""
+Each lane is one worker thread with a queue per tenant; the worker takes one task from each tenant with
+work in turn, so a tenant's backlog delays another tenant's request by at most one task per tenant,
+never by the whole backlog (measured in training/NOTEBOOK.md, "Search cost on winnow serve"). Within a
+tenant, tasks run in the order they came.
+
+Three lanes, so that work that can take long never holds a search (issue 44: one 1.1 MB upload held
+every tenant's search and ``/health`` for 58 s, a follow-up ``/answer`` with an 8-second model 16 s):
+the API lane (searches, listings, checks: short, bounded requests), the ingest lane (uploads and
+removals: parsing and embedding) and the model lane (requests that wait for a language model). The
+stores behind them take their own locks (Qdrant Edge's shards, the SQLite ledger's), and ingest's
+writes are serialised by ``LocalRuntime``; what cannot be shared is a Powertools resolver, which keeps
+the request it is answering on itself, so the model lane calls its own copy of the search function
+(``separate_search_handler``)."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -85,3 +95,20 @@ class FairLane:
             self._ready.notify_all()
         if wait and self._worker is not threading.current_thread():
             self._worker.join()
+
+
+def separate_search_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The search function's handler from a second instance of its module: its own resolver (the
+    request's event and context live on it), the same container, stores and settings."""
+    import functions.search.app as original
+
+    name = f"{original.__name__}__model_lane"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, original.__file__)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # pydantic resolves the module's annotations through sys.modules
+        spec.loader.exec_module(module)
+    handler: Callable[[dict[str, Any], Any], dict[str, Any]] = module.handler
+    return handler

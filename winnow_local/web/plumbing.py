@@ -35,6 +35,9 @@ class ServerState(Protocol):
     settings: ServeSettings
     runtime: LocalRuntime
     lane: FairLane
+    ingest_lane: FairLane
+    model_lane: FairLane
+    model_handler: Any
     uploads: UploadBatcher
     quiet: bool
     upload_secret: bytes
@@ -44,6 +47,8 @@ class ServerState(Protocol):
     def origin_allowed(self, origin: str, authority: str) -> bool: ...
 
     def max_upload_bytes(self) -> int: ...
+
+    def waiting_for_client(self, connection: socket.socket, waiting: bool) -> None: ...
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -93,10 +98,17 @@ class RequestPlumbing(BaseHTTPRequestHandler):
     def handle_one_request(self) -> None:
         self._reader.deadline = time.monotonic() + self.server.settings.request_timeout_seconds
         self._origin_allowed = None
+        self.server.waiting_for_client(self.connection, True)  # for the request line and headers
         try:
             super().handle_one_request()
         finally:
             self._reader.deadline = None
+            self.server.waiting_for_client(self.connection, False)
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self.server.waiting_for_client(self.connection, False)  # the head is in: working on it
+        return parsed
 
     def log_message(self, format: str, *args: Any) -> None:
         if not self.server.quiet:
@@ -186,12 +198,15 @@ class RequestPlumbing(BaseHTTPRequestHandler):
             self.close_connection = True
             self._send_error(413, "payload_too_large", f"the body is over the {limit}-byte limit")
             return None
+        self.server.waiting_for_client(self.connection, True)
         try:
             body = self.rfile.read(length) if length else b""
         except TimeoutError:
             self.close_connection = True
             self._send_error(408, "request_timeout", "the body did not arrive in time")
             return None
+        finally:
+            self.server.waiting_for_client(self.connection, False)
         if len(body) < length:  # the client closed early
             self.close_connection = True
             return None

@@ -35,6 +35,22 @@ _PAGE_POLICY = (
 )
 
 
+def _asks_a_model(path: str, body: bytes) -> bool:
+    """Whether the request may wait for a language model: ``/answer``, or a ``/search`` that continues
+    a conversation (its follow-up is rewritten by the model). Read as the handler reads the body."""
+    if path == "/answer":
+        return True
+    if path != "/search" or (b"conversation" not in body.lower() and b"\\u" not in body):
+        return False  # no conversation id, however spelt
+    from winnow.search.body import decode_json_body
+
+    try:
+        decoded = decode_json_body(body.decode("utf-8"))
+    except Exception:  # the handler answers it with a 4xx at once
+        return False
+    return isinstance(decoded, dict) and decoded.get("conversation_id") is not None
+
+
 class WinnowRequestHandler(RequestPlumbing):
     """Routing by method and path; every route runs inside ``_guarded`` (access checks first)."""
 
@@ -185,24 +201,31 @@ class WinnowRequestHandler(RequestPlumbing):
         runtime = self.server.runtime
         path = urlsplit(self.path).path
         method, target = self.command, self.path
-
-        def call() -> ApiResponse:
-            """The request and, for a delete, its removal event, in one lane task: a re-upload queued
-            behind it is written after the removal, as on S3, never removed by it."""
-            response = runtime.call_api(method, target, body=payload, headers=headers)
-            if method == "DELETE" and path.startswith("/documents/") and response.status == 202:
-                # In AWS the bucket notification runs the removal through ingest; here the server does.
-                from winnow.factory import get_container
-                from winnow_local.adapters.objects_local import LocalObjectSource
-
-                if isinstance(get_container().objects, LocalObjectSource):
-                    runtime.ingest_removals([str(response.json()["key"])])
-            return response
-
-        response = self.server.lane.submit(self._lane_tenant(), call).result()
+        tenant = self._lane_tenant()
+        if method == "POST" and _asks_a_model(path, body):
+            handler = self.server.model_handler  # its own resolver: it runs beside the API lane's
+            response = self.server.model_lane.submit(
+                tenant, lambda: runtime.call_api(method, target, body=payload, headers=headers, via=handler)
+            ).result()
+        else:
+            response = self.server.lane.submit(
+                tenant, lambda: runtime.call_api(method, target, body=payload, headers=headers)
+            ).result()
+        if method == "DELETE" and path.startswith("/documents/") and response.status == 202:
+            self._removal(tenant, str(response.json()["key"]))
         if method == "POST" and path == "/uploads" and response.status == 201:
             response = self._form_for_this_host(response)
         self._send(response.status, response.headers, response.body)
+
+    def _removal(self, tenant: str, key: str) -> None:
+        """In AWS the bucket notification runs the removal through ingest; here the ingest lane does, in
+        the tenant's order there: an upload that was waiting is written first (the removal then finds
+        the object again and removes nothing), a later one after it, as on S3."""
+        from winnow.factory import get_container
+        from winnow_local.adapters.objects_local import LocalObjectSource
+
+        if isinstance(get_container().objects, LocalObjectSource):
+            self.server.ingest_lane.submit(tenant, self.server.runtime.ingest_removals, [key]).result()
 
     def _lane_tenant(self) -> str:
         """Whose turn on the lane this request waits for: its tenant header (checked by then), else the

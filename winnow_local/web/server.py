@@ -32,20 +32,24 @@ Routes besides the API:
   unavailable (retry). The API's write rules apply first (``POST /uploads`` is asked with the caller's
   headers; a sidecar counts as a change of its document granting its access list).
 
-Handler calls run on one worker thread: Qdrant Edge and the SQLite ledger are single-process,
-single-writer stores, and one lane keeps them consistent without locking inside the handlers. The lane
-takes one task from each tenant with work in turn (``winnow_local.web.lanes``), so one tenant's backlog
-never holds another tenant's request behind all of it.
+Handler calls run on three lanes of one worker thread each (``winnow_local.web.lanes``): API requests,
+ingest (uploads, removals) and requests that wait for a language model, so neither an upload nor a slow
+model holds a search. Each lane takes one task from each tenant with work in turn, so one tenant's
+backlog never holds another tenant's request behind all of it. A connection slot held by a client that
+has not sent its request (or its body) is taken back when every slot is in use and another client
+connects, so slow senders cannot keep the server at 503.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import signal
 import socket
 import sys
 import threading
+import time
 import uuid
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -53,7 +57,7 @@ from urllib.parse import urlsplit
 
 from winnow_local.runtime import LocalRuntime, close_local_qdrant, local_qdrant_path
 from winnow_local.web.access import ServeSettings, host_name, is_loopback_name
-from winnow_local.web.lanes import SERVER, FairLane
+from winnow_local.web.lanes import SERVER, FairLane, separate_search_handler
 from winnow_local.web.routes import WinnowRequestHandler
 from winnow_local.web.uploads_batch import UploadBatcher
 
@@ -75,7 +79,12 @@ class WinnowHTTPServer(ThreadingHTTPServer):
         self.settings = settings or ServeSettings()
         self.runtime = LocalRuntime()
         self.lane = FairLane("winnow-handlers")
-        self.uploads = UploadBatcher(self.lane, self.runtime)
+        self.ingest_lane = FairLane("winnow-ingest")
+        self.model_lane = FairLane("winnow-models")
+        self.model_handler = separate_search_handler()
+        self.uploads = UploadBatcher(self.ingest_lane, self.runtime, checks=self.lane)
+        self._waiting: dict[socket.socket, float] = {}  # connections waiting for what the client sends
+        self._waiting_lock = threading.Lock()
         self.quiet = quiet
         self.qdrant_path = local_qdrant_path()
         self._slots = threading.BoundedSemaphore(self.settings.max_connections)
@@ -117,8 +126,11 @@ class WinnowHTTPServer(ThreadingHTTPServer):
 
     # --- bounded threads -------------------------------------------------------------------------------
     def process_request(self, request: Any, client_address: Any) -> None:
-        """One thread per connection, at most ``max_connections``; beyond that a 503 at once."""
-        if not self._slots.acquire(blocking=False):
+        """One thread per connection, at most ``max_connections``; when all are taken, the connection
+        that has waited longest for its client's request (or body) is closed to make room, else a 503."""
+        if not self._slots.acquire(blocking=False) and not (
+            self._evict_slowest() and self._slots.acquire(timeout=5.0)
+        ):
             self._refuse_busy(request)
             self.shutdown_request(request)
             return
@@ -133,6 +145,30 @@ class WinnowHTTPServer(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
+
+    def waiting_for_client(self, connection: socket.socket, waiting: bool) -> None:
+        """Mark a connection as waiting for its client (a request, a body) or as working on one."""
+        with self._waiting_lock:
+            if waiting:
+                self._waiting.setdefault(connection, time.monotonic())
+            else:
+                self._waiting.pop(connection, None)
+
+    def connections_waiting(self) -> int:
+        with self._waiting_lock:
+            return len(self._waiting)
+
+    def _evict_slowest(self) -> bool:
+        """Close the connection that has waited longest for its client (issue 44: 64 sockets sending a
+        byte every 5 s kept /health at 503 for 40 s); its thread ends and frees its slot."""
+        with self._waiting_lock:
+            if not self._waiting:
+                return False
+            connection = min(self._waiting, key=self._waiting.__getitem__)
+            del self._waiting[connection]
+        with contextlib.suppress(OSError):
+            connection.shutdown(socket.SHUT_RDWR)
+        return True
 
     @staticmethod
     def _refuse_busy(request: socket.socket) -> None:
@@ -157,7 +193,8 @@ class WinnowHTTPServer(ThreadingHTTPServer):
 
     def server_close(self) -> None:
         super().server_close()
-        self.lane.shutdown(wait=True, cancel_futures=True)
+        for lane in (self.model_lane, self.ingest_lane, self.lane):
+            lane.shutdown(wait=True, cancel_futures=True)
         if self.qdrant_path is not None:
             close_local_qdrant(self.qdrant_path)
 

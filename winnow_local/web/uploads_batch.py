@@ -1,8 +1,10 @@
-"""Uploads in flight go through the ingest handler together: while the server's lane is busy, a tenant's
-uploads queue here, and that tenant's next turn on the lane puts them all and sends one notification, so
-their documents' texts are embedded together (``winnow.ingest.gather``). Each caller gets its own results.
-A turn holds one tenant's uploads only, so batching never lets one tenant's backlog past another's turn
-(``lanes.FairLane``)."""
+"""Uploads in flight go through the ingest handler together: while the server's ingest lane is busy, a
+tenant's uploads queue here, and that tenant's next turn on the ingest lane puts them all and sends one
+notification, so their documents' texts are embedded together (``winnow.ingest.gather``). Each caller
+gets its own results. A turn holds one tenant's uploads only, so batching never lets one tenant's backlog
+past another's turn (``lanes.FairLane``). Whether the caller may write is asked of the search handler
+on the API lane (its resolver is not shared between threads), in the upload's turn, just before the
+write."""
 
 from __future__ import annotations
 
@@ -24,8 +26,11 @@ _Waiting = tuple[Upload, Terms | None, "Future[list[dict[str, Any]] | ApiRespons
 
 
 class UploadBatcher:
-    def __init__(self, lane: FairLane, runtime: LocalRuntime, limit: int = UPLOADS_PER_TURN) -> None:
+    def __init__(
+        self, lane: FairLane, runtime: LocalRuntime, checks: FairLane, limit: int = UPLOADS_PER_TURN
+    ) -> None:
         self._lane = lane
+        self._checks = checks
         self._runtime = runtime
         self._limit = limit
         self._lock = threading.Lock()
@@ -50,6 +55,12 @@ class UploadBatcher:
         self._lane.submit(tenant, self._turn, tenant)
         return future.result()
 
+    def _check(self, tenant: str, terms: Terms) -> ApiResponse | dict[str, str]:
+        """The write check on the checks lane (here, when that is this lane: waiting would deadlock)."""
+        if self._checks is self._lane:
+            return terms()
+        return self._checks.submit(tenant, terms).result()
+
     def _turn(self, tenant: str) -> None:
         with self._lock:
             queue = self._pending.pop(tenant, [])
@@ -59,7 +70,7 @@ class UploadBatcher:
         allowed: list[_Waiting] = []
         for upload, terms, future in batch:
             try:
-                given = terms() if terms is not None else {}
+                given = {} if terms is None else self._check(tenant, terms)
             except Exception as exc:  # handed to that upload's request, answered there
                 future.set_exception(exc)
                 continue

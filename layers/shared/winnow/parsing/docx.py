@@ -14,6 +14,7 @@ or inherited from its style, which also covers custom heading styles.
 
 from __future__ import annotations
 
+import functools
 import re
 import zipfile
 from collections.abc import Iterator
@@ -35,6 +36,8 @@ from winnow.settings import IngestSettings
 
 if TYPE_CHECKING:
     from docx.document import Document as DocxDocument
+
+    from winnow.parsing.figures import PackageImages
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _CONTENT_TYPE = re.compile(r"content type is '([^']{1,120})'")
@@ -112,9 +115,10 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     import docx
     from docx.oxml.ns import qn
 
-    from winnow.parsing.figures import held_limit
+    from winnow.parsing.figures import PackageImages, held_limit
 
     document = docx.Document(BytesIO(data))
+    pictures = PackageImages(settings.figure_min_side_pixels)  # each image part judged once
     styles = _StyleLevels(document)
     table_tag = qn("w:tbl")
     collector = BlockCollector(held_limit(settings))
@@ -135,7 +139,7 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
             collector.add(text, headings.path)
             if settings.max_figures:
                 caption, where = _caption_near(elements, at)
-                for figure in _pictures(document, elements, at, settings, caption):
+                for figure in _pictures(document, elements, at, pictures, caption):
                     if where == at - 1 and collector.blocks and collector.blocks[-1].text == caption:
                         collector.blocks.pop()  # the caption above the picture: the figure carries it
                     if where is not None:
@@ -158,15 +162,13 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
 
 
 def _pictures(
-    document: DocxDocument, elements: list[Any], at: int, settings: IngestSettings, caption: str
+    document: DocxDocument, elements: list[Any], at: int, pictures: PackageImages, caption: str
 ) -> Iterator[Figure]:
     """The pictures drawn in paragraph ``at`` (``w:drawing`` with an embedded image part; linked
     pictures are never fetched) as figure candidates, with their alt text (``wp:docPr`` ``descr``) and
     the caption next to them: the following paragraph, else the one before, when it is a Caption
     paragraph or reads as one ("Figure 2: ...")."""
     from docx.oxml.ns import qn
-
-    from winnow.parsing.figures import figure_candidate
 
     drawings = list(elements[at].iter(qn("w:drawing")))
     if not drawings:
@@ -180,11 +182,13 @@ def _pictures(
             continue
         properties = next(drawing.iter(f"{{{_WORD_DRAWING}}}docPr"), None)
         alt = (properties.get("descr") or properties.get("title") or "") if properties is not None else ""
-        figure = figure_candidate(
-            part.blob, caption=caption, alt=alt, min_side=settings.figure_min_side_pixels
-        )
+        figure = pictures.candidate(str(part.partname), functools.partial(_blob, part), caption, alt)
         if figure is not None:
             yield figure
+
+
+def _blob(part: Any) -> bytes:
+    return bytes(part.blob)
 
 
 def _caption_near(elements: list[Any], at: int) -> tuple[str, int | None]:

@@ -68,10 +68,11 @@ def parse_html(
     decoded: DecodedText | None = None,
     *,
     settings: IngestSettings | None = None,
-    images: Callable[[str], bytes | None] | None = None,
+    images: Callable[[str, str, str], Figure | None] | None = None,
 ) -> ParsedDocument:
-    """``images`` finds the bytes an ``<img src>`` names inside the file's own package (an EPUB's
-    members); without it only ``data:`` images are the page's own. Nothing is fetched."""
+    """``images(src, caption, alt)`` is the figure candidate an ``<img src>`` names inside the file's
+    own package (an EPUB's members, each judged once: ``figures.PackageImages``); without it only
+    ``data:`` images are the page's own. Nothing is fetched."""
     text = _decode(data, decoded)
     try:
         return _parse(key, text, settings or IngestSettings(), images)
@@ -95,7 +96,7 @@ def _decode(data: bytes, decoded: DecodedText | None) -> str:
 
 
 def _parse(
-    key: str, text: str, settings: IngestSettings, images: Callable[[str], bytes | None] | None
+    key: str, text: str, settings: IngestSettings, images: Callable[[str, str, str], Figure | None] | None
 ) -> ParsedDocument:
     import lxml.html
     from lxml import etree
@@ -204,7 +205,7 @@ def _parse(
 
 
 def _image_figure(
-    element: Any, settings: IngestSettings, images: Callable[[str], bytes | None] | None
+    element: Any, settings: IngestSettings, images: Callable[[str, str, str], Figure | None] | None
 ) -> tuple[Figure | None, Any]:
     """An ``<img>`` as a figure candidate when its image is the file's own (a ``data:`` URL, or a
     member ``images`` finds), with its alt text and its ``<figure>``'s ``<figcaption>`` as caption
@@ -212,12 +213,8 @@ def _image_figure(
     from winnow.parsing.figures import figure_candidate
 
     source = (element.get("src") or "").strip()
-    data: bytes | None = None
-    if source[:5].lower() == "data:":
-        data = _data_url(source)
-    elif images is not None and not _REMOTE.match(source):
-        data = images(source)
-    if not data:
+    inline = source[:5].lower() == "data:"
+    if not inline and (images is None or _REMOTE.match(source)):
         return None, None
     caption, captions = "", None
     holder = next((parent for parent in element.iterancestors("figure")), None)
@@ -225,7 +222,16 @@ def _image_figure(
         captions = holder.find(".//figcaption")
         caption = captions.text_content() if captions is not None else ""
     alt = element.get("alt") or element.get("title") or ""
-    figure = figure_candidate(data, caption=caption, alt=alt, min_side=settings.figure_min_side_pixels)
+    if inline:  # its bytes are in the file: the work is linear in the file's size
+        data = _data_url(source)
+        figure = (
+            figure_candidate(data, caption=caption, alt=alt, min_side=settings.figure_min_side_pixels)
+            if data
+            else None
+        )
+    else:
+        assert images is not None
+        figure = images(source, caption, alt)
     return figure, captions if figure is not None and figure.caption else None
 
 

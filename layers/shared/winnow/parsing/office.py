@@ -17,6 +17,7 @@ reason, so a hostile file costs bounded time and memory by construction.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import posixpath
 import re
@@ -32,7 +33,7 @@ from winnow.models import Block, Figure, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, finish_document, one_line, title_from_key
 from winnow.parsing.cleaning import clean_inline
 from winnow.parsing.containers import check_archive
-from winnow.parsing.figures import is_figure_caption
+from winnow.parsing.figures import PackageImages, is_figure_caption
 from winnow.settings import IngestSettings
 
 MAX_SLIDES = 2_000
@@ -147,12 +148,13 @@ def _parse_pptx(key: str, package: _Package, settings: IngestSettings) -> Parsed
     if len(slide_ids) > MAX_SLIDES:
         raise OversizedDocument(f"PPTX has {len(slide_ids)} slides (limit {MAX_SLIDES})")
     collector = BlockCollector(held_limit(settings))
+    pictures = PackageImages(settings.figure_min_side_pixels)  # each image member judged once a deck
     title: str | None = None
     for number, slide_id in enumerate(slide_ids, start=1):
         target = rels.get(slide_id.get(f"{{{_NS['r']}}}id", ""))
         if target is None or not package.has(target[1]):
             continue
-        slide_title = _collect_slide(package, target[1], number, collector, settings)
+        slide_title = _collect_slide(package, target[1], number, collector, settings, pictures)
         if number == 1 and slide_title:
             title = slide_title
     return finish_document(
@@ -161,7 +163,12 @@ def _parse_pptx(key: str, package: _Package, settings: IngestSettings) -> Parsed
 
 
 def _collect_slide(
-    package: _Package, part: str, page: int, collector: BlockCollector, settings: IngestSettings
+    package: _Package,
+    part: str,
+    page: int,
+    collector: BlockCollector,
+    settings: IngestSettings,
+    pictures: PackageImages,
 ) -> str:
     slide = package.xml(part)
     if slide.get("show") in ("0", "false"):
@@ -185,7 +192,7 @@ def _collect_slide(
     if settings.max_figures:
         captions = [text for kind, element in body if kind == "text" for text in _paragraphs(element)]
         captions = [text for text in captions if is_figure_caption(text)]
-        figures = list(_slide_pictures(package, part, slide, captions, settings))
+        figures = list(_slide_pictures(package, part, slide, captions, pictures))
     taken = [figure.caption for figure in figures if figure.owns_caption]  # the figures carry these
     for kind, element in body:
         if kind == "table":
@@ -217,12 +224,11 @@ def _slide_pictures(
     part: str,
     slide: Any,
     captions: list[str],
-    settings: IngestSettings,
+    images: PackageImages,
 ) -> Iterator[Figure]:
     """The slide's pictures (``p:pic`` with an embedded image; linked ones are never fetched) as figure
-    candidates, with their alt text and the slide's "Figure N" lines as captions, in order."""
-    from winnow.parsing.figures import figure_candidate
-
+    candidates, with their alt text and the slide's "Figure N" lines as captions, in order (each image
+    member judged once a deck)."""
     targets = package.relationships(part)
     pictures = list(itertools.islice(slide.iter(f"{{{_NS['p']}}}pic"), MAX_SLIDE_PICTURES))
     captions = captions[: len(pictures)] if len(pictures) > 1 else captions[:1]
@@ -234,9 +240,8 @@ def _slide_pictures(
         properties = picture.find("p:nvPicPr/p:cNvPr", _NS)
         alt = (properties.get("descr") or "") if properties is not None else ""
         caption = captions[number] if number < len(captions) else ""
-        figure = figure_candidate(
-            package.read(target[1]), caption=caption, alt=alt, min_side=settings.figure_min_side_pixels
-        )
+        name = target[1]
+        figure = images.candidate(name, functools.partial(package.read, name), caption, alt)
         if figure is not None:
             yield replace(figure, caption=caption, owns_caption=bool(caption))
 
@@ -448,6 +453,7 @@ def _parse_epub(key: str, package: _Package, settings: IngestSettings) -> Parsed
     title_element = opf.find(".//dc:title", _NS)
     title = clean_inline(title_element.text or "") if title_element is not None else ""
     labels = _contents_labels(package, opf, manifest)
+    pictures = PackageImages(settings.figure_min_side_pixels)  # each image member judged once per book
     blocks: list[Block] = []
     read: set[str] = set()
     for idref in spine:
@@ -457,7 +463,7 @@ def _parse_epub(key: str, package: _Package, settings: IngestSettings) -> Parsed
         read.add(part)
         try:
             chapter = parse_html(
-                part, package.read(part), settings=settings, images=_member_reader(package, part)
+                part, package.read(part), settings=settings, images=_member_reader(package, part, pictures)
             )
         except EmptyDocument:
             continue  # a cover page or an image-only chapter
@@ -474,16 +480,20 @@ def _parse_epub(key: str, package: _Package, settings: IngestSettings) -> Parsed
     )
 
 
-def _member_reader(package: _Package, part: str) -> Callable[[str], bytes | None]:
-    """What an ``<img src>`` of chapter ``part`` names inside the book: a relative URL resolved
-    against the chapter's folder, read when it is a member (bounded like every member)."""
+def _member_reader(
+    package: _Package, part: str, pictures: PackageImages
+) -> Callable[[str, str, str], Figure | None]:
+    """The figure candidate an ``<img src>`` of chapter ``part`` names inside the book: a relative URL
+    resolved against the chapter's folder, read (bounded like every member) and judged once a book."""
     folder = posixpath.dirname(part)
 
-    def read(source: str) -> bytes | None:
+    def candidate(source: str, caption: str, alt: str) -> Figure | None:
         name = posixpath.normpath(posixpath.join(folder, unquote(source.split("#")[0]))).lstrip("/")
-        return package.read(name) if package.has(name) else None
+        if not package.has(name):
+            return None
+        return pictures.candidate(name, lambda: package.read(name), caption, alt)
 
-    return read
+    return candidate
 
 
 def _contents_labels(package: _Package, opf: Any, manifest: dict[Any, str]) -> dict[str, str]:

@@ -346,7 +346,7 @@ class _SectionPacker:
                 self._emit()
                 self.drafts.extend(
                     _Draft(text=piece, section_path=self.path, page=block.page, kind="table", ocr=block.ocr)
-                    for piece in table_pieces(block.table, self.table_target)
+                    for piece in table_pieces(block.table, self.table_target, self.target)
                 )
                 continue
             if block.figure is not None:

@@ -85,17 +85,31 @@ def render_table(table: Table) -> str:
     return "\n".join(part for part in (table_preamble(table), body) if part)
 
 
-def table_pieces(table: Table, target_chars: int) -> list[str]:
+# A table whose rows render to more than this many small pieces packs its rows into text-sized pieces
+# instead (issue 44: a 1 MB CSV became 7,429 chunks of about 135 bytes of its text each).
+LONG_TABLE_PIECES = 16
+
+
+def table_pieces(table: Table, target_chars: int, text_chars: int | None = None) -> list[str]:
     """The table as chunk texts of at most ``target_chars`` (when the preamble leaves room): whole rows
     packed in order, the preamble repeated at the top of each. A row longer than the room left is split
     between its pairs, each line after the first starting with the row's first cell again, and a single
     cell longer than that (a paragraph in a cell) goes on over several lines between words, each line
-    naming its column: nothing of a row is lost."""
+    naming its column: nothing of a row is lost.
+
+    With ``text_chars`` (the text chunk size), the work is bounded by the table's own size: a cell
+    longer than the room is split into text-sized lines, each a piece of its own, and a table longer
+    than ``LONG_TABLE_PIECES`` small pieces packs its rows up to ``text_chars``; a piece then carries
+    at least about half its size of the table's text, however long its cells or its row count."""
     preamble = table_preamble(table, limit=target_chars // 2)
+    text_chars = max(text_chars or target_chars, target_chars)
+    if text_chars > target_chars and _rendered_chars(table) > LONG_TABLE_PIECES * target_chars:
+        target_chars = text_chars
     room = max(1, target_chars - len(preamble) - 1) if preamble else target_chars
+    long_room = max(room, text_chars - len(preamble) - 1) if preamble else text_chars
     lines: list[str] = []
     for row in table.rows:
-        lines.extend(_fit_row(_named_cells(table, row), room))
+        lines.extend(_fit_row(_named_cells(table, row), room, long_room))
     pieces: list[str] = []
     current: list[str] = []
     used = 0
@@ -112,14 +126,25 @@ def table_pieces(table: Table, target_chars: int) -> list[str]:
     return pieces
 
 
+def _rendered_chars(table: Table) -> int:
+    """About how long the rows render (their pairs and separators), counted without building them."""
+    total = 0
+    for row in table.rows:
+        for name, value in _named_cells(table, row):
+            total += len(name) + len(value) + len(PAIR_SEPARATOR)
+    return total
+
+
 def _with_preamble(preamble: str, lines: list[str]) -> str:
     body = "\n".join(lines)
     return f"{preamble}\n{body}" if preamble else body
 
 
-def _fit_row(cells: list[tuple[str, str]], room: int) -> list[str]:
+def _fit_row(cells: list[tuple[str, str]], room: int, long_room: int | None = None) -> list[str]:
     """A row as one line, or, when longer than ``room``, as several: each starting with the row's
-    first cell (when short), so every line says which row it belongs to."""
+    first cell (when short), so every line says which row it belongs to. A cell longer than the room
+    goes on over lines of up to ``long_room`` (its column's name cut to half of ``room``)."""
+    long_room = max(room, long_room or room)
     pairs = [name + value for name, value in cells]
     whole = PAIR_SEPARATOR.join(pairs)
     if len(whole) <= room:
@@ -127,6 +152,7 @@ def _fit_row(cells: list[tuple[str, str]], room: int) -> list[str]:
     key = pairs[0] if len(pairs[0]) <= room // 4 else ""
     prefix = key + PAIR_SEPARATOR if key else ""
     width = room - len(prefix)
+    long_width = long_room - len(prefix)
     lines: list[str] = []
     current = ""
     for name, value in cells[1:] if key else cells:
@@ -135,7 +161,8 @@ def _fit_row(cells: list[tuple[str, str]], room: int) -> list[str]:
             if current:
                 lines.append(current)
                 current = ""
-            lines.extend(_split_cell(name, value, width))
+            name = name if len(name) <= width // 2 else name[: width // 2]
+            lines.extend(_split_cell(name, value, long_width))
             continue
         candidate = f"{current}{PAIR_SEPARATOR}{pair}" if current else pair
         if len(candidate) > width and current:

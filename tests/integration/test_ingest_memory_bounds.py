@@ -1,0 +1,54 @@
+"""What one document holds at once in the ingest process past chunking (issue 44, item 13: a 1 MB CSV's
+7,429 chunks took it to 451 MB): texts per embedding call and points per upsert are bounded, whatever
+the document's size; every chunk is still written once, and a re-index still reuses stored vectors.
+Asserted on the calls' sizes (the peak RSS is printed by ``benchmarks/table_ingest.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.stack import EmbeddedStack
+from winnow.ingest import service
+
+EMBED_BATCH, WRITE_BATCH = 8, 5
+
+
+def _long_document(words: str = "boiler") -> bytes:
+    return "\n\n".join(
+        f"# Part {n}\n\n" + " ".join(f"{words}{n}x{k}" for k in range(150)) for n in range(30)
+    ).encode()
+
+
+def test_a_long_document_is_embedded_and_written_in_bounded_pieces(
+    stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service, "EMBED_BATCH", EMBED_BATCH, raising=False)
+    monkeypatch.setattr(service, "WRITE_BATCH", WRITE_BATCH, raising=False)
+    upserts: list[int] = []
+    store = stack.container.store
+    real = store.upsert
+
+    def counting(points: Any) -> None:
+        upserts.append(len(points))
+        real(points)
+
+    monkeypatch.setattr(store, "upsert", counting)
+    # When a document of more chunks than either bound is ingested
+    result = stack.upload("acme/manual.md", _long_document())
+    # Then it is indexed whole: every chunk written once, in upserts of at most WRITE_BATCH points
+    assert result["status"] == "indexed"
+    assert result["chunks"] > 2 * EMBED_BATCH and sum(upserts) == result["chunks"]
+    assert max(upserts) <= WRITE_BATCH
+    # and its texts went to the embedder at most EMBED_BATCH a call
+    sizes = [len(r.body["input"]) for r in stack.fake.requests_to("embeddings")] if stack.fake else []
+    assert sizes and max(sizes) <= EMBED_BATCH and sum(sizes) == result["embedded"]
+    # and a re-index after a small edit reuses the stored vectors, writing the same number of points
+    upserts.clear()
+    edited = _long_document().replace(b"boiler0x0 ", b"kettle ", 1)
+    again = stack.upload("acme/manual.md", edited)
+    assert again["status"] == "indexed" and again["reused"] >= result["chunks"] - 2
+    assert sum(upserts) == again["chunks"] and max(upserts) <= WRITE_BATCH
+    status, body = stack.search("boiler12x3", top_k=1, mode="sparse", relevance_threshold=0)
+    assert status == 200 and "boiler12x3" in body["results"][0]["text"]
