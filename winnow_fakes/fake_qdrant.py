@@ -92,7 +92,7 @@ class FakeQdrantServer(LoopbackServer):
     def throttle(self, times: int = 1, retry_after: int | None = 1) -> None:
         """Answer the next ``times`` requests 429, with ``Retry-After: retry_after`` unless None."""
         with self._lock:
-            self._throttle = Throttle(times, retry_after)
+            self._throttle = Throttle(times, retry_after) if times > 0 else None
 
     def indexes(self, collection: str) -> dict[str, str]:
         """Each indexed field of ``collection`` (or of the collection an alias names) and its schema."""

@@ -10,6 +10,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StrictStr,
     Tag,
     WithJsonSchema,
     field_validator,
@@ -81,18 +82,22 @@ _THRESHOLD = SearchSettings.model_fields["relevance_threshold"].default  # one d
 
 
 class RangeCondition(BaseModel):
-    """A numeric range; either bound may be omitted, not both."""
+    """A range of numbers, or of RFC 3339 date-times (for a datetime field); either bound may be
+    omitted, not both."""
 
     model_config = ConfigDict(extra="forbid")
 
-    gte: StrictFloat | None = None
-    lte: StrictFloat | None = None
+    gte: StrictFloat | Annotated[StrictStr, Field(max_length=40)] | None = None
+    lte: StrictFloat | Annotated[StrictStr, Field(max_length=40)] | None = None
 
     @model_validator(mode="after")
     def _one_bound(self) -> RangeCondition:
         if self.gte is None and self.lte is None:
             raise ValueError("a range needs gte, lte or both")
-        if self.gte is not None and self.lte is not None and self.gte > self.lte:
+        bounds = [b for b in (self.gte, self.lte) if b is not None]
+        if len({isinstance(b, str) for b in bounds}) > 1:
+            raise ValueError("a range's bounds are both numbers or both date-times")
+        if len(bounds) == 2 and not isinstance(bounds[0], str) and bounds[0] > bounds[1]:  # type: ignore[operator]
             raise ValueError("gte must not be greater than lte")
         return self
 
