@@ -164,3 +164,22 @@ def test_a_429_without_retry_after_is_retried_with_backoff_then_rate_limited(
     with pytest.raises(ProviderRateLimited):
         store.search(query("acme", "alpha"))
     assert len(sleeps) == 2 and all(0 <= s <= 2.0 for s in sleeps)
+
+
+def test_the_template_passes_declared_fields_and_replication_to_every_function() -> None:
+    # Given the stack's parameters, Then metadata fields, replication and write consistency are
+    # parameters with the production checklist's defaults, set for every function
+    from tests.support.template import load_template
+
+    t = load_template()
+    params = t["Parameters"]
+    assert params["MetadataFields"]["Default"] == "{}"
+    assert params["QdrantReplicationFactor"]["Default"] == 2
+    assert params["QdrantWriteConsistencyFactor"]["Default"] == 1
+    env = t["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["WINNOW_METADATA_FIELDS"] == {"Ref": "MetadataFields"}
+    assert env["QDRANT_REPLICATION_FACTOR"] == {"Ref": "QdrantReplicationFactor"}
+    assert env["QDRANT_WRITE_CONSISTENCY_FACTOR"] == {"Ref": "QdrantWriteConsistencyFactor"}
+    # And the README's declaration is one the settings accept
+    settings = qsettings(metadata_fields={"year": "integer", "department": "keyword"})
+    assert settings.declared_metadata == {"year": "integer", "department": "keyword"}
