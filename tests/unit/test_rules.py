@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from winnow.adapters._ledger_common import accepts, check_identity
 from winnow.adapters.qdrant_store import QdrantVectorStore
+from winnow.settings import QdrantSettings
 from winnow.errors import BadRequest, DocumentError, InvalidKey, InvalidMetadata
 from winnow.ingest.events import ObjectEvent, parse_s3_notification, s3_event
 from winnow.ingest.metadata import from_user_metadata, parse_sidecar
@@ -161,6 +162,10 @@ def _key_tenant(key: str) -> str | None:
 
 
 STORE = QdrantVectorStore.__new__(QdrantVectorStore)  # the filter builder needs no client or collection
+STORE._settings = QdrantSettings()
+# The field-name rule, not the declaration rule: a server's store also refuses a well-named field nobody
+# declared (tests/integration/test_qdrant_store.py), which would hide what this compares.
+STORE.declared_only = False
 
 
 # Each rule and a shape that only its definition has. A module other than winnow/rules.py that matches
