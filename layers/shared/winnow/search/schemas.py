@@ -3,6 +3,7 @@ routes), committed as ``docs/openapi.json``, and a test fails when it drifts."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -81,6 +82,15 @@ Scalar = Annotated[
 _THRESHOLD = SearchSettings.model_fields["relevance_threshold"].default  # one default, stated once
 
 
+def _is_moment(text: str) -> bool:
+    """An RFC 3339 date-time (``2024-01-31T00:00:00Z``) or date: never a number written as a string."""
+    try:
+        datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return "-" in text
+
+
 class RangeCondition(BaseModel):
     """A range of numbers, or of RFC 3339 date-times (for a datetime field); either bound may be
     omitted, not both."""
@@ -97,6 +107,11 @@ class RangeCondition(BaseModel):
         bounds = [b for b in (self.gte, self.lte) if b is not None]
         if len({isinstance(b, str) for b in bounds}) > 1:
             raise ValueError("a range's bounds are both numbers or both date-times")
+        for bound in bounds:
+            if isinstance(bound, str) and not _is_moment(bound):
+                raise ValueError(
+                    "a range's bounds are numbers, or RFC 3339 date-times such as 2024-01-31T00:00:00Z"
+                )
         if len(bounds) == 2 and not isinstance(bounds[0], str) and bounds[0] > bounds[1]:  # type: ignore[operator]
             raise ValueError("gte must not be greater than lte")
         return self
