@@ -270,21 +270,23 @@ class FakeQdrantServer(LoopbackServer):
         from qdrant_client.http import models as qm
 
         body = qm.SetPayload.model_validate(data)
-        self._collection(name)
-        self._check(name, body.filter, update=True)
-        points: Any = qm.FilterSelector(filter=body.filter) if body.filter is not None else body.points
-        self.local.set_payload(name, payload=body.payload, points=points, key=body.key)
+        self.local.set_payload(name, payload=body.payload, points=self._selected(name, body), key=body.key)
         return _updated()
 
     def _delete_payload(self, name: str, data: Any) -> Any:
         from qdrant_client.http import models as qm
 
         body = qm.DeletePayload.model_validate(data)
+        self.local.delete_payload(name, keys=body.keys, points=self._selected(name, body))
+        return _updated()
+
+    def _selected(self, name: str, body: Any) -> Any:
+        """The points a payload update selects: by ids, or by a filter strict mode checks as an update."""
+        from qdrant_client.http import models as qm
+
         self._collection(name)
         self._check(name, body.filter, update=True)
-        points: Any = qm.FilterSelector(filter=body.filter) if body.filter is not None else body.points
-        self.local.delete_payload(name, keys=body.keys, points=points)
-        return _updated()
+        return qm.FilterSelector(filter=body.filter) if body.filter is not None else body.points
 
     def _count(self, name: str, data: Any) -> Any:
         from qdrant_client.http import models as qm

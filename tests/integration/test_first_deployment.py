@@ -21,6 +21,7 @@ from functions.ingest import app as ingest_app
 from functions.search import app as search_app
 from tests.support.answer import fake_bedrock, fake_bedrock_server  # noqa: F401 - fixtures
 from tests.support.aws import key_value_table, unique_name
+from tests.support.stack import EmbeddedStack
 from winnow.factory import reset_container
 from winnow.ingest.events import s3_event
 from winnow_fakes.fake_bedrock import DEFAULT_MODEL_ID, FakeBedrockServer
@@ -64,18 +65,7 @@ class Deployment:
     def deliver(self, record: tuple[str, str, int | None, str | None]) -> dict[str, Any]:
         self.sequence += 1
         notification = s3_event([(*record, f"{self.sequence:016X}")], self.bucket)
-        message = {
-            "messageId": f"m-{self.sequence}",
-            "receiptHandle": "h",
-            "body": json.dumps(notification),
-            "attributes": {"ApproximateReceiveCount": "1"},
-            "messageAttributes": {},
-            "md5OfBody": "",
-            "eventSource": "aws:sqs",
-            "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:winnow-ingest",
-            "awsRegion": "us-east-1",
-        }
-        out: dict[str, Any] = ingest_app.handler({"Records": [message]}, LocalLambdaContext())
+        out: dict[str, Any] = ingest_app.handler(EmbeddedStack.sqs_batch(notification), LocalLambdaContext())
         return out
 
     def api(
