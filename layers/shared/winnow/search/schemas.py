@@ -100,6 +100,13 @@ class RangeCondition(BaseModel):
     gte: StrictFloat | Annotated[StrictStr, Field(max_length=40)] | None = None
     lte: StrictFloat | Annotated[StrictStr, Field(max_length=40)] | None = None
 
+    @field_validator("gte", "lte")
+    @classmethod
+    def _number_or_moment(cls, value: float | str | None) -> float | str | None:
+        if isinstance(value, str) and not _is_moment(value):
+            raise ValueError("a bound is a number, or an RFC 3339 date-time such as 2024-01-31T00:00:00Z")
+        return value
+
     @model_validator(mode="after")
     def _one_bound(self) -> RangeCondition:
         if self.gte is None and self.lte is None:
@@ -107,11 +114,6 @@ class RangeCondition(BaseModel):
         bounds = [b for b in (self.gte, self.lte) if b is not None]
         if len({isinstance(b, str) for b in bounds}) > 1:
             raise ValueError("a range's bounds are both numbers or both date-times")
-        for bound in bounds:
-            if isinstance(bound, str) and not _is_moment(bound):
-                raise ValueError(
-                    "a range's bounds are numbers, or RFC 3339 date-times such as 2024-01-31T00:00:00Z"
-                )
         if len(bounds) == 2 and not isinstance(bounds[0], str) and bounds[0] > bounds[1]:  # type: ignore[operator]
             raise ValueError("gte must not be greater than lte")
         return self
