@@ -66,6 +66,23 @@ class Collection:
     indexes: dict[str, Any] = field(default_factory=dict)  # field -> schema (a type name or params)
     params: dict[str, Any] = field(default_factory=dict)  # replication_factor, write_consistency_factor
 
+    def reported(self, info: Any) -> Any:
+        """Local mode's ``CollectionInfo`` with what the server keeps: strict mode, params, indexes."""
+        from qdrant_client.http import models as qm
+
+        info.config.strict_mode_config = qm.StrictModeConfigOutput(**self.strict)
+        for key, value in self.params.items():
+            setattr(info.config.params, key, value)
+        info.payload_schema = {
+            f: qm.PayloadIndexInfo(
+                data_type=qm.PayloadSchemaType(schema_name(s)),
+                params=None if isinstance(s, str) else s,
+                points=info.points_count or 0,
+            )
+            for f, s in self.indexes.items()
+        }
+        return info
+
 
 class FakeQdrantServer(LoopbackServer):
     """See the module docstring. ``requests`` logs ``(method, path)``; ``refusals`` each refusal's text."""
@@ -173,22 +190,7 @@ class FakeQdrantServer(LoopbackServer):
         return {"exists": self._real_name(name) in self.collections and self.local.collection_exists(name)}
 
     def _info(self, name: str, _data: Any) -> Any:
-        from qdrant_client.http import models as qm
-
-        kept = self._collection(name)
-        info = self.local.get_collection(name)
-        info.config.strict_mode_config = qm.StrictModeConfigOutput(**kept.strict)
-        for key, value in kept.params.items():
-            setattr(info.config.params, key, value)
-        info.payload_schema = {
-            f: qm.PayloadIndexInfo(
-                data_type=qm.PayloadSchemaType(schema_name(s)),
-                params=None if isinstance(s, str) else s,
-                points=info.points_count or 0,
-            )
-            for f, s in kept.indexes.items()
-        }
-        return info
+        return self._collection(name).reported(self.local.get_collection(name))
 
     def _create(self, name: str, data: Any) -> Any:
         from qdrant_client.http import models as qm
