@@ -20,7 +20,7 @@ WORDS = ["alpha", "beta", "gamma", "delta"]
 @pytest.fixture
 def store() -> Any:
     client = QdrantClient(":memory:")
-    s = QdrantVectorStore(client, PROFILE, qsettings())
+    s = QdrantVectorStore(client, PROFILE, qsettings(metadata_fields={}))  # undeclared: typed by value
     s.ensure_collection()
     s.upsert(
         [

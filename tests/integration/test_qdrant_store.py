@@ -196,16 +196,27 @@ def test_ensure_collection_creates_the_layout_indexes_and_records_the_profile(en
     metadata, size, distance, modifier = engine.layout(store.collection_name)
     assert (size, distance, modifier) == (PROFILE.dimension, "Cosine", "idf")
     assert profile_from_metadata(metadata) == PROFILE
-    # And payload indexes were requested: tenant (is_tenant), key, kind, and each configured metadata field
+    # And a payload index of the fitting type was requested for every field a query filters on: the
+    # tenant (is_tenant), the reserved filter fields, chunk position and version, access, and each
+    # declared metadata field with its declared type
     assert dict(indexes) == {
         "tenant": "tenant",
         "key": "keyword",
+        "source_type": "keyword",
+        "title": "keyword",
         "kind": "keyword",
+        "ocr": "bool",
+        "chunk_index": "integer",
+        "doc_version": "keyword",
         "access_users": "keyword",
         "access_groups": "keyword",
         "access_open": "bool",
         "meta.department": "keyword",
-        "meta.year": "keyword",
+        "meta.year": "integer",
+        "meta.public": "bool",
+        "meta.tags": "keyword",
+        "meta.tenant": "keyword",
+        "meta.access_users": "keyword",
     }
     # When a second store (another container) ensures it again, Then nothing is created again
     again = engine.store()
@@ -576,7 +587,6 @@ def test_the_tenant_cannot_be_overridden_by_a_filter(filled: CollectionStore) ->
         ({"source_type": "text"}, {"alpha.txt", "beta.txt", "gamma.txt", "epsilon.txt"}),
         ({"source_type": "pdf"}, set()),
         ({"title": "Doc"}, {"alpha.txt", "beta.txt", "gamma.txt", "epsilon.txt"}),
-        ({"missing": "x"}, set()),
     ],
 )
 def test_metadata_filters(
@@ -585,6 +595,36 @@ def test_metadata_filters(
     for mode in ("dense", "hybrid"):
         hits = filled.search(query("acme", "alpha beta gamma delta epsilon zeta", mode=mode, filters=filters))
         assert set(keys(hits)) == expected, mode
+
+
+def test_a_filter_on_an_undeclared_field_says_how_to_declare_it_on_a_server(
+    filled: CollectionStore, engine: Engine
+) -> None:
+    # Given a field nobody declared (strict mode would refuse the filter: no index)
+    q = query("acme", "alpha", filters={"missing": "x"})
+    if engine.name == "edge":
+        # Then the embedded engine writes the condition for the value's type: nothing matches
+        assert filled.search(q) == []
+        return
+    # Then a Qdrant server's store refuses it before asking Qdrant, naming the field and the setting
+    with pytest.raises(BadRequest, match=r"'missing' is not declared: declare it .* WINNOW_METADATA_FIELDS"):
+        filled.search(q)
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        ({"year": "recent"}, "'year' is a integer field"),
+        ({"year": RangeFilter(gte="2024-01-01T00:00:00Z")}, "'year' is a integer field"),
+        ({"department": RangeFilter(gte=1)}, "'department' is a keyword field"),
+        ({"public": "maybe"}, "'public' is a bool field"),
+    ],
+)
+def test_a_value_its_declared_type_cannot_hold_is_a_bad_request(
+    filled: CollectionStore, filters: dict[str, FilterValue], message: str
+) -> None:
+    with pytest.raises(BadRequest, match=message):
+        filled.search(query("acme", "alpha", filters=filters))
 
 
 @pytest.mark.parametrize(
@@ -654,8 +694,12 @@ def test_search_never_returns_another_tenants_chunk(
         owner[p.point_id] = tenant
         points.append(p)
     store.upsert(points)
-    # When one tenant searches with any filter in any mode
-    hits = store.search(query(searcher, " ".join(words), mode=mode, limit=50, filters=filters))
+    # When one tenant searches with any filter in any mode (a value its field's declared type cannot
+    # hold is refused: nothing is returned at all)
+    try:
+        hits = store.search(query(searcher, " ".join(words), mode=mode, limit=50, filters=filters))
+    except BadRequest:
+        return
     # Then every hit is its own
     assert all(owner[h.point_id] == searcher for h in hits)
     engine.drop(store.collection_name)

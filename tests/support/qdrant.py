@@ -8,12 +8,14 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from winnow.access import ReadScope
 from winnow.models import Chunk, ChunkPoint, EmbeddingProfile, SparseVector
 from winnow.ports import FilterValue, SearchQuery
 from winnow.settings import QdrantSettings
+from winnow_fakes.fake_qdrant import FakeQdrantServer
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
@@ -22,15 +24,47 @@ EVERYTHING = ReadScope(everything=True)
 
 
 def server_stand_in() -> QdrantClient:
-    """A Qdrant server for ``QdrantVectorStore`` (the adapter Qdrant Cloud uses): qdrant-client's in-memory
-    local mode, which answers through the same client calls. It is a test double of the server, not an
-    engine of ours: the embedded engine is Qdrant Edge, and the product opens local mode only to move an
-    old local-mode folder to Edge once (``migrate_local_mode``)."""
+    """A Qdrant server for ``QdrantVectorStore`` (the adapter Qdrant Cloud uses): the strict loopback
+    stand-in (``winnow_fakes.fake_qdrant``), which refuses what Qdrant Cloud's strict mode refuses, reached
+    over REST as Cloud is. Closing the client stops the server; ``client.server`` is the stand-in."""
+    client: QdrantClient = _stand_in_class()(FakeQdrantServer().start())
+    return client
+
+
+def stand_in_client(server: FakeQdrantServer, api_key: str | None = None) -> QdrantClient:
+    """A client of a running stand-in, built as the product builds its client of Qdrant Cloud."""
+    from winnow.adapters.qdrant_store import make_qdrant_client
+
+    settings = QdrantSettings(url=server.origin, timeout_seconds=10)
+    client = make_qdrant_client(settings, api_key, Path("/nonexistent"))
+    return client  # type: ignore[return-value]
+
+
+def _stand_in_class() -> type:
     from qdrant_client import QdrantClient
 
-    return QdrantClient(":memory:")
+    class _StandInClient(QdrantClient):
+        def __init__(self, server: FakeQdrantServer) -> None:
+            super().__init__(url=server.origin, prefer_grpc=False, check_compatibility=False)
+            self.server = server
+
+        def close(self, grpc_grace: float | None = None, **kwargs: Any) -> None:
+            super().close(grpc_grace=grpc_grace, **kwargs)
+            self.server.stop()
+
+    return _StandInClient
 
 
+# The CORPUS's metadata fields a test filters on, declared as a deployment declares them (``tenant`` and
+# ``access_users`` too: user metadata of those names, which a filter must never mistake for the real ones).
+METADATA_FIELDS = {
+    "department": "keyword",
+    "year": "integer",
+    "public": "bool",
+    "tags": "keyword",
+    "tenant": "keyword",
+    "access_users": "keyword",
+}
 VOCAB = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
 PROFILE = EmbeddingProfile(provider="test", model="toy-axes", dimension=len(VOCAB))
 
@@ -93,7 +127,7 @@ def query(
 
 
 def qsettings(**overrides: Any) -> QdrantSettings:
-    values: dict[str, Any] = {"collection_prefix": "t", "metadata_indexes": ["department", "year"]}
+    values: dict[str, Any] = {"collection_prefix": "t", "metadata_fields": METADATA_FIELDS}
     values.update(overrides)
     return QdrantSettings(**values)
 

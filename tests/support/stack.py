@@ -73,7 +73,7 @@ class EmbeddedStack:
             storage=StorageSettings(home=home),
             qdrant=QdrantSettings(
                 path=":memory:",
-                metadata_indexes=["department", "year"],
+                metadata_fields={"department": "keyword", "year": "integer"},
             ),
             voyage=voyage,
             providers=ProviderSettings(

@@ -43,6 +43,7 @@ from winnow.rules import (
     split_key,
 )
 from winnow.search.schemas import SearchRequest
+from winnow.settings import QdrantSettings
 from winnow_local.cli.common import check_tenant as _check_tenant
 from winnow_local.cli.filters import FilterSyntaxError, parse_filters
 from winnow_local.errors import CliError
@@ -161,6 +162,10 @@ def _key_tenant(key: str) -> str | None:
 
 
 STORE = QdrantVectorStore.__new__(QdrantVectorStore)  # the filter builder needs no client or collection
+STORE._settings = QdrantSettings()
+# The field-name rule, not the declaration rule: a server's store also refuses a well-named field nobody
+# declared (tests/integration/test_qdrant_store.py), which would hide what this compares.
+STORE.declared_only = False
 
 
 # Each rule and a shape that only its definition has. A module other than winnow/rules.py that matches

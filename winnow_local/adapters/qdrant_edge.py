@@ -462,6 +462,11 @@ class EdgeConditions:
         bounds = E.RangeFloat(gte=_float(gte), lte=_float(lte))
         return E.FieldCondition(key=path, range=bounds)
 
+    def datetime_range(self, path: str, gte: str | None, lte: str | None) -> Any:
+        import qdrant_edge as E
+
+        return E.FieldCondition(key=path, range=E.RangeDateTime(gte=gte, lte=lte))
+
     def is_empty(self, path: str) -> Any:
         import qdrant_edge as E
 
@@ -527,13 +532,22 @@ class EdgeVectorStore(CollectionStore):
             metadata=config.get("metadata"),
             dense_size=int(dense["size"]) if dense else None,
             has_sparse=SPARSE_VECTOR in config["sparse_vectors"],
-            indexed=frozenset(self.folder.shard(self._name).info().payload_schema),
+            indexed={
+                name: str(index.data_type).rsplit(".", 1)[-1].lower()
+                for name, index in self.folder.shard(self._name).info().payload_schema.items()
+            },
         )
 
     def _create_index(self, field: str, schema: IndexSchema) -> None:
         import qdrant_edge as E
 
-        kinds = {"keyword": E.PayloadSchemaType.Keyword, "bool": E.PayloadSchemaType.Bool}
+        kinds = {
+            "keyword": E.PayloadSchemaType.Keyword,
+            "integer": E.PayloadSchemaType.Integer,
+            "float": E.PayloadSchemaType.Float,
+            "bool": E.PayloadSchemaType.Bool,
+            "datetime": E.PayloadSchemaType.Datetime,
+        }
         params = E.KeywordIndexParams(is_tenant=True) if schema == "tenant" else kinds[schema]
         self._update(E.UpdateOperation.create_field_index(field, params))
 

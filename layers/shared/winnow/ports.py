@@ -76,11 +76,13 @@ class Reranker(ABC):
 
 @dataclass(frozen=True)
 class RangeFilter:
-    gte: float | None = None
-    lte: float | None = None
+    """Numbers, or RFC 3339 date-times for a datetime field."""
+
+    gte: float | str | None = None
+    lte: float | str | None = None
 
 
-# A metadata filter value: one value, any-of a list of values, or a numeric range.
+# A metadata filter value: one value, any-of a list of values, or a range.
 FilterValue = str | int | float | bool | list[str | int | float | bool] | RangeFilter
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote_plus, unquote_plus
 
 from winnow.errors import DocumentError, InvalidKey
@@ -36,6 +37,36 @@ def is_tenant(name: object) -> bool:
 def is_field_name(name: object) -> bool:
     """Whether ``name`` may name a metadata field: in a sidecar, in S3 user metadata, in a filter."""
     return isinstance(name, str) and _FIELD_NAME.fullmatch(name) is not None
+
+
+# The types a metadata field may be declared with (``WINNOW_METADATA_FIELDS``): each is the payload index
+# the field gets and decides how a filter on it is written (a range needs integer, float or datetime).
+FieldType = Literal["keyword", "integer", "float", "bool", "datetime"]
+FIELD_TYPES: tuple[FieldType, ...] = ("keyword", "integer", "float", "bool", "datetime")
+METADATA_FIELDS_SETTING = "WINNOW_METADATA_FIELDS"
+# Qdrant Cloud's strict mode allows 100 payload indexes a collection; Winnow's own fields take 11.
+MAX_METADATA_FIELDS = 80
+
+
+@dataclass(frozen=True)
+class FilterableField:
+    """A payload field some query filters on, declared once: the payload index it gets and the type every
+    condition on it is written for (``tenant`` is a keyword index Qdrant co-locates points by)."""
+
+    path: str
+    type: FieldType | Literal["tenant"]
+
+    @property
+    def value_type(self) -> FieldType:
+        return "keyword" if self.type == "tenant" else self.type
+
+
+def undeclared_field_message(name: str) -> str:
+    """What a caller filtering on an undeclared metadata field is told to do."""
+    return (
+        f"filter field {name!r} is not declared: declare it with its type in {METADATA_FIELDS_SETTING} "
+        f'(stack parameter MetadataFields), e.g. {{"{name}": "keyword"}}; types: {", ".join(FIELD_TYPES)}'
+    )
 
 
 # A user id or group name in a document's access list or a caller's token (``auth0|64f1``, a Cognito

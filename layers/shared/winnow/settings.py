@@ -15,6 +15,14 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from winnow.rules import (
+    FIELD_NAME_RULE,
+    MAX_METADATA_FIELDS,
+    METADATA_FIELDS_SETTING,
+    FieldType,
+    is_field_name,
+)
+
 
 def _config(prefix: str) -> SettingsConfigDict:
     return SettingsConfigDict(env_prefix=prefix, extra="ignore", case_sensitive=False)
@@ -44,7 +52,7 @@ class StorageSettings(BaseSettings):
 
 
 class QdrantSettings(BaseSettings):
-    model_config = _config("QDRANT_")
+    model_config = SettingsConfigDict(**_config("QDRANT_"), populate_by_name=True)
 
     url: str | None = Field(default=None, description="Qdrant Cloud URL; unset means Qdrant Edge, embedded.")
     api_key: SecretStr | None = None
@@ -59,9 +67,35 @@ class QdrantSettings(BaseSettings):
     timeout_seconds: int = Field(default=10, ge=1, le=120)
     upsert_batch_size: int = Field(default=256, ge=1, le=256)
     metadata_indexes: list[str] = Field(
-        default_factory=list, description="User metadata fields to give a keyword payload index."
+        default_factory=list,
+        description="Older form of metadata_fields: user metadata fields declared keyword.",
+    )
+    metadata_fields: dict[str, FieldType] = Field(
+        default_factory=dict,
+        validation_alias=METADATA_FIELDS_SETTING,
+        description="User metadata fields a search may filter on, each with its type (keyword, integer, "
+        'float, bool, datetime), e.g. {"year": "integer", "department": "keyword"}: each gets a payload '
+        "index of that type; on a Qdrant server a filter on an undeclared field is refused.",
+    )
+    strict_mode: bool = Field(
+        default=True,
+        description="Create new collections in strict mode (filters only on indexed fields), as Qdrant "
+        "Cloud does, so a self-hosted Qdrant refuses what Cloud refuses.",
+    )
+    replication_factor: int = Field(
+        default=2, ge=1, le=10, description="Copies of each shard in a new collection (Qdrant Cloud)."
+    )
+    write_consistency_factor: int = Field(
+        default=1, ge=1, le=10, description="Replicas that must apply a write before it is acknowledged."
     )
     max_attempts: int = Field(default=3, ge=1, le=10)
+    retry_budget_seconds: float = Field(
+        default=10.0,
+        ge=0.0,
+        le=120.0,
+        description="Time one Qdrant call may spend on retries (a 429's Retry-After included) before the "
+        "request answers 503 with Retry-After.",
+    )
     edge_segment_points: int = Field(
         default=8192,
         ge=0,
@@ -100,6 +134,24 @@ class QdrantSettings(BaseSettings):
     )
     payload_on_disk: bool = Field(default=True, description="Payloads (chunk text) on disk, not in RAM.")
     shard_number: int = Field(default=2, ge=1, le=64, description="Shards of a new collection.")
+
+    @model_validator(mode="after")
+    def _fields_declared_once(self) -> QdrantSettings:
+        declared = self.declared_metadata
+        bad = [n for n in declared if not is_field_name(n)]
+        if bad:
+            raise ValueError(f"metadata field {bad[0][:40]!r} is not a field name: use {FIELD_NAME_RULE}")
+        if len(declared) > MAX_METADATA_FIELDS:
+            raise ValueError(
+                f"{len(declared)} metadata fields declared: at most {MAX_METADATA_FIELDS} (Qdrant allows "
+                "100 payload indexes a collection, Winnow's own fields take the rest)"
+            )
+        return self
+
+    @property
+    def declared_metadata(self) -> dict[str, FieldType]:
+        """Every declared metadata field and its type: ``metadata_indexes`` are keyword fields."""
+        return {**dict.fromkeys(self.metadata_indexes, "keyword"), **self.metadata_fields}
 
     @field_validator("local_engine")
     @classmethod

@@ -34,7 +34,7 @@ class QdrantActiveIndex(ActiveIndex):
         """On the store's own client (a ``:memory:`` Qdrant exists only inside it) and under its guard."""
         self._client = client
         self._settings = settings
-        self._caller = QdrantCaller(settings.max_attempts, time.sleep, guard)
+        self._caller = QdrantCaller(settings.max_attempts, time.sleep, guard, settings.retry_budget_seconds)
         self.alias = alias_name(settings)
 
     def collection_for(self, profile: EmbeddingProfile) -> str:

@@ -19,14 +19,11 @@ from abc import abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from winnow.access import (
-    GROUPS_FIELD,
-    OPEN_FIELD,
     PAYLOAD_FIELDS,
-    USERS_FIELD,
     AccessList,
     ReadScope,
     access_of_payload,
@@ -36,9 +33,11 @@ from winnow.adapters.qdrant_errors import CollectionNotFound, QdrantCaller
 from winnow.adapters.qdrant_filters import (
     Conditions,
     document_filter,
+    index_fields,
     readable_filter,
     search_filter,
     tenant_filter,
+    typed_metadata,
     unreadable_filters,
 )
 from winnow.adapters.qdrant_points import DENSE_VECTOR, SPARSE_VECTOR, dense_of, fuse_rrf, stored_chunk
@@ -58,7 +57,7 @@ if TYPE_CHECKING:
     from winnow.settings import QdrantSettings
 
 T = TypeVar("T")
-IndexSchema = Literal["tenant", "keyword", "bool"]
+IndexSchema = Literal["tenant", "keyword", "integer", "float", "bool", "datetime"]
 
 METADATA_KEY = "winnow"  # collection metadata: {"winnow": {"profile": {...}, "schema": 1}}
 SCHEMA_VERSION = 1
@@ -124,7 +123,7 @@ class CollectionFacts:
     metadata: dict[str, Any] | None
     dense_size: int | None  # of the ``dense`` vector, None when there is none
     has_sparse: bool  # a ``bm25`` sparse vector exists
-    indexed: frozenset[str]  # payload fields with an index
+    indexed: dict[str, str]  # payload fields with an index, and its type ("keyword", "integer", ...)
 
 
 @dataclass(frozen=True)
@@ -148,6 +147,9 @@ class CollectionStore(VectorStore):
     """See the module docstring. ``rrf_k`` is the RRF ranking constant of hybrid fusion."""
 
     conditions: Conditions  # the engine's filter vocabulary
+    # Whether a filter on an undeclared metadata field is refused (a Qdrant server, strict as Qdrant
+    # Cloud: no index, no filter) or written for the value's type (the embedded engine).
+    declared_only: bool = False
 
     def __init__(
         self,
@@ -166,7 +168,7 @@ class CollectionStore(VectorStore):
         self._rrf_k = rrf_k
         self._name = collection_name or collection_name_for(settings, profile)
         self._sleep = sleep
-        self._caller = QdrantCaller(settings.max_attempts, sleep, guard)
+        self._caller = QdrantCaller(settings.max_attempts, sleep, guard, settings.retry_budget_seconds)
         self._batch_size = min(settings.upsert_batch_size, 256)
         self._ready = False  # collection seen and its profile verified
         self._ready_lock = threading.Lock()
@@ -204,8 +206,8 @@ class CollectionStore(VectorStore):
 
     @abstractmethod
     def _create_index(self, field: str, schema: IndexSchema) -> None:
-        """A payload index: ``keyword``, ``bool``, or ``tenant`` (the keyword index Qdrant co-locates
-        points by)."""
+        """A payload index of a ``FieldType``, or ``tenant`` (the keyword index Qdrant co-locates points
+        by); it replaces an index of another type on the same field."""
 
     @abstractmethod
     def _collection_names(self) -> list[str]: ...
@@ -277,17 +279,19 @@ class CollectionStore(VectorStore):
                         raise
             facts = self._call("read collection", self._facts)
             self._verify(facts)
-            wanted: list[tuple[str, IndexSchema]] = [("tenant", "tenant"), ("key", "keyword")]
-            wanted += [("kind", "keyword"), (USERS_FIELD, "keyword"), (GROUPS_FIELD, "keyword")]
-            wanted += [(OPEN_FIELD, "bool")]
-            wanted += [(f"meta.{field}", "keyword") for field in self._settings.metadata_indexes]
-            for field, schema in wanted:
-                if field not in facts.indexed:
-                    self._call(
-                        "create payload index",
-                        lambda f=field, t=schema: self._create_index(f, t),  # type: ignore[misc]
-                    )
+            self._ensure_indexes(facts)
             self._ready = True
+
+    def _ensure_indexes(self, facts: CollectionFacts) -> None:
+        """A payload index of the declared type for every field a query filters on (``index_fields``):
+        a collection made before a field was declared, or with another type, gets it now, without
+        re-embedding."""
+        for field in index_fields(self._settings.declared_metadata):
+            if facts.indexed.get(field.path) != field.value_type:
+                self._call(
+                    "create payload index",
+                    lambda f=field: self._create_index(f.path, f.type),  # type: ignore[misc]
+                )
 
     def recorded_profile(self) -> EmbeddingProfile | None:
         """The profile recorded on the collection, or None when the collection does not exist."""
@@ -320,7 +324,9 @@ class CollectionStore(VectorStore):
         with self._ready_lock:
             if not self._call("check collection", self._exists):
                 return False
-            self._verify(self._call("read collection", self._facts))
+            facts = self._call("read collection", self._facts)
+            self._verify(facts)
+            self._ensure_indexes(facts)
             self._ready = True
             return True
 
@@ -345,6 +351,9 @@ class CollectionStore(VectorStore):
             return
         for p in points:
             self._check_point(p)
+        declared = self._settings.declared_metadata
+        if declared:
+            points = [replace(p, metadata=typed_metadata(p.metadata, declared)) for p in points]
         self._require(create=True)
         for start in range(0, len(points), self._batch_size):
             batch = points[start : start + self._batch_size]
@@ -389,7 +398,7 @@ class CollectionStore(VectorStore):
         count = self._call("count", lambda: self._count_where(document))
         if count:
             user_meta, access = split_metadata(metadata)
-            payload = {"meta": user_meta, **access}
+            payload = {"meta": typed_metadata(user_meta, self._settings.declared_metadata), **access}
             self._call("set metadata", lambda: self._set_payload_where(document, payload, count))
         return count
 
@@ -449,7 +458,14 @@ class CollectionStore(VectorStore):
     def _search_filter(
         self, tenant: str, filters: dict[str, FilterValue], reader: ReadScope | None = None
     ) -> Any:
-        return search_filter(self.conditions, tenant, reader or ReadScope(), filters)
+        return search_filter(
+            self.conditions,
+            tenant,
+            reader or ReadScope(),
+            filters,
+            self._settings.declared_metadata,
+            strict=self.declared_only,
+        )
 
     def readable_keys(self, tenant: str, reader: ReadScope, keys: Sequence[str]) -> set[str]:
         """One scroll over each document's first chunk (``chunk_index`` 0): a page of 100 keys reads at

@@ -2,7 +2,8 @@
 
 One translator serves the store and the active-collection pointer on every engine: Qdrant Cloud over
 REST, qdrant-client's local mode and Qdrant Edge. Connection problems, timeouts, 429 and 5xx are
-transient (retried a bounded number of times, then ``ProviderUnavailable``); refused credentials and a
+transient (retried a bounded number of times within a time budget, honouring a 429's Retry-After, then
+``ProviderRateLimited`` or ``ProviderUnavailable``); refused credentials and a
 missing collection are configuration errors; any other 4xx is a rejection of the request. The in-process
 engines report bad input as ``ValueError`` (local mode) and storage failures as a bare ``Exception``
 (Edge, which has no error types of its own)."""
@@ -10,6 +11,7 @@ engines report bad input as ``ValueError`` (local mode) and storage failures as 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
@@ -38,8 +40,15 @@ def translate(
 ) -> WinnowError | None:
     """Our exception for a Qdrant or transport error, or None for a bug that should surface as is.
     ``collection`` names the collection the call addressed, for the message of a 404."""
+    from qdrant_client.common.client_exceptions import QdrantException, ResourceExhaustedResponse
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+    if isinstance(exc, ResourceExhaustedResponse):  # what qdrant-client raises for a 429 with Retry-After
+        return ProviderRateLimited(
+            f"Qdrant {what} throttled (HTTP 429)", retry_after=float(exc.retry_after_s)
+        )
+    if isinstance(exc, QdrantException):  # a 429 whose Retry-After is not a number of seconds
+        return ProviderRateLimited(f"Qdrant {what} throttled (HTTP 429)")
     if isinstance(exc, UnexpectedResponse):
         status = exc.status_code
         if status is None or status >= 500:
@@ -80,10 +89,14 @@ class QdrantCaller:
         max_attempts: int,
         sleep: Callable[[float], None],
         guard: AbstractContextManager[Any] | None = None,
+        budget_seconds: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._max_attempts = max_attempts
         self._sleep = sleep
         self._guard = guard or nullcontext()
+        self._budget = budget_seconds
+        self._clock = clock
 
     def __call__(
         self,
@@ -109,9 +122,13 @@ class QdrantCaller:
                 raise error from exc
 
         def give_up(failure: Retryable | None, _made: int) -> TransientError:
-            assert failure is not None and failure.error is not None  # no deadline; attempt sets error
+            if failure is None or failure.error is None:
+                return ProviderUnavailable(f"Qdrant {what}: no time left to retry")
             return failure.error
 
+        # A throttled call waits as long as Qdrant's Retry-After asks, but all its retries fit in the
+        # budget: past it the caller gets our transient error (503 with Retry-After), not a timeout.
+        deadline = None if self._budget is None or not retry else self._clock() + self._budget
         return call_with_retries(
             attempt,
             provider="Qdrant",
@@ -119,6 +136,8 @@ class QdrantCaller:
             give_up=give_up,
             sleep=self._sleep,
             rng=random.random,
+            deadline=deadline,
+            clock=self._clock,
             log_extra={"operation": what},
         )
 

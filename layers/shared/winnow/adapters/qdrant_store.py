@@ -158,7 +158,26 @@ def collection_layout(settings: QdrantSettings, dimension: int) -> dict[str, Any
         "quantization_config": quantization,
         "on_disk_payload": settings.payload_on_disk,
         "shard_number": settings.shard_number,
+        "replication_factor": settings.replication_factor,
+        "write_consistency_factor": settings.write_consistency_factor,
+        "strict_mode_config": strict_mode(settings),
     }
+
+
+def strict_mode(settings: QdrantSettings) -> qm.StrictModeConfig | None:
+    """Qdrant Cloud's default strict mode for a new collection (filters only on fields with a fitting
+    payload index, reads and filtered updates alike; at most 100 indexes), so a self-hosted Qdrant
+    refuses what Cloud refuses; None leaves the server's default."""
+    from qdrant_client.http import models as qm
+
+    if not settings.strict_mode:
+        return None
+    return qm.StrictModeConfig(
+        enabled=True,
+        unindexed_filtering_retrieve=False,
+        unindexed_filtering_update=False,
+        max_payload_index_count=100,
+    )
 
 
 def dense_search_params(settings: QdrantSettings) -> qm.SearchParams | None:
@@ -191,6 +210,9 @@ class QdrantVectorStore(CollectionStore):
     ) -> None:
         self._client = client
         self._local = is_local_mode(client)
+        # A server refuses filters on unindexed fields (strict mode): so does its store, before asking.
+        # Local mode (a folder moved to Edge, older tests) has no strict mode, like Edge.
+        self.declared_only = not self._local
         super().__init__(
             profile,
             settings,
@@ -245,17 +267,19 @@ class QdrantVectorStore(CollectionStore):
             metadata=info.config.metadata,
             dense_size=dense.size if dense is not None else None,
             has_sparse=SPARSE_VECTOR in (info.config.params.sparse_vectors or {}),
-            indexed=frozenset((info.payload_schema or {}).keys()),
+            indexed={
+                name: str(getattr(index.data_type, "value", index.data_type))
+                for name, index in (info.payload_schema or {}).items()
+            },
         )
 
     def _create_index(self, field: str, schema: IndexSchema) -> None:
         from qdrant_client.http import models as qm
 
-        kinds = {"keyword": qm.PayloadSchemaType.KEYWORD, "bool": qm.PayloadSchemaType.BOOL}
         params: qm.PayloadSchemaType | qm.KeywordIndexParams = (
             qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)
             if schema == "tenant"
-            else kinds[schema]
+            else qm.PayloadSchemaType(schema)
         )
         self._client.create_payload_index(self._name, field_name=field, field_schema=params, wait=True)
 

@@ -3,6 +3,7 @@ routes), committed as ``docs/openapi.json``, and a test fails when it drifts."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -10,6 +11,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StrictStr,
     Tag,
     WithJsonSchema,
     field_validator,
@@ -76,19 +78,39 @@ Scalar = Annotated[
 ]
 
 
+def _is_moment(text: str) -> bool:
+    """An RFC 3339 date-time (``2024-01-31T00:00:00Z``) or date: never a number written as a string."""
+    try:
+        datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return "-" in text
+
+
 class RangeCondition(BaseModel):
-    """A numeric range; either bound may be omitted, not both."""
+    """A range of numbers, or of RFC 3339 date-times (for a datetime field); either bound may be
+    omitted, not both."""
 
     model_config = ConfigDict(extra="forbid")
 
-    gte: StrictFloat | None = None
-    lte: StrictFloat | None = None
+    gte: StrictFloat | Annotated[StrictStr, Field(max_length=40)] | None = None
+    lte: StrictFloat | Annotated[StrictStr, Field(max_length=40)] | None = None
+
+    @field_validator("gte", "lte")
+    @classmethod
+    def _number_or_moment(cls, value: float | str | None) -> float | str | None:
+        if isinstance(value, str) and not _is_moment(value):
+            raise ValueError("a bound is a number, or an RFC 3339 date-time such as 2024-01-31T00:00:00Z")
+        return value
 
     @model_validator(mode="after")
     def _one_bound(self) -> RangeCondition:
         if self.gte is None and self.lte is None:
             raise ValueError("a range needs gte, lte or both")
-        if self.gte is not None and self.lte is not None and self.gte > self.lte:
+        bounds = [b for b in (self.gte, self.lte) if b is not None]
+        if len({isinstance(b, str) for b in bounds}) > 1:
+            raise ValueError("a range's bounds are both numbers or both date-times")
+        if len(bounds) == 2 and not isinstance(bounds[0], str) and bounds[0] > bounds[1]:  # type: ignore[operator]
             raise ValueError("gte must not be greater than lte")
         return self
 
