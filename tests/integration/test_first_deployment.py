@@ -50,8 +50,17 @@ class Deployment:
     """The stack's functions on the providers' stand-ins; ``api`` calls the search function as API
     Gateway does, ``deliver`` the ingest function as SQS does."""
 
-    def __init__(self, bucket: str, s3: Any, voyage: FakeVoyageServer, qdrant: FakeQdrantServer) -> None:
+    def __init__(
+        self,
+        bucket: str,
+        s3: Any,
+        voyage: FakeVoyageServer,
+        qdrant: FakeQdrantServer,
+        secrets: Any,
+        voyage_secret: str,
+    ) -> None:
         self.bucket, self.s3, self.voyage, self.qdrant = bucket, s3, voyage, qdrant
+        self.secrets, self.voyage_secret = secrets, voyage_secret
         self.sequence = 0
 
     def put(self, key: str, body: bytes, metadata: dict[str, str] | None = None) -> dict[str, Any]:
@@ -127,7 +136,7 @@ def deployment(
             monkeypatch.setenv(name, value)
         reset_container()
         try:
-            yield Deployment(bucket, s3, fake_voyage, qdrant)
+            yield Deployment(bucket, s3, fake_voyage, qdrant, secrets, voyage_secret)
         finally:
             reset_container()
 
@@ -182,6 +191,17 @@ def test_a_first_deployment_serves_every_route_on_strict_qdrant(deployment: Depl
     assert status == 503, throttled
     assert headers.get("Retry-After") == "30"
     d.qdrant.throttle(times=0)
+
+    # Key rotation: a new Voyage key is put into the secret and the old one revoked at once; the warm
+    # container's next search gets a 401 with its cached key, re-reads the secret and succeeds
+    sent_before = len(d.voyage.requests)
+    old_key = d.voyage.rotate_key("pa-rotated-key", revoke_old=True)
+    d.secrets.put_secret_value(SecretId=d.voyage_secret, SecretString="pa-rotated-key")
+    assert d.search("paid holiday days")["results"]
+    keys = [(r.api_key, r.status) for r in d.voyage.requests[sent_before:]]
+    assert keys[0] == (old_key, 401) and keys[1:] and all(k == ("pa-rotated-key", 200) for k in keys[1:]), (
+        keys
+    )
 
     # Delete: the object goes now, its passages when ingest handles the removal
     status, _, deleted = d.api(
