@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import table
-from benchmarks.data import REPO_ROOT
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 WARM_REQUESTS = 20
 DOCUMENTS = {
@@ -63,6 +64,7 @@ event = json.loads(sys.argv[1])
 started = time.perf_counter()
 from functions.search.app import handler
 from winnow_local.context import LocalLambdaContext
+
 init_ms = (time.perf_counter() - started) * 1000
 init_calls = taken()
 started = time.perf_counter()

@@ -26,7 +26,37 @@ from typing import Any
 import httpx
 
 from benchmarks.common import machine, positive_int, quiet_known_warnings, table
-from benchmarks.serve_search_cost import WORDS, server
+
+_VOCABULARY = """kettle descale water filter boiler pressure valve steam milk coffee grinder espresso
+cleaning warranty repair heating element thermostat limescale citric vinegar rinse seal gasket pump"""
+WORDS = _VOCABULARY.split()
+
+
+@contextmanager
+def server(home: Path) -> Iterator[Any]:
+    import os
+
+    from winnow.factory import reset_container
+    from winnow_local.web.server import make_server, warm_up
+
+    before = os.environ.get("WINNOW_HOME")
+    os.environ["WINNOW_HOME"] = str(home)
+    reset_container()
+    httpd = make_server("127.0.0.1", 0, quiet=True)
+    try:
+        warm_up(httpd)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        yield httpd
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        if before is None:
+            os.environ.pop("WINNOW_HOME", None)
+        else:
+            os.environ["WINNOW_HOME"] = before
+        reset_container()
+
 
 MODEL_SECONDS = 8.0
 

@@ -11,13 +11,62 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import os
 import random
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from benchmarks.common import machine, positive_int, table
-from benchmarks.ingest_speed import _INGEST, ROOT, child
+from benchmarks.common import AS_THE_COMMAND, machine, positive_int, table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_INGEST = (
+    AS_THE_COMMAND
+    + """
+import io, json, sys, time
+from winnow.factory import get_container
+from winnow_local.cli.ingest import collect_files, ingest_files
+from winnow_local.runtime import LocalRuntime
+runtime = LocalRuntime()
+get_container().embedder.embed(["warm up"], "document")
+get_container().ingest_service()
+files = collect_files([sys.argv[1]], "bench", "")
+started = time.perf_counter()
+results = ingest_files(runtime, files, as_json=True, out=io.StringIO())
+seconds = time.perf_counter() - started
+statuses = {}
+for r in results:
+    statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+chunks = sum(int(r.get("chunks") or 0) for r in results)
+print(json.dumps({"seconds": seconds, "statuses": statuses, "chunks": chunks}))
+"""
+)
+
+
+def child(code: str, args: list[str], root: Path, home: Path) -> dict[str, Any]:
+    """Run ``code`` on ``root``'s packages with ``home`` as WINNOW_HOME; its JSON line plus peak RSS."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = f"{root / 'layers' / 'shared'}{os.pathsep}{root}"
+    env["WINNOW_HOME"] = str(home)
+    env.pop("WINNOW_BUCKET", None)
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root
+    )
+    assert process.stdout is not None and process.stderr is not None
+    out = process.stdout.read()
+    err = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"child failed ({process.returncode}): {err.decode(errors='replace')[-2000:]}")
+    result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    result["peak_rss_mb"] = round(usage.ru_maxrss / 1024, 1)  # kilobytes on Linux
+    return result
+
 
 WORDS = [
     "kettle",
