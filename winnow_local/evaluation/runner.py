@@ -10,9 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
-from winnow_local.cli.remote import ApiRuntime
 from winnow_local.errors import CliError
 from winnow_local.evaluation.questions import Question
 from winnow_local.evaluation.scoring import Outcome, Passage
@@ -24,11 +23,26 @@ MAX_WAIT_SECONDS = 60.0
 REFUSED_TOKEN = frozenset({401, 403})
 
 
+class Api(Protocol):
+    """The one call eval makes: the search API, here or over HTTP (``winnow_local.cli.remote``)."""
+
+    def call_api(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        tenant: str | None = None,
+        user: str | None = None,
+        groups: Sequence[str] = (),
+    ) -> ApiResponse: ...
+
+
 @dataclass(frozen=True)
 class Asker:
     """Who asks and how: the runtime (handlers here or an API), the tenant and caller, the cut-off."""
 
-    runtime: ApiRuntime
+    runtime: Api
     tenant: str
     user: str | None = None
     groups: Sequence[str] = ()
