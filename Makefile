@@ -74,9 +74,9 @@ lint: $(STAMPS)/dev
 typecheck: $(STAMPS)/dev
 	$(BIN)/mypy
 
-# Two workers (this machine's cores), each taking whole modules, slow ones first (tests/conftest.py); the
+# One worker per core (two here), each taking whole modules, slow ones first (tests/conftest.py); the
 # summary ends with the 15 slowest steps, so where the time goes is in every run's output.
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= auto
 pytest: $(STAMPS)/dev $(STAMPS)/sam $(STAMPS)/chromium $(STAMPS)/tesseract
 	PATH="$(CURDIR)/$(SAM_VENV)/bin:$$PATH" $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile \
 	  --no-loadscope-reorder --durations=15

@@ -14,6 +14,8 @@ from benchmarks import cost, quality, speed
 from benchmarks.data import EXCERPT_EVAL_DIR, OFFTOPIC_FILE, read_lines
 from benchmarks.quality_report import THRESHOLDS
 
+pytestmark = pytest.mark.slow
+
 # The excerpt that ships in the repository, so the tests need nothing beside it.
 EVAL = ["--eval-dir", str(EXCERPT_EVAL_DIR)]
 
