@@ -82,9 +82,9 @@ pytest: $(STAMPS)/dev $(STAMPS)/sam $(STAMPS)/chromium $(STAMPS)/tesseract
 	  --no-loadscope-reorder --durations=15
 
 # The linters and mypy run beside the tests (mypy alone leaves a core idle for a minute on a clean clone);
-# their output follows the tests' and any failure fails the target.
+# their output, with the time they took, follows the tests' and any failure fails the target.
 test: $(STAMPS)/dev $(STAMPS)/sam $(STAMPS)/chromium $(STAMPS)/tesseract
-	$(MAKE) --no-print-directory lint typecheck > $(STAMPS)/checks.log 2>&1 & checks=$$!; \
+	{ time $(MAKE) --no-print-directory lint typecheck; } > $(STAMPS)/checks.log 2>&1 & checks=$$!; \
 	tests=0; $(MAKE) --no-print-directory pytest || tests=$$?; \
 	checked=0; wait $$checks || checked=$$?; \
 	cat $(STAMPS)/checks.log; \
