@@ -1,10 +1,19 @@
-"""Shared fixtures live in ``tests/support/<area>.py`` pytest plugins, one owner per area:
+"""How tests run: ``make test`` runs them on two worker processes (pytest-xdist, ``-n 2 --dist loadfile``):
+each module runs whole, in order, on one worker, so its module-scoped fixtures are built once; session
+fixtures are built once per worker. Modules marked ``pytestmark = pytest.mark.slow`` start first (see
+``pytest_collection_modifyitems``), so a long module never starts last. Every test must hold on any worker
+in any module order: servers bind port 0, files go under ``tmp_path``/``tmp_path_factory``, environment
+changes go through ``monkeypatch`` (never ``os.environ[...] =``), and a test reads no state another module
+left.
+
+Shared fixtures live in ``tests/support/<area>.py`` pytest plugins, one owner per area:
 - ``tests.support.aws``: moto over HTTP (ThreadedMotoServer), S3 bucket, DynamoDB ledger table, SQS queue.
 - ``tests.support.voyage``: the loopback fake Voyage server.
 - ``tests.support.documents``: real PDF / DOCX / HTML / Markdown files generated for tests.
 - ``tests.support.answer``: loopback fake Bedrock runtime and Ollama servers, stacks that answer through them.
 - ``tests.support.textract``: the loopback fake Amazon Textract.
-- ``tests.support.browser``: headless Chromium (``browser``) and the page tests' steps.
+- ``tests.support.browser``: headless Chromium (one per worker, ``browser`` resets it for each module) and
+  the page tests' steps.
 - ``tests.support.template``: template.yaml and events/ read as CloudFormation would, ``clean_settings_env``.
 - ``tests.support.stack``: a whole embedded Winnow (local bucket, SQLite ledger, Qdrant local mode) wired to
   the real handlers.
@@ -14,13 +23,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import settings
 
 # CI and `make test` run every property test on the same examples, so a red run is reproducible and never
-# luck; `HYPOTHESIS_PROFILE=explore make pytest` draws new examples to look for defects.
-settings.register_profile("repeatable", derandomize=True)
-settings.register_profile("explore", derandomize=False)
+# luck; `HYPOTHESIS_PROFILE=explore make pytest` draws new examples to look for defects. Neither times an
+# example (Hypothesis's default 200 ms deadline fails a correct test when the machine is busy).
+settings.register_profile("repeatable", derandomize=True, deadline=None)
+settings.register_profile("explore", derandomize=False, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 # Tests must never reach real AWS or real Voyage, whatever the developer's shell exports.
@@ -46,3 +58,25 @@ pytest_plugins = [
     )
     if importlib.util.find_spec(name) is not None
 ]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules with a slow test first, each module's tests together and in their written order: with
+    ``--dist loadfile`` the workers take modules in this order, so the long ones start while short ones
+    fill in around them."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _module_leaves_no_process_state() -> Iterator[None]:
+    """What one module changes in the process (environment variables, the process-wide container) is undone
+    before the next module runs, whichever modules share a worker: benchmarks run in process set
+    WINNOW_HOME and build containers of their own."""
+    from winnow.factory import set_container
+
+    before = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(before)
+    set_container(None)

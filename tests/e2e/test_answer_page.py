@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import find_program, run_search, text_of, wait_for
+from tests.support.browser import fresh_page, run_search, text_of, wait_for
 from tests.support.serve import serving, upload
 from winnow_fakes.fake_model import ModelFault
 from winnow_fakes.fake_ollama import FakeOllamaServer
@@ -44,22 +44,9 @@ def server(
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = find_program("chromium", "chromium-browser")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-extensions", "--no-first-run", "--window-size=1280,700",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-answer')}"):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=find_program("chromedriver")), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+def browser(chromium: Any) -> Any:
+    """A window 700 pixels high, so a cited passage far down the page starts out of view."""
+    return fresh_page(chromium, 1280, 700)
 
 
 @pytest.fixture

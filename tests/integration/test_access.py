@@ -33,6 +33,8 @@ from winnow_fakes.fake_bedrock import FakeBedrockServer
 from winnow_fakes.fake_voyage import FakeVoyageServer
 from winnow_local.mcp_server import LocalBackend, WinnowTools
 
+pytestmark = pytest.mark.slow
+
 ADMIN = "winnow-admins"
 USERS = ["ann", "bob", "auth0|c4"]
 GROUPS = ["hr", "legal", "board"]

@@ -25,6 +25,8 @@ from winnow_fakes.fake_voyage import FakeVoyageServer
 from winnow_local.apigw import http_api_event
 from winnow_local.context import LocalLambdaContext
 
+pytestmark = pytest.mark.slow
+
 DOCS = {
     "acme/people/holidays.md": b"# Holidays\n\n## Allowance\n\nEvery employee receives twenty-eight days of "
     b"paid holiday per year and may carry five days over into the next year.\n",

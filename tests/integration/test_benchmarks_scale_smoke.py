@@ -9,6 +9,8 @@ import pytest
 
 from benchmarks import reconcile_scale, scale
 
+pytestmark = pytest.mark.slow
+
 
 def test_scale_prints_latency_and_memory_on_edge(capsys: pytest.CaptureFixture[str]) -> None:
     # When the scale benchmark loads 300 synthetic chunks over two tenants and times 20 queries per mode

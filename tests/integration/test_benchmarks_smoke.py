@@ -15,6 +15,8 @@ from training import quality
 from training.data import EXCERPT_EVAL_DIR, OFFTOPIC_FILE, read_lines
 from training.quality_report import THRESHOLDS
 
+pytestmark = pytest.mark.slow
+
 # The excerpt that ships in the repository, so the tests need nothing beside it.
 EVAL = ["--eval-dir", str(EXCERPT_EVAL_DIR)]
 

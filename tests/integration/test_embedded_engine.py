@@ -24,6 +24,8 @@ from winnow.adapters.qdrant_store import QdrantVectorStore, make_qdrant_client
 from winnow.settings import QdrantSettings
 from winnow_local.adapters.qdrant_edge import EdgeFolder, migrate_if_needed
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def no_engine_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,6 +29,8 @@ from winnow_local.invoke import (
     read_template,
 )
 
+pytestmark = pytest.mark.slow
+
 EVENT_FILES = sorted(EVENTS.glob("*.json"))
 SETTINGS_PREFIXES = ("WINNOW_", "QDRANT_", "VOYAGE_", "POWERTOOLS_", "AWS_")
 TEXT = "Every employee receives twenty-eight days of paid holiday per year, agreed with their manager."

@@ -50,6 +50,8 @@ from winnow.ports import FilterValue, RangeFilter, SearchQuery
 from winnow.settings import QdrantSettings
 from winnow_local.adapters.qdrant_edge import EdgeFolder, EdgeVectorStore
 
+pytestmark = pytest.mark.slow
+
 
 class RecordingClient:
     """A real local-mode client that records the calls the store makes (to count batches and indexes)."""

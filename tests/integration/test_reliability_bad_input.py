@@ -38,6 +38,8 @@ from winnow.models import DocumentStatus
 from winnow.parsing import parse_document
 from winnow.settings import IngestSettings
 
+pytestmark = pytest.mark.slow
+
 GOOD_MARKDOWN = b"""# Field guide
 
 ## Lighthouses

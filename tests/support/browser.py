@@ -1,5 +1,6 @@
-"""Headless Chromium for the page tests: the ``browser`` fixture (one per module) and the few steps every
-page test takes: wait for an element, run a search, read an element's text."""
+"""Headless Chromium for the page tests: ``chromium`` (one per test process), the ``browser`` fixture (that
+browser reset for each module) and the few steps every page test takes: wait for an element, run a
+search, read an element's text."""
 
 from __future__ import annotations
 
@@ -22,8 +23,13 @@ def find_program(*names: str) -> str:
     )
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+WINDOW = (1280, 1000)
+
+
+@pytest.fixture(scope="session")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One headless Chromium per test process: starting it costs seconds, and a page test leaves nothing
+    behind that the next module's ``browser`` does not reset."""
     chromium = find_program("chromium", "chromium-browser")
     chromedriver = find_program("chromedriver")
     from selenium import webdriver
@@ -41,7 +47,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         "--disable-sync",
         "--disable-extensions",
         "--no-first-run",
-        "--window-size=1280,1000",
+        f"--window-size={WINDOW[0]},{WINDOW[1]}",
         f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
     ):
         options.add_argument(flag)
@@ -51,6 +57,23 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+def fresh_page(driver: Any, width: int = WINDOW[0], height: int = WINDOW[1]) -> Any:
+    """The session's browser as a new module finds it: a blank page of the given window size, no
+    cookies, the default script timeout. Each module's server has its own port, so its own origin and
+    storage."""
+    driver.get("about:blank")
+    driver.delete_all_cookies()
+    driver.set_window_size(width, height)
+    driver.set_script_timeout(30)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: Any) -> Any:
+    """The session's Chromium, reset for this module (``fresh_page``)."""
+    return fresh_page(chromium)
 
 
 def wait_for(driver: Any, css: str, timeout: float = 60) -> list[Any]:
