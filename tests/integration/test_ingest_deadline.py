@@ -75,7 +75,7 @@ def timed(tmp_path: Path, fake_voyage: FakeVoyageServer) -> Iterator[Timed]:
     stack = EmbeddedStack(tmp_path / "home", fake_voyage, ingest=settings)
     clock = Clock()
     parser = TimedParser(clock)
-    stack.container.ingest_service()._parser = parser
+    stack.container.ingest_service().reader.parser = parser
     yield stack, clock, parser
     stack.close()
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.stack import EmbeddedStack
-from winnow.ingest import service
+from winnow.ingest import points, vectors
 
 EMBED_BATCH, WRITE_BATCH = 8, 5
 
@@ -24,8 +24,8 @@ def _long_document(words: str = "boiler") -> bytes:
 def test_a_long_document_is_embedded_and_written_in_bounded_pieces(
     stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(service, "EMBED_BATCH", EMBED_BATCH, raising=False)
-    monkeypatch.setattr(service, "WRITE_BATCH", WRITE_BATCH, raising=False)
+    monkeypatch.setattr(vectors, "EMBED_BATCH", EMBED_BATCH)
+    monkeypatch.setattr(points, "WRITE_BATCH", WRITE_BATCH)
     upserts: list[int] = []
     store = stack.container.store
     real = store.upsert

@@ -4,7 +4,8 @@ into ours. boto3 comes from the Lambda runtime and is imported only when an AWS 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from winnow.errors import (
     ConfigurationError,
@@ -57,6 +58,7 @@ CONFIG_CODES = frozenset(
 )
 
 
+T = TypeVar("T")
 _CLIENTS_LOCK = threading.Lock()
 
 
@@ -142,3 +144,28 @@ def translate(exc: Exception, what: str) -> WinnowError | None:
         # EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError, ...
         return ProviderUnavailable(f"{what}: {type(exc).__name__}")
     return None
+
+
+def call(what: str, fn: Callable[[], T]) -> T:
+    """``fn()``, its botocore error raised as ours (``translate``); anything else surfaces as it is."""
+    try:
+        return fn()
+    except Exception as exc:
+        error = translate(exc, what)
+        if error is None:
+            raise
+        raise error from exc
+
+
+def call_conditional(what: str, fn: Callable[[], T]) -> T | None:
+    """``call`` for a DynamoDB write with a ``ConditionExpression``: None when the condition failed (the
+    write did not apply; boto3 answers a dict, never None, when it did)."""
+    try:
+        return fn()
+    except Exception as exc:
+        if error_code(exc) == "ConditionalCheckFailedException":
+            return None
+        error = translate(exc, what)
+        if error is None:
+            raise
+        raise error from exc

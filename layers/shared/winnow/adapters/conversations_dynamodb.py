@@ -69,13 +69,7 @@ class DynamoDbConversationStore(ConversationStore):
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         self.calls += 1
-        try:
-            return fn()
-        except Exception as exc:
-            error = _aws.translate(exc, what)
-            if error is None:
-                raise
-            raise error from exc
+        return _aws.call(what, fn)
 
     def _query(
         self,

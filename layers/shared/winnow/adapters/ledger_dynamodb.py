@@ -277,38 +277,15 @@ class DynamoDbLedger(Ledger):
 
     # --- plumbing ----------------------------------------------------------------------------------
     def _call(self, what: str, fn: Callable[[], T]) -> T:
-        try:
-            return fn()
-        except Exception as exc:
-            error = _aws.translate(exc, what)
-            if error is None:
-                raise
-            raise error from exc
+        return _aws.call(what, fn)
 
     def _conditional_update(self, what: str, request: dict[str, Any]) -> dict[str, Any] | None:
         """``UpdateItem``'s response, or None when its condition failed."""
-        try:
-            return dict(self.client.update_item(**request))
-        except Exception as exc:
-            if _aws.error_code(exc) == "ConditionalCheckFailedException":
-                return None
-            error = _aws.translate(exc, what)
-            if error is None:
-                raise
-            raise error from exc
+        return _aws.call_conditional(what, lambda: dict(self.client.update_item(**request)))
 
     def _conditional(self, what: str, fn: Callable[[], Any]) -> bool:
         """True when the write applied, False when its condition failed."""
-        try:
-            fn()
-            return True
-        except Exception as exc:
-            if _aws.error_code(exc) == "ConditionalCheckFailedException":
-                return False
-            error = _aws.translate(exc, what)
-            if error is None:
-                raise
-            raise error from exc
+        return _aws.call_conditional(what, fn) is not None
 
 
 def _key(tenant: str, key: str) -> dict[str, Any]:

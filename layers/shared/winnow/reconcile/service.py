@@ -6,26 +6,28 @@ the ingest queue with a synthetic, sequencer-less S3 event, so ingest's own leas
 work and a second run sends nothing. Orphan points are removed directly, under the document's lease. A run
 pages with continuation tokens (``winnow.reconcile.tokens``) and, at its end, moves the active-index
 pointer to the configured embedding profile once nothing indexed is left on another. The cases, the
-statistics and the profile switch are described in docs/reconcile.md."""
+statistics and the profile switch are described in docs/reconcile.md. The state of one invocation is
+``winnow.reconcile.run``; sending is ``outbox``; orphan points are ``orphans``."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import groupby
 
-from winnow.errors import BadRequest, EnqueueFailed, InvalidKey, ObjectGone, TransientError
+from winnow.errors import BadRequest, InvalidKey, ObjectGone
 from winnow.index import open_pointer, switch_when_rebuilt
-from winnow.ingest.events import ObjectEvent
 from winnow.ingest.metadata import document_key_of, is_sidecar
 from winnow.models import DocumentStatus, EmbeddingProfile, LedgerRecord, ObjectInfo
 from winnow.observability import logger
 from winnow.ports import ActiveIndex, EventQueue, Ledger, ObjectSource, VectorStore
-from winnow.reconcile.compare import newer, norm_etag, same_version
+from winnow.reconcile.compare import newer, same_version
 from winnow.reconcile.merge import OutOfOrderListing, merge_by_key
+from winnow.reconcile.orphans import OrphanRemover
+from winnow.reconcile.outbox import Outbox
+from winnow.reconcile.run import Category, Recent, Run
 from winnow.reconcile.spill import DEFAULT_RUN_SIZE, sorted_counts
 from winnow.reconcile.stats import ReconcileStats
 from winnow.reconcile.tokens import Position, decode_token, encode_token
@@ -33,8 +35,6 @@ from winnow.rules import is_figure_key, is_tenant, object_key, split_key
 
 SQS_BATCH = 10
 LEDGER_PAGE = 1000
-RECENT_DOCUMENTS = 1024  # documents remembered for their sidecars, which sort a little later
-Category = str  # a ReconcileStats counter name
 
 
 @dataclass
@@ -45,25 +45,6 @@ class ReconcileResult:
     totals: ReconcileStats
     invocation: ReconcileStats
     continuation: str | None
-
-
-@dataclass
-class _Recent:
-    info: ObjectInfo
-    record: LedgerRecord | None
-    sent: bool
-
-
-@dataclass
-class _Run:
-    scope: str | None
-    dry_run: bool
-    should_stop: Callable[[], bool]
-    stats: ReconcileStats
-    position: Position
-    run_id: str
-    pending: list[tuple[ObjectEvent, Category]] = field(default_factory=list)
-    recent: OrderedDict[str, _Recent] = field(default_factory=OrderedDict)
 
 
 class Reconciler:
@@ -95,6 +76,8 @@ class Reconciler:
         self.ledger_page_size = ledger_page_size
         self.lease_seconds = lease_seconds
         self.count_run_size = count_run_size
+        self.outbox = Outbox(queue, bucket, batch_size)
+        self.orphans = OrphanRemover(objects, ledger, store, lease_seconds)
 
     # --- entry point -----------------------------------------------------------------------------------
     def run(
@@ -114,7 +97,7 @@ class Reconciler:
             tenant, dry_run, position, totals = decode_token(continuation)
         if tenant is not None:
             _check_tenant(tenant)
-        run = _Run(
+        run = Run(
             scope=tenant,
             dry_run=dry_run,
             should_stop=should_stop or (lambda: False),
@@ -132,7 +115,7 @@ class Reconciler:
             stopped = not self._leftover_phase(run)
             if not stopped:
                 run.position = Position(phase="finish")
-        self._flush(run)
+        self.outbox.flush(run)
         if not stopped:
             active = self._finish(run, active)
         run.stats.complete = not stopped
@@ -154,7 +137,7 @@ class Reconciler:
         return ReconcileResult(totals=totals, invocation=invocation, continuation=token)
 
     # --- phases ----------------------------------------------------------------------------------------
-    def _objects_phase(self, run: _Run) -> bool:
+    def _objects_phase(self, run: Run) -> bool:
         """The bucket listing (one tenant's prefix, or everything), tenant by tenant. False when stopped."""
         pos = run.position
         prefix = f"{run.scope}/" if run.scope else ""
@@ -191,7 +174,7 @@ class Reconciler:
             return self._tenant(run, run.scope, iter(()), None, None)
         return True
 
-    def _leftover_phase(self, run: _Run) -> bool:
+    def _leftover_phase(self, run: Run) -> bool:
         """Tenants with records or points but no objects left (a whole prefix deleted while events were
         lost). Tenants that still have objects were handled by the listing."""
         pos = run.position
@@ -209,7 +192,7 @@ class Reconciler:
                 return False
         return True
 
-    def _finish(self, run: _Run, active: EmbeddingProfile | None) -> EmbeddingProfile | None:
+    def _finish(self, run: Run, active: EmbeddingProfile | None) -> EmbeddingProfile | None:
         """Move searches to the configured profile once no indexed document is left on another one."""
         if self.active_index is None or active is None or active == self.profile or run.dry_run:
             return active
@@ -218,7 +201,7 @@ class Reconciler:
         run.stats.switched = True
         return self.profile
 
-    def _active_profile(self, run: _Run, first: bool) -> EmbeddingProfile | None:
+    def _active_profile(self, run: Run, first: bool) -> EmbeddingProfile | None:
         if self.active_index is None:
             return None
         active = self.active_index.active()
@@ -229,7 +212,7 @@ class Reconciler:
     # --- one tenant --------------------------------------------------------------------------------------
     def _tenant(
         self,
-        run: _Run,
+        run: Run,
         tenant: str,
         listing: Iterator[ObjectInfo],
         after: str | None,
@@ -265,7 +248,7 @@ class Reconciler:
                 return
             cursor = next_cursor
 
-    def _unassigned(self, run: _Run, group: Iterator[ObjectInfo]) -> bool:
+    def _unassigned(self, run: Run, group: Iterator[ObjectInfo]) -> bool:
         """Keys outside any tenant prefix: ingest could only record them as failed, so count, never send."""
         for info in group:
             if run.should_stop():
@@ -277,7 +260,7 @@ class Reconciler:
 
     def _one(
         self,
-        run: _Run,
+        run: Run,
         tenant: str,
         key: str,
         info: ObjectInfo | None,
@@ -288,24 +271,24 @@ class Reconciler:
             if info is not None:
                 self._sidecar(run, tenant, info)
             elif count:
-                self._remove_orphans(run, tenant, key, count)
+                self.orphans.remove(run, tenant, key, count)
             return
         status = record.status if record is not None else None
         if info is None:
             if status in (DocumentStatus.INDEXED, DocumentStatus.FAILED):
-                self._send(run, self._removed(key), "deleted")
+                self.outbox.send(run, self.outbox.removed(key), "deleted")
             elif count:
-                self._remove_orphans(run, tenant, key, count)
+                self.orphans.remove(run, tenant, key, count)
             return
         run.stats.scanned += 1
         category = self._classify(info, record, count)
         if category == "failed" and count:
-            self._remove_orphans(run, tenant, key, count)  # a failed document keeps no points
+            self.orphans.remove(run, tenant, key, count)  # a failed document keeps no points
         if category in ("unchanged", "failed"):
-            setattr(run.stats, category, getattr(run.stats, category) + 1)
+            run.count(category)
         else:
-            self._send(run, self._created(info), category)
-        _remember(run, key, _Recent(info, record, sent=category not in ("unchanged", "failed")))
+            self.outbox.send(run, self.outbox.created(info), category)
+        run.remember(key, Recent(info, record, sent=category not in ("unchanged", "failed")))
 
     def _classify(self, info: ObjectInfo, record: LedgerRecord | None, count: int) -> Category:
         if record is None or record.status == DocumentStatus.DELETED:
@@ -320,7 +303,7 @@ class Reconciler:
             return "metadata_modified"
         return "unchanged"
 
-    def _sidecar(self, run: _Run, tenant: str, sidecar: ObjectInfo) -> None:
+    def _sidecar(self, run: Run, tenant: str, sidecar: ObjectInfo) -> None:
         """A sidecar newer than its document's record: re-send the document, whose unchanged path
         re-applies metadata without embedding."""
         run.stats.metadata_scanned += 1
@@ -339,87 +322,8 @@ class Reconciler:
                 info = self.objects.head(doc_key)
             except ObjectGone:
                 return
-        self._send(run, self._created(info), "metadata_modified")
-        _remember(run, doc_key, _Recent(info, record, sent=True))
-
-    def _remove_orphans(self, run: _Run, tenant: str, key: str, count: int) -> None:
-        """Delete points no ledger record owns, under the document's lease and after looking again: an
-        ingest that is writing this document right now must win."""
-        if run.dry_run:
-            run.stats.orphans_removed += count
-            return
-        owner = f"reconcile-{run.run_id}"
-        try:
-            if not self.ledger.acquire(tenant, key, owner, self.lease_seconds):
-                return  # someone is indexing it: these points are about to be owned
-            try:
-                record = self.ledger.get(tenant, key)
-                if record is not None and record.status == DocumentStatus.INDEXED:
-                    return
-                if record is None or record.status == DocumentStatus.DELETED:
-                    try:
-                        self.objects.head(key)
-                        return  # the object exists (again): its create event will own the points
-                    except ObjectGone:
-                        pass
-                run.stats.orphans_removed += self.store.delete_document(tenant, key)
-            finally:
-                self.ledger.release(tenant, key, owner)
-        except TransientError as exc:
-            logger.warning("orphan removal failed", extra={"tenant": tenant, "key": key, "error": str(exc)})
-            run.stats.failed += 1
-
-    # --- the queue -------------------------------------------------------------------------------------
-    def _created(self, info: ObjectInfo) -> ObjectEvent:
-        return ObjectEvent(
-            action="created",
-            bucket=self.bucket,
-            key=info.key,
-            sequencer=None,  # ingest reads the current state; the ledger keeps the newest S3 sequencer
-            etag=norm_etag(info.etag),
-            version_id=info.version_id,
-            size=info.size,
-            event_name="ObjectCreated:Put",
-        )
-
-    def _removed(self, key: str) -> ObjectEvent:
-        return ObjectEvent(
-            action="removed",
-            bucket=self.bucket,
-            key=key,
-            sequencer=None,
-            etag=None,
-            version_id=None,
-            size=None,
-            event_name="ObjectRemoved:Delete",
-        )
-
-    def _send(self, run: _Run, event: ObjectEvent, category: Category) -> None:
-        if run.dry_run:
-            setattr(run.stats, category, getattr(run.stats, category) + 1)
-            return
-        run.pending.append((event, category))
-        if len(run.pending) >= self.batch_size:
-            self._flush(run)
-
-    def _flush(self, run: _Run) -> None:
-        if not run.pending:
-            return
-        batch, run.pending = run.pending, []
-        failed: set[str] = set()
-        try:
-            self.queue.send([event for event, _ in batch])
-        except EnqueueFailed as exc:
-            failed = set(exc.keys)
-            logger.warning("some reconcile events were not queued", extra={"count": len(failed)})
-        except TransientError as exc:
-            failed = {event.key for event, _ in batch}
-            logger.warning(
-                "reconcile events were not queued", extra={"count": len(failed), "error": str(exc)}
-            )
-        for event, category in batch:
-            name = "failed" if event.key in failed else category
-            setattr(run.stats, name, getattr(run.stats, name) + 1)
+        self.outbox.send(run, self.outbox.created(info), "metadata_modified")
+        run.remember(doc_key, Recent(info, record, sent=True))
 
 
 # --- helpers -------------------------------------------------------------------------------------------
@@ -433,13 +337,6 @@ def _tenant_of(key: str) -> str | None:
 def _check_tenant(tenant: str) -> None:
     if not is_tenant(tenant):
         raise BadRequest(f"{tenant[:80]!r} is not a tenant name")
-
-
-def _remember(run: _Run, key: str, recent: _Recent) -> None:
-    run.recent[key] = recent
-    run.recent.move_to_end(key)
-    while len(run.recent) > RECENT_DOCUMENTS:
-        run.recent.popitem(last=False)
 
 
 __all__ = [
