@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from tests.support.office import make_epub, with_member
-from winnow.parsing import figures, office
+from winnow.parsing import figures
+from winnow.parsing.epub import parse_epub
+from winnow.parsing.office_package import Package
 from winnow.settings import IngestSettings
 
 SIGHTS = 5_000
@@ -34,7 +36,7 @@ def test_an_image_shown_thousands_of_times_is_read_and_judged_once(monkeypatch: 
     book = with_member(with_member(book, "OEBPS/ch1.xhtml", chapter.encode()), "OEBPS/pic.png", _noise_png())
     reads: list[str] = []
     judged: list[int] = []
-    read, candidate = office._Package.read, figures.figure_candidate
+    read, candidate = Package.read, figures.figure_candidate
 
     def counting_read(self: Any, name: str) -> bytes:
         reads.append(name)
@@ -44,10 +46,10 @@ def test_an_image_shown_thousands_of_times_is_read_and_judged_once(monkeypatch: 
         judged.append(len(data))
         return candidate(data, **kwargs)
 
-    monkeypatch.setattr(office._Package, "read", counting_read)
+    monkeypatch.setattr(Package, "read", counting_read)
     monkeypatch.setattr(figures, "figure_candidate", counting_candidate)
     # When it is parsed
-    parsed = office.parse_epub("t/manual.epub", book, IngestSettings())
+    parsed = parse_epub("t/manual.epub", book, IngestSettings())
     # Then the picture was read and judged once, and the book's text is there
     assert reads.count("OEBPS/pic.png") == 1
     assert len(judged) == 1

@@ -13,7 +13,7 @@ import pytest
 from tests.support.office import Slide, make_epub, make_pptx, make_xlsx, with_member, zip_bomb
 from tests.support.samples import STAFF, tables_of
 from winnow.errors import CorruptDocument, DocumentError, OversizedDocument
-from winnow.parsing import office, parse_document
+from winnow.parsing import parse_document, xlsx
 from winnow.settings import ChunkingSettings, IngestSettings
 from winnow.text.chunking import chunk_document, max_chunk_chars
 
@@ -113,7 +113,7 @@ def test_a_workbook_whose_formulas_are_all_cached_is_read_for_its_values_only() 
     written = make_xlsx({"S": [["Label", "Total"], ["One", 1], ["Sum", "=B2*2"]]})
     data = _with_cached_results(written, {"B2*2": "2"})
     # When it is parsed
-    assert not office._has_uncached_formulas(data)  # (so it is read once)
+    assert not xlsx._has_uncached_formulas(data)  # (so it is read once)
     [table] = tables_of(parse_document("acme/s.xlsx", data))
     # Then it reads as the program shows it
     assert "Label: Sum | Total: 2" in table and "=B2" not in table
@@ -128,9 +128,7 @@ def test_a_huge_sheet_is_refused_with_a_reason() -> None:
 def test_sheet_cells_are_counted_to_the_last_value_of_each_row_and_bounded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from winnow.parsing import office
-
-    monkeypatch.setattr(office, "MAX_SHEET_CELLS", 1_000)
+    monkeypatch.setattr(xlsx, "MAX_SHEET_CELLS", 1_000)
     # Given a sheet with one row of 200 cells above 700 rows of one cell (openpyxl pads every row to
     # the widest), within a budget of 1,000 cells
     narrow = [[f"c{n}" for n in range(200)]] + [[f"r{n}"] for n in range(700)]

@@ -110,10 +110,18 @@ def _parse_type(
         from winnow.parsing.image import parse_image
 
         return parse_image(key, data, ocr, ocr_settings)
-    if source_type in ("pptx", "xlsx", "epub"):
-        from winnow.parsing import office
+    if source_type == "pptx":
+        from winnow.parsing.pptx import parse_pptx
 
-        return office.PARSERS[source_type](key, data, settings)
+        return parse_pptx(key, data, settings)
+    if source_type == "xlsx":
+        from winnow.parsing.xlsx import parse_xlsx
+
+        return parse_xlsx(key, data, settings)
+    if source_type == "epub":
+        from winnow.parsing.epub import parse_epub
+
+        return parse_epub(key, data, settings)
     assert decoded is not None  # text-like types were decoded by _detect
     if source_type == "csv":
         from winnow.parsing.delimited import parse_delimited
