@@ -25,7 +25,7 @@ from winnow.errors import EmptyDocument
 from winnow.models import Block, ParsedDocument
 from winnow.parsing import cleaning, markdown, parse_document, rst, tables
 from winnow.parsing import text as text_parser
-from winnow.parsing.pdf import _join_lines
+from winnow.parsing.pdf_lines import join_lines
 from winnow.settings import ChunkingSettings
 from winnow.text.chunking import chunk_document
 
@@ -112,7 +112,7 @@ def test_links_nested_two_thousand_levels_deep_are_judged_as_furniture_in_linear
 
 
 def _joins_every_line(lines: list[str]) -> None:
-    assert _join_lines(lines).count("example words") == len(lines) // 2
+    assert join_lines(lines).count("example words") == len(lines) // 2
 
 
 def test_a_pdf_paragraph_of_many_lines_is_joined_in_linear_time() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from winnow.parsing.pdf import collect_ocr_page
+from winnow.parsing.pdf_page import collect_ocr_page
 
 # As tesseract reads a page of /usr/share/doc/dpkg/spec/triggers.txt rendered at 200 dpi: a blank line
 # where the line spacing looked wider, in the middle of a sentence.

@@ -65,9 +65,9 @@ def test_a_line_break_at_a_compound_words_own_hyphen_keeps_the_hyphen() -> None:
     assert block.text == compound
     assert "royaltyfree" not in block.text
     # And a word hyphenated only to break the line is still joined without its hyphen
-    from winnow.parsing.pdf import _join_lines
+    from winnow.parsing.pdf_lines import join_lines
 
-    assert _join_lines(["an exam-", "ple of it"], frozenset({"royalty-free"})) == "an example of it"
+    assert join_lines(["an exam-", "ple of it"], frozenset({"royalty-free"})) == "an example of it"
 
 
 def test_pdf_nested_outline_builds_section_paths_and_switches_at_the_heading_line() -> None:
@@ -190,8 +190,8 @@ def test_truncated_and_corrupt_pdfs_are_corrupt(data_factory: object) -> None:
 
 
 def test_pdf_line_joining_undoes_hyphenation_only_before_a_lowercase_continuation() -> None:
-    from winnow.parsing.pdf import _join_lines
+    from winnow.parsing.pdf_lines import join_lines
 
-    assert _join_lines(["The exam-", "ple shows it"]) == "The example shows it"
-    assert _join_lines(["Covid-", "19 cases"]) == "Covid- 19 cases"
-    assert _join_lines(["Ends with Anglo-", "Saxon"]) == "Ends with Anglo- Saxon"
+    assert join_lines(["The exam-", "ple shows it"]) == "The example shows it"
+    assert join_lines(["Covid-", "19 cases"]) == "Covid- 19 cases"
+    assert join_lines(["Ends with Anglo-", "Saxon"]) == "Ends with Anglo- Saxon"

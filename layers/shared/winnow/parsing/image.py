@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def parse_image(key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | None) -> ParsedDocument:
     from winnow.parsing.blocks import finish_document
-    from winnow.parsing.pdf import collect_ocr_page
+    from winnow.parsing.pdf_page import collect_ocr_page
     from winnow.ports import OcrPage
     from winnow.settings import OcrSettings
 

@@ -20,11 +20,8 @@ on its page, and the switch happens there; text above it stays in the previous s
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
 from io import BytesIO
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from winnow.errors import (
     CorruptDocument,
@@ -33,57 +30,20 @@ from winnow.errors import (
     OversizedDocument,
     WinnowError,
 )
-from winnow.models import Block, ParsedDocument
+from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, finish_document, one_line
-from winnow.parsing.pdf_outline import (
-    OutlineEntry,
-    first_page_heading,
-    heading_positions,
-    metadata_title,
-    outline_entries,
-)
+from winnow.parsing.pdf_figures import drop_furniture, page_figures
+from winnow.parsing.pdf_lines import hyphenated_words
+from winnow.parsing.pdf_outline import OutlineEntry, first_page_heading, metadata_title, outline_entries
+from winnow.parsing.pdf_page import TableCarry, collect_page, read_page
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
     from pypdf._page import PageObject
 
-    from winnow.models import Figure
-    from winnow.parsing.pdf_tables import Fragment, PdfTable
+    from winnow.parsing.pdf_tables import PdfTable
     from winnow.ports import Ocr
     from winnow.settings import IngestSettings, OcrSettings
-
-# A line shorter than this share of the page's typical full line ends its paragraph.
-_SHORT_LINE_SHARE = 0.7
-_HYPHENATED_END = re.compile(r"[^\W\d_]-$")
-# A word with a hyphen inside a line: letters, then hyphen-letters groups; the lookarounds keep a
-# line-end hyphen ("non-" before a newline) out.
-_HYPHENATED_WORD = re.compile(r"(?<![\w-])[^\W\d_]{1,40}(?:-[^\W\d_]{1,40}){1,4}(?![\w-])")
-_WORD_EDGE = re.compile(r"^[^\w-]+|[^\w-]+$")
-_MAX_WORD_CHARS = 100
-_MARK = "\x00"
-_SENTENCE_ENDS = (".", "!", "?", ":", ";", "\u201d", '"')
-_HEADING_CHARS = 80
-_MAX_PAGE_IMAGES = 200  # image XObjects looked at per page for figures
-_MAX_CONTENT_BYTES = 5_000_000  # of a page's content stream, scanned for the images it draws
-# "/Im1 Do": an XObject drawn. Names run to the next delimiter; bounded, so a hostile stream scans linearly.
-_DRAWN = re.compile(rb"/([^\s/\[\]()<>{}%]{1,127})\s{1,8}Do\b")
-
-
-@dataclass
-class _OpenTable:
-    """The table that ended the page before (only short lines after it: a footer, a page number),
-    which a table at the top of the next page may go on with."""
-
-    table: PdfTable
-    header: list[str]
-    caption: str
-
-
-@dataclass
-class _TableCarry:
-    """What one page hands the next about tables: the open table, if any."""
-
-    open: _OpenTable | None = None
 
 
 def parse_pdf(
@@ -141,7 +101,7 @@ def _parse(
     for page_index in range(page_count):
         try:
             follow = tables[-1][-1] if tables and tables[-1] else None
-            text, page_tables = _read_page(reader.pages[page_index], follow)
+            text, page_tables = read_page(reader.pages[page_index], follow)
         except RecursionError:
             raise
         except Exception:
@@ -159,18 +119,18 @@ def _parse(
     collector = BlockCollector(held_limit(settings))
     max_side = (ocr_settings or _OcrSettings()).max_side_pixels
     figures = [
-        _page_figures(reader.pages[index], collector, settings, max_side)
+        page_figures(reader.pages[index], collector, settings, max_side)
         if settings.max_figures and index not in ocr_read and _has_text(text)
         else []
         for index, text in enumerate(texts)
     ]
-    _drop_furniture(figures)
+    drop_furniture(figures)
     path: tuple[str, ...] = ()
     hyphenated = hyphenated_words(texts)
-    carry = _TableCarry()
+    carry = TableCarry()
     for page_index, text in enumerate(texts):
         bookmarks = bookmarks_by_page.get(page_index, [])
-        path = _collect_page(
+        path = collect_page(
             collector,
             text,
             page_index + 1,
@@ -194,94 +154,6 @@ def _parse(
         collector.blocks, title=title, key=key, source_type="pdf", empty_reason=empty_reason
     )
     return ParsedDocument(parsed.title, parsed.blocks, parsed.source_type, ocr_pages=len(ocr_read))
-
-
-def _read_page(page: PageObject, follow: PdfTable | None = None) -> tuple[str, list[PdfTable]]:
-    """The page's text, and its tables: each table's text is taken out of the page text and a marker
-    line (``_table_marker``) left where it stood, so the table becomes one table block in reading order.
-    ``follow`` is the previous page's last table, whose last rows may start this page."""
-    from winnow.parsing.pdf_tables import find_tables, fragment_from_visitor
-
-    fragments: list[Fragment] = []
-
-    def visit(text: str, cm: Any, tm: Any, _font: Any, font_size: Any) -> None:
-        fragments.append(fragment_from_visitor(text, cm, tm, float(font_size or 0)))
-
-    text = page.extract_text(visitor_text=visit) or ""
-    found = find_tables(fragments, follow)
-    if not found:
-        return text, []
-    # pypdf's page text is exactly its visited pieces in order (checked on real PDFs), so the text
-    # without the tables is rebuilt from the pieces; NUL never is content and marks the tables.
-    owner = {index: number for number, table in enumerate(found) for index in table.fragments}
-    parts: list[str] = []
-    placed: set[int] = set()
-    for index, fragment in enumerate(fragments):
-        number = owner.get(index)
-        if number is None:
-            parts.append(fragment.text.replace(_MARK, ""))
-        elif number not in placed:
-            placed.add(number)
-            parts.append(f"\n{_table_marker(number)}\n")
-    return "".join(parts), found
-
-
-def _page_figures(
-    page: PageObject, collector: BlockCollector, settings: IngestSettings, max_side: int
-) -> list[Figure]:
-    """The image XObjects the page draws that may be figures (``parsing.figures``), in the order it
-    draws them (``Do``), so its captions pair with them in reading order; an image the page names but
-    never draws is no figure. An image that cannot be read is skipped, never a reason to fail the page."""
-    from winnow.parsing.figures import pdf_image
-
-    found: list[Figure] = []
-    try:
-        resources = page.get("/Resources")
-        xobjects = resources.get_object().get("/XObject") if resources is not None else None
-        if xobjects is None:
-            return found
-        named = xobjects.get_object()
-        contents = page.get_contents()
-        drawn = _DRAWN.findall(contents.get_data()[:_MAX_CONTENT_BYTES]) if contents is not None else []
-        order = list(dict.fromkeys("/" + name.decode("latin-1") for name in drawn))
-        references = [named[name] for name in order if name in named][:_MAX_PAGE_IMAGES]
-    except RecursionError:
-        raise
-    except Exception:
-        return found
-    for reference in references:
-        try:
-            xobject = reference.get_object()
-            if xobject.get("/Subtype") != "/Image":
-                continue
-            figure = pdf_image(
-                xobject,
-                min_side=settings.figure_min_side_pixels,
-                max_side=max_side,
-                wanted=collector.wants_figure,
-            )
-        except (RecursionError, MemoryError):
-            raise
-        except Exception:
-            figure = None  # a damaged or hostile image (LimitReachedError past pypdf's inflate limit)
-        if figure is not None:
-            found.append(figure)
-    return found
-
-
-def _drop_furniture(figures: list[list[Figure]]) -> None:
-    """Take out images drawn on two pages or more (a logo, a page border), before the pages' captions
-    are matched to their figures: a logo must not take a chart's caption."""
-    pages: dict[str, int] = {}
-    for page_figures in figures:
-        for digest in {figure.digest for figure in page_figures}:
-            pages[digest] = pages.get(digest, 0) + 1
-    for page_figures in figures:
-        page_figures[:] = [figure for figure in page_figures if pages[figure.digest] < 2]
-
-
-def _table_marker(number: int) -> str:
-    return f"{_MARK}{number}{_MARK}"
 
 
 def _read_scanned_pages(
@@ -353,202 +225,3 @@ def _open(data: bytes) -> PdfReader:
         if opened == PasswordType.NOT_DECRYPTED:
             raise EncryptedDocument("PDF is password protected")
     return reader
-
-
-def _collect_page(
-    collector: BlockCollector,
-    text: str,
-    page: int,
-    path: tuple[str, ...],
-    bookmarks: list[OutlineEntry],
-    *,
-    ocr: bool = False,
-    tables: Sequence[PdfTable] = (),
-    hyphenated: frozenset[str] = frozenset(),
-    carry: _TableCarry | None = None,
-    figures: Sequence[Figure] = (),
-) -> tuple[str, ...]:
-    """Add the page's paragraphs, tables and figures; returns the section path in effect at the end of
-    the page. ``carry`` holds the table that ended the page before, if any, and is left holding the one
-    that ends this page. The page's figures take its "Figure N" lines as captions, in order, and stand
-    where those lines stood; figures without one follow the page's text."""
-    from winnow.parsing.figures import is_figure_caption
-    from winnow.parsing.pdf_tables import continuation
-
-    lines = [line.strip() for line in text.splitlines()]
-    markers = {_table_marker(number): table for number, table in enumerate(tables)}
-    switches = heading_positions(lines, bookmarks)
-    heading_lines = {index for index, _, is_heading in switches if is_heading}
-    # Each table's caption, and the "Table N" lines it takes out of the text (the table carries them;
-    # left as a passage of their own they would outrank the table they name).
-    captions: dict[int, str] = {}
-    caption_lines: set[int] = set()
-    for index, line in enumerate(lines):
-        if line in markers:
-            captions[index], caption_line = _table_caption(lines, index, heading_lines)
-            if caption_line is not None:
-                caption_lines.add(caption_line)
-    caption_at = [index for index, line in enumerate(lines) if _MARK not in line and is_figure_caption(line)]
-    # each figure takes its caption line out of the text and stands there (``owns_caption``)
-    figure_at = {
-        at: replace(figure, caption=figure.caption or lines[at], owns_caption=True)
-        for figure, at in zip(figures, caption_at, strict=False)
-    }
-    full_line = _typical_full_line(lines)
-    paragraph: list[str] = []
-    carry = carry if carry is not None else _TableCarry()
-    carried, carry.open = carry.open, None
-    lines_before_table: list[str] = []  # text since the top of the page or the last table
-
-    def flush() -> None:
-        if paragraph:
-            collector.add(_join_lines(paragraph, hyphenated), path, page, ocr=ocr)
-            paragraph.clear()
-
-    switch_at = 0
-    for index, line in enumerate(lines):
-        while switch_at < len(switches) and switches[switch_at][0] == index:
-            flush()
-            path = switches[switch_at][1].path
-            switch_at += 1
-        if index in figure_at:
-            flush()
-            collector.add_figure(figure_at[index], path, page)
-            continue
-        if index in heading_lines:
-            carried = None  # a heading starts a new part: a table under it is a table of its own
-        if index in heading_lines or (
-            not line and not (ocr and _continues_after_blank(paragraph, lines, index))
-        ):
-            flush()
-            continue
-        if not line:
-            continue
-        if line in markers:
-            flush()
-            table, rows, caption = markers[line], markers[line].rows, captions[index]
-            header = rows[0] if rows and table.has_header else []
-            drop = None
-            if carried is not None and carried.header and _only_short_lines(lines_before_table):
-                drop = continuation(carried.table, carried.header, table)
-            if carried is not None and drop is not None:
-                header, caption = carried.header, carried.caption
-                rows = [header, *rows[drop:]]
-            elif table.remainder:
-                # not the rest of the table above after all: the lines are text, as they stood
-                for row in rows:
-                    collector.add(" ".join(cell for cell in row if cell), path, page, ocr=ocr)
-                carried = None
-                lines_before_table = []
-                continue
-            collector.add_table(rows, path, page, caption=caption, has_header=bool(header))
-            carried = None
-            carry.open = _OpenTable(table, header, caption or (path[-1] if path else ""))
-            lines_before_table = []
-            continue
-        if index in caption_lines:
-            flush()
-            continue
-        lines_before_table.append(line)
-        paragraph.append(line)
-        if len(line) < _SHORT_LINE_SHARE * full_line:
-            flush()
-    while switch_at < len(switches):  # bookmarks pointing below the last line
-        flush()
-        path = switches[switch_at][1].path
-        switch_at += 1
-    flush()
-    for figure in figures[len(figure_at) :]:
-        collector.add_figure(figure, path, page)
-    if not _only_short_lines(lines_before_table):
-        carry.open = None  # text follows the page's last table: a table on the next page is new
-    return path
-
-
-def _only_short_lines(lines: list[str]) -> bool:
-    """Whether the text between a page edge and a table is at most a running head, a footer or a
-    page number, not content that would separate two tables."""
-    return len(lines) <= 2 and all(len(line) <= _HEADING_CHARS for line in lines)
-
-
-def _continues_after_blank(paragraph: list[str], lines: list[str], at: int) -> bool:
-    """Whether the blank line at ``at`` falls inside a sentence: OCR engines put a blank line wherever
-    the line spacing looks a little wider, even mid-sentence ("... (and hence more unification)" /
-    "" / "of trigger processing."). It does when the paragraph so far does not end a sentence and the
-    next line goes on in lower case."""
-    if not paragraph or paragraph[-1].endswith(_SENTENCE_ENDS):
-        return False
-    following = next((line for line in lines[at + 1 : at + 4] if line), "")
-    return following[:1].islower()
-
-
-def _table_caption(lines: list[str], at: int, heading_lines: set[int]) -> tuple[str, int | None]:
-    """A table's caption and the index of its "Table N" line when it has one (just above or below
-    the table), else the heading just above it (a bookmarked heading, or a short line without closing
-    punctuation) and None; ("", None) when there is neither, and the section's name is used instead."""
-    from winnow.parsing.pdf_tables import is_caption
-
-    near = [index for index in (at - 1, at - 2, at + 1, at + 2) if 0 <= index < len(lines) and lines[index]]
-    for index in near:
-        if is_caption(lines[index]) and _MARK not in lines[index]:
-            return lines[index], index
-    above = next((index for index in range(at - 1, -1, -1) if lines[index]), None)
-    if above is None or _MARK in lines[above]:
-        return "", None
-    line = lines[above]
-    if above in heading_lines or (len(line) <= _HEADING_CHARS and not line.endswith((".", ",", ";", ":"))):
-        return line, None
-    return "", None
-
-
-def _typical_full_line(lines: list[str]) -> float:
-    """The length of a full line on this page: the 90th percentile, so one stray long line (a URL, a
-    table row) does not turn every normal line into a paragraph end."""
-    lengths = sorted(len(line) for line in lines if line)
-    if not lengths:
-        return 0.0
-    return float(lengths[min(len(lengths) - 1, int(len(lengths) * 0.9))])
-
-
-def hyphenated_words(texts: Iterable[str]) -> frozenset[str]:
-    """The words a document writes with a hyphen inside a line ("non-exclusive"), lower-cased: a line
-    break after such a hyphen keeps it (see ``_join_lines``)."""
-    found: set[str] = set()
-    for text in texts:
-        found.update(word.casefold() for word in _HYPHENATED_WORD.findall(text))
-    return frozenset(found)
-
-
-def _join_lines(lines: list[str], hyphenated: frozenset[str] = frozenset()) -> str:
-    """Lines of a paragraph joined by spaces. A word broken across a line break after a hyphen is
-    joined again: without the hyphen ("exam-" / "ple" is "example"), unless the document writes that
-    word with its hyphen elsewhere ("non-" / "exclusive" is "non-exclusive": word processors and
-    typewriters break lines at a compound's own hyphen, and the search must find both halves). Only
-    the previous line's end is looked at, so a paragraph of many lines is joined in linear time."""
-    parts = [lines[0]]
-    for line in lines[1:]:
-        if _HYPHENATED_END.search(parts[-1][-2:]) and line[:1].islower():
-            if hyphenated and _broken_word(parts[-1], line).casefold() in hyphenated:
-                parts.append(line)
-                continue
-            parts[-1] = parts[-1][:-1]
-            parts.append(line)
-        else:
-            parts.append(" ")
-            parts.append(line)
-    return "".join(parts)
-
-
-def _broken_word(before: str, after: str) -> str:
-    """The word a line break after a hyphen splits, hyphen kept: "... non-" and "exclusive, ..." give
-    "non-exclusive"."""
-    head = before[-_MAX_WORD_CHARS:].rsplit(maxsplit=1)[-1]
-    tail = after[:_MAX_WORD_CHARS].split(maxsplit=1)[0] if after.strip() else ""
-    return _WORD_EDGE.sub("", head) + _WORD_EDGE.sub("", tail)
-
-
-def collect_ocr_page(text: str, page: int) -> list[Block]:
-    """Paragraph blocks of one page of OCR text, marked as OCR (used for image files)."""
-    collector = BlockCollector()
-    _collect_page(collector, text, page, (), [], ocr=True, hyphenated=hyphenated_words([text]))
-    return collector.blocks
