@@ -101,7 +101,7 @@ def _parse_type(
     if source_type == "pdf":
         from winnow.parsing.pdf import parse_pdf
 
-        return parse_pdf(key, data, ocr, ocr_settings, settings)
+        return parse_pdf(key, data, settings, ocr, ocr_settings)
     if source_type == "docx":
         from winnow.parsing.docx import parse_docx
 

@@ -47,19 +47,16 @@ if TYPE_CHECKING:
 
 
 def parse_pdf(
-    key: str,
-    data: bytes,
-    ocr: Ocr | None = None,
-    ocr_settings: OcrSettings | None = None,
-    settings: IngestSettings | None = None,
+    key: str, data: bytes, settings: IngestSettings, ocr: Ocr | None, ocr_settings: OcrSettings | None
 ) -> ParsedDocument:
-    """Pages with a text layer are read from it; pages without one that hold an image go to ``ocr``
-    (when given), at most ``ocr_settings.max_pages`` of them. The images of text-layer pages become
-    figure candidates (``parsing.figures``)."""
+    """``parse_document``'s step for a PDF, in the order it hands its arguments on. Pages with a text
+    layer are read from it; pages without one that hold an image go to ``ocr`` (when given), at most
+    ``ocr_settings.max_pages`` of them. The images of text-layer pages become figure candidates
+    (``parsing.figures``)."""
     # pypdf logs warnings that can quote document strings (bookmark titles); keep them out of our logs.
     logging.getLogger("pypdf").setLevel(logging.CRITICAL)
     try:
-        return _parse(key, data, ocr, ocr_settings, settings)
+        return _parse(key, data, settings, ocr, ocr_settings)
     except (WinnowError, ImportError):
         # An ImportError is a broken deployment, not a broken document: let it be loud. OCR outages
         # (TransientError) must reach the caller so the document is retried, not recorded as corrupt.
@@ -81,13 +78,11 @@ def _reason(error: Exception) -> str:
 
 
 def _parse(
-    key: str, data: bytes, ocr: Ocr | None, ocr_settings: OcrSettings | None, settings: IngestSettings | None
+    key: str, data: bytes, settings: IngestSettings, ocr: Ocr | None, ocr_settings: OcrSettings | None
 ) -> ParsedDocument:
     from winnow.parsing.figures import held_limit
-    from winnow.settings import IngestSettings
     from winnow.settings import OcrSettings as _OcrSettings
 
-    settings = settings or IngestSettings()
     reader = _open(data)
     page_count = len(reader.pages)
     if page_count == 0:
