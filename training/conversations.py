@@ -71,8 +71,8 @@ def build_dialogues(
 def run(dialogues_wanted: int, max_documents: int, note: Progress, eval_dir: Path | None) -> dict[str, Any]:
     from winnow.access import Caller
     from winnow.adapters.ollama import OllamaGenerator
+    from winnow.api.schemas.search import SearchRequest
     from winnow.conversations.service import ConversationService
-    from winnow.search.schemas import SearchRequest
     from winnow.settings import AnswerSettings
     from winnow_fakes.fake_ollama import DEFAULT_MODEL, FakeOllamaServer
 
@@ -116,12 +116,12 @@ def run(dialogues_wanted: int, max_documents: int, note: Progress, eval_dir: Pat
         first_hits = 0
         for n, d in enumerate(dialogues):
             caller = Caller(stack.tenant, f"bench-{n}")
-            alone = searches.search(caller.tenant, request(d.turns[-1]))
+            alone = searches.search(caller.tenant, request(d.turns[-1]).to_query())
             counts["alone"] += hit([r.key for r in alone.results], d)
             # The other rule considered: the earlier questions appended word for word (stop-words kept)
             verbatim = " ".join([d.turns[-1], *reversed(d.turns[:-1])])[:2000]
             counts["verbatim"] += hit(
-                [r.key for r in searches.search(caller.tenant, request(verbatim)).results], d
+                [r.key for r in searches.search(caller.tenant, request(verbatim).to_query()).results], d
             )
             for name, service in (("rule", rule), ("rewrite", rewrite)):
                 opened = service.search(caller, request(d.turns[0]))

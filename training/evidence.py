@@ -10,11 +10,12 @@ def candidates(svc: Any, tenant: str, request: Any, *, as_searched: bool = False
     """``(hit, Evidence)`` in retrieval order, before any model, threshold or ``top_k``: by default as
     many as the model orders (what it is fitted on); ``as_searched``: as many as a search fetches for
     this request (more when a re-ranker reads them), so its results are always some of these."""
+    query = request.to_query()  # the API's request model, as the search core reads it
     caller = svc.caller(tenant)
-    dense = svc.embedder.embed([request.query], "query")[0]
-    sparse = svc.sparse.encode_query(request.query)
-    retrieve = sparse if request.mode != "dense" else None
-    wanted = svc.reranker is not None if request.rerank is None else request.rerank
+    dense = svc.embedder.embed([query.query], "query")[0]
+    sparse = svc.sparse.encode_query(query.query)
+    retrieve = sparse if query.mode != "dense" else None
+    wanted = svc.reranker is not None if query.rerank is None else query.rerank
     reranked = as_searched and wanted and svc.reranker is not None
-    hits = svc.retrieve(caller, request, dense, retrieve, request.candidate_count(reranked), with_dense=True)
+    hits = svc.retrieve(caller, query, dense, retrieve, query.candidate_count(reranked), with_dense=True)
     return list(zip(hits, svc.evidence(dense, hits, sparse), strict=True))

@@ -393,7 +393,7 @@ def fitting_set(
     chunk (unique per question). The ``offtopic`` questions (id -> text) are asked the same way."""
     from benchmarks.stack import EmbeddedStack
     from functions.search.app import service
-    from winnow.search.schemas import SearchRequest
+    from winnow.api.schemas.search import SearchRequest
 
     files, kinds, _, questions = _corpus_and_questions(progress, documents, questions_file)
     candidates: dict[str, list[tuple[str, Any]]] = {}
@@ -455,8 +455,8 @@ def run(
 ) -> dict[str, Any]:
     from benchmarks.stack import EmbeddedStack
     from functions.search.app import service
+    from winnow.api.schemas.search import SearchRequest
     from winnow.parsing import parse_document
-    from winnow.search.schemas import SearchRequest
 
     files, kinds, by_upload, questions = _corpus_and_questions(progress, documents, questions_file)
     if limit is not None:

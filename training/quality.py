@@ -153,7 +153,7 @@ def collect_candidates(
 ) -> dict[str, list[Candidate]]:
     """Every query's candidates with their evidence, through the search service the handler uses."""
     from functions.search.app import service
-    from winnow.search.schemas import SearchRequest
+    from winnow.api.schemas.search import SearchRequest
 
     svc = service()
     out = {}

@@ -101,7 +101,7 @@ def test_answer_event_parses_matches_its_route_and_its_body_is_a_valid_answer_re
 
     from functions.search import app as search_app
     from tests.support.template import load_event
-    from winnow.answer.schemas import AnswerRequest
+    from winnow.api.schemas.answer import AnswerRequest
     from winnow.factory import Container, Settings, set_container
     from winnow_local.context import LocalLambdaContext
 

@@ -420,7 +420,8 @@ def test_passage_benchmark_answers_each_question_with_the_models_of_its_held_out
 def test_passage_fitting_set_reads_the_candidates_of_a_default_request(tmp_path: Path) -> None:
     from benchmarks.common import Progress
     from training.passages import fitting_set
-    from winnow.search.schemas import SearchRequest, default_candidates
+    from winnow.api.schemas.search import SearchRequest
+    from winnow.search.query import default_candidates
 
     # Given a document of 40 short sections (more chunks than any candidate list) and one question
     folder = tmp_path / "docs"

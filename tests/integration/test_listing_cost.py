@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.support.stack import EmbeddedStack
+from winnow import documents
 from winnow.models import DocumentStatus, LedgerRecord
-from winnow.search import documents
 
 BUDGET = 8
 HIDDEN = 5 * BUDGET + 3

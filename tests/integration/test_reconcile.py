@@ -17,7 +17,7 @@ from winnow.factory import Container, Settings, set_container
 from winnow.models import DocumentStatus
 from winnow.reconcile import run_reconcile
 from winnow.reconcile.stats import ReconcileStats
-from winnow.search.schemas import SearchRequest
+from winnow.search.query import Query
 from winnow.search.service import SearchService
 from winnow.settings import ChunkingSettings
 from winnow_fakes.fake_voyage import FakeVoyageServer
@@ -375,7 +375,7 @@ def _search_keys(container: Container, query: str) -> tuple[str, set[str]]:
     active = container.search_service()
     embedder, store = active.embedder, active.store
     service = SearchService(embedder, store, container.sparse, None, container.settings.search)
-    response = service.search("acme", SearchRequest(query=query, relevance_threshold=0.0, top_k=10))
+    response = service.search("acme", Query(query=query, relevance_threshold=0.0, top_k=10))
     return store.collection_name, {r.key for r in response.results}  # type: ignore[attr-defined]
 
 

@@ -17,6 +17,9 @@ import pytest
 from functions.search import app as search_app
 from tests.support.reliability import drop_collection
 from tests.support.stack import EmbeddedStack, voyage_settings
+from winnow.api import http
+from winnow.api.resolver import MAX_ERROR_DETAILS
+from winnow.handlers import search as search_routes
 from winnow.observability import logger
 from winnow_fakes.fake_voyage import FakeVoyageServer
 
@@ -206,7 +209,7 @@ def test_filters_over_the_cost_limits_are_422_naming_the_limit(loaded: EmbeddedS
     """Issue 31: 19 fields x 100 values made one search cost 1.65 s against 2.7 ms; the limits are the
     schema's (one rule for AWS and ``winnow serve``), measured by benchmarks/serve_search_cost.py (in git at
     commit 7bf8fee)."""
-    from winnow.search.schemas import MAX_FILTER_FRACTIONS, MAX_FILTER_VALUES
+    from winnow.api.schemas.filters import MAX_FILTER_FRACTIONS, MAX_FILTER_VALUES
 
     def search(filters: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
         body = json.dumps({"query": "holiday", "top_k": 50, "candidates": 200, "filters": filters})
@@ -236,7 +239,7 @@ def test_filters_over_the_cost_limits_are_422_naming_the_limit(loaded: EmbeddedS
 def test_ranges_count_with_fractional_numbers_against_the_bound(loaded: EmbeddedStack) -> None:
     """Issue 44, item 8: 20 explicit ranges cost 11.1 s per search at 9,653 chunks (7 ms without); a range
     is a range condition like a fractional number, so both count against one bound."""
-    from winnow.search.schemas import MAX_FILTER_FRACTIONS
+    from winnow.api.schemas.filters import MAX_FILTER_FRACTIONS
 
     def search(filters: dict[str, Any]) -> int:
         body = json.dumps({"query": "holiday", "filters": filters})
@@ -268,7 +271,7 @@ def test_a_flood_of_unknown_fields_gets_a_bounded_answer(loaded: EmbeddedStack) 
     # Then the answer lists a bounded number of them
     assert status == 422
     error = error_of(status, headers, body)
-    assert len(error["details"]) <= search_app.MAX_ERROR_DETAILS
+    assert len(error["details"]) <= MAX_ERROR_DETAILS
     assert "more)" in error["message"] and len(json.dumps(body)) < 10_000
 
 
@@ -280,7 +283,7 @@ def test_an_exception_before_the_routes_is_a_generic_500(
     def broken(event: dict[str, Any], settings: Any) -> str:
         raise RuntimeError("token cache at /opt/winnow/internal.db is locked")
 
-    monkeypatch.setattr(search_app.http, "resolve_tenant", broken)
+    monkeypatch.setattr(http, "resolve_tenant", broken)
     # When a request arrives
     status, headers, body = loaded.api("POST", "/search", {"query": "x"})
     # Then the caller gets a structured, generic 500 with a correlation id, and no internals
@@ -297,7 +300,7 @@ def test_a_bug_in_a_route_is_a_generic_500(loaded: EmbeddedStack, monkeypatch: p
     def broken() -> None:
         raise KeyError("qdrant collection winnow-voyage-3-5-lite-1024 payload field meta")
 
-    monkeypatch.setattr(search_app, "service", broken)
+    monkeypatch.setattr(search_routes, "service", broken)
     status, headers, body = loaded.api("POST", "/search", {"query": "x"})
     assert status == 500
     assert error_of(status, headers, body)["code"] == "internal_error"

@@ -16,7 +16,7 @@ from tests.support.stack import EmbeddedStack
 from training.evidence import candidates
 from winnow.access import ReadScope
 from winnow.ports import SearchQuery
-from winnow.search.schemas import default_candidates
+from winnow.search.query import default_candidates
 from winnow_fakes.fake_voyage import Fault
 from winnow_local.context import LocalLambdaContext
 
@@ -264,8 +264,8 @@ def test_a_ranked_model_orders_by_its_order_model_and_scores_the_best_by_its_ans
 ) -> None:
     """The hybrid default's ``RankedRelevance`` through the real handler: results in the order model's
     order, the best passage's score from the answer model's best candidate, every score a probability."""
+    from winnow.api.schemas.search import SearchRequest
     from winnow.search.relevance import LogisticModel, RankedRelevance, RelevanceModels
-    from winnow.search.schemas import SearchRequest
 
     # Given documents where the keyword evidence and the cosine disagree, and a ranked model whose order
     # model reads only the BM25 share and whose answer model reads only the cosine
@@ -402,7 +402,7 @@ def test_candidates_as_searched_are_as_many_as_the_search_fetches_for_its_rerank
 ) -> None:
     """What the passage benchmark's bound reads (``training.evidence``): a search's results are always
     some of these."""
-    from winnow.search.schemas import SearchRequest
+    from winnow.api.schemas.search import SearchRequest
 
     # Given a re-ranker configured, and the store's searches watched
     limits = _boiler_room_with_limits_watched(rerank_stack, monkeypatch)

@@ -9,8 +9,8 @@ import pytest
 from functions.search.app import service
 from tests.support.stack import EmbeddedStack
 from training.evidence import candidates as gather
+from winnow.api.schemas.search import SearchRequest
 from winnow.search.relevance import load_models
-from winnow.search.schemas import SearchRequest
 from winnow_local.cli.demo import SAMPLES_DIR, SOURCES_DIR
 
 TEXTS = {

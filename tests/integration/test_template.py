@@ -1246,7 +1246,7 @@ def test_search_event_body_is_a_valid_search_request_and_health_event_answers() 
     """The sample search body follows the API contract, and the public health event gets a 200 through the
     real handler (no provider involved)."""
     from functions.search import app as search_app
-    from winnow.search.schemas import SearchRequest
+    from winnow.api.schemas.search import SearchRequest
 
     request = SearchRequest.model_validate_json(load_event("api-search.json")["body"])
     assert request.query

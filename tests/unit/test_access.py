@@ -1,5 +1,5 @@
 """The access rules one at a time: what an access list may hold, how a groups claim is read, who a caller
-is from an event, and what each caller may read, change and grant (winnow.access, winnow.search.http)."""
+is from an event, and what each caller may read, change and grant (winnow.access, winnow.api.http)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from winnow.access import (
     split_metadata,
 )
 from winnow.adapters.qdrant_filters import QdrantConditions, read_condition
+from winnow.api.http import resolve_caller
 from winnow.errors import Forbidden, InvalidMetadata
 from winnow.models import ReadScope
-from winnow.search.http import resolve_caller
 from winnow.settings import SearchSettings
 from winnow_local.apigw import http_api_event
 

@@ -1,7 +1,8 @@
 """Package boundaries, read from the source (every import, including those inside functions and under
 TYPE_CHECKING): the shipped ``winnow`` package never reaches the handlers, the local tools or the test
 doubles; ``ports`` depends on the models alone; search and ingest ask ``winnow.index`` which collection
-to use, never reconcile; no two packages import each other, and no two modules either."""
+to use, never reconcile; the search core never imports the API's edge or models; no two packages import
+each other, and no two modules either."""
 
 from __future__ import annotations
 
@@ -181,6 +182,32 @@ def test_reads_and_writes_ask_the_index_not_reconcile(package: str) -> None:
         if _package(module) == package
     }
     assert {module: names for module, names in reaching.items() if names} == {}
+
+
+def _reaching(package: str, forbidden: set[str]) -> dict[str, list[str]]:
+    """The modules of ``package`` that import one of the ``forbidden`` packages, with what they import."""
+    reaching = {
+        module: sorted(name for name in imported if _package(name) in forbidden)
+        for module, imported in import_graph().items()
+        if _package(module) == package
+    }
+    return {module: names for module, names in reaching.items() if names}
+
+
+def test_the_search_core_keeps_its_own_types() -> None:
+    # The routes map the API's request models to the core's query (winnow.search.query); the core
+    # never reads the HTTP edge, its models or the routes
+    assert _reaching("winnow.search", {"winnow.api", "winnow.handlers"}) == {}
+
+
+def test_the_api_edge_builds_nothing() -> None:
+    # The edge and its models are leaves for the routes: they never build services nor reach a route
+    assert _reaching("winnow.api", {"winnow.factory", "winnow.handlers"}) == {}
+
+
+def test_the_check_sees_an_import_it_forbids() -> None:
+    # Given the routes, which do import the edge, then the check above would name them
+    assert "winnow.handlers.search" in _reaching("winnow.handlers", {"winnow.api"})
 
 
 def test_the_composition_root_wires_the_lifecycle_it_does_not_keep_it() -> None:

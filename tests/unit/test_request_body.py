@@ -1,4 +1,4 @@
-"""Reading a search request's body (winnow.search.body) and the schema's text check: which media types are
+"""Reading a search request's body (winnow.api.body) and the schema's text check: which media types are
 JSON, a nesting bound measured before the parser runs, and strings that are not valid Unicode."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from winnow.api.body import MAX_BODY_CHARS, MAX_DEPTH, check_media_type, decode_json_body
+from winnow.api.schemas.search import SearchRequest
 from winnow.errors import BodyTooLarge, MalformedBody, UnsupportedMediaType
 from winnow.jsonbounds import nesting_depth
-from winnow.search.body import MAX_BODY_CHARS, MAX_DEPTH, check_media_type, decode_json_body
-from winnow.search.schemas import SearchRequest
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

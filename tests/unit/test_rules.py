@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from winnow.adapters._ledger_common import accepts, check_identity
 from winnow.adapters.qdrant_store import QdrantVectorStore
+from winnow.api.schemas.search import SearchRequest
 from winnow.errors import BadRequest, DocumentError, InvalidKey, InvalidMetadata
 from winnow.ingest.events import ObjectEvent, parse_s3_notification, s3_event
 from winnow.ingest.metadata import from_user_metadata, parse_sidecar
@@ -42,7 +43,6 @@ from winnow.rules import (
     sequencer_sort_key,
     split_key,
 )
-from winnow.search.schemas import SearchRequest
 from winnow.settings import QdrantSettings
 from winnow_local.cli.common import check_tenant as _check_tenant
 from winnow_local.cli.filters import FilterSyntaxError, parse_filters

@@ -1,4 +1,4 @@
-"""The search API's edge (winnow.search.http): the one table from exception families to status codes, the
+"""The search API's edge (winnow.api.http): the one table from exception families to status codes, the
 error body, and what a request must carry (tenant, correlation id) before it is resolved."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from winnow.api import http
 from winnow.errors import (
     BadRequest,
     BodyTooLarge,
@@ -27,7 +28,6 @@ from winnow.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from winnow.search import http
 from winnow.settings import SearchSettings
 
 INTERNAL = "collection winnow_voyage-3-5-lite-1024 at qdrant.internal:6333 said: payload index missing"

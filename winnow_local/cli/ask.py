@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import IO, Any
 
-from winnow.search.http import ANSWER_MODEL_UNAVAILABLE
+from winnow.api.http import ANSWER_MODEL_UNAVAILABLE
 from winnow_local.api_client import add_api_arguments
 from winnow_local.cli.common import (
     TENANT_HELP,

@@ -42,7 +42,7 @@ def _asks_a_model(path: str, body: bytes) -> bool:
         return True
     if path != "/search" or (b"conversation" not in body.lower() and b"\\u" not in body):
         return False  # no conversation id, however spelt
-    from winnow.search.body import decode_json_body
+    from winnow.api.body import decode_json_body
 
     try:
         decoded = decode_json_body(body.decode("utf-8"))

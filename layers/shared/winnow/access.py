@@ -8,7 +8,7 @@ store indexes (``access_users``, ``access_groups``, ``access_open``), so the rea
 the query filter beside the tenant.
 
 The caller is one small value (``Caller``: tenant, user, groups, admin) built from verified claims only
-(``winnow.search.http.resolve_caller``) and passed down to every route."""
+(``winnow.api.http.resolve_caller``) and passed down to every route."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from winnow.access import Caller
 from winnow.answer.citations import check_citations
 from winnow.answer.prompt import NO_ANSWER, build_prompt
-from winnow.answer.schemas import AnswerRequest, AnswerResponse, AnswerTimings, Citation, Usage
+from winnow.api.schemas.answer import AnswerRequest, AnswerResponse, AnswerTimings, Citation, Usage
 from winnow.errors import AnswerModelUnavailable, TransientError
 from winnow.observability import logger
 from winnow.ports import Generator, Passage
@@ -54,7 +54,7 @@ class AnswerService:
     ) -> AnswerResponse:
         """Only passages the caller may read reach the model: the search is filtered in the query."""
         started = time.perf_counter()
-        found = self.search.search(who, request)
+        found = self.search.search(who, request.to_query())
         timings = found.timings_ms
         if not found.results:
             return AnswerResponse(

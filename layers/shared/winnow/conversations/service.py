@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from winnow.access import Caller
-from winnow.answer.schemas import AnswerRequest, AnswerResponse, Usage
 from winnow.answer.service import AnswerService, Recall
+from winnow.api.schemas.answer import AnswerRequest, AnswerResponse, Usage
+from winnow.api.schemas.search import SearchRequest, SearchResponse
 from winnow.conversations import new_conversation_id
 from winnow.conversations.followup import (
     fit_recall,
@@ -35,7 +36,6 @@ from winnow.errors import BadRequest, NotFound, WinnowError
 from winnow.observability import logger
 from winnow.ports import Generator
 from winnow.rules import iso_timestamp
-from winnow.search.schemas import SearchRequest, SearchResponse
 from winnow.search.service import SearchService
 from winnow.settings import ConversationSettings
 
@@ -95,7 +95,7 @@ class ConversationService:
     # --- the routes -----------------------------------------------------------------------------------
     def search(self, caller: Caller, request: SearchRequest) -> SearchResponse:
         turn = self._begin(caller, request.query, request.conversation_id, None)
-        found = self.searches.search(caller, self._searched(request, turn))
+        found = self.searches.search(caller, self._searched(request, turn).to_query())
         self._store_turn(turn, request.query, None, (), tuple(sorted(turn.shown)))
         return found.model_copy(
             update={

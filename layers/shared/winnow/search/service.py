@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from winnow.access import Caller, ReadScope
 from winnow.models import SparseVector, StoredChunk
-from winnow.ports import Embedder, FilterValue, RangeFilter, Reranker, SearchQuery, VectorStore
+from winnow.ports import Embedder, Reranker, SearchQuery, VectorStore
 from winnow.search.context import contexts
+from winnow.search.query import Query
 from winnow.search.relevance import (
     Evidence,
     RelevanceModel,
@@ -32,14 +33,7 @@ from winnow.search.relevance import (
     load_models,
     reads_keywords,
 )
-from winnow.search.schemas import (
-    RangeCondition,
-    ResultContext,
-    SearchRequest,
-    SearchResponse,
-    SearchResult,
-    Timings,
-)
+from winnow.search.results import ResultContext, SearchResponse, SearchResult, Timings
 from winnow.settings import SearchSettings
 
 if TYPE_CHECKING:
@@ -65,13 +59,6 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     if na == 0 or nb == 0:
         return 0.0
     return dot / (na * nb)
-
-
-def _to_port_filters(filters: dict[str, Any]) -> dict[str, FilterValue]:
-    out: dict[str, FilterValue] = {}
-    for name, value in filters.items():
-        out[name] = RangeFilter(gte=value.gte, lte=value.lte) if isinstance(value, RangeCondition) else value
-    return out
 
 
 @dataclass(frozen=True)
@@ -130,7 +117,7 @@ class SearchService:
     def read_scope(self, caller: Caller) -> ReadScope:
         return caller.scope(self.settings.default_access == "deny")
 
-    def search(self, who: Caller | str, request: SearchRequest) -> SearchResponse:
+    def search(self, who: Caller | str, request: Query) -> SearchResponse:
         """Plan, encode the query, retrieve the candidates (one store call, filtered to what the caller
         may read), score them, keep what clears the threshold."""
         started = time.perf_counter()
@@ -164,7 +151,7 @@ class SearchService:
             query_used=request.query,
         )
 
-    def _plan(self, request: SearchRequest) -> _Plan:
+    def _plan(self, request: Query) -> _Plan:
         rerank = self.reranker is not None if request.rerank is None else request.rerank
         # Asked for, but none configured: fall back to the relevance model, say so in timings.
         rerank = rerank and self.reranker is not None
@@ -178,7 +165,7 @@ class SearchService:
         )
 
     def _encode(
-        self, caller: Caller, request: SearchRequest, plan: _Plan
+        self, caller: Caller, request: Query, plan: _Plan
     ) -> tuple[list[float] | None, SparseVector | None]:
         dense = self._embed_query(caller, request.query) if plan.cosine else None
         model = self._model(request.mode)
@@ -188,7 +175,7 @@ class SearchService:
         return dense, sparse
 
     def _keep(
-        self, request: SearchRequest, plan: _Plan, scored: list[tuple[float, StoredChunk]], caller: Caller
+        self, request: Query, plan: _Plan, scored: list[tuple[float, StoredChunk]], caller: Caller
     ) -> list[SearchResult]:
         """What clears the threshold, best first, at most ``top_k``."""
         kept = [(score, hit) for score, hit in scored if score >= plan.threshold]
@@ -234,7 +221,7 @@ class SearchService:
     def retrieve(
         self,
         caller: Caller,
-        request: SearchRequest,
+        request: Query,
         dense: list[float] | None,
         sparse: SparseVector | None,
         candidates: int,
@@ -254,7 +241,7 @@ class SearchService:
                     sparse=sparse,
                     mode=request.mode,
                     limit=candidates,
-                    filters=_to_port_filters(request.filters),
+                    filters=dict(request.filters),
                     reader=reader,
                     score_threshold=request.score_threshold,
                     with_dense=with_dense and request.mode == "sparse",
@@ -269,7 +256,7 @@ class SearchService:
                     sparse=None,
                     mode="dense",
                     limit=candidates,
-                    filters=_to_port_filters(request.filters),
+                    filters=dict(request.filters),
                     reader=reader,
                     score_threshold=request.score_threshold,
                 )
@@ -281,7 +268,7 @@ class SearchService:
 
     def _relevance(
         self,
-        request: SearchRequest,
+        request: Query,
         dense: list[float] | None,
         sparse: SparseVector | None,
         hits: list[StoredChunk],

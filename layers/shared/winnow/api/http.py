@@ -13,6 +13,8 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from winnow.access import Caller, parse_groups
+from winnow.api.body import check_media_type
+from winnow.api.schemas.common import ErrorResponse
 from winnow.errors import (
     AnswerModelUnavailable,
     BadRequest,
@@ -29,8 +31,6 @@ from winnow.errors import (
     UnsupportedMediaType,
 )
 from winnow.rules import PRINCIPAL_RULE, is_principal, is_tenant
-from winnow.search.body import check_media_type
-from winnow.search.schemas import ErrorResponse
 from winnow.settings import SearchSettings
 
 PUBLIC_ROUTES = frozenset({"/health", "/openapi.json"})

@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from winnow.search.schemas import SearchRequest, SearchResult, StrictInt, Usage
+from winnow.api.schemas.common import StrictInt
+from winnow.api.schemas.search import SearchRequest, SearchResult, Usage
 
 __all__ = ["AnswerRequest", "AnswerResponse", "AnswerTimings", "Citation", "Usage"]
 

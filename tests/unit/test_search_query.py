@@ -1,0 +1,54 @@
+"""The API's search request as the search core reads it (``SearchRequest.to_query``): every choice carried
+over, the filters in the store's terms, and the candidates rule applied by the core's own query."""
+
+from __future__ import annotations
+
+from winnow.api.schemas.answer import AnswerRequest
+from winnow.api.schemas.search import SearchRequest
+from winnow.ports import RangeFilter
+from winnow.search.query import DEFAULT_CANDIDATES, RERANKED_CANDIDATES, Query
+
+
+def test_a_request_becomes_the_cores_query_with_the_stores_filters() -> None:
+    # Given a request with every field a caller may set, a range among its filters
+    request = SearchRequest.model_validate(
+        {
+            "query": "  travel expenses ",
+            "top_k": 3,
+            "candidates": 40,
+            "filters": {"year": {"gte": 2020}, "department": ["it", "people"], "ocr": True},
+            "mode": "sparse",
+            "rerank": False,
+            "relevance_threshold": 0.25,
+            "score_threshold": 0.1,
+            "context": "section",
+            "conversation_id": "abcdefgh",
+        }
+    )
+    # When the route maps it to the core's query
+    query = request.to_query()
+    # Then each choice is carried over, the range as the store's RangeFilter, the rest as sent
+    assert query == Query(
+        query="travel expenses",
+        top_k=3,
+        candidates=40,
+        filters={"year": RangeFilter(gte=2020.0), "department": ["it", "people"], "ocr": True},
+        mode="sparse",
+        rerank=False,
+        relevance_threshold=0.25,
+        score_threshold=0.1,
+        context="section",
+    )
+
+
+def test_the_core_picks_the_candidates_a_request_leaves_open() -> None:
+    query = SearchRequest(query="x").to_query()
+    assert query.candidate_count() == DEFAULT_CANDIDATES
+    assert query.candidate_count(reranked=True) == RERANKED_CANDIDATES
+    assert SearchRequest(query="x", top_k=20).to_query().candidate_count() == 60
+    assert SearchRequest(query="x", candidates=7, top_k=7).to_query().candidate_count(reranked=True) == 7
+
+
+def test_an_answer_request_searches_with_its_own_context_default() -> None:
+    # /answer reads the text around each passage unless told otherwise; its search asks for it
+    assert AnswerRequest(query="x").to_query().context == "neighbours"
