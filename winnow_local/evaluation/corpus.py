@@ -12,11 +12,13 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from winnow.rules import object_key
 from winnow_local.errors import CliError
 from winnow_local.evaluation.questions import CorpusDocument, corpus_documents
 
 FOLDER = "beir"
 BATCH = 64
+MARKDOWN = "text/markdown"
 POLL_SECONDS = 1.0
 POLL_ATTEMPTS = 300
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
@@ -48,7 +50,9 @@ def ingest_local(path: Path, tenant: str, say: Callable[[str], None]) -> dict[st
     failed = 0
     for batch in _batches(corpus_documents(path), BATCH):
         uploads = [
-            Upload(f"{tenant}/{FOLDER}/{file_name(d.id)}", content(d), content_type="text/markdown")
+            Upload(
+                object_key(tenant, f"{FOLDER}/{file_name(d.id)}"), content(d), content_type="text/markdown"
+            )
             for d in batch
         ]
         for upload, document, result in zip(uploads, batch, runtime.put_and_ingest(uploads), strict=True):

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from winnow.rules import path_in_tenant
 from winnow_local.evaluation import metrics
 from winnow_local.evaluation.questions import Question
 
@@ -42,7 +43,7 @@ def names_of(key: str, tenant: str, corpus_ids: Mapping[str, str]) -> set[str]:
     it, the key, its path inside the tenant, the file name and the file name without extension."""
     if key in corpus_ids:
         return {corpus_ids[key]}
-    path = key.removeprefix(f"{tenant}/")
+    path = path_in_tenant(tenant, key)
     name = PurePosixPath(path).name
     return {key, path, name, PurePosixPath(name).stem}
 
@@ -55,7 +56,7 @@ def ranking(
     for passage in passages:
         names = names_of(passage.key, tenant, ids)
         judged = sorted(names & question.judgements.keys())
-        out.append(judged[0] if judged else passage.key.removeprefix(f"{tenant}/"))
+        out.append(judged[0] if judged else path_in_tenant(tenant, passage.key))
     return out
 
 
@@ -114,7 +115,7 @@ def misses(
     for outcome in outcomes:
         question = outcome.question
         served = outcome.served(threshold)
-        got = [{"document": p.key.removeprefix(f"{tenant}/"), "score": round(p.score, 4)} for p in served[:3]]
+        got = [{"document": path_in_tenant(tenant, p.key), "score": round(p.score, 4)} for p in served[:3]]
         if outcome.error is not None:
             why = f"error: {outcome.error}"
         elif question.offtopic:
