@@ -40,8 +40,12 @@ __all__ = ["FakeRerankServer", "RerankFault", "logit_of"]
 TEI_MAX_CLIENT_BATCH_SIZE = 32
 INFINITY_MAX_CLIENT_BATCH_SIZE = 2048
 MAX_INPUT_TOKENS = 512
-_TEI_FIELDS = {"query": str, "texts": list}
-_TEI_OPTIONAL = {"truncate": (bool, type(None)), "raw_scores": bool, "return_text": bool}
+_TEI_FIELDS: dict[str, type] = {"query": str, "texts": list}
+_TEI_OPTIONAL: dict[str, type | tuple[type, ...]] = {
+    "truncate": (bool, type(None)),
+    "raw_scores": bool,
+    "return_text": bool,
+}
 
 
 def logit_of(query: str, document: str) -> float:

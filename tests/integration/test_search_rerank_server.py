@@ -31,7 +31,7 @@ def server_stack(
     stack.container.settings.providers = ProviderSettings(embedder="voyage", reranker="http")
     stack.container.settings.rerank_server = RerankServerSettings(
         url=server.url,
-        api=server.api,  # type: ignore[arg-type]
+        api=server.api,
         api_key=SecretStr(server.api_key) if server.api_key else None,
         backoff_base_seconds=0.0,
         backoff_max_seconds=0.0,

@@ -227,7 +227,7 @@ class ServerReranker(Reranker):
             raw = item.get(field) if isinstance(item, dict) else None
             if type(index) is not int or not 0 <= index < documents or index in seen:
                 raise ProviderResponseError("re-ranking answer has a missing, repeated or unknown index")
-            if type(raw) not in (int, float) or not math.isfinite(raw):
+            if not isinstance(raw, int | float) or isinstance(raw, bool) or not math.isfinite(raw):
                 raise ProviderResponseError("re-ranking answer has a non-numeric or non-finite score")
             seen.add(index)
             scores.append(RerankScore(index, self._normalised(float(raw))))
