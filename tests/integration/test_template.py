@@ -291,8 +291,10 @@ def test_functions_get_least_privilege_policies_on_this_stack_resources_only() -
         "SQSSendMessagePolicy",
         {"QueueName": {"Fn::GetAtt": ["IngestQueue", "QueueName"]}},
     ) in reconcile
-    for policies in (ingest, search, reconcile):
+    for policies in (ingest, reconcile):
         assert secret_arns(policies) == SECRET_ARNS
+    # Search alone may also read the self-hosted re-ranker's key, when one is named (HasRerankerSecret).
+    assert secret_arns(search) == [*SECRET_ARNS, {"Ref": "RerankerApiKeySecretArn"}]
     allowed = {
         "S3ReadPolicy",
         "DynamoDBCrudPolicy",

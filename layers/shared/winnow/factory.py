@@ -45,6 +45,13 @@ class Container(ProviderParts, RecordParts):
     @cached_property
     def reranker(self) -> Reranker | None:
         with self._lock:
+            if self.settings.providers.reranker == "http":
+                from winnow.adapters.rerank_server import ServerReranker
+
+                r = self.settings.rerank_server
+                key = self._secret(r.api_key, r.api_key_secret_arn)  # a missing secret fails here
+                arn = r.api_key_secret_arn if r.api_key is None else None
+                return ServerReranker(r, self.secrets.source(arn) if arn else key)
             if not self.uses_voyage_reranker:
                 return None
             from winnow.adapters.voyage import VoyageReranker

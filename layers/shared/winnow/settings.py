@@ -214,13 +214,59 @@ class ProviderSettings(BaseSettings):
     model_config = _config("WINNOW_")
 
     embedder: Literal["auto", "local", "voyage"] = "auto"
-    reranker: Literal["auto", "none", "voyage"] = "auto"
+    reranker: Literal["auto", "none", "voyage", "http"] = Field(
+        default="auto", description="http: a self-hosted re-ranking server (``RerankServerSettings``)."
+    )
     local_model_path: Path | None = Field(default=None, description="Override for model.onnx.")
     local_tokenizer_path: Path | None = Field(default=None, description="Override for tokenizer.json.")
     local_batch_size: int = Field(default=64, ge=1, le=1024)
     local_max_tokens: int = Field(default=256, ge=16, le=512)
     query_cache_size: int = Field(default=256, ge=0, le=100_000)
     secrets_max_age_seconds: int = Field(default=300, ge=0, description="Secrets cache age in Lambda.")
+
+
+class RerankServerSettings(BaseSettings):
+    """A self-hosted cross-encoder behind ``WINNOW_RERANKER=http``: text-embeddings-inference's ``/rerank``
+    (``api=tei``) or the Cohere-style ``/v1/rerank`` of Infinity, vLLM and llama.cpp's server
+    (``api=cohere``). Timeouts and retries default to Voyage's (docs/deploy.md "A self-hosted re-ranker")."""
+
+    model_config = _config("WINNOW_RERANKER_")
+
+    url: str | None = Field(
+        default=None,
+        description="The whole endpoint, e.g. http://tei:8080/rerank or http://vllm:8000/v1/rerank.",
+    )
+    api: Literal["tei", "cohere"] = "tei"
+    model: str | None = Field(default=None, description="Sent as ``model`` (cohere); None: the server's own.")
+    api_key: SecretStr | None = None
+    api_key_secret_arn: str | None = Field(default=None, description="Secrets Manager ARN of the API key.")
+    scores: Literal["probability", "logit"] = Field(
+        default="probability",
+        description="logit: the server answers raw logits (llama.cpp's server does), mapped by the sigmoid.",
+    )
+    max_batch: int = Field(
+        default=32,
+        ge=1,
+        le=2048,
+        description="Documents per request (TEI's --max-client-batch-size default).",
+    )
+    timeout_seconds: float = Field(default=30.0, gt=0, le=300)
+    max_attempts: int = Field(default=5, ge=1, le=10)
+    backoff_base_seconds: float = Field(default=0.5, ge=0)
+    backoff_max_seconds: float = Field(default=20.0, ge=0)
+
+    @field_validator("url", "model", "api_key_secret_arn", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """A stack parameter left blank means unset."""
+        return None if value == "" else value
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("WINNOW_RERANKER_URL must be an http:// or https:// URL of the /rerank endpoint")
+        return value
 
 
 class ChunkingSettings(BaseSettings):

@@ -6,7 +6,8 @@ Every result's ``score`` is in [0, 1] and results are ordered by it: the re-rank
 otherwise the probability that the passage is relevant, estimated by the embedding profile's logistic
 relevance model (``winnow.search.relevance``) from the evidence both retrievers returned. A profile with
 no fitted model falls back to the cosine similarity; in hybrid mode the first ``top_k`` candidates in
-fusion order that clear the threshold.
+fusion order that clear the threshold. No two results repeat each other: of two passages whose texts
+overlap by more than half, the better placed stays (``winnow.search.overlap``).
 ``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode). The default threshold is
 the one fitted with the profile's relevance model (its artifact), unless the deployment sets one. Why
 this ordering, measured by cross-validation: docs/quality.md."""
@@ -24,6 +25,7 @@ from winnow.access import Caller, ReadScope
 from winnow.models import SparseVector, StoredChunk
 from winnow.ports import Embedder, Reranker, SearchQuery, VectorStore
 from winnow.search.context import contexts
+from winnow.search.overlap import distinct
 from winnow.search.query import Query
 from winnow.search.relevance import (
     Evidence,
@@ -177,12 +179,14 @@ class SearchService:
     def _keep(
         self, request: Query, plan: _Plan, scored: list[tuple[float, StoredChunk]], caller: Caller
     ) -> list[SearchResult]:
-        """What clears the threshold, best first, at most ``top_k``."""
+        """What clears the threshold, best first, at most ``top_k``, no two repeating each other (texts
+        that overlap by more than half: ``overlap``; the better placed stays)."""
         kept = [(score, hit) for score, hit in scored if score >= plan.threshold]
         if request.mode == "hybrid" and not plan.rerank and self._model(request.mode) is None:
-            kept = kept[: request.top_k]  # no relevance model: the fusion picks, the cosine orders
+            # no relevance model: the fusion picks, the cosine orders
+            kept = distinct(kept, _text, request.top_k)
         kept.sort(key=lambda sh: (-sh[0], sh[1].key, sh[1].chunk_index))
-        kept = kept[: request.top_k]
+        kept = distinct(kept, _text, request.top_k)
         around = contexts(
             self.store, caller.tenant, self.read_scope(caller), [h for _, h in kept], request.context
         )
@@ -326,6 +330,10 @@ def _access_shown(hit: StoredChunk, caller: Caller) -> dict[str, Any]:
         return {"restricted": False}
     writer = caller.is_admin or (caller.user is not None and caller.user in hit.access.get("users", []))
     return {"restricted": True, "access": hit.access if writer else None}
+
+
+def _text(scored: tuple[float, StoredChunk]) -> str:
+    return scored[1].text
 
 
 def _dedupe(hits: list[StoredChunk]) -> list[StoredChunk]:

@@ -17,6 +17,7 @@ from winnow.settings import (
     ProviderSettings,
     QdrantSettings,
     ReconcileSettings,
+    RerankServerSettings,
     SearchSettings,
     StorageSettings,
     VoyageSettings,
@@ -31,6 +32,7 @@ class Settings:
     qdrant: QdrantSettings = field(default_factory=QdrantSettings)
     voyage: VoyageSettings = field(default_factory=VoyageSettings)
     providers: ProviderSettings = field(default_factory=ProviderSettings)
+    rerank_server: RerankServerSettings = field(default_factory=RerankServerSettings)
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
