@@ -14,7 +14,10 @@ What it enforces (the rules are ``winnow_fakes.qdrant_strict``, read from the se
 - A read (query, scroll, count, search, facet; a query's prefetch and IDF corpus filters too) or a
   filtered update or delete whose filter names a field without a fitting payload index is 400 with the
   server's message; so is a payload index past the limit.
-- ``api-key`` is checked when the server has one (401 otherwise); ``GET /`` reports ``version``.
+- The key is checked when the server has one, from the ``api-key`` header or else
+  ``Authorization: Bearer <key>``, as the server reads it (401 otherwise); ``rotate_key`` issues a new
+  one and revokes the old (at once, or at ``revoke``), as a Cloud API key is deleted. ``GET /`` reports
+  ``version``.
 - ``throttle(times, retry_after)``: the next requests answer 429 with ``Retry-After`` (or without it).
 Answers are ``{"result", "status": "ok", "time"}``; errors ``{"status": {"error"}, "time"}``."""
 
@@ -94,6 +97,8 @@ class FakeQdrantServer(LoopbackServer):
         from qdrant_client import QdrantClient
 
         self.api_key = api_key
+        self._also_valid: set[str] = set()  # older keys not revoked yet (rotate_key(revoke_old=False))
+        self.keys: list[tuple[str | None, int]] = []  # each request's key and 401, or 0 when accepted
         self.version = version
         self.local = QdrantClient(":memory:")
         self.collections: dict[str, Collection] = {}
@@ -110,6 +115,31 @@ class FakeQdrantServer(LoopbackServer):
         """Answer the next ``times`` requests 429, with ``Retry-After: retry_after`` unless None."""
         with self._lock:
             self._throttle = Throttle(times, retry_after) if times > 0 else None
+
+    def rotate_key(self, new_key: str, *, revoke_old: bool = True) -> str | None:
+        """Issue ``new_key``; the current one is refused (401) from now on unless ``revoke_old`` is
+        false, when it stays valid until ``revoke``. Returns the old key."""
+        with self._lock:
+            old, self.api_key = self.api_key, new_key
+            if old is not None and not revoke_old:
+                self._also_valid.add(old)
+            return old
+
+    def revoke(self, key: str) -> None:
+        with self._lock:
+            self._also_valid.discard(key)
+
+    def _key_refused(self, headers: Any) -> bool:
+        """Qdrant's rule: the ``api-key`` header, else an ``Authorization: Bearer`` token, must be a
+        valid key when the server has one."""
+        sent = headers.get("api-key")
+        if sent is None:
+            bearer = headers.get("authorization") or ""
+            sent = bearer.removeprefix("Bearer ") if bearer.startswith("Bearer ") else None
+        with self._lock:
+            refused = self.api_key is not None and sent != self.api_key and sent not in self._also_valid
+            self.keys.append((sent, 401 if refused else 0))
+        return refused
 
     def indexes(self, collection: str) -> dict[str, str]:
         """Each indexed field of ``collection`` (or of the collection an alias names) and its schema."""
@@ -133,7 +163,7 @@ class FakeQdrantServer(LoopbackServer):
         if throttle is not None:
             extra = {} if throttle.retry_after is None else {"Retry-After": str(throttle.retry_after)}
             return 429, _error("Rate limiting exceeded: Read rate limit exceeded, retry later"), extra
-        if self.api_key is not None and headers.get("api-key") != self.api_key:
+        if self._key_refused(headers):
             return 401, _error("Must provide an API key or an Authorization bearer token"), {}
         route = path.split("?", 1)[0].rstrip("/") or "/"
         for verb, pattern, handler in _ROUTES:

@@ -32,8 +32,7 @@ from winnow.settings import (
 if TYPE_CHECKING:
     import httpx
 
-    from winnow.adapters.secrets import SecretCache
-    from winnow.adapters.voyage import KeySource
+    from winnow.adapters.secrets import KeySource, SecretCache
     from winnow.answer.service import AnswerService
     from winnow.conversations.service import ConversationService
     from winnow.conversations.store import ConversationStore
@@ -155,14 +154,16 @@ class Container:
             return voyage_http_client(self.settings.voyage)
 
     def _voyage_key(self) -> str | KeySource:
-        """The key, or with a secret ARN a source asked on every request (see ``SecretCache``)."""
         v = self.settings.voyage
-        key = self._secret(v.api_key, v.api_key_secret_arn)  # read now: a missing secret fails here
+        key = self._key(v.api_key, v.api_key_secret_arn)
         if not key:
             raise ConfigurationError("Voyage is selected but no key is set: set VOYAGE_API_KEY")
-        return (
-            self.secrets.source(v.api_key_secret_arn) if v.api_key is None and v.api_key_secret_arn else key
-        )
+        return key
+
+    def _key(self, plain: object, arn: str | None) -> str | KeySource | None:
+        """The key, or with a secret ARN a source asked on every request (see ``SecretCache``)."""
+        key = self._secret(plain, arn)  # read now: a missing secret fails here
+        return self.secrets.source(arn) if plain is None and arn and key else key
 
     @cached_property
     def ocr(self) -> Ocr | None:
@@ -184,7 +185,7 @@ class Container:
             from winnow.adapters.qdrant_store import open_store
 
             q = self.settings.qdrant
-            api_key = self._secret(q.api_key, q.api_key_secret_arn) if q.url else None
+            api_key = self._key(q.api_key, q.api_key_secret_arn) if q.url else None  # rotates
             local_path = self.settings.storage.qdrant_local_path
             rrf_k = self.settings.search.rrf_k
             store = open_store(q, api_key, local_path, self.embedder.profile, rrf_k=rrf_k)
