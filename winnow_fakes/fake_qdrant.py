@@ -87,8 +87,41 @@ class Collection:
         return info
 
 
+class ApiKeys:
+    """The server's keys, read from a request as Qdrant reads them: the ``api-key`` header, else an
+    ``Authorization: Bearer`` token, must be a valid key when the server has one."""
+
+    def __init__(self, key: str | None) -> None:
+        self.current = key
+        self.also_valid: set[str] = set()  # older keys not revoked yet (rotate(revoke_old=False))
+        self.log: list[tuple[str | None, int]] = []
+        self._lock = threading.Lock()
+
+    def rotate(self, new_key: str, *, revoke_old: bool = True) -> str | None:
+        with self._lock:
+            old, self.current = self.current, new_key
+            if old is not None and not revoke_old:
+                self.also_valid.add(old)
+            return old
+
+    def revoke(self, key: str) -> None:
+        with self._lock:
+            self.also_valid.discard(key)
+
+    def refuses(self, headers: Any) -> bool:
+        sent = headers.get("api-key")
+        if sent is None:
+            bearer = headers.get("authorization") or ""
+            sent = bearer.removeprefix("Bearer ") if bearer.startswith("Bearer ") else None
+        with self._lock:
+            refused = self.current is not None and sent != self.current and sent not in self.also_valid
+            self.log.append((sent, 401 if refused else 0))
+        return refused
+
+
 class FakeQdrantServer(LoopbackServer):
-    """See the module docstring. ``requests`` logs ``(method, path)``; ``refusals`` each refusal's text."""
+    """See the module docstring. ``requests`` logs ``(method, path)``; ``refusals`` each refusal's text;
+    ``keys`` each request's key and 401 (0 when accepted)."""
 
     name = "fake-qdrant"
 
@@ -96,9 +129,8 @@ class FakeQdrantServer(LoopbackServer):
         super().__init__()
         from qdrant_client import QdrantClient
 
-        self.api_key = api_key
-        self._also_valid: set[str] = set()  # older keys not revoked yet (rotate_key(revoke_old=False))
-        self.keys: list[tuple[str | None, int]] = []  # each request's key and 401, or 0 when accepted
+        self.auth = ApiKeys(api_key)
+        self.keys = self.auth.log  # each request's key and 401, or 0 when accepted
         self.version = version
         self.local = QdrantClient(":memory:")
         self.collections: dict[str, Collection] = {}
@@ -119,27 +151,10 @@ class FakeQdrantServer(LoopbackServer):
     def rotate_key(self, new_key: str, *, revoke_old: bool = True) -> str | None:
         """Issue ``new_key``; the current one is refused (401) from now on unless ``revoke_old`` is
         false, when it stays valid until ``revoke``. Returns the old key."""
-        with self._lock:
-            old, self.api_key = self.api_key, new_key
-            if old is not None and not revoke_old:
-                self._also_valid.add(old)
-            return old
+        return self.auth.rotate(new_key, revoke_old=revoke_old)
 
     def revoke(self, key: str) -> None:
-        with self._lock:
-            self._also_valid.discard(key)
-
-    def _key_refused(self, headers: Any) -> bool:
-        """Qdrant's rule: the ``api-key`` header, else an ``Authorization: Bearer`` token, must be a
-        valid key when the server has one."""
-        sent = headers.get("api-key")
-        if sent is None:
-            bearer = headers.get("authorization") or ""
-            sent = bearer.removeprefix("Bearer ") if bearer.startswith("Bearer ") else None
-        with self._lock:
-            refused = self.api_key is not None and sent != self.api_key and sent not in self._also_valid
-            self.keys.append((sent, 401 if refused else 0))
-        return refused
+        self.auth.revoke(key)
 
     def indexes(self, collection: str) -> dict[str, str]:
         """Each indexed field of ``collection`` (or of the collection an alias names) and its schema."""
@@ -163,7 +178,7 @@ class FakeQdrantServer(LoopbackServer):
         if throttle is not None:
             extra = {} if throttle.retry_after is None else {"Retry-After": str(throttle.retry_after)}
             return 429, _error("Rate limiting exceeded: Read rate limit exceeded, retry later"), extra
-        if self._key_refused(headers):
+        if self.auth.refuses(headers):
             return 401, _error("Must provide an API key or an Authorization bearer token"), {}
         route = path.split("?", 1)[0].rstrip("/") or "/"
         for verb, pattern, handler in _ROUTES:
