@@ -14,7 +14,10 @@ What it enforces (the rules are ``winnow_fakes.qdrant_strict``, read from the se
 - A read (query, scroll, count, search, facet; a query's prefetch and IDF corpus filters too) or a
   filtered update or delete whose filter names a field without a fitting payload index is 400 with the
   server's message; so is a payload index past the limit.
-- ``api-key`` is checked when the server has one (401 otherwise); ``GET /`` reports ``version``.
+- The key is checked when the server has one, from the ``api-key`` header or else
+  ``Authorization: Bearer <key>``, as the server reads it (401 otherwise); ``rotate_key`` issues a new
+  one and revokes the old (at once, or at ``revoke``), as a Cloud API key is deleted. ``GET /`` reports
+  ``version``.
 - ``throttle(times, retry_after)``: the next requests answer 429 with ``Retry-After`` (or without it).
 Answers are ``{"result", "status": "ok", "time"}``; errors ``{"status": {"error"}, "time"}``."""
 
@@ -84,8 +87,41 @@ class Collection:
         return info
 
 
+class ApiKeys:
+    """The server's keys, read from a request as Qdrant reads them: the ``api-key`` header, else an
+    ``Authorization: Bearer`` token, must be a valid key when the server has one."""
+
+    def __init__(self, key: str | None) -> None:
+        self.current = key
+        self.also_valid: set[str] = set()  # older keys not revoked yet (rotate(revoke_old=False))
+        self.log: list[tuple[str | None, int]] = []
+        self._lock = threading.Lock()
+
+    def rotate(self, new_key: str, *, revoke_old: bool = True) -> str | None:
+        with self._lock:
+            old, self.current = self.current, new_key
+            if old is not None and not revoke_old:
+                self.also_valid.add(old)
+            return old
+
+    def revoke(self, key: str) -> None:
+        with self._lock:
+            self.also_valid.discard(key)
+
+    def refuses(self, headers: Any) -> bool:
+        sent = headers.get("api-key")
+        if sent is None:
+            bearer = headers.get("authorization") or ""
+            sent = bearer.removeprefix("Bearer ") if bearer.startswith("Bearer ") else None
+        with self._lock:
+            refused = self.current is not None and sent != self.current and sent not in self.also_valid
+            self.log.append((sent, 401 if refused else 0))
+        return refused
+
+
 class FakeQdrantServer(LoopbackServer):
-    """See the module docstring. ``requests`` logs ``(method, path)``; ``refusals`` each refusal's text."""
+    """See the module docstring. ``requests`` logs ``(method, path)``; ``refusals`` each refusal's text;
+    ``keys`` each request's key and 401 (0 when accepted)."""
 
     name = "fake-qdrant"
 
@@ -93,7 +129,8 @@ class FakeQdrantServer(LoopbackServer):
         super().__init__()
         from qdrant_client import QdrantClient
 
-        self.api_key = api_key
+        self.auth = ApiKeys(api_key)
+        self.keys = self.auth.log  # each request's key and 401, or 0 when accepted
         self.version = version
         self.local = QdrantClient(":memory:")
         self.collections: dict[str, Collection] = {}
@@ -110,6 +147,14 @@ class FakeQdrantServer(LoopbackServer):
         """Answer the next ``times`` requests 429, with ``Retry-After: retry_after`` unless None."""
         with self._lock:
             self._throttle = Throttle(times, retry_after) if times > 0 else None
+
+    def rotate_key(self, new_key: str, *, revoke_old: bool = True) -> str | None:
+        """Issue ``new_key``; the current one is refused (401) from now on unless ``revoke_old`` is
+        false, when it stays valid until ``revoke``. Returns the old key."""
+        return self.auth.rotate(new_key, revoke_old=revoke_old)
+
+    def revoke(self, key: str) -> None:
+        self.auth.revoke(key)
 
     def indexes(self, collection: str) -> dict[str, str]:
         """Each indexed field of ``collection`` (or of the collection an alias names) and its schema."""
@@ -133,7 +178,7 @@ class FakeQdrantServer(LoopbackServer):
         if throttle is not None:
             extra = {} if throttle.retry_after is None else {"Retry-After": str(throttle.retry_after)}
             return 429, _error("Rate limiting exceeded: Read rate limit exceeded, retry later"), extra
-        if self.api_key is not None and headers.get("api-key") != self.api_key:
+        if self.auth.refuses(headers):
             return 401, _error("Must provide an API key or an Authorization bearer token"), {}
         route = path.split("?", 1)[0].rstrip("/") or "/"
         for verb, pattern, handler in _ROUTES:

@@ -177,6 +177,12 @@ class WinnowTools:
         mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
         conversation_id: str | None = None,
     ) -> dict[str, Any]:
+        """Search the documents; the few passages that clear the relevance threshold, best first, each with
+        its text, score and citation (document, page, section). `top_k` 1-50; `filters` maps a metadata
+        field to a value, a list of values (any of) or {"gte": n, "lte": n}; `mode` hybrid (default),
+        dense or sparse. `relevant: false` means nothing relevant was found. With a user id the result
+        carries a `conversation_id`: pass it back with a follow-up question ("and for adoptions?") and the
+        search reads it in the conversation's context (`query_used` says what was searched)."""
         body = _search_body(query, top_k, filters, mode, conversation_id)
         payload = self._call("POST", "/search", body=body)
         passages = [
@@ -205,6 +211,11 @@ class WinnowTools:
         mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
         conversation_id: str | None = None,
     ) -> dict[str, Any]:
+        """Answer a question from the documents only: the same search as `search`, then a model writes an
+        answer citing the passages as [1], [2] (`citations` says which document, page and section each
+        is). `relevant: false` means nothing relevant was found and no answer was written. An error says
+        how to enable answers when no model is configured. `conversation_id` (from an earlier result)
+        continues a conversation: follow-ups are read in its context."""
         body = _search_body(query, top_k, filters, mode, conversation_id)
         payload = self._call("POST", "/answer", body=body)
         if payload.get("answer") is None:
@@ -218,6 +229,9 @@ class WinnowTools:
         } | _conversation(payload)
 
     def list_documents(self, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        """The indexed documents and their ingest status (indexed, failed with a reason, deleted), a page at
+        a time: pass `next_cursor` back as `cursor` for the next page (limit 1-100) until it is null; a page
+        may be short or empty before that (one request reads at most 1,000 records)."""
         query: dict[str, Any] = {"limit": limit}
         if cursor:
             query["cursor"] = cursor
@@ -225,6 +239,8 @@ class WinnowTools:
         return {"documents": payload.get("documents") or [], "next_cursor": payload.get("next_cursor")}
 
     def get_document(self, key: str) -> dict[str, Any]:
+        """One document's status by its key (as `list_documents` or a search citation shows it, with or
+        without the tenant prefix): status, chunks, title, error, metadata."""
         payload: dict[str, Any] = self._call("GET", "/documents/" + quote(key, safe=""))
         return payload
 
@@ -233,6 +249,8 @@ def build_server(tools: WinnowTools, log_level: Literal["INFO", "WARNING"] = "WA
     """The MCP server with its tools, their descriptions written for an agent. Its log goes to stderr,
     which an agent's host shows: at WARNING a failed tool call (already the agent's tool error) and each
     HTTP request stay out of it; ``winnow -v mcp`` shows them."""
+    import inspect
+
     from mcp.server.mcpserver import MCPServer
 
     import winnow
@@ -241,57 +259,10 @@ def build_server(tools: WinnowTools, log_level: Literal["INFO", "WARNING"] = "WA
         name="winnow", version=winnow.__version__, instructions=INSTRUCTIONS, log_level=log_level
     )
 
-    def tool(function: Any) -> Any:
-        """``server.tool()`` with the docstring dedented: the SDK sends it as written in the source, every
-        line after the first indented by eight spaces, to the agent."""
-        import inspect
-
-        return server.tool(description=inspect.cleandoc(function.__doc__ or ""))(function)
-
-    @tool
-    def search(
-        query: str,
-        top_k: int = 5,
-        filters: dict[str, Any] | None = None,
-        mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
-        conversation_id: str | None = None,
-    ) -> dict[str, Any]:
-        """Search the documents; the few passages that clear the relevance threshold, best first, each with
-        its text, score and citation (document, page, section). `top_k` 1-50; `filters` maps a metadata
-        field to a value, a list of values (any of) or {"gte": n, "lte": n}; `mode` hybrid (default),
-        dense or sparse. `relevant: false` means nothing relevant was found. With a user id the result
-        carries a `conversation_id`: pass it back with a follow-up question ("and for adoptions?") and the
-        search reads it in the conversation's context (`query_used` says what was searched)."""
-        return tools.search(query, top_k, filters, mode, conversation_id)
-
-    @tool
-    def answer(
-        query: str,
-        top_k: int = 5,
-        filters: dict[str, Any] | None = None,
-        mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
-        conversation_id: str | None = None,
-    ) -> dict[str, Any]:
-        """Answer a question from the documents only: the same search as `search`, then a model writes an
-        answer citing the passages as [1], [2] (`citations` says which document, page and section each
-        is). `relevant: false` means nothing relevant was found and no answer was written. An error says
-        how to enable answers when no model is configured. `conversation_id` (from an earlier result)
-        continues a conversation: follow-ups are read in its context."""
-        return tools.answer(query, top_k, filters, mode, conversation_id)
-
-    @tool
-    def list_documents(limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
-        """The indexed documents and their ingest status (indexed, failed with a reason, deleted), a page at
-        a time: pass `next_cursor` back as `cursor` for the next page (limit 1-100) until it is null; a page
-        may be short or empty before that (one request reads at most 1,000 records)."""
-        return tools.list_documents(limit, cursor)
-
-    @tool
-    def get_document(key: str) -> dict[str, Any]:
-        """One document's status by its key (as `list_documents` or a search citation shows it, with or
-        without the tenant prefix): status, chunks, title, error, metadata."""
-        return tools.get_document(key)
-
+    # One definition per tool: ``WinnowTools``' methods, their docstrings what the agent reads (dedented:
+    # the SDK would send them as written in the source, every line after the first indented).
+    for function in (tools.search, tools.answer, tools.list_documents, tools.get_document):
+        server.tool(description=inspect.cleandoc(function.__doc__ or ""))(function)
     return server
 
 

@@ -525,7 +525,7 @@ def test_pages_are_released_after_sealing_only_while_no_write_can_run(
     # Given a collection sealed every 64 points, written by four threads at once
     import threading
 
-    import winnow_local.adapters.qdrant_edge as edge
+    import winnow_local.adapters.edge_pages as edge
 
     settings = qsettings(edge_segment_points=64)
     engine = open_folder(tmp_path / "qdrant", settings)
@@ -674,7 +674,7 @@ def test_a_search_gives_back_the_shard_pages_it_mapped_and_never_waits_for_a_wri
     # search process opens it)
     import threading
 
-    import winnow_local.adapters.qdrant_edge as edge
+    import winnow_local.adapters.edge_pages as edge
 
     engine, store, points = reopened_wide_store(tmp_path / "qdrant", seed=1)
     asked = dense_questions(points[::160])
@@ -723,7 +723,7 @@ def test_a_dense_search_of_a_sealed_collection_keeps_none_of_the_vectors_it_read
 ) -> None:
     # Given 3,200 points of the local model's width, sealed every 800, in a folder opened afresh, with
     # the release after a search (past 16 MB of pages) held off
-    import winnow_local.adapters.qdrant_edge as edge
+    import winnow_local.adapters.edge_pages as edge
 
     engine, store, points = reopened_wide_store(tmp_path / "qdrant", seed=3)
     monkeypatch.setattr(edge, "_MAPPED_SLACK_KB", 1 << 30)

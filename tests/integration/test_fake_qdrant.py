@@ -221,6 +221,28 @@ def test_it_reports_its_version_and_checks_the_api_key() -> None:
         bad.close()
 
 
+def test_it_takes_the_key_as_a_bearer_token_and_refuses_a_rotated_out_key() -> None:
+    with FakeQdrantServer(api_key="k1") as server:
+
+        def status(headers: dict[str, str]) -> int:
+            return httpx.get(f"{server.origin}/collections", headers=headers).status_code
+
+        # As Qdrant reads it: the api-key header, else an Authorization bearer token
+        assert status({"api-key": "k1"}) == 200
+        assert status({"Authorization": "Bearer k1"}) == 200
+        assert status({"Authorization": "k1"}) == 401
+        assert status({"api-key": "k2", "Authorization": "Bearer k1"}) == 401  # the header comes first
+        # A new key issued with the old one kept, then the old one revoked
+        assert server.rotate_key("k2", revoke_old=False) == "k1"
+        assert (status({"api-key": "k1"}), status({"api-key": "k2"})) == (200, 200)
+        server.revoke("k1")
+        assert (status({"api-key": "k1"}), status({"Authorization": "Bearer k2"})) == (401, 200)
+        # Rotated with the old key revoked at once
+        server.rotate_key("k3")
+        assert (status({"api-key": "k2"}), status({"api-key": "k3"})) == (401, 200)
+        assert server.keys[-2:] == [("k2", 401), ("k3", 0)]
+
+
 def test_a_missing_collection_is_404_and_an_unknown_body_field_400(
     server: FakeQdrantServer, client: QdrantClient
 ) -> None:

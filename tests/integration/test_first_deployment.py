@@ -58,9 +58,10 @@ class Deployment:
         qdrant: FakeQdrantServer,
         secrets: Any,
         voyage_secret: str,
+        qdrant_secret: str,
     ) -> None:
         self.bucket, self.s3, self.voyage, self.qdrant = bucket, s3, voyage, qdrant
-        self.secrets, self.voyage_secret = secrets, voyage_secret
+        self.secrets, self.voyage_secret, self.qdrant_secret = secrets, voyage_secret, qdrant_secret
         self.sequence = 0
 
     def put(self, key: str, body: bytes, metadata: dict[str, str] | None = None) -> dict[str, Any]:
@@ -136,7 +137,7 @@ def deployment(
             monkeypatch.setenv(name, value)
         reset_container()
         try:
-            yield Deployment(bucket, s3, fake_voyage, qdrant, secrets, voyage_secret)
+            yield Deployment(bucket, s3, fake_voyage, qdrant, secrets, voyage_secret, qdrant_secret)
         finally:
             reset_container()
 
@@ -202,6 +203,13 @@ def test_a_first_deployment_serves_every_route_on_strict_qdrant(deployment: Depl
     assert keys[0] == (old_key, 401) and keys[1:] and all(k == ("pa-rotated-key", 200) for k in keys[1:]), (
         keys
     )
+    # The Qdrant key too: rotated at Qdrant and in the secret, the next call's 401 re-reads it
+    d.qdrant.rotate_key("qk-rotated-key", revoke_old=True)
+    d.secrets.put_secret_value(SecretId=d.qdrant_secret, SecretString="qk-rotated-key")
+    d.qdrant.keys.clear()
+    assert d.search("paid holiday days")["results"]
+    assert d.qdrant.keys[0] == (QDRANT_KEY, 401), d.qdrant.keys
+    assert d.qdrant.keys[1:] and all(k == ("qk-rotated-key", 0) for k in d.qdrant.keys[1:]), d.qdrant.keys
 
     # Delete: the object goes now, its passages when ingest handles the removal
     status, _, deleted = d.api(

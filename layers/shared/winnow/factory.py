@@ -49,9 +49,7 @@ class Container(ProviderParts, RecordParts):
                 from winnow.adapters.rerank_server import ServerReranker
 
                 r = self.settings.rerank_server
-                key = self._secret(r.api_key, r.api_key_secret_arn)  # a missing secret fails here
-                arn = r.api_key_secret_arn if r.api_key is None else None
-                return ServerReranker(r, self.secrets.source(arn) if arn else key)
+                return ServerReranker(r, self._key(r.api_key, r.api_key_secret_arn))
             if not self.uses_voyage_reranker:
                 return None
             from winnow.adapters.voyage import VoyageReranker
@@ -64,7 +62,7 @@ class Container(ProviderParts, RecordParts):
             from winnow.adapters.qdrant_store import open_store
 
             q = self.settings.qdrant
-            api_key = self._secret(q.api_key, q.api_key_secret_arn) if q.url else None
+            api_key = self._key(q.api_key, q.api_key_secret_arn) if q.url else None  # rotates
             local_path = self.settings.storage.qdrant_local_path
             rrf_k = self.settings.search.rrf_k
             store = open_store(q, api_key, local_path, self.embedder.profile, rrf_k=rrf_k)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from qdrant_client import QdrantClient
     from qdrant_client.http import models as qm
 
+    from winnow.adapters.secrets import KeySource
     from winnow.models import ChunkPoint, EmbeddingProfile
     from winnow.ports import ActiveIndex
     from winnow.settings import QdrantSettings
@@ -63,20 +64,26 @@ class EmbeddedEngine(Protocol):
 
 
 def make_qdrant_client(
-    settings: QdrantSettings, api_key: str | None, local_path: Path
+    settings: QdrantSettings, api_key: str | KeySource | None, local_path: Path
 ) -> QdrantClient | EmbeddedEngine:
     """Qdrant Cloud (or any server) when ``settings.url`` is set, else the embedded engine at
     ``settings.path`` or ``local_path`` (``:memory:`` allowed), which the local tools provide. The
-    server's compatibility check is skipped because it costs a round trip at cold start."""
+    server's compatibility check is skipped because it costs a round trip at cold start. A key source
+    (a secret) is asked on every request, so a rotated key reaches a warm client (``QdrantKeyAuth``)."""
     if settings.url:
         from qdrant_client import QdrantClient
 
+        key: dict[str, Any] = {"api_key": api_key}
+        if callable(api_key):
+            from winnow.adapters.qdrant_auth import QdrantKeyAuth
+
+            key = {"auth": QdrantKeyAuth(api_key)}  # passed through to the REST client (httpx)
         return QdrantClient(
             url=settings.url,
-            api_key=api_key,
             timeout=settings.timeout_seconds,
             prefer_grpc=False,
             check_compatibility=False,
+            **key,
         )
     from winnow.embedded import embedded
 
@@ -87,7 +94,7 @@ def make_qdrant_client(
 
 def open_store(
     settings: QdrantSettings,
-    api_key: str | None,
+    api_key: str | KeySource | None,
     local_path: Path,
     profile: EmbeddingProfile,
     *,

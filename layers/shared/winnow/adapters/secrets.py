@@ -17,6 +17,8 @@ from typing import Any
 from winnow.errors import ConfigurationError, TransientError
 
 Fetch = Callable[[str], str]
+# A provider's current key; ``refresh=True`` after a 401 asks for a fresh read (bypassing any cache).
+KeySource = Callable[[bool], str]
 
 
 def key_from_secret(text: str, name: str) -> str:
@@ -69,7 +71,7 @@ class SecretCache:
             self.fetches += 1
         return value
 
-    def source(self, arn: str) -> Callable[[bool], str]:
+    def source(self, arn: str) -> KeySource:
         """A provider's key source: the cached value, or a fresh read when ``refresh`` is true."""
         return lambda refresh: self.get(arn, refresh=refresh)
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from winnow.adapters._retry import Backoff, Retryable, Sleep, call_with_retries, parse_retry_after
+from winnow.adapters.secrets import KeySource
 from winnow.adapters.voyage_models import (
     PROMPT_TOKENS,
     base_url_for,
@@ -63,8 +64,6 @@ if TYPE_CHECKING:
     from winnow.settings import VoyageSettings
 
 _SCORE_SLACK = 1e-6
-# The current key; ``refresh=True`` after a 401 asks the source to read it again (bypassing any cache).
-KeySource = Callable[[bool], str]
 
 __all__ = ["KeySource", "VoyageEmbedder", "VoyageReranker", "batches_within", "estimate_tokens"]
 

@@ -12,8 +12,7 @@ from winnow.wiring import Parts
 if TYPE_CHECKING:
     import httpx
 
-    from winnow.adapters.secrets import SecretCache
-    from winnow.adapters.voyage import KeySource
+    from winnow.adapters.secrets import KeySource, SecretCache
     from winnow.models import EmbeddingProfile
     from winnow.ports import Embedder, Generator, Ocr
     from winnow.text.sparse import Bm25Encoder
@@ -77,14 +76,17 @@ class ProviderParts(Parts):
             return voyage_http_client(self.settings.voyage)
 
     def _voyage_key(self) -> str | KeySource:
-        """The key, or with a secret ARN a source asked on every request (see ``SecretCache``)."""
         v = self.settings.voyage
-        key = self._secret(v.api_key, v.api_key_secret_arn)  # read now: a missing secret fails here
+        key = self._key(v.api_key, v.api_key_secret_arn)
         if not key:
             raise ConfigurationError("Voyage is selected but no key is set: set VOYAGE_API_KEY")
-        return (
-            self.secrets.source(v.api_key_secret_arn) if v.api_key is None and v.api_key_secret_arn else key
-        )
+        return key
+
+    def _key(self, plain: object, arn: str | None) -> str | KeySource | None:
+        """The key, or with a secret ARN a source asked on every request (see ``SecretCache``), so a
+        rotated key reaches a warm function."""
+        key = self._secret(plain, arn)  # read now: a missing secret fails here
+        return self.secrets.source(arn) if plain is None and arn and key else key
 
     def query_embedder(self, profile: EmbeddingProfile) -> Embedder:
         """A query embedder for ``profile`` (the collection searches still read during a rebuild)."""
