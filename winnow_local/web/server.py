@@ -43,13 +43,13 @@ connects, so slow senders cannot keep the server at 503.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import secrets
 import signal
 import socket
 import sys
 import threading
-import time
 import uuid
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -83,7 +83,12 @@ class WinnowHTTPServer(ThreadingHTTPServer):
         self.model_lane = FairLane("winnow-models")
         self.model_handler = separate_search_handler()
         self.uploads = UploadBatcher(self.ingest_lane, self.runtime, checks=self.lane)
-        self._waiting: dict[socket.socket, float] = {}  # connections waiting for what the client sends
+        # Connections waiting for what the client sends, by when they began to wait (a count, not a clock:
+        # a connection's first wait began when it was accepted, in accept order, whichever thread runs
+        # first); ``_accepted`` holds that place until the connection's thread marks it waiting.
+        self._waiting: dict[socket.socket, int] = {}
+        self._accepted: dict[socket.socket, int] = {}
+        self._order = itertools.count()
         self._waiting_lock = threading.Lock()
         self.quiet = quiet
         self.qdrant_path = local_qdrant_path()
@@ -134,9 +139,12 @@ class WinnowHTTPServer(ThreadingHTTPServer):
             self._refuse_busy(request)
             self.shutdown_request(request)
             return
+        with self._waiting_lock:
+            self._accepted[request] = next(self._order)
         try:
             super().process_request(request, client_address)
         except BaseException:
+            self._forget(request)
             self._slots.release()
             raise
 
@@ -144,15 +152,22 @@ class WinnowHTTPServer(ThreadingHTTPServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
+            self._forget(request)
             self._slots.release()
+
+    def _forget(self, connection: Any) -> None:
+        with self._waiting_lock:
+            self._accepted.pop(connection, None)
+            self._waiting.pop(connection, None)
 
     def waiting_for_client(self, connection: socket.socket, waiting: bool) -> None:
         """Mark a connection as waiting for its client (a request, a body) or as working on one."""
         with self._waiting_lock:
-            if waiting:
-                self._waiting.setdefault(connection, time.monotonic())
-            else:
+            if not waiting:
                 self._waiting.pop(connection, None)
+            elif connection not in self._waiting:
+                accepted = self._accepted.pop(connection, None)
+                self._waiting[connection] = next(self._order) if accepted is None else accepted
 
     def connections_waiting(self) -> int:
         with self._waiting_lock:
