@@ -10,12 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from winnow_local.api_client import add_api_arguments
-from winnow_local.cli.common import TENANT_HELP, add_identity_arguments, check_tenant, identity, unit_float
+from winnow_local.cli.common import (
+    TENANT_HELP,
+    Progress,
+    add_identity_arguments,
+    check_tenant,
+    identity,
+    unit_float,
+)
 from winnow_local.cli.remote import RemoteRuntime, runtime_for
 from winnow_local.errors import CliError
 from winnow_local.evaluation import corpus, report, scoring, threshold
 from winnow_local.evaluation.questions import QuestionsError, QuestionSet, load
-from winnow_local.evaluation.runner import Asker, Progress, ask_all
+from winnow_local.evaluation.runner import Asker, ask_all
 from winnow_local.runtime import DEFAULT_TENANT
 
 DEFAULT_LOCAL_CONCURRENCY = 1  # the embedded default's model takes this machine's cores already

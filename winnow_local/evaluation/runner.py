@@ -4,13 +4,12 @@ at once, Retry-After honoured, and Ctrl-C keeping what is done."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from winnow_local.errors import CliError
 from winnow_local.evaluation.questions import Question
@@ -94,27 +93,12 @@ def retry_after(response: ApiResponse, attempt: int) -> float:
     return max(0.0, min(asked, MAX_WAIT_SECONDS))
 
 
-class Progress:
-    """A one-line progress bar on a terminal; nothing when stderr is not one."""
+class Progress(Protocol):
+    """A progress bar (``winnow_local.cli.common.Progress``): one step a question, cleared at the end."""
 
-    def __init__(self, total: int, out: IO[str] | None = None) -> None:
-        self.total = total
-        self.out = out or sys.stderr
-        self.enabled = self.out.isatty()
-        self.done = 0
+    def advance(self, label: str = "") -> None: ...
 
-    def step(self) -> None:
-        self.done += 1
-        if self.enabled:
-            filled = int(30 * self.done / max(1, self.total))
-            bar = "#" * filled + "." * (30 - filled)
-            self.out.write(f"\r[{bar}] {self.done}/{self.total} questions")
-            self.out.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.out.write("\n")
-            self.out.flush()
+    def clear(self) -> None: ...
 
 
 def ask_all(
@@ -150,7 +134,7 @@ def ask_all(
                 _collect({future}, results, progress)
     finally:
         pool.shutdown(wait=not interrupted, cancel_futures=True)
-        progress.close()
+        progress.clear()
     return [results[i] for i in sorted(results)], interrupted
 
 
@@ -161,4 +145,4 @@ def _collect(
         index, outcome = future.result()
         if outcome is not None:
             results[index] = outcome
-            progress.step()
+            progress.advance()

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from winnow_local.cli.common import Progress
 from winnow_local.errors import CliError
 from winnow_local.evaluation.questions import Question
-from winnow_local.evaluation.runner import Asker, Progress, ask_all
+from winnow_local.evaluation.runner import Asker, ask_all
 from winnow_local.runtime import ApiResponse
 
 
