@@ -17,7 +17,7 @@ __all__ = ["split_long"]
 # whitespace, after CJK full stops, and at any line break. A match may only start where a run of
 # punctuation starts, and the runs are possessive: a run that is not followed by whitespace ("...x",
 # a table rule of dots) fails once, instead of once per character of the run (quadratic).
-_SENTENCE_END = re.compile(
+SENTENCE_END = re.compile(
     "(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019\u00bb)\\]]*+\\s+|[\u3002\uff01\uff1f]+\\s*|\n\\s*"
 )
 _WORD = re.compile(r"\S+\s*")
@@ -107,7 +107,7 @@ def _units(text: str, room: int) -> Iterator[tuple[int, int]]:
     before it. Sentences first; a sentence longer than ``room`` falls back to words, a word longer
     than ``room`` to fixed slices. Made as they are needed, so a huge paragraph never holds them all."""
     start = 0
-    for match in _SENTENCE_END.finditer(text):
+    for match in SENTENCE_END.finditer(text):
         if match.end() > start:
             yield from _unit_spans(text, start, match.end(), room)
             start = match.end()
