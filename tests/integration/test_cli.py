@@ -15,7 +15,17 @@ pytestmark = pytest.mark.slow
 
 INGEST_FIELDS = {"key", "status", "chunks", "embedded", "reused", "error"}
 RESULT_FIELDS = {"rank", "score", "vector_score", "chunk_id", "key", "title", "page", "section", "text"}
-RESULT_FIELDS |= {"metadata", "kind", "ocr", "figure_text", "image_url", "restricted", "access", "context"}
+RESULT_FIELDS |= {
+    "metadata",
+    "kind",
+    "ocr",
+    "figure_text",
+    "image_url",
+    "restricted",
+    "access",
+    "context",
+    "highlight",
+}
 
 ROUTER = """Router setup
 

@@ -189,6 +189,7 @@ def test_every_mode_finds_the_document_with_a_citation(loaded: EmbeddedStack, mo
         "restricted",
         "access",
         "context",
+        "highlight",
     }
     assert top["kind"] == "text" and top["ocr"] is False
     assert top["figure_text"] is None and top["image_url"] is None

@@ -41,6 +41,15 @@ class ResultContext(BaseModel):
     after: str = Field(description=f"Text just after the passage, at most {CONTEXT_CHARS} characters.")
 
 
+class Highlight(BaseModel):
+    """One sentence (or pair of short lines) of ``text`` that best answers the question."""
+
+    start: int = Field(ge=0, description="Offset of the first character in `text` (Unicode code points).")
+    end: int = Field(
+        ge=0, description="Offset just past the last character: the sentence is text[start:end]."
+    )
+
+
 class SearchResult(BaseModel):
     rank: int
     score: float = Field(
@@ -91,6 +100,11 @@ class SearchResult(BaseModel):
     )
     context: ResultContext | None = Field(
         default=None, description="The text around the passage; null unless the request asked for `context`."
+    )
+    highlight: list[Highlight] = Field(
+        default_factory=list,
+        description="The sentences of `text` that best answer the question, best first, as offsets into "
+        "`text` (never overlapping, always inside it); empty when none stands out.",
     )
 
 
