@@ -34,6 +34,8 @@ _QUESTION = re.compile(r"<question>\n?(.*?)\n?</question>", re.DOTALL)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _FOLLOW_UP = re.compile(r"<follow_up>\n?(.*?)\n?</follow_up>", re.DOTALL)
 _ASKED = re.compile(r"<asked>(.*?)</asked>", re.DOTALL)
+# The markup inside a passage (its highlighted sentences and its context): read as the passage's text.
+_PASSAGE_MARKUP = re.compile(r"</?(?:highlight|before|after)>")
 NOT_FOUND_REPLY = "I cannot find that in the passages."
 
 
@@ -104,7 +106,9 @@ def read_prompt(system: str, user: str) -> Reply:
     block = _PASSAGES.search(user)
     inside = block.group(1) if block else ""
     outside = user.replace(block.group(0), "") if block else user
-    passages = [(int(n), html.unescape(text)) for n, text in _PASSAGE.findall(inside)]
+    passages = [
+        (int(n), html.unescape(_PASSAGE_MARKUP.sub("", text))) for n, text in _PASSAGE.findall(inside)
+    ]
     questions = _QUESTION.findall(outside) or _QUESTION.findall(user)
     question = html.unescape(questions[-1]) if questions else ""
     commands = [line.split(":", 1)[1].strip() for line in outside.splitlines() if line.startswith("SYSTEM:")]

@@ -392,6 +392,8 @@ class Passage:
     text: str
     before: str = ""  # the document's text just before and after the passage (``winnow.search.context``)
     after: str = ""
+    # The sentences of ``text`` that best answer the question, best first (the result's ``highlight``).
+    highlights: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ class AnswerService:
                 text=r.text,
                 before=r.context.before if r.context else "",
                 after=r.context.after if r.context else "",
+                highlights=tuple(r.text[h.start : h.end] for h in r.highlight),
             )
             for r in found.results
         ]
