@@ -8,11 +8,14 @@ import json
 import shutil
 import sys
 import textwrap
+from collections.abc import Collection
+from dataclasses import dataclass
 from typing import IO, Any, NoReturn
 
 from winnow.ingest.results import IngestOutcome
 from winnow.rules import TENANT_RULE, is_tenant, path_in_tenant
 from winnow_local.errors import CliError
+from winnow_local.highlights import mark, spans
 from winnow_local.runtime import DEFAULT_TENANT, ApiResponse
 
 SIDECAR_SUFFIX = ".metadata.json"
@@ -97,10 +100,22 @@ def wrap(text: str, indent: str = "    ", width: int = 100) -> str:
     )
 
 
-def table_text(caption: str, columns: list[str], rows: list[dict[str, str]], indent: str = "    ") -> str:
+def table_text(
+    caption: str,
+    columns: list[str],
+    rows: list[dict[str, str]],
+    indent: str = "    ",
+    marked: Collection[int] = (),
+    marks: Marks | None = None,
+) -> str:
     """A table passage as a reader expects it at a terminal: a header, a rule, one row a line, columns
     aligned, long cells wrapped within their column to fit ``width``; too many columns for that, one
-    block of ``column: value`` lines per row."""
+    block of ``column: value`` lines per row. The rows numbered in ``marked`` are marked (``marks``)."""
+    marks = marks or PLAIN_MARKS
+
+    def marking(number: int, lines: list[str]) -> list[str]:
+        return [marks.row(line) for line in lines] if number in marked else lines
+
     width = 100 - len(indent)
     gap = " | "
     natural = [max([len(name), *(len(row.get(name, "")) for row in rows)]) for name in columns]
@@ -108,19 +123,18 @@ def table_text(caption: str, columns: list[str], rows: list[dict[str, str]], ind
     if room < 8 * len(columns):  # too narrow for a grid: one block per row
         name_width = max(len(name) for name in columns)
         blocks = []
-        for row in rows:
-            blocks.append(
-                "\n".join(
-                    textwrap.fill(
-                        row[name],
-                        width,
-                        initial_indent=f"{indent}{name:<{name_width}}  ",
-                        subsequent_indent=indent + " " * (name_width + 2),
-                    )
-                    for name in columns
-                    if row.get(name)
+        for number, row in enumerate(rows):
+            block = "\n".join(
+                textwrap.fill(
+                    row[name],
+                    width,
+                    initial_indent=f"{indent}{name:<{name_width}}  ",
+                    subsequent_indent=indent + " " * (name_width + 2),
                 )
+                for name in columns
+                if row.get(name)
             )
+            blocks.append("\n".join(marking(number, block.split("\n"))))
         head = (
             [textwrap.fill(caption, width, initial_indent=indent, subsequent_indent=indent)]
             if caption
@@ -151,21 +165,89 @@ def table_text(caption: str, columns: list[str], rows: list[dict[str, str]], ind
     out = [textwrap.fill(caption, width, initial_indent=indent, subsequent_indent=indent)] if caption else []
     out += line(columns)
     out.append(indent + "-+-".join("-" * w for w in widths))
-    for row in rows:
-        out += line([row.get(name, "") for name in columns])
+    for number, row in enumerate(rows):
+        out += marking(number, line([row.get(name, "") for name in columns]))
     return "\n".join(out)
 
 
-def passage_text(result: dict[str, Any], indent: str = "    ") -> str:
-    """A search result's text for the terminal: a table passage drawn as a table, prose wrapped."""
+@dataclass(frozen=True)
+class Marks:
+    """How a highlighted sentence is marked: ``opener`` and ``closer`` around it in prose, ``row`` for
+    a highlighted table row's lines. ``per_line``: the marks close at each line's end and open again
+    after the next line's indent (a terminal's bold, so a pager or a line-by-line reader keeps it)."""
+
+    opener: str
+    closer: str
+    row_prefix: str
+    per_line: bool = False
+
+    def row(self, line: str) -> str:
+        if self.per_line:
+            body = line.lstrip(" ")
+            return f"{line[: len(line) - len(body)]}{self.opener}{body}{self.closer}"
+        return self.row_prefix + line[len(self.row_prefix) :]
+
+
+# Plain text (a pipe, a file, NO_COLOR): the sentence in **…**, a table row starting with ">".
+PLAIN_MARKS = Marks("**", "**", "  > ")
+# A terminal: bold (SGR 1, ended by SGR 22, which leaves colours alone).
+BOLD_MARKS = Marks("\x1b[1m", "\x1b[22m", "", per_line=True)
+_OPEN, _CLOSE = "\ue000", "\ue001"  # stand-ins while wrapping: one character each, never in a passage
+
+
+def marks_for(stream: IO[str]) -> Marks:
+    """Bold on a terminal, unless NO_COLOR is set (https://no-color.org); plain marks otherwise."""
+    import os
+
+    isatty = getattr(stream, "isatty", None)
+    if callable(isatty) and isatty() and not os.environ.get("NO_COLOR"):
+        return BOLD_MARKS
+    return PLAIN_MARKS
+
+
+def passage_text(result: dict[str, Any], indent: str = "    ", marks: Marks | None = None) -> str:
+    """A search result's text for the terminal: a table passage drawn as a table, prose wrapped; the
+    result's highlighted sentences marked (``marks``, plain by default)."""
+    marks = marks or PLAIN_MARKS
     text = str(result.get("text") or "")
+    highlight = result.get("highlight")
     if result.get("kind") == "table":
         from winnow.text.tables import read_rendered
 
         table = read_rendered(text)
         if table is not None:
-            return table_text(*table, indent=indent)
-    return wrap(text, indent=indent)
+            marked = _marked_rows(text, spans(text, highlight))
+            return table_text(*table, indent=indent, marked=marked, marks=marks)
+    if not marks.per_line:
+        return wrap(mark(text, highlight, marks.opener, marks.closer), indent=indent)
+    lines = []
+    inside = False
+    for line in wrap(mark(text, highlight, _OPEN, _CLOSE), indent=indent).split("\n"):
+        body = line.lstrip(" ")
+        head = line[: len(line) - len(body)] + (marks.opener if inside else "")
+        for char in body:
+            inside = {_OPEN: True, _CLOSE: False}.get(char, inside)
+        body = body.replace(_OPEN, marks.opener).replace(_CLOSE, marks.closer)
+        lines.append(head + body + (marks.closer if inside else ""))
+    return "\n".join(lines)
+
+
+def _marked_rows(text: str, highlighted: list[tuple[int, int]]) -> set[int]:
+    """The numbers of a table passage's rows (the lines after its column line) a highlight touches."""
+    from winnow.text.tables import COLUMNS_PREFIX
+
+    rows: set[int] = set()
+    at, number = 0, None
+    for line in text.split("\n"):
+        end = at + len(line)
+        if number is not None:
+            if any(start < end and at < stop for start, stop in highlighted):
+                rows.add(number)
+            number += 1
+        elif line.startswith(COLUMNS_PREFIX):
+            number = 0
+        at = end + 1
+    return rows
 
 
 # The API's request fields, as this command spells them.

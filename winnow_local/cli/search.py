@@ -17,6 +17,7 @@ from winnow_local.cli.common import (
     document_name,
     fail_response,
     identity,
+    marks_for,
     passage_text,
     print_json,
     unit_float,
@@ -89,10 +90,11 @@ def print_search_results(payload: dict[str, Any], tenant: str, out: IO[str] | No
         return
     count = len(results)
     print(f"{count} passage{'s' if count != 1 else ''} for {payload.get('query')!r}{timing}", file=out)
+    marks = marks_for(out)
     for result in results:
         title = result.get("title") or document_name(str(result.get("key")), tenant)
         print(f"\n[{result.get('rank')}] {title}", file=out)
-        print(passage_text(result), file=out)
+        print(passage_text(result, marks=marks), file=out)
         print(f"    -- {citation(result, tenant)}", file=out)
     out.flush()
 
