@@ -24,6 +24,7 @@ from winnow_local.api_client import (
     check_api_url,
     token_for,
 )
+from winnow_local.highlights import spans
 
 INSTRUCTIONS = (
     "Search the user's documents with `search`; answer from the passages it returns and cite each one by "
@@ -124,6 +125,21 @@ def _source(result: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _passage(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A search result as the ``search`` tool gives it: the highlighted sentences quoted before the text
+    (an agent reads the tool's JSON in order), their offsets into ``text`` after it."""
+    text = str(result.get("text") or "")
+    kept = spans(text, result.get("highlight"))
+    return _source(result) | {
+        "highlights": [text[start:end] for start, end in kept],
+        "score": result.get("score"),
+        "text": result.get("text"),
+        "title": result.get("title"),
+        "metadata": result.get("metadata") or {},
+        "highlight": [{"start": start, "end": end} for start, end in kept],
+    }
+
+
 def _search_body(
     query: str, top_k: int, filters: dict[str, Any] | None, mode: str, conversation_id: str | None = None
 ) -> dict[str, Any]:
@@ -178,23 +194,16 @@ class WinnowTools:
         conversation_id: str | None = None,
     ) -> dict[str, Any]:
         """Search the documents; the few passages that clear the relevance threshold, best first, each with
-        its text, score and citation (document, page, section). `top_k` 1-50; `filters` maps a metadata
-        field to a value, a list of values (any of) or {"gte": n, "lte": n}; `mode` hybrid (default),
-        dense or sparse. `relevant: false` means nothing relevant was found. With a user id the result
-        carries a `conversation_id`: pass it back with a follow-up question ("and for adoptions?") and the
-        search reads it in the conversation's context (`query_used` says what was searched)."""
+        its text, score and citation (document, page, section), and `highlights`: the passage's sentences
+        that best answer the query, quoted, best first (read them first; their offsets into `text` are in
+        `highlight`). `top_k` 1-50; `filters` maps a metadata field to a value, a list of values (any of)
+        or {"gte": n, "lte": n}; `mode` hybrid (default), dense or sparse. `relevant: false` means nothing
+        relevant was found. With a user id the result carries a `conversation_id`: pass it back with a
+        follow-up question ("and for adoptions?") and the search reads it in the conversation's context
+        (`query_used` says what was searched)."""
         body = _search_body(query, top_k, filters, mode, conversation_id)
         payload = self._call("POST", "/search", body=body)
-        passages = [
-            _source(r)
-            | {
-                "score": r.get("score"),
-                "text": r.get("text"),
-                "title": r.get("title"),
-                "metadata": r.get("metadata") or {},
-            }
-            for r in payload.get("results") or []
-        ]
+        passages = [_passage(r) for r in payload.get("results") or []]
         if not passages:
             self._nothing_found()
         return {
