@@ -139,18 +139,34 @@
     return name.replaceAll(":\u00a0", ": ");
   }
 
-  function tablePassage(text) {
+  // The result's highlighted rows (winnowHighlight, highlight.js) are marked.
+  function tablePassage(text, highlight) {
     const lines = text.split("\n");
     const at = lines.findIndex((line) => line.startsWith("Columns: "));
-    if (at < 0) return element("p", "passage", text.replaceAll("\\|", "|")); // a table without column names
+    if (at < 0) {
+      // a table without column names
+      return passage(text, highlight, (piece) => piece.replaceAll("\\|", "|"));
+    }
     const columns = tableCells(lines[at].slice("Columns: ".length));
-    return tableBox(lines.slice(0, at).join(" "), columns, lines.slice(at + 1), "passage passage-table");
+    const marked = new Set();
+    for (const line of window.winnowHighlight.markedLines(text, highlight)) {
+      if (line > at) marked.add(line - at - 1);
+    }
+    return tableBox(lines.slice(0, at).join(" "), columns, lines.slice(at + 1), "passage passage-table", marked);
+  }
+
+  // A prose passage, its highlighted sentences in <mark>.
+  function passage(text, highlight, show) {
+    const part = element("p", "passage");
+    part.appendChild(window.winnowHighlight.marked(text, highlight, show));
+    return part;
   }
 
   // A table of "a: 1 | b: 2" row lines under `columns` (a name missing there is added from the rows),
   // in a box of its own: a wide table scrolls inside it, the page never sideways (on a phone, each row
-  // is a block of "column: value" lines, style.css).
-  function tableBox(caption, columns, rowLines, className) {
+  // is a block of "column: value" lines, style.css). The rows numbered in `marked` have their cells in
+  // <mark>.
+  function tableBox(caption, columns, rowLines, className, marked) {
     const rows = [];
     for (const line of rowLines) {
       const cells = new Map();
@@ -170,10 +186,13 @@
     thead.appendChild(head);
     table.appendChild(thead);
     const body = element("tbody", "");
-    for (const cells of rows) {
-      const row = element("tr", "");
+    for (const [number, cells] of rows.entries()) {
+      const highlighted = Boolean(marked && marked.has(number));
+      const row = element("tr", highlighted ? "highlighted" : "");
       for (const name of columns) {
-        const cell = element("td", "", cells.get(name) || "");
+        const value = cells.get(name) || "";
+        const cell = highlighted && value ? element("td", "") : element("td", "", value);
+        if (highlighted && value) cell.appendChild(element("mark", "", value));
         cell.dataset.label = columnLabel(name);
         row.appendChild(cell);
       }
@@ -286,7 +305,10 @@
       item.appendChild(title);
       const context = result.context || { before: "", after: "" };
       if (context.before) item.appendChild(contextPart("context-before", "Text before", context.before));
-      item.appendChild(result.kind === "table" ? tablePassage(result.text) : element("p", "passage", result.text));
+      const text = result.text || "";
+      item.appendChild(
+        result.kind === "table" ? tablePassage(text, result.highlight) : passage(text, result.highlight),
+      );
       if (context.after) item.appendChild(contextPart("context-after", "Text after", context.after));
       if (result.kind === "figure" && result.image_url) item.appendChild(figureThumbnail(result));
       const cite = element("p", "citation");
