@@ -65,6 +65,30 @@ def test_the_documented_snippet_uploads_polls_and_searches(browser: Any, server:
     assert "citric acid" in result["results"][0]["text"]
 
 
+def test_the_snippet_marks_highlights_by_code_point_and_keeps_text_as_text(
+    browser: Any, server: WinnowHTTPServer
+) -> None:
+    # Given a result whose highlighted sentence follows an emoji (two UTF-16 units in JavaScript) and
+    # whose text holds markup
+    text = "🚀 Launch <b>notes</b>. The launch window opens at 06:10 UTC. <img src=x onerror=alert(1)>"
+    sentence = "The launch window opens at 06:10 UTC."
+    start = text.index(sentence)
+    result = {"text": text, "highlight": [{"start": start, "end": start + len(sentence)}]}
+    browser.get(f"{server.url}/?tenant={TENANT}")
+    # When the documented function draws it
+    shown = browser.execute_script(
+        snippet()
+        + """
+        const p = passageWithHighlights(arguments[0]);
+        return { text: p.textContent, marks: Array.from(p.querySelectorAll("mark"), (m) => m.textContent),
+                 elements: p.querySelectorAll("*").length };
+        """,
+        result,
+    )
+    # Then exactly the sentence is marked, the rest reads as the text, and no markup became an element
+    assert shown == {"text": text, "marks": [sentence], "elements": 1}
+
+
 def test_page_uploads_and_deletes_through_the_api_routes(
     browser: Any,
     server: WinnowHTTPServer,
