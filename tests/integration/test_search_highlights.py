@@ -90,3 +90,23 @@ def test_re_ranked_results_carry_highlights_too(rerank_stack: EmbeddedStack) -> 
     assert status == 200 and body["results"]
     for result in body["results"]:
         assert_highlights_inside(result)
+
+
+def test_a_model_that_orders_by_the_best_sentence_reads_every_candidate_once(stack: EmbeddedStack) -> None:
+    from functions.search.app import service
+    from winnow.search.relevance import LogisticModel, RelevanceModels
+
+    assert stack.upload("acme/wget.md", MANUAL.encode())["status"] == "indexed"
+    assert stack.upload("acme/other.md", MANUAL.replace("Wget", "Curl").encode())["status"] == "indexed"
+    svc = service()
+    profile = svc.embedder.profile.slug
+    order = LogisticModel(("cosine", "segment", "segment_gap"), (1.0, 4.0, 4.0), 0.0)
+    svc.models = RelevanceModels(profile=profile, modes={"hybrid": order}, threshold=0.0)
+    before = len(stack.fake.requests_to("embeddings"))  # type: ignore[union-attr]
+    status, body = stack.search("proxy environment variable", top_k=1, candidates=6)
+    assert status == 200 and len(body["results"]) == 1
+    requests = stack.fake.requests_to("embeddings")[before:]  # type: ignore[union-attr]
+    assert [r.body["input_type"] for r in requests] == ["query", "document"]
+    # every candidate's segments in the one call (more than the one result's), and nothing read again
+    assert len(requests[1].body["input"]) > len(segments(body["results"][0]["text"]))
+    assert_highlights_inside(body["results"][0])
