@@ -37,6 +37,7 @@ from winnow.search.relevance import (
     RelevanceModels,
     feature_rows,
     load_models,
+    reads_segments,
 )
 
 
@@ -67,6 +68,18 @@ def test_feature_rows_without_any_keyword_evidence() -> None:
     assert [r["bm25_rel"] for r in rows] == [0.0, 0.0]
     assert [r["dense_rr"] for r in rows] == [1.0, 0.5]
     assert [r["coverage"] for r in rows] == [0.0, 0.0]
+
+
+def test_the_best_segment_is_a_feature_and_a_passage_not_read_falls_back_to_its_cosine() -> None:
+    # Given one passage read (its best sentence scores above the passage) and one not read
+    rows = feature_rows([Evidence(cosine=0.4, segment=0.7), Evidence(cosine=0.5)])
+    # Then the segment feature is the best sentence's cosine, else the passage's own cosine
+    assert [r["segment"] for r in rows] == [0.7, 0.5]
+    assert [r["segment_gap"] for r in rows] == [0.0, pytest.approx(-0.2)]
+    # And only a model that reads it makes the search read every candidate's segments
+    assert reads_segments(LogisticModel(("cosine", "segment_gap"), (1.0, 1.0), 0.0))
+    assert not reads_segments(LogisticModel(("cosine", "coverage"), (1.0, 1.0), 0.0))
+    assert not reads_segments(None)
 
 
 # --- the model ----------------------------------------------------------------------------------------

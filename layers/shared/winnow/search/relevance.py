@@ -36,9 +36,13 @@ FEATURES = (
     "sparse_rr",  # 1 / rank among the sparse candidates; 0 when absent
     "coverage",  # share of the query's keyword terms the passage holds; 0 when not measured
     "bm25_missing",  # 1 when the keyword side did not return the chunk: its BM25 is unknown, not 0
+    "segment",  # best cosine of the query and one of the chunk's segments (winnow.search.reader)
+    "segment_gap",  # segment minus the best segment among the candidates (<= 0)
 )
 # The features measured by reading each candidate's text for the query's keywords.
 KEYWORD_FEATURES = frozenset({"coverage"})
+# The features measured by embedding each candidate's segments (one extra embed call per search).
+SEGMENT_FEATURES = frozenset({"segment", "segment_gap"})
 # The profile whose fitted threshold also applies to a profile with no artifact of its own (its scores
 # are the re-ranker's or the cosine similarity): the embedded default's local model.
 DEFAULT_PROFILE = "local-all-minilm-l6-v2-int8-384"
@@ -53,6 +57,8 @@ class Evidence:
     dense_rank: int | None = None
     sparse_rank: int | None = None
     coverage: float | None = None
+    # Best segment cosine (None: not measured, or one segment: the passage's cosine stands for it).
+    segment: float | None = None
 
 
 def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
@@ -61,8 +67,10 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
         return []
     best_cosine = max(e.cosine for e in evidence)
     best_bm25 = max((e.bm25 for e in evidence if e.bm25 is not None), default=0.0)
+    segment = [e.segment if e.segment is not None else e.cosine for e in evidence]
+    best_segment = max(segment)
     rows = []
-    for e in evidence:
+    for e, seg in zip(evidence, segment, strict=True):
         bm25 = e.bm25 if e.bm25 is not None and e.bm25 > 0 else 0.0
         rows.append(
             {
@@ -74,6 +82,8 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
                 "sparse_rr": 1.0 / e.sparse_rank if e.sparse_rank else 0.0,
                 "coverage": e.coverage or 0.0,
                 "bm25_missing": 0.0 if e.sparse_rank else 1.0,
+                "segment": seg,
+                "segment_gap": seg - best_segment,
             }
         )
     return rows
@@ -188,6 +198,12 @@ def reads_keywords(model: RelevanceModel | None) -> bool:
     """Whether ``model`` reads a feature measured over the candidates' text for the query's keywords:
     the search then encodes the query's keywords, in dense mode too, and passes them to the evidence."""
     return model is not None and bool(KEYWORD_FEATURES & model.reads)
+
+
+def reads_segments(model: RelevanceModel | None) -> bool:
+    """Whether ``model`` reads the candidates' segments: the search then reads every candidate before
+    ordering them (``winnow.search.reader``), not only the results it returns."""
+    return model is not None and bool(SEGMENT_FEATURES & model.reads)
 
 
 def model_from_json(data: Mapping[str, Any]) -> RelevanceModel:

@@ -7,7 +7,10 @@ otherwise the probability that the passage is relevant, estimated by the embeddi
 relevance model (``winnow.search.relevance``) from the evidence both retrievers returned. A profile with
 no fitted model falls back to the cosine similarity; in hybrid mode the first ``top_k`` candidates in
 fusion order that clear the threshold. No two results repeat each other: of two passages whose texts
-overlap by more than half, the better placed stays (``winnow.search.overlap``).
+overlap by more than half, the better placed stays (``winnow.search.overlap``). Each result's
+``highlight`` marks the sentences that best answer the question (``winnow.search.reader``): read for
+every candidate when the relevance model orders by them, else for the returned results only; either
+way in one embed call per search.
 ``vector_score`` keeps the retriever's own score (RRF-fused in hybrid mode). The default threshold is
 the one fitted with the profile's relevance model (its artifact), unless the deployment sets one. Why
 this ordering, measured by cross-validation: docs/quality.md."""
@@ -27,6 +30,7 @@ from winnow.ports import Embedder, Reranker, SearchQuery, VectorStore
 from winnow.search.context import contexts
 from winnow.search.overlap import distinct
 from winnow.search.query import Query
+from winnow.search.reader import NOT_READ, Reading, read
 from winnow.search.relevance import (
     Evidence,
     RelevanceModel,
@@ -34,8 +38,9 @@ from winnow.search.relevance import (
     default_threshold,
     load_models,
     reads_keywords,
+    reads_segments,
 )
-from winnow.search.results import ResultContext, SearchResponse, SearchResult, Timings
+from winnow.search.results import Highlight, ResultContext, SearchResponse, SearchResult, Timings
 from winnow.settings import SearchSettings
 
 if TYPE_CHECKING:
@@ -133,9 +138,9 @@ class SearchService:
         hits = self.retrieve(caller, request, dense, retrieve, plan.candidates, with_dense=plan.cosine)
         search_ms = (time.perf_counter() - t1) * 1000
         t2 = time.perf_counter()
-        scored = self._relevance(request, dense, sparse, hits, plan.rerank)
+        scored, readings = self._relevance(request, dense, sparse, hits, plan.rerank)
         rerank_ms = (time.perf_counter() - t2) * 1000 if plan.rerank else 0.0
-        results = self._keep(request, plan, scored, caller)
+        results = self._keep(request, plan, scored, caller, dense, readings)
         timings = Timings(
             embed=round(embed_ms, 2),
             search=round(search_ms, 2),
@@ -177,10 +182,17 @@ class SearchService:
         return dense, sparse
 
     def _keep(
-        self, request: Query, plan: _Plan, scored: list[tuple[float, StoredChunk]], caller: Caller
+        self,
+        request: Query,
+        plan: _Plan,
+        scored: list[tuple[float, StoredChunk]],
+        caller: Caller,
+        dense: list[float] | None,
+        readings: dict[str, Reading],
     ) -> list[SearchResult]:
         """What clears the threshold, best first, at most ``top_k``, no two repeating each other (texts
-        that overlap by more than half: ``overlap``; the better placed stays)."""
+        that overlap by more than half: ``overlap``; the better placed stays), each with its highlight
+        (the results not read yet are read now, in one embed call)."""
         kept = [(score, hit) for score, hit in scored if score >= plan.threshold]
         if request.mode == "hybrid" and not plan.rerank and self._model(request.mode) is None:
             # no relevance model: the fusion picks, the cosine orders
@@ -190,6 +202,10 @@ class SearchService:
         around = contexts(
             self.store, caller.tenant, self.read_scope(caller), [h for _, h in kept], request.context
         )
+        unread = [h for _, h in kept if h.point_id not in readings]
+        if unread:
+            query_vector = dense if dense is not None else self._embed_query(caller, request.query)
+            readings.update(zip((h.point_id for h in unread), self.read(query_vector, unread), strict=True))
         return [
             SearchResult(
                 rank=i + 1,
@@ -208,6 +224,10 @@ class SearchService:
                 image_url=self._image_url(hit),
                 **_access_shown(hit, caller),
                 context=None if request.context == "none" else ResultContext(before=before, after=after),
+                highlight=[
+                    Highlight(start=seg.start, end=seg.end)
+                    for seg in readings.get(hit.point_id, NOT_READ).highlight()
+                ],
             )
             for i, ((score, hit), (before, after)) in enumerate(zip(kept, around, strict=True))
         ]
@@ -277,27 +297,40 @@ class SearchService:
         sparse: SparseVector | None,
         hits: list[StoredChunk],
         use_rerank: bool,
-    ) -> list[tuple[float, StoredChunk]]:
+    ) -> tuple[list[tuple[float, StoredChunk]], dict[str, Reading]]:
         """Each hit's ``score``: the re-ranker's, else the relevance model's probability, else (no model
-        fitted for this profile and mode) the cosine similarity."""
+        fitted for this profile and mode) the cosine similarity; and the readings of the hits read to
+        score them (by point id; none unless the model reads segments)."""
         if not hits:
-            return []
+            return [], {}
         if use_rerank and self.reranker is not None:
             scores = self.reranker.rerank(request.query, [h.text for h in hits])
             by_index = {s.index: s.score for s in scores}
-            return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)]
+            return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)], {}
         assert dense is not None
         model = self._model(request.mode)
-        evidence = self.evidence(dense, hits, sparse if reads_keywords(model) else None)
+        readings = self.read(dense, hits) if reads_segments(model) else None
+        evidence = self.evidence(dense, hits, sparse if reads_keywords(model) else None, readings)
+        # A hit past the search's segment budget is read again if it is returned.
+        read_by_id = {h.point_id: r for h, r in zip(hits, readings or (), strict=False) if r.ranked}
         if model is not None:
-            return list(zip(model.probabilities(evidence), hits, strict=True))
-        return [(min(1.0, max(0.0, e.cosine)), h) for e, h in zip(evidence, hits, strict=True)]
+            return list(zip(model.probabilities(evidence), hits, strict=True)), read_by_id
+        return [(min(1.0, max(0.0, e.cosine)), h) for e, h in zip(evidence, hits, strict=True)], read_by_id
+
+    def read(self, dense: Sequence[float], hits: Sequence[StoredChunk]) -> list[Reading]:
+        """Each hit's segments scored against the query vector ``dense``, in one embed call (a figure is
+        not read: ``winnow.search.reader``). Public: the training package reads candidates this way."""
+        return read(self.embedder, dense, [None if h.kind == "figure" else h.text for h in hits])
 
     def evidence(
-        self, dense: list[float], hits: list[StoredChunk], sparse: SparseVector | None = None
+        self,
+        dense: list[float],
+        hits: list[StoredChunk],
+        sparse: SparseVector | None = None,
+        readings: Sequence[Reading] | None = None,
     ) -> list[Evidence]:
         """What the relevance model reads of each hit; each hit's keyword coverage only when ``sparse`` is
-        given (it costs a pass over each passage's text)."""
+        given (it costs a pass over each passage's text), its best segment only when ``readings`` are."""
         missing = [h.point_id for h in hits if h.dense_score is None and h.dense is None]
         vectors = self.store.dense_vectors(missing) if missing else {}
         # Each hit's share of the query's terms (None: not measured).
@@ -305,7 +338,8 @@ class SearchService:
         if sparse is not None:
             coverage = [self.sparse.share(sparse, self.sparse.covered(sparse, h.text)) for h in hits]
         out = []
-        for h, share in zip(hits, coverage, strict=True):
+        best: list[float | None] = [r.best for r in readings] if readings is not None else [None] * len(hits)
+        for h, share, segment in zip(hits, coverage, best, strict=True):
             if h.dense_score is not None:
                 similarity = h.dense_score
             else:
@@ -318,6 +352,7 @@ class SearchService:
                     dense_rank=h.dense_rank,
                     sparse_rank=h.sparse_rank,
                     coverage=share,
+                    segment=segment,
                 )
             )
         return out

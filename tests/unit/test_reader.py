@@ -1,0 +1,103 @@
+"""The finer reader (``winnow.search.reader``) with the real local ONNX model: the answering sentence is
+highlighted first, offsets stay inside the text, segments are scored best first, every passage of a
+search is read in one embed call, and the work per search is bounded."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import pytest
+
+from winnow.models import EmbeddingProfile
+from winnow.ports import Embedder, InputType
+from winnow.search.reader import HIGHLIGHT_MARGIN, NOT_READ, Reading, read
+from winnow.text.segments import Segment
+
+WGET = (
+    "Wget downloads files from the web over HTTP, HTTPS and FTP. "
+    "The tries option sets how many times a download is retried; the default is twenty. "
+    "A proxy is read from the http_proxy environment variable. "
+    "Cookies are kept between runs when the save-cookies option names a file."
+)
+GZIP = (
+    "Gzip reduces the size of the named files using Lempel-Ziv coding. "
+    "The exit status is normally 0; if an error occurs, the exit status is 1. "
+    "Compressed files keep their ownership and modification times."
+)
+
+
+class Counting(Embedder):
+    """The real model, with each call's texts recorded."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.calls: list[tuple[list[str], InputType]] = []
+
+    @property
+    def profile(self) -> EmbeddingProfile:
+        return self.inner.profile
+
+    def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
+        self.calls.append((list(texts), input_type))
+        return self.inner.embed(texts, input_type)
+
+
+@pytest.fixture
+def model(onnx_embedder: Embedder) -> Counting:
+    return Counting(onnx_embedder)
+
+
+def _query(model: Counting, text: str) -> list[float]:
+    return model.inner.embed([text], "query")[0]
+
+
+def test_the_answering_sentence_is_highlighted_first_inside_the_text(model: Counting) -> None:
+    [reading] = read(model, _query(model, "how many times does wget retry a download?"), [WGET])
+    spans = reading.highlight()
+    assert spans, "a passage of several sentences gets a highlight"
+    assert all(0 <= s.start < s.end <= len(WGET) for s in spans)
+    assert "tries option" in WGET[spans[0].start : spans[0].end]
+    scores = [score for _, score in reading.ranked]
+    assert all(score is not None for score in scores)
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+    assert reading.best == scores[0]
+
+
+def test_a_second_highlight_only_when_close_to_the_best(model: Counting) -> None:
+    readings = read(model, _query(model, "what does the exit status of gzip mean?"), [GZIP, WGET])
+    for reading in readings:
+        spans = reading.highlight()
+        best = reading.ranked[0][1]
+        assert best is not None
+        for seg in spans[1:]:
+            score = dict(reading.ranked)[seg]
+            assert score is not None and score >= best - HIGHLIGHT_MARGIN
+        starts = sorted((s.start, s.end) for s in spans)
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(starts))  # never overlapping
+    assert "exit status" in GZIP[readings[0].highlight()[0].start : readings[0].highlight()[0].end]
+
+
+def test_all_passages_are_read_in_one_document_embed_call(model: Counting) -> None:
+    read(model, _query(model, "proxy"), [WGET, GZIP, None, "One short line."])
+    assert len(model.calls) == 1
+    texts, input_type = model.calls[0]
+    assert input_type == "document"
+    assert len(texts) == 4 + 3  # the segments of the two passages of several sentences, nothing else
+
+
+def test_figures_and_single_segments_cost_no_embedding(model: Counting) -> None:
+    short = "The exit status is zero on success."
+    readings = read(model, _query(model, "exit status"), [None, short])
+    assert model.calls == []
+    assert readings[0] == NOT_READ and readings[0].highlight() == []
+    assert readings[1] == Reading(((Segment(0, len(short)), None),))
+    assert readings[1].highlight() == [Segment(0, len(short))]
+
+
+def test_a_search_embeds_at_most_its_budget_of_segments(model: Counting) -> None:
+    many = [WGET] * 10  # 4 segments each
+    readings = read(model, _query(model, "proxy"), many, budget=10)
+    assert len(model.calls) == 1 and len(model.calls[0][0]) == 10
+    assert [len(r.ranked) for r in readings] == [4, 4, 2, 0, 0, 0, 0, 0, 0, 0]
+    assert readings[3].highlight() == []  # past the budget: not read here (the search reads results again)
