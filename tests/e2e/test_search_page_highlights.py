@@ -4,12 +4,14 @@ characters outside the BMP, table rows), then real searches whose highlights the
 
 from __future__ import annotations
 
+import http.client
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.support.browser import wait_for
+from tests.support.browser import run_search, wait_for
 from tests.support.serve import serving, upload
 from winnow_local.web.server import WinnowHTTPServer
 
@@ -137,3 +139,57 @@ def test_a_highlighted_table_row_has_its_cells_marked(page: Any) -> None:
         },
     )
     assert shown["rows"] == ["Depot Utrecht", "Fatima El Amrani"]
+
+
+def _api_search(server: WinnowHTTPServer, query: str) -> list[dict[str, Any]]:
+    host, port = str(server.server_address[0]), int(server.server_address[1])
+    connection = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        headers = {"X-Winnow-Tenant": TENANT, "content-type": "application/json"}
+        connection.request("POST", "/search", body=json.dumps({"query": query}), headers=headers)
+        response = connection.getresponse()
+        payload = json.loads(response.read())
+    finally:
+        connection.close()
+    assert response.status == 200, payload
+    return list(payload["results"])
+
+
+def _shown_marks(page: Any) -> list[list[str]]:
+    marks: list[list[str]] = page.execute_script(
+        "return Array.from(document.querySelectorAll('#results li.result')).map((item) =>"
+        "  Array.from(item.querySelectorAll('.passage mark')).map((m) => m.textContent));"
+    )
+    return marks
+
+
+@pytest.mark.parametrize(
+    ("query", "answer"),
+    [
+        ("When does the launch window open?", "06:10 UTC"),
+        ("Who manages Depot Utrecht?", "Fatima El Amrani"),
+    ],
+)
+def test_a_real_search_marks_the_sentences_the_search_core_highlighted(
+    page: Any, server: WinnowHTTPServer, query: str, answer: str
+) -> None:
+    # Given what the API answers for the question (the highlights the search core chose)
+    results = _api_search(server, query)
+    assert results and all(r["highlight"] for r in results), results
+    # When the user asks the same question on the page
+    run_search(page, query)
+    wait_for(page, "#results li.result mark")
+    # Then every result marks exactly its highlighted sentences (or its highlighted rows' cells), in
+    # text order, and the top one marks the answer
+    shown = _shown_marks(page)
+    assert len(shown) == len(results)
+    for marks, result in zip(shown, results, strict=True):
+        text = result["text"]
+        sentences = [
+            text[h["start"] : h["end"]] for h in sorted(result["highlight"], key=lambda h: h["start"])
+        ]
+        if result["kind"] == "table":
+            assert all(mark in " ".join(sentences) for mark in marks) and marks
+        else:
+            assert marks == sentences
+    assert answer in " ".join(shown[0])

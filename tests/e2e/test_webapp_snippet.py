@@ -63,6 +63,17 @@ def test_the_documented_snippet_uploads_polls_and_searches(browser: Any, server:
     assert result["key"] == f"{TENANT}/manuals/kettle.md"
     assert result["results"] and result["results"][0]["key"] == f"{TENANT}/manuals/kettle.md"
     assert "citric acid" in result["results"][0]["text"]
+    # and the snippet shows the top result with the sentence the search core highlighted marked
+    top = result["results"][0]
+    marks = browser.execute_script(
+        snippet() + 'return Array.from(passageWithHighlights(arguments[0]).querySelectorAll("mark"), '
+        "(m) => m.textContent);",
+        top,
+    )
+    assert top["highlight"] and marks == [
+        top["text"][h["start"] : h["end"]] for h in sorted(top["highlight"], key=lambda h: h["start"])
+    ]
+    assert "citric acid" in " ".join(marks)
 
 
 def test_the_snippet_marks_highlights_by_code_point_and_keeps_text_as_text(

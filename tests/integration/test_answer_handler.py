@@ -110,6 +110,29 @@ def test_every_kept_passage_is_sent_with_its_rank_as_citation_number(
     assert user.count("<passage ") == len(body["results"]) == 3
 
 
+def test_each_passage_opens_with_its_highlighted_sentences_before_its_text(
+    bedrock: EmbeddedStack, fake_bedrock: FakeBedrockServer
+) -> None:
+    import html
+
+    # Given results whose highlights the search core chose
+    _, body = ask(bedrock, HOLIDAY_QUESTION, relevance_threshold=0.0, top_k=3, context="none")
+    assert body["results"] and all(r["highlight"] for r in body["results"]), body["results"]
+    # Then in the prompt the model read, each passage's element opens with those sentences, best first,
+    # escaped, and its text follows them
+    _, user = sent_prompt(fake_bedrock)
+    for result in body["results"]:
+        opening = user.index(f'<passage number="{result["rank"]}"')
+        element = user[user.index("\n", opening) + 1 : user.index("\n</passage>", opening)]
+        text = result["text"]
+        sentences = [text[h["start"] : h["end"]] for h in result["highlight"]]
+        highlights = "".join(f"<highlight>{html.escape(s, quote=False)}</highlight>\n" for s in sentences)
+        assert element == highlights + html.escape(text, quote=False)
+    # and the top passage's first line is the sentence that answers
+    first = user.split("<highlight>", 1)[1]
+    assert first.startswith("Every employee receives twenty-eight days of paid holiday")
+
+
 def test_nothing_relevant_answers_null_without_calling_the_model(
     bedrock: EmbeddedStack, fake_bedrock: FakeBedrockServer
 ) -> None:

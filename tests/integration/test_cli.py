@@ -142,6 +142,28 @@ def test_search_json_is_the_response_body(winnow: Winnow, ingested: list[Any]) -
     assert "nine hours" in top["text"]
 
 
+def test_search_marks_each_results_highlighted_sentences(winnow: Winnow, ingested: list[Any]) -> None:
+    import re
+
+    # Given the results the API returns for a question, with the sentences the search core highlighted
+    query = "How many weeks of paid parental leave do new parents get?"
+    body = json.loads(winnow("search", query, "--tenant", "acme", "--json").stdout)
+    assert body["results"] and all(r["highlight"] for r in body["results"]), body["results"]
+    # When the same search prints for a reader (a pipe here: plain ** marks, no terminal codes)
+    run = winnow("search", query, "--tenant", "acme")
+    assert run.code == 0, run.stderr
+    assert "\x1b[" not in run.stdout
+    # Then each passage marks exactly its highlighted sentences, in text order
+    blocks = run.stdout.split("\n\n")[1:]
+    assert len(blocks) == len(body["results"])
+    for block, result in zip(blocks, body["results"], strict=True):
+        marked = [" ".join(m.split()) for m in re.findall(r"\*\*(.*?)\*\*", block, re.S)]
+        spans = sorted((h["start"], h["end"]) for h in result["highlight"])
+        assert marked == [" ".join(result["text"][a:b].split()) for a, b in spans]
+    leave = next(block for block in blocks if "eighteen weeks" in block)
+    assert "eighteen weeks" in leave.split("**")[1]  # the answering sentence is the one marked
+
+
 def test_filters_reach_the_search(winnow: Winnow, ingested: list[Any]) -> None:
     # Given only the leave policy carries department=people (from its sidecar)
     # When a question matching another document is asked with that filter
@@ -370,7 +392,7 @@ def test_search_prints_a_table_passage_as_a_table(tmp_path: Path) -> None:
     assert [c.strip() for c in lines[header].split("|")] == ["Code", "Enum Name", "Details"]
     assert set(lines[header + 1].strip()) <= {"-", "+"}
     rows = [line.split("|")[0].strip() for line in lines[header + 2 : header + 5]]
-    assert rows == ["451", "500", "503"]
+    assert rows == ["> 451", "500", "503"]  # and the row that answers is marked (a pipe: ">")
     assert "Columns:" not in run.stdout
 
 

@@ -146,6 +146,11 @@ def test_an_agent_lists_the_tools_and_searches_local_documents_with_citations(ho
         assert "twenty-eight days" in text_of(
             result
         )  # the same answer as text, for clients without structure
+        # and the sentence that answers is quoted first, ahead of the passage's text, where it lies in it
+        assert "twenty-eight days" in top["highlights"][0]
+        assert top["highlights"] == [top["text"][h["start"] : h["end"]] for h in top["highlight"]]
+        as_text = text_of(result)
+        assert as_text.index(json.dumps(top["highlights"][0])[1:-1]) < as_text.index('"text"')
         # and another tenant's document never comes back, whatever the query
         leak = await session.call_tool("search", {"query": "Globex ninety days of paid holiday", "top_k": 10})
         assert "globex" not in json.dumps(leak.structured_content).lower()
