@@ -4,6 +4,7 @@ generator adapters against the loopback fakes (retries, deadlines, error transla
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -234,22 +235,16 @@ def test_ollama_settings_read_ollama_host_like_ollama_does(monkeypatch: pytest.M
     assert AnswerSettings().chosen == "none"
 
 
+def manual(number: int, **parts: Any) -> Passage:
+    """Passage ``number`` of a manual, its text "passage <number>", with ``parts`` (context, highlights)."""
+    return Passage(number=number, title="Manual", section="", page=None, text=f"passage {number}", **parts)
+
+
 def test_a_passages_context_is_escaped_inside_it_and_the_prompt_holds_at_most_the_budget() -> None:
     from winnow.answer.prompt import CONTEXT_BUDGET
 
     side = CONTEXT_BUDGET // 5  # two passages' context fit (4 sides), the third's does not
-    passages = [
-        Passage(
-            number=n,
-            title="Manual",
-            section="",
-            page=None,
-            text=f"passage {n}",
-            before=f"<b{n}>" + "x" * side,
-            after=f"a{n}" + "y" * side,
-        )
-        for n in (1, 2, 3)
-    ]
+    passages = [manual(n, before=f"<b{n}>" + "x" * side, after=f"a{n}" + "y" * side) for n in (1, 2, 3)]
     rendered = render_passages(passages)
     # Each context sits inside its own passage element, escaped like the passage text
     assert "<before>&lt;b1&gt;" in rendered and "<b1>" not in rendered
@@ -295,14 +290,7 @@ def test_highlights_repeat_at_most_their_budget_best_passages_and_sentences_firs
     # Given three passages, each with two highlighted sentences of a fifth of the budget
     size = HIGHLIGHT_BUDGET // 5
     passages = [
-        Passage(
-            number=n,
-            title="Manual",
-            section="",
-            page=None,
-            text=f"passage {n}",
-            highlights=(f"h{n}a " + "x" * (size - 4), f"h{n}b " + "y" * (size - 4), "  "),
-        )
+        manual(n, highlights=(f"h{n}a " + "x" * (size - 4), f"h{n}b " + "y" * (size - 4), "  "))
         for n in (1, 2, 3)
     ]
     # When they are rendered
