@@ -5,7 +5,7 @@
 Built from files this machine ships, never from text written for the benchmark:
 - **Scans**: paragraphs of licences (``/usr/share/common-licenses``) and plain-text manuals
   (``/usr/share/doc``: dpkg specs, gcc's bug guide, git-subtree) rendered to A4 pages at 200 dpi
-  (``benchmarks.scans``), clean and with 2 % speckle noise. OCR character error rate (CER) is the edit
+  (``tests.support.scans``), clean and with 2 % speckle noise. OCR character error rate (CER) is the edit
   distance to the rendered text over its length; pages/s is the local engine's throughput.
 - **Scanned-page questions**: the pages are bundled into image-only PDFs (no text layer), ingested by
   the real ingest handler (OCR through the local engine) beside other licences and dpkg specs as plain
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import machine, positive_int, quiet_known_warnings, stdout_reserved_for_result, table
-from benchmarks.scans import character_error_rate, png_bytes, render_page, scanned_pdf
 from benchmarks.stack import EmbeddedStack
+from tests.support.scans import character_error_rate, png_bytes, render_page, scanned_pdf
 
 LICENSES = Path("/usr/share/common-licenses")
 DOCS = Path("/usr/share/doc")

@@ -4,7 +4,7 @@ do real files give, and what does reading figures cost at ingest?
 ``python -m benchmarks.figures [--documents N] [--json]``
 
 - **Corpus** (generated, content known): N documents per format (PDF, DOCX, PPTX, HTML), each with a bar
-  chart, a labelled diagram and a captioned photo (``benchmarks.figure_docs``) beside a logo, a bullet
+  chart, a labelled diagram and a captioned photo (``tests.support.figure_docs``) beside a logo, a bullet
   and a rule, every label and caption drawn from word lists so that each figure's words occur in no
   other figure and never in the documents' running text.
 - **Questions**: per chart two of its bar labels and its title's first word; per diagram two of its box
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figure_docs import (
+from tests.support.figure_docs import (
     INTRO,
     FigureSpec,
     figure_docx,
