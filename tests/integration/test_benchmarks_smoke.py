@@ -202,15 +202,15 @@ def test_a_missing_eval_set_is_one_line_that_says_where_to_put_it(
 def test_documents_benchmark_prints_ocr_and_hit_rates(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import documents
 
-    # Given three scanned pages and 40 rows of /etc/services
+    # Given two scanned pages, 40 rows of /etc/services and the smallest plain-text distractor
     # When the documents benchmark runs with --json
-    assert documents.main(["--json", "--pages", "3", "--services", "40"]) == 0
+    assert documents.main(["--json", "--pages", "2", "--services", "40", "--distractors", "1"]) == 0
     # Then it reports OCR error rates and speed, and both hit rates, within their ranges
     result = json.loads(capsys.readouterr().out)
     ocr = result["ocr"]
     assert ocr["engine"] == "tesseract"
     assert 0.0 <= ocr["cer_clean"] <= 0.1 and ocr["pages_per_s_clean"] > 0
-    assert result["ocr_pages_ingested"] == 3
+    assert result["ocr_pages_ingested"] == 2 and len(result["distractors"]) == 1
     assert result["scan_questions"] >= 1 and result["table_questions"] == 40
     assert 0.0 <= result["hit3_scans"] <= 1.0 and result["hit3_tables"] > 0.5
     # And the scanned-page rate at the default threshold (a refused question counts as a miss) is no higher
