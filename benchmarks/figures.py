@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import stdout_reserved_for_result
 from tests.support.figure_docs import (
     INTRO,
     FigureSpec,
@@ -239,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--documents", type=int, default=5, help="documents per format")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    figures = run(args.documents)
+    with stdout_reserved_for_result():  # Powertools' metric blobs, not results
+        figures = run(args.documents)
     print(json.dumps(figures, default=str, indent=1) if args.json else report(figures))
     return 0
 
