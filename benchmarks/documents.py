@@ -5,7 +5,7 @@
 Built from files this machine ships, never from text written for the benchmark:
 - **Scans**: paragraphs of licences (``/usr/share/common-licenses``) and plain-text manuals
   (``/usr/share/doc``: dpkg specs, gcc's bug guide, git-subtree) rendered to A4 pages at 200 dpi
-  (``benchmarks.scans``), clean and with 2 % speckle noise. OCR character error rate (CER) is the edit
+  (``tests.support.scans``), clean and with 2 % speckle noise. OCR character error rate (CER) is the edit
   distance to the rendered text over its length; pages/s is the local engine's throughput.
 - **Scanned-page questions**: the pages are bundled into image-only PDFs (no text layer), ingested by
   the real ingest handler (OCR through the local engine) beside other licences and dpkg specs as plain
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import machine, positive_int, quiet_known_warnings, stdout_reserved_for_result, table
-from benchmarks.scans import character_error_rate, png_bytes, render_page, scanned_pdf
 from benchmarks.stack import EmbeddedStack
+from tests.support.scans import character_error_rate, png_bytes, render_page, scanned_pdf
 
 LICENSES = Path("/usr/share/common-licenses")
 DOCS = Path("/usr/share/doc")
@@ -56,14 +56,15 @@ SCAN_SOURCES = (
     DOCS / "gcc-12-base/README.Bugs",
     DOCS / "git/contrib/subtree/git-subtree.txt",
 )
-# Indexed beside the scans as plain text. No GPL-2: its sentences repeat GPL-3's.
+# Indexed beside the scans as plain text, smallest first (``--distractors`` takes the first N). No
+# GPL-2: its sentences repeat GPL-3's.
 DISTRACTORS = (
-    LICENSES / "GFDL-1.3",
-    LICENSES / "Artistic",
-    LICENSES / "CC0-1.0",
+    DOCS / "dpkg/spec/frontend-api.txt",
     LICENSES / "BSD",
     DOCS / "dpkg/spec/protected-field.txt",
-    DOCS / "dpkg/spec/frontend-api.txt",
+    LICENSES / "Artistic",
+    LICENSES / "CC0-1.0",
+    LICENSES / "GFDL-1.3",
 )
 PAGES_PER_PDF = 3
 TOP = 3
@@ -230,14 +231,9 @@ def hit_rate(
 
 
 def stack_search(stack: EmbeddedStack, query: str, threshold: float = 0.0) -> list[dict[str, Any]]:
-    from functions.search.app import handler
-    from winnow_local.context import LocalLambdaContext
-
-    event = stack.search_event(query, "hybrid", top_k=TOP, candidates=None, relevance_threshold=threshold)
-    response = handler(event, LocalLambdaContext())
-    if response.get("statusCode") != 200:
-        raise RuntimeError(f"search answered {response.get('statusCode')}")
-    return list(json.loads(response["body"])["results"])
+    return stack.results(
+        stack.search_event(query, "hybrid", top_k=TOP, candidates=None, relevance_threshold=threshold)
+    )
 
 
 def control_hit_rate(
@@ -290,17 +286,20 @@ def wilson_interval(rate: float, n: int, z: float = 1.96) -> tuple[float, float]
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def run(pages_count: int, services: int) -> dict[str, Any]:
+def run(pages_count: int, services: int, distractor_files: int = len(DISTRACTORS)) -> dict[str, Any]:
     pages = source_pages(pages_count)
     figures: dict[str, Any] = {
         "pages": len(pages),
         "sources": sorted({name for name, _ in pages}),
         "machine": machine(),
     }
+    distractors = [
+        (f"docs/{path.name}.txt", path.read_bytes()) for path in available(DISTRACTORS)[:distractor_files]
+    ]
+    figures["distractors"] = [name for name, _ in distractors]
     figures["ocr"] = measure_ocr(pages)
     rows = services_rows(services)
     tables = table_files(rows)
-    distractors = [(f"docs/{path.name}.txt", path.read_bytes()) for path in available(DISTRACTORS)]
     drawn = drawn_pages(pages)
     corpus = " ".join(
         " ".join(text.split())
@@ -359,7 +358,7 @@ def _rate_with_interval(rate: float, n: int) -> str:
 
 
 def report(figures: dict[str, Any]) -> str:
-    ocr = figures["ocr"]
+    ocr, scans, threshold = figures["ocr"], figures["scan_questions"], figures["default_threshold"]
     lines = [
         f"OCR engine {ocr['engine']}, {figures['pages']} generated 200-dpi pages from"
         f" {', '.join(figures['sources'])}",
@@ -374,30 +373,15 @@ def report(figures: dict[str, Any]) -> str:
         table(
             ["retrieval (hybrid, local model)", "questions", "hit@3", "goal"],
             [
-                [
-                    "scanned pages, clean (right PDF and page)",
-                    str(figures["scan_questions"]),
-                    _rate_with_interval(figures["hit3_scans"], figures["scan_questions"]),
-                    "≥ 90 %",
-                ],
-                [
-                    f"  the same, at the default threshold {figures['default_threshold']}",
-                    str(figures["scan_questions"]),
-                    _rate_with_interval(figures["hit3_scans_default"], figures["scan_questions"]),
-                    "",
-                ],
-                [
-                    f"scanned pages, {NOISE:.0%} speckle",
-                    str(figures["scan_questions"]),
-                    _rate_with_interval(figures["hit3_scans_noisy"], figures["scan_questions"]),
-                    "",
-                ],
-                [
-                    "  the same pages as text, no OCR (control)",
-                    str(figures["scan_questions"]),
-                    _rate_with_interval(figures["hit3_scans_control"], figures["scan_questions"]),
-                    "",
-                ],
+                *(
+                    [label, str(scans), _rate_with_interval(figures[key], scans), goal]
+                    for label, key, goal in (
+                        ("scanned pages, clean (right PDF and page)", "hit3_scans", "≥ 90 %"),
+                        (f"  the same, at the default threshold {threshold}", "hit3_scans_default", ""),
+                        (f"scanned pages, {NOISE:.0%} speckle", "hit3_scans_noisy", ""),
+                        ("  the same pages as text, no OCR (control)", "hit3_scans_control", ""),
+                    )
+                ),
                 [
                     "table cells (row with its columns)",
                     str(figures["table_questions"]),
@@ -427,11 +411,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--pages", type=positive_int, default=30, help="scanned pages to generate")
     parser.add_argument("--services", type=positive_int, default=400, help="rows of /etc/services")
+    parser.add_argument(
+        "--distractors", type=int, default=len(DISTRACTORS), help="plain-text files beside the scans"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     quiet_known_warnings()
     with stdout_reserved_for_result():
-        figures = run(args.pages, args.services)
+        figures = run(args.pages, args.services, args.distractors)
     print(json.dumps(figures, indent=2) if args.json else report(figures))
     return 0
 

@@ -4,16 +4,15 @@ do real files give, and what does reading figures cost at ingest?
 ``python -m benchmarks.figures [--documents N] [--json]``
 
 - **Corpus** (generated, content known): N documents per format (PDF, DOCX, PPTX, HTML), each with a bar
-  chart, a labelled diagram and a captioned photo (``benchmarks.figure_docs``) beside a logo, a bullet
+  chart, a labelled diagram and a captioned photo (``tests.support.figure_docs``) beside a logo, a bullet
   and a rule, every label and caption drawn from word lists so that each figure's words occur in no
   other figure and never in the documents' running text.
 - **Questions**: per chart two of its bar labels and its title's first word; per diagram two of its box
   labels; per photo the caption's distinctive words. A hit is the figure's own passage (``kind:
   "figure"`` of that document, starting with that caption) in the top 3 (hybrid, threshold 0), through
   the real ingest and search handlers on the embedded default (ONNX MiniLM, Qdrant Edge).
-- **Modes**: OCR + caption (tesseract), caption only (OCR off), and fake vision (plumbing: the loopback
-  Bedrock fake answers each figure with its true labels, through the real Bedrock adapter; this measures
-  that descriptions reach the index, not any model's eyes).
+- **Modes**: OCR + caption (tesseract) and caption only (OCR off). That a vision model's descriptions
+  reach the index is a test's business (``tests/integration/test_figure_vision.py``), not a figure.
 - **False figures**: figures found in the PDF, HTML, DOCX, PPTX and EPUB files under /usr/share (this
   machine's packages), with local OCR: each is listed, so the count can be judged.
 - **Ingest time**: the same corpus with figures off (``WINNOW_INGEST_MAX_FIGURES=0``) and on (OCR), in
@@ -30,7 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figure_docs import (
+from benchmarks.common import stdout_reserved_for_result
+from tests.support.figure_docs import (
     INTRO,
     FigureSpec,
     figure_docx,
@@ -129,25 +129,20 @@ def ingest_and_ask(
     files: list[tuple[str, bytes]],
     questions: list[dict[str, Any]],
     env: dict[str, str | None],
-    vision: Any = None,
 ) -> dict[str, Any]:
     """Ingest the corpus on a fresh embedded stack, then ask every question; hit@3 per kind and time."""
     from benchmarks.stack import EmbeddedStack
 
     with tempfile.TemporaryDirectory() as home, EmbeddedStack(Path(home), env=env) as stack:
-        if vision is not None:
-            stack.container.__dict__["vision"] = vision
         started = time.perf_counter()
-        for name, data in files:  # one at a time: a scripted fake sees the figures in document order
+        for name, data in files:  # one at a time, in document order
             stack.ingest([(name, data)])
         ingest_seconds = time.perf_counter() - started
         by_kind: dict[str, list[bool]] = {}
         for question in questions:
-            event = stack.search_event(question["query"], "hybrid", top_k=TOP, candidates=None)
-            from functions.search.app import handler
-            from winnow_local.context import LocalLambdaContext
-
-            results = json.loads(handler(event, LocalLambdaContext())["body"])["results"]
+            results = stack.results(
+                stack.search_event(question["query"], "hybrid", top_k=TOP, candidates=None)
+            )
             hit = any(
                 result["kind"] == "figure"
                 and result["key"] == stack.key_for(question["name"])
@@ -163,34 +158,6 @@ def ingest_and_ask(
         "questions": len(every),
         "ingest_seconds": round(ingest_seconds, 2),
     }
-
-
-def fake_vision(questions: list[dict[str, Any]]) -> tuple[Any, Any]:
-    """The loopback Bedrock fake, scripted to describe each figure with its true labels in document order,
-    and the real Bedrock adapter pointed at it."""
-    import os
-
-    from winnow.adapters.bedrock import BedrockGenerator
-    from winnow.settings import AnswerSettings
-    from winnow_fakes.fake_bedrock import DEFAULT_MODEL_ID, FakeBedrockServer
-
-    for name, value in (("AWS_ACCESS_KEY_ID", "bench"), ("AWS_SECRET_ACCESS_KEY", "bench")):
-        os.environ.setdefault(name, value)
-    fake = FakeBedrockServer()
-    fake.__enter__()
-    descriptions = []
-    for question in questions:
-        spec: FigureSpec = question["spec"]
-        seen = " and ".join(spec.labels) if spec.labels else "a harbour at dawn"
-        descriptions.append(f"A {spec.kind} titled {spec.title} showing {seen}.")
-    fake.script(*descriptions)
-    settings = AnswerSettings(
-        bedrock_model_id=DEFAULT_MODEL_ID,
-        bedrock_region="us-east-1",
-        bedrock_endpoint_url=fake.url,
-        max_attempts=1,
-    )
-    return fake, BedrockGenerator(settings)
 
 
 def shipped_figures(root: Path = Path("/usr/share"), limit: int = 400) -> dict[str, Any]:
@@ -237,17 +204,11 @@ def run(documents: int) -> dict[str, Any]:
     off = ingest_and_ask(files, questions, {**base, "WINNOW_INGEST_MAX_FIGURES": "0"})
     ocr = ingest_and_ask(files, questions, base)
     caption = ingest_and_ask(files, questions, {"WINNOW_OCR_ENGINE": "none"})
-    fake, generator = fake_vision(questions)
-    try:
-        vision = ingest_and_ask(files, questions, {"WINNOW_OCR_ENGINE": "none"}, vision=generator)
-    finally:
-        fake.__exit__(None, None, None)
     return {
         "documents": len(files),
         "figures_off": off,
         "ocr_and_caption": ocr,
         "caption_only": caption,
-        "fake_vision_plumbing": vision,
         "ingest_time_ratio_on_off": round(ocr["ingest_seconds"] / max(off["ingest_seconds"], 1e-9), 2),
         "shipped": shipped_figures(),
     }
@@ -255,7 +216,7 @@ def run(documents: int) -> dict[str, Any]:
 
 def report(figures: dict[str, Any]) -> str:
     lines = [f"Figures benchmark: {figures['documents']} generated documents, 3 figures each"]
-    for mode in ("figures_off", "caption_only", "ocr_and_caption", "fake_vision_plumbing"):
+    for mode in ("figures_off", "caption_only", "ocr_and_caption"):
         row = figures[mode]
         kinds = ", ".join(f"{kind} {rate:.0%}" for kind, rate in sorted(row["hit_at_3_by_kind"].items()))
         lines.append(
@@ -279,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--documents", type=int, default=5, help="documents per format")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    figures = run(args.documents)
+    with stdout_reserved_for_result():  # Powertools' metric blobs, not results
+        figures = run(args.documents)
     print(json.dumps(figures, default=str, indent=1) if args.json else report(figures))
     return 0
 

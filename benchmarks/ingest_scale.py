@@ -30,26 +30,25 @@ import contextlib
 import io
 import json
 import logging
-import multiprocessing
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import unquote_plus
 
 from benchmarks.common import (
+    AWS_TESTING,
+    ChildProcess,
     Progress,
     machine,
+    moto_server,
     positive_int,
     quiet_known_warnings,
     table,
@@ -92,54 +91,14 @@ def load_documents(folder: Path, count: int, long_count: int) -> list[tuple[str,
 
 
 # --- the services, in child processes ----------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def moto_process() -> Iterator[str]:
-    """moto's server (S3, SQS, DynamoDB over HTTP) in a child process, without its access log (a
-    formatted line per request, CPU taken from the two shared cores that AWS would not take)."""
-    port = _free_port()
-    quiet = "import logging, sys; logging.getLogger('werkzeug').setLevel(logging.ERROR); "
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            quiet + "from moto.server import main; main(sys.argv[1:])",
-            *("-H", "127.0.0.1", "-p", str(port)),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto's server did not start") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
 def _serve_voyage(conn: Connection, simulation: dict[str, Any]) -> None:
-    from winnow_fakes.fake_voyage import FakeVoyageServer, RateLimit, VoyageSimulation
+    from winnow_fakes.fake_voyage import FakeVoyageServer, VoyageSimulation
 
-    limits = {m: RateLimit(*v) for m, v in simulation.pop("limits").items()}
-    with FakeVoyageServer(simulation=VoyageSimulation(**simulation, limits=limits)) as fake:
+    with FakeVoyageServer(simulation=VoyageSimulation(**simulation)) as fake:
         conn.send((fake.base_url, fake.api_key))
         while True:
             command = conn.recv()
-            if command == "usage":
+            if command == "usage":  # usage is read over the pipe
                 conn.send({name: vars(usage) for name, usage in fake.usage.items()})
             elif command == "reset":
                 fake.reset()
@@ -147,31 +106,6 @@ def _serve_voyage(conn: Connection, simulation: dict[str, Any]) -> None:
             else:
                 conn.send(True)
                 return
-
-
-class VoyageProcess:
-    """The fake Voyage server with its simulation, in a child process; usage is read over a pipe."""
-
-    def __init__(self, simulation: dict[str, Any]) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve_voyage, args=(child, simulation), daemon=True)
-        self._process.start()
-        self.base_url, self.api_key = self._conn.recv()
-
-    def usage(self) -> dict[str, dict[str, int]]:
-        self._conn.send("usage")
-        answer: dict[str, dict[str, int]] = self._conn.recv()
-        return answer
-
-    def reset(self) -> None:
-        self._conn.send("reset")
-        self._conn.recv()
-
-    def close(self) -> None:
-        self._conn.send("stop")
-        self._conn.recv()
-        self._process.join(timeout=10)
 
 
 # --- one run -----------------------------------------------------------------------------------------
@@ -194,7 +128,7 @@ def run_schedule(
     docs: list[tuple[str, bytes]],
     concurrency: int,
     home: Path,
-    voyage: VoyageProcess,
+    voyage: ChildProcess,
     progress: Progress,
 ) -> dict[str, Any]:
     from pydantic import SecretStr
@@ -236,7 +170,7 @@ def run_schedule(
     settings = Settings(
         storage=StorageSettings(home=home, bucket=world["bucket"], ledger_table=table),
         qdrant=QdrantSettings(path=":memory:"),  # in AWS Qdrant is remote: no local disk writes
-        voyage=VoyageSettings(api_key=SecretStr(voyage.api_key), base_url=voyage.base_url),
+        voyage=VoyageSettings(api_key=SecretStr(voyage.greeting[1]), base_url=voyage.greeting[0]),
         providers=ProviderSettings(embedder="voyage", reranker="none"),
         ingest=IngestSettings(batch_concurrency=concurrency),
     )
@@ -244,7 +178,7 @@ def run_schedule(
     set_container(container)
     container.store.ensure_collection()  # the warm container's collection exists before the clock starts
     aws_requests = count_requests(cast(Any, container.objects).client, cast(Any, container.ledger).client)
-    voyage.reset()
+    voyage.ask("reset")
     progress(f"ingesting {len(docs):,} documents, {concurrency} at a time per batch")
     invocations = failed_records = 0
     handler_seconds = 0.0
@@ -285,7 +219,7 @@ def run_schedule(
             progress(f"  {sum(acknowledged.values()):,} of {len(docs):,} acknowledged")
     seconds = time.perf_counter() - started
     requests = dict(aws_requests)
-    usage = voyage.usage()["embeddings"]
+    usage = voyage.ask("usage")["embeddings"]
     check = verify(container, docs, acknowledged)
     set_container(None)
     container.store.close()  # type: ignore[attr-defined]
@@ -345,27 +279,15 @@ def run(args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
     import boto3
 
     docs = load_documents(args.scifact, args.docs, args.long)
-    simulation: dict[str, Any] = {
-        "base_latency_seconds": args.base_latency,
-        "per_token_latency_seconds": args.per_token_latency,
-        "tier": args.tier,
-        "limits": {},
-    }
-    if args.rpm is not None:
-        simulation["limits"] = {"voyage-3.5": (args.rpm, None)}
+    simulation: dict[str, Any] = {"base_latency_seconds": args.base_latency, "tier": 1}
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    os.environ.update(
-        {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
-    )
+    os.environ.update(AWS_TESTING)
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "WinnowBenchmark")
     os.environ["POWERTOOLS_LOG_LEVEL"] = os.environ.get("POWERTOOLS_LOG_LEVEL", "ERROR")
-    voyage = VoyageProcess(simulation)
+    voyage, moto = ChildProcess(_serve_voyage, simulation), ChildProcess(moto_server)
     try:
-        with moto_process() as url, tempfile.TemporaryDirectory(prefix="winnow-ingest-scale-") as tmp:
+        url = moto.greeting
+        with tempfile.TemporaryDirectory(prefix="winnow-ingest-scale-") as tmp:
             os.environ["AWS_ENDPOINT_URL"] = url
 
             def client(service: str) -> Any:
@@ -386,7 +308,9 @@ def run(args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
                 world, docs, args.concurrency, Path(tmp) / "concurrent", voyage, progress
             )
     finally:
-        voyage.close()
+        for child in (voyage, moto):
+            child.ask("stop")
+            child.close()
     speedup = concurrent["docs_per_s"] / baseline["docs_per_s"]
     wall_speedup = concurrent["wall_docs_per_s"] / baseline["wall_docs_per_s"]
     return {
@@ -408,7 +332,7 @@ def run(args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
         "duplicated": concurrent["duplicated"] + baseline["duplicated"],
         "failed_records": concurrent["failed_records"] + baseline["failed_records"],
         "runs": {"baseline": baseline, "concurrent": concurrent},
-        "simulation": {k: v for k, v in simulation.items() if k != "limits"} | {"rpm_override": args.rpm},
+        "simulation": simulation,
         "meets_goal": speedup >= 4.0 and concurrent["lost"] + concurrent["duplicated"] == 0,
         "machine": machine(),
     }
@@ -437,8 +361,8 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"bulk ingest of {result['docs']:,} documents ({result['long_docs']} long) in SQS batches of 10, "
-            f"one Lambda instance; Voyage simulated: {sim['base_latency_seconds']} s + "
-            f"{sim['per_token_latency_seconds']} s/token, tier {sim['tier']}",
+            f"one Lambda instance; Voyage simulated: {sim['base_latency_seconds']} s a request (plus its "
+            f"per-token default), tier {sim['tier']}",
             table(
                 [
                     "schedule",
@@ -477,17 +401,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--scifact", type=Path, default=None, help="SciFact folder (default ../shared/eval/scifact)"
     )
     parser.add_argument("--base-latency", type=float, default=None, help="simulated seconds per request")
-    parser.add_argument("--per-token-latency", type=float, default=None, help="simulated seconds per token")
-    parser.add_argument("--tier", type=int, default=1, choices=(1, 2, 3), help="Voyage usage tier")
-    parser.add_argument("--rpm", type=positive_int, default=None, help="override the tier's requests/minute")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
-    args = parser.parse_args(argv)
-    return args
+    return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from winnow_fakes.fake_voyage import DEFAULT_BASE_LATENCY_SECONDS, DEFAULT_PER_TOKEN_LATENCY_SECONDS
+    from winnow_fakes.fake_voyage import DEFAULT_BASE_LATENCY_SECONDS
 
     args = parse_args(argv)
     quiet_known_warnings()
@@ -498,8 +418,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.scifact = DEFAULT_SCIFACT if (DEFAULT_SCIFACT / "corpus.jsonl").is_file() else BUNDLED_SCIFACT
     if args.base_latency is None:
         args.base_latency = DEFAULT_BASE_LATENCY_SECONDS
-    if args.per_token_latency is None:
-        args.per_token_latency = DEFAULT_PER_TOKEN_LATENCY_SECONDS
     saved = dict(os.environ)
     try:
         result = run(args, Progress(args.quiet))

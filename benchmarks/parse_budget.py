@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks.common import table
 from tests.support.documents import DocxHeading, DocxParagraph, make_docx, make_html, make_markdown, make_pdf
 from winnow.errors import DocumentError
 from winnow.parsing import parse_document
@@ -142,12 +143,13 @@ def hostile(megabytes: float, as_json: bool) -> None:
         print(json.dumps({"summary": summary, "shapes": rows}, indent=2))
         return
     print(f"{len(shapes)} shapes screened at {megabytes} MB; the slowest and the reported ones at n and 4 n:")
-    print(f"{'shape':30} {'s at n':>8} {'s at 4n':>8} {'growth':>7} {'s per MB':>9}")
-    for row in rows:
-        print(
-            f"{row['shape']:30} {row['seconds_at_n']:>8.3f} {row['seconds_at_4n']:>8.3f}"
-            f" {row['growth_4x']:>6.2f}x {row['seconds_per_mb']:>9.3f}"
+    cells = ("seconds_at_n", "seconds_at_4n", "growth_4x", "seconds_per_mb")
+    print(
+        table(
+            ["shape", "s at n", "s at 4n", "growth", "s per MB"],
+            [[r["shape"], *(f"{r[c]:.3f}" for c in cells)] for r in rows],
         )
+    )
     print(
         f"worst: {worst['shape']}, {worst['seconds_per_mb']:.3f} s per MB; the largest upload "
         f"({largest_mb:.1f} MB) at that rate: {worst_upload:.1f} s of parsing (budget {budget:.0f} s)"
@@ -190,15 +192,19 @@ def main() -> None:
         print(json.dumps({"worker_startup_ms": round(startup_ms, 1), "documents": rows}, indent=2))
         return
     print(f"worker start-up (once per container): {startup_ms:.0f} ms")
-    print(f"{'document':24} {'bytes':>9} {'in process':>19} {'budgeted':>19} {'cost':>17}")
-    print(f"{'':24} {'':>9} {'min / median ms':>19} {'min / median ms':>19} {'min / median ms':>17}")
-    for row in rows:
-        print(
-            f"{row['document']:24} {row['bytes']:>9}"
-            f" {row['in_process_min_ms']:>9.2f} / {row['in_process_median_ms']:>7.2f}"
-            f" {row['budgeted_min_ms']:>9.2f} / {row['budgeted_median_ms']:>7.2f}"
-            f" {row['cost_min_ms']:>7.2f} / {row['cost_median_ms']:>7.2f}"
+    print(
+        table(
+            ["document", "bytes", "in process, min / median ms", "budgeted, min / median ms", "cost"],
+            [
+                [str(r["document"]), str(r["bytes"])]
+                + [
+                    f"{r[f'{c}_min_ms']:.2f} / {r[f'{c}_median_ms']:.2f}"
+                    for c in ("in_process", "budgeted", "cost")
+                ]
+                for r in rows
+            ],
         )
+    )
 
 
 if __name__ == "__main__":

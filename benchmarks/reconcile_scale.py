@@ -29,7 +29,6 @@ import argparse
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
 import resource
 import sys
@@ -45,28 +44,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
 
-from benchmarks.common import Progress, machine, positive_int, table
+from benchmarks.common import AWS_TESTING, ChildProcess, Progress, machine, positive_int, rss_mb, table
 from winnow.models import EmbeddingProfile
 
 TENANT = "acme"
 SHARES = {"unchanged": 90, "new": 5, "modified": 3, "deleted": 1, "orphans": 1}
-CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 PROFILE = EmbeddingProfile("synthetic", "reconcile-benchmark", 4)
-
-
-def _rss(field: str) -> float:
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(f"{field}:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def _reset_peak() -> bool:
@@ -128,9 +111,7 @@ def _serve_moto(conn: Connection, objects: int, names: dict[str, str]) -> None:
     from winnow.adapters.ledger_dynamodb import table_definition
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request otherwise
-    os.environ.update(
-        AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1"
-    )
+    os.environ.update(AWS_TESTING)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -184,36 +165,9 @@ def _serve_moto(conn: Connection, objects: int, names: dict[str, str]) -> None:
     server.stop()
 
 
-class MotoProcess:
-    """moto's server in a child process, so this process's CPU time and memory are the reconcile's own
-    (plus Qdrant Edge's, which holds the points here)."""
-
-    def __init__(self, objects: int) -> None:
-        self.names = {
-            "bucket": f"bench-{uuid.uuid4().hex[:8]}",
-            "table": f"ledger-{uuid.uuid4().hex[:8]}",
-            "queue": f"ingest-{uuid.uuid4().hex[:8]}",
-        }
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve_moto, args=(child, objects, self.names), daemon=True)
-        self._process.start()
-        self.url, self.queue_url = self._conn.recv()
-
-    def consumed(self) -> dict[tuple[str, str], int]:
-        """Every event the consumer received, once the queue is drained."""
-        self._conn.send("finish")
-        events: dict[tuple[str, str], int] = self._conn.recv()
-        self._process.join(timeout=30)
-        return events
-
-    def close(self) -> None:
-        if self._process.is_alive():
-            self._process.terminate()
-            self._process.join(timeout=10)
-
-
-def setup(moto: MotoProcess, cases: dict[str, list[str]], home: Path, progress: Progress) -> dict[str, Any]:
+def setup(
+    moto: ChildProcess, names: dict[str, str], cases: dict[str, list[str]], home: Path, progress: Progress
+) -> dict[str, Any]:
     import boto3
 
     from winnow.adapters.ledger_dynamodb import DynamoDbLedger
@@ -222,9 +176,9 @@ def setup(moto: MotoProcess, cases: dict[str, list[str]], home: Path, progress: 
     from winnow.settings import QdrantSettings
 
     def client(service: str) -> Any:
-        return boto3.client(service, endpoint_url=moto.url, region_name="us-east-1")
+        return boto3.client(service, endpoint_url=moto.greeting[0], region_name="us-east-1")
 
-    bucket, table = moto.names["bucket"], moto.names["table"]
+    bucket, table = names["bucket"], names["table"]
     # The adapters read what boto3 reads: one object and one record through the API prove the direct
     # writes look right.
     in_bucket = cases["unchanged"] + cases["new"] + cases["modified"]
@@ -263,45 +217,40 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(objects: int, home: Path, progress: Progress, count_run_size: int | None = None) -> dict[str, Any]:
+def run(objects: int, home: Path, progress: Progress) -> dict[str, Any]:
     from winnow.adapters.ledger_dynamodb import DynamoDbLedger
     from winnow.adapters.objects_s3 import S3ObjectSource
     from winnow.adapters.queue_sqs import SqsEventQueue
     from winnow.reconcile.service import Reconciler
 
     cases = plan(objects)
-    os.environ.update(
-        {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
-    )
+    os.environ.update(AWS_TESTING)
     progress(f"seeding moto (child process) with {objects:,} documents' objects and records")
-    moto = MotoProcess(objects)
+    # moto in a child process, so this process's CPU time and memory are the reconcile's own (plus Qdrant
+    # Edge's, which holds the points here).
+    names = {kind: f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("bucket", "table", "queue")}
+    moto = ChildProcess(_serve_moto, objects, names)
     try:
-        world = setup(moto, cases, home, progress)
+        world = setup(moto, names, cases, home, progress)
         client = world["client"]
-        run_size: dict[str, Any] = {"count_run_size": count_run_size} if count_run_size else {}
         reconciler = Reconciler(
             S3ObjectSource(world["bucket"], client("s3")),
             DynamoDbLedger(world["table"], client("dynamodb")),
             world["store"],
-            SqsEventQueue(moto.queue_url, client("sqs")),
+            SqsEventQueue(moto.greeting[1], client("sqs")),
             world["store"].profile,
             bucket=world["bucket"],
-            **run_size,
         )
         progress(f"reconciling {objects:,} documents")
-        before = _rss("VmRSS")
+        before = rss_mb()
         reset = _reset_peak()
         cpu_before = _cpu_seconds()
         started = time.perf_counter()
         result = reconciler.run(TENANT)
         seconds = time.perf_counter() - started
         cpu = _cpu_seconds() - cpu_before
-        peak = _rss("VmHWM")
-        events = moto.consumed()
+        peak = rss_mb("VmHWM")
+        events = moto.ask("finish")  # every event the consumer received, once the queue is drained
         world["store"].close()
     finally:
         moto.close()
@@ -357,12 +306,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m benchmarks.reconcile_scale", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--objects", type=positive_int, default=100_000, help="documents compared")
-    parser.add_argument(
-        "--count-run-size",
-        type=positive_int,
-        default=None,
-        help="point counts held in memory before a sorted run spills to disk (default: the reconciler's)",
-    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
     return parser.parse_args(argv)
@@ -374,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("--objects must be at least 100 (each planted case needs a document)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="winnow-reconcile-") as tmp:
-        result = run(args.objects, Path(tmp), Progress(args.quiet), args.count_run_size)
+        result = run(args.objects, Path(tmp), Progress(args.quiet))
     print(json.dumps(result) if args.json else render(result))
     return 0 if result["correct"] else 1
 

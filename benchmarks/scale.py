@@ -12,11 +12,10 @@ through ``EdgeVectorStore.upsert`` (batches of 256, ``wait=True``) on disk under
 Queries are built from random chunks: their topic's centroid plus noise as the dense side, 3-6 of their
 terms as the sparse side, scoped to the first tenant (with ``--tenants 1`` that is every point, the
 worst case of the embedded default). Each mode is warmed up, then timed through
-``EdgeVectorStore.search`` (limit 15; ``--candidates 30 50`` times hybrid again at those limits, the
-API default being 30 since issue 24): this is the engine part of a
-search, the part that grows with the collection; the query embedding (~3 ms with the local model,
-``benchmarks.speed``) comes on top. ``--max-seconds`` caps each mode's timing loop (at least 20 queries
-run), so a slow engine still finishes. Peak RSS is this process's high-water mark (``VmHWM``).
+``EdgeVectorStore.search`` (limit 15): this is the engine part of a search, the part that grows with
+the collection; the query embedding (~3 ms with the local model, ``benchmarks.speed``) comes on top.
+``--max-seconds`` caps each mode's timing loop (at least 20 queries run), so a slow engine finishes.
+Peak RSS is this process's high-water mark (``VmHWM``).
 
 ``--access``: document-level access lists (``winnow.access``). Each document (8 chunks) lists one user
 and 1-3 of 1,000 groups, except a fifth of them that have no list; each query comes from a caller in
@@ -29,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import statistics
@@ -42,7 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Progress, machine, positive_int, quiet_known_warnings, table
+from benchmarks.common import Progress, machine, percentile, positive_int, quiet_known_warnings, rss_mb, table
 
 DIMENSION = 384
 TOPICS = 200
@@ -86,40 +84,6 @@ def caller_scopes(count: int) -> list[Any]:
         )
         for _ in range(count)
     ]
-
-
-def peak_rss_mb() -> float:
-    """This process's resident high-water mark (VmHWM), else ru_maxrss."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def current_rss_mb() -> float:
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    """Nearest-rank percentile (share in (0, 1])."""
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    rank = max(1, min(len(ordered), math.ceil(share * len(ordered) - 1e-9)))
-    return ordered[rank - 1]
 
 
 # --- synthetic corpus ----------------------------------------------------------------------------------
@@ -284,7 +248,6 @@ def time_queries(
     max_seconds: float,
     progress: Progress,
     access: bool = False,
-    candidates: Sequence[int] = (),
 ) -> dict[str, dict[str, float]]:
     from winnow.models import ReadScope, SparseVector
     from winnow.ports import SearchQuery
@@ -292,8 +255,7 @@ def time_queries(
     queries = corpus.queries(count + WARMUP, tenant)
     scopes = caller_scopes(len(queries)) if access else []
     out: dict[str, dict[str, float]] = {}
-    modes = [(mode, LIMIT) for mode in MODES] + [("hybrid", n) for n in candidates if n != LIMIT]
-    for mode, limit in modes:
+    for mode in MODES:
         built = [
             SearchQuery(
                 tenant=tenant,
@@ -302,15 +264,14 @@ def time_queries(
                 if mode != "dense"
                 else None,
                 mode=mode,  # type: ignore[arg-type]
-                limit=limit,
+                limit=LIMIT,
                 filters={},
                 reader=ReadScope(everything=True),
             )
             for dense, terms in queries
         ]
-        name = mode if limit == LIMIT else f"{mode}@{limit}"
-        out[name] = _timed(store, built, max_seconds)
-        progress(f"{name}: p50 {out[name]['p50_ms']} ms over {out[name]['queries']} queries")
+        out[mode] = _timed(store, built, max_seconds)
+        progress(f"{mode}: p50 {out[mode]['p50_ms']} ms over {out[mode]['queries']} queries")
         if mode == "hybrid" and access:
             # The same queries again, each from a caller whose read condition joins the tenant's.
             filtered = [replace(query, reader=scope) for query, scope in zip(built, scopes, strict=True)]
@@ -350,21 +311,18 @@ def run(
     home: Path,
     progress: Progress,
     access: bool = False,
-    candidates: Sequence[int] = (),
 ) -> dict[str, Any]:
     import numpy  # noqa: F401  (imported before the baseline, as the engine needs it anyway)
 
     from winnow.adapters.qdrant_store import store_on  # noqa: F401
 
-    baseline_rss = current_rss_mb()
+    baseline_rss = rss_mb()
     corpus = Corpus(chunks, tenants)
     store = open_store(home)
     progress(f"loading {chunks:,} synthetic chunks into Qdrant Edge")
     load_seconds = load(store, corpus, progress, access)
-    loaded_rss = current_rss_mb()
-    search = time_queries(
-        store, corpus, corpus.tenant_of(0), queries, max_seconds, progress, access, candidates
-    )
+    loaded_rss = rss_mb()
+    search = time_queries(store, corpus, corpus.tenant_of(0), queries, max_seconds, progress, access)
     store.close()
     hybrid = search["hybrid"]
     extra: dict[str, Any] = {}
@@ -394,7 +352,7 @@ def run(
         "loaded_rss_mb": round(loaded_rss, 1),
         # The kernel's RSS counters are batched per thread, so VmHWM read later can trail a VmRSS read
         # earlier by a few hundred KB (354.6 against 354.8 MB in one run): the peak is at least that.
-        "peak_rss_mb": round(max(peak_rss_mb(), loaded_rss), 1),
+        "peak_rss_mb": round(max(rss_mb("VmHWM"), loaded_rss), 1),
         "goal_hybrid_p50_ms": GOAL_HYBRID_P50_MS,
         "meets_goal": hybrid["p50_ms"] <= GOAL_HYBRID_P50_MS,
         "machine": machine(),
@@ -446,13 +404,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="access lists on documents; time hybrid with a caller's filter too",
     )
-    parser.add_argument(
-        "--candidates",
-        type=positive_int,
-        nargs="*",
-        default=[],
-        help=f"time hybrid again at these candidate counts, same queries (besides {LIMIT}; issue 24)",
-    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--quiet", action="store_true", help="no progress notes on stderr")
     return parser.parse_args(argv)
@@ -474,7 +425,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(tmp),
             Progress(args.quiet),
             args.access,
-            args.candidates,
         )
     print(json.dumps(result) if args.json else render(result))
     return 0

@@ -12,53 +12,27 @@ Run: ``.venv/bin/python -m benchmarks.serve_long_work`` (about 3 minutes with th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import httpx
 
 from benchmarks.common import machine, positive_int, quiet_known_warnings, table
+from tests.support.serve import serving
+from tests.support.tables import WORDS as TABLE_WORDS
+from winnow_local.web.server import warm_up
 
-_VOCABULARY = """kettle descale water filter boiler pressure valve steam milk coffee grinder espresso
-cleaning warranty repair heating element thermostat limescale citric vinegar rinse seal gasket pump"""
-WORDS = _VOCABULARY.split()
-
-
-@contextmanager
-def server(home: Path) -> Iterator[Any]:
-    import os
-
-    from winnow.factory import reset_container
-    from winnow_local.web.server import make_server, warm_up
-
-    before = os.environ.get("WINNOW_HOME")
-    os.environ["WINNOW_HOME"] = str(home)
-    reset_container()
-    httpd = make_server("127.0.0.1", 0, quiet=True)
-    try:
-        warm_up(httpd)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        yield httpd
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        if before is None:
-            os.environ.pop("WINNOW_HOME", None)
-        else:
-            os.environ["WINNOW_HOME"] = before
-        reset_container()
-
-
-MODEL_SECONDS = 8.0
+_MORE = "cleaning warranty repair heating element thermostat limescale citric vinegar rinse seal gasket pump"
+WORDS = (*TABLE_WORDS, *_MORE.split())
 
 
 def _paragraphs(count: int, words: int, seed: int) -> bytes:
@@ -109,22 +83,19 @@ def _measure(url: str, work: Callable[[], Any]) -> tuple[list[float], list[float
     return searches, health, took[0]
 
 
-@contextmanager
-def one_lane(httpd: Any) -> Iterator[None]:
+def one_lane(httpd: Any) -> contextlib.ExitStack:
     """Every task on the API lane, as before issue 44 (uploads, removals, model requests)."""
-    saved = (httpd.ingest_lane, httpd.model_lane, httpd.uploads._lane)
-    httpd.ingest_lane = httpd.model_lane = httpd.uploads._lane = httpd.lane
-    try:
-        yield
-    finally:
-        httpd.ingest_lane, httpd.model_lane, httpd.uploads._lane = saved
+    lanes = contextlib.ExitStack()
+    lanes.enter_context(mock.patch.multiple(httpd, ingest_lane=httpd.lane, model_lane=httpd.lane))
+    lanes.enter_context(mock.patch.object(httpd.uploads, "_lane", httpd.lane))
+    return lanes
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--one-lane", action="store_true", help="every task on one lane (before)")
     parser.add_argument("--paragraphs", type=positive_int, default=1200, help="of the big upload")
-    parser.add_argument("--model-seconds", type=float, default=MODEL_SECONDS, help="the slow model's wait")
+    parser.add_argument("--model-seconds", type=float, default=8.0, help="the slow model's wait")
     args = parser.parse_args(argv)
     quiet_known_warnings()
     from winnow_fakes.fake_model import ModelFault
@@ -133,9 +104,9 @@ def main(argv: list[str] | None = None) -> None:
     with (
         FakeOllamaServer() as ollama,
         tempfile.TemporaryDirectory(prefix="winnow-long-work-") as folder,
-        _ollama_env(ollama.url),
-        server(Path(folder)) as httpd,
+        serving(Path(folder), env={"OLLAMA_HOST": ollama.url}) as httpd,
     ):
+        warm_up(httpd)
         url = httpd.url
         print(json.dumps(machine()))
         assert _post(url, "/upload?key=kettle.md", "b", content=_paragraphs(3, 40, 1)).status_code == 200
@@ -173,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         }
         rows = []
         alone_ms = None
-        lanes = one_lane(httpd) if args.one_lane else _nothing()
+        lanes = one_lane(httpd) if args.one_lane else contextlib.nullcontext()
         with lanes:
             for name, work in runs.items():
                 if work is None:
@@ -204,26 +175,6 @@ def main(argv: list[str] | None = None) -> None:
                 rows,
             )
         )
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
-@contextmanager
-def _ollama_env(host: str) -> Iterator[None]:
-    import os
-
-    before = os.environ.get("OLLAMA_HOST")
-    os.environ["OLLAMA_HOST"] = host
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("OLLAMA_HOST", None)
-        else:
-            os.environ["OLLAMA_HOST"] = before
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from unittest import mock
 
 # Variables that would point a run at real infrastructure or another home: never inherited.
 _CLEARED = (
@@ -33,20 +34,10 @@ DEFAULT_TENANT = "bench"
 @contextlib.contextmanager
 def patched_environ(values: Mapping[str, str | None]) -> Iterator[None]:
     """Set (or, for None, remove) environment variables for the duration of the block."""
-    saved = {name: os.environ.get(name) for name in values}
-    try:
-        for name, value in values.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with mock.patch.dict(os.environ, {k: v for k, v in values.items() if v is not None}):
+        for name in (k for k, v in values.items() if v is None):
+            os.environ.pop(name, None)
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @dataclass(frozen=True)
@@ -105,20 +96,11 @@ class EmbeddedStack:
 
         set_container(None)
         container, self.container = self.container, None
-        if container is not None:
-            cached = container.__dict__
-            store = cached.get("store")
-            if store is not None and hasattr(store, "close"):
+        for name in ("store", "embedder", "ledger") if container is not None else ():
+            part = container.__dict__.get(name)  # cached properties: only what was built
+            if part is not None and hasattr(part, "close"):
                 with contextlib.suppress(Exception):
-                    store.close()
-            embedder = cached.get("embedder")
-            if embedder is not None and hasattr(embedder, "close"):
-                with contextlib.suppress(Exception):
-                    embedder.close()
-            ledger = cached.get("ledger")
-            if ledger is not None and hasattr(ledger, "close"):
-                with contextlib.suppress(Exception):
-                    ledger.close()
+                    part.close()
         if self._environ is not None:
             self._environ.close()
             self._environ = None
@@ -178,18 +160,21 @@ class EmbeddedStack:
         claim = self.container.settings.search.tenant_claim
         return http_api_event("POST", "/search", body=body, tenant=self.tenant, claim=claim)
 
-    def call_search(self, event: dict[str, Any]) -> list[Hit]:
-        """Send one prepared event to the search handler; raise on any non-200 answer."""
+    def results(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+        """Send one prepared event to the search handler: its results as the API returned them; raise
+        on any non-200 answer."""
         from functions.search.app import handler
         from winnow_local.context import LocalLambdaContext
 
         response = handler(event, LocalLambdaContext())
         if response.get("statusCode") != 200:
             raise RuntimeError(f"search answered {response.get('statusCode')}: {response.get('body')}")
-        payload = json.loads(response["body"])
+        return list(json.loads(response["body"])["results"])
+
+    def call_search(self, event: dict[str, Any]) -> list[Hit]:
         return [
             Hit(key=r["key"], score=r["score"], vector_score=r["vector_score"], text=r["text"])
-            for r in payload["results"]
+            for r in self.results(event)
         ]
 
     def search(self, query: str, mode: str = "hybrid", **options: Any) -> list[Hit]:

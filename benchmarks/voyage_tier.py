@@ -37,14 +37,6 @@ gearbox rotor tower yaw pitch generator inverter cable fatigue maintenance inter
 _WORDS = _VOCABULARY.split()
 
 
-class VirtualClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def _documents(count: int, rng: random.Random) -> list[tuple[str, bytes]]:
     """Markdown manuals of four ~1,200-character sections: chunks the size ingest makes by default."""
     docs = []
@@ -62,7 +54,7 @@ def run(rate: float, seconds: int, tier: int, candidates: int, token_share: floa
     from winnow_local.context import LocalLambdaContext
 
     rng = random.Random(43)
-    clock = VirtualClock()
+    now = [0.0]  # the virtual clock's reading
     backoff: list[float] = []  # the adapters' pauses, on the virtual clock too
     with tempfile.TemporaryDirectory() as home, FakeVoyageServer() as fake:
         env = {
@@ -82,7 +74,7 @@ def run(rate: float, seconds: int, tier: int, candidates: int, token_share: floa
             fake.set_simulation(
                 VoyageSimulation(
                     tier=tier,
-                    clock=clock,
+                    clock=lambda: now[0],
                     sleep=lambda _s: None,
                     rate_token_share=token_share,
                     retry_after_share=0.5,
@@ -94,13 +86,13 @@ def run(rate: float, seconds: int, tier: int, candidates: int, token_share: floa
             retry_after: Counter[str] = Counter()
             total = int(rate * seconds)
             for n in range(total):
-                clock.now = n / rate
+                now[0] = n / rate
                 query = " ".join(rng.choice(_WORDS) for _ in range(4)) + f" {n}"
                 event = stack.search_event(query, top_k=10, candidates=candidates, rerank=True)
                 response = handler(event, LocalLambdaContext())
                 status = int(response["statusCode"])
                 statuses[status] += 1
-                if clock.now >= 60:
+                if now[0] >= 60:
                     steady[status] += 1
                 headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
                 if status != 200:

@@ -71,8 +71,8 @@ def build_dialogues(
 def run(dialogues_wanted: int, max_documents: int, note: Progress, eval_dir: Path | None) -> dict[str, Any]:
     from winnow.access import Caller
     from winnow.adapters.ollama import OllamaGenerator
-    from winnow.api.schemas.search import SearchRequest
     from winnow.conversations.service import ConversationService
+    from winnow.search.query import Query
     from winnow.settings import AnswerSettings
     from winnow_fakes.fake_ollama import DEFAULT_MODEL, FakeOllamaServer
 
@@ -104,10 +104,8 @@ def run(dialogues_wanted: int, max_documents: int, note: Progress, eval_dir: Pat
             searches, container.conversation_store, container.settings.conversations, generator
         )
 
-        def request(query: str, conversation: str | None = None) -> SearchRequest:
-            return SearchRequest(
-                query=query, top_k=TOP, relevance_threshold=0.0, conversation_id=conversation
-            )
+        def request(query: str) -> Query:
+            return Query(query=query, top_k=TOP, relevance_threshold=0.0)
 
         def hit(keys: Sequence[str], dialogue: Dialogue) -> bool:
             return dialogue.document in keys[:TOP]
@@ -116,12 +114,12 @@ def run(dialogues_wanted: int, max_documents: int, note: Progress, eval_dir: Pat
         first_hits = 0
         for n, d in enumerate(dialogues):
             caller = Caller(stack.tenant, f"bench-{n}")
-            alone = searches.search(caller.tenant, request(d.turns[-1]).to_query())
+            alone = searches.search(caller.tenant, request(d.turns[-1]))
             counts["alone"] += hit([r.key for r in alone.results], d)
             # The other rule considered: the earlier questions appended word for word (stop-words kept)
             verbatim = " ".join([d.turns[-1], *reversed(d.turns[:-1])])[:2000]
             counts["verbatim"] += hit(
-                [r.key for r in searches.search(caller.tenant, request(verbatim).to_query()).results], d
+                [r.key for r in searches.search(caller.tenant, request(verbatim)).results], d
             )
             for name, service in (("rule", rule), ("rewrite", rewrite)):
                 opened = service.search(caller, request(d.turns[0]))
@@ -130,7 +128,7 @@ def run(dialogues_wanted: int, max_documents: int, note: Progress, eval_dir: Pat
                 for follow, scripted in zip(d.turns[1:], d.rewrites, strict=True):
                     if name == "rewrite":
                         fake.script(scripted)
-                    found = service.search(caller, request(follow, opened.conversation_id))
+                    found = service.search(caller, request(follow), opened.conversation_id)
                 counts[name] += hit([r.key for r in found.results], d)
         total = len(dialogues)
     return {

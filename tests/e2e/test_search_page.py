@@ -371,8 +371,8 @@ def test_table_passages_show_as_tables_and_ocr_passages_are_marked(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    from benchmarks.scans import png_bytes, render_page
     from tests.support.documents import make_table_pdf
+    from tests.support.scans import png_bytes, render_page
 
     # Given a PDF with a table of depots (text layer) and a scanned memo (a PNG image, read by OCR),
     # uploaded to the real local server, which parses, OCRs and indexes them
@@ -579,7 +579,7 @@ def test_a_figure_result_shows_its_thumbnail_which_opens_the_image(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from benchmarks.figure_docs import CHART, INTRO, figure_docx
+    from tests.support.figure_docs import CHART, INTRO, figure_docx
 
     # Given a tenant of its own holding a DOCX with a chart
     upload(server, "figures-page", "report.docx", figure_docx([CHART], intro=INTRO))

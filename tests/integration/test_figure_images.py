@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from benchmarks.figure_docs import CHART, DIAGRAM, INTRO, SAMPLE_FIGURES, draw_figure, figure_docx, png
+from tests.support.figure_docs import CHART, DIAGRAM, INTRO, SAMPLE_FIGURES, draw_figure, figure_docx, png
 from tests.support.serve import serving, upload
 from tests.support.stack import EmbeddedStack
 from winnow.adapters.objects_s3 import S3ObjectSource

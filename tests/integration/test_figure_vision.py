@@ -10,8 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.figure_docs import CHART, DIAGRAM, INTRO, PHOTO, SAMPLE_FIGURES, draw_figure, figure_docx, png
 from tests.support.answer import bedrock_settings, ollama_settings
+from tests.support.figure_docs import (
+    CHART,
+    DIAGRAM,
+    INTRO,
+    PHOTO,
+    SAMPLE_FIGURES,
+    draw_figure,
+    figure_docx,
+    png,
+)
 from tests.support.stack import EmbeddedStack
 from winnow.adapters.bedrock import BedrockGenerator
 from winnow.adapters.ollama import OllamaGenerator

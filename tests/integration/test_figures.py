@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.figure_docs import (
+from tests.support.figure_docs import (
     CHART,
     DIAGRAM,
     INTRO,

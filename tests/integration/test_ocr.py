@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks.scans import (
+from tests.support.documents import make_pdf
+from tests.support.scans import (
     character_error_rate,
     checkerboard_page,
     huge_png_header,
@@ -21,7 +22,6 @@ from benchmarks.scans import (
     render_page,
     scanned_pdf,
 )
-from tests.support.documents import make_pdf
 from tests.support.stack import EmbeddedStack
 from tests.support.textract import FakeTextract
 from winnow.adapters.ocr import TesseractOcr, TextractOcr, tesseract_installed

@@ -429,7 +429,7 @@ def test_ingest_is_granted_exactly_the_calls_it_makes(
     with a sidecar, unchanged re-upload, edit, sidecar change, a corrupt file, deletes), then the IAM
     actions its calls need are exactly the ones its statements grant, on exactly those resources: no
     Scan, Query, PutItem or batch write on the ledger, no listing beyond the 404 of a missing key."""
-    from benchmarks.figure_docs import CHART, INTRO, SAMPLE_FIGURES, figure_docx
+    from tests.support.figure_docs import CHART, INTRO, SAMPLE_FIGURES, figure_docx
     from tests.support.stack import EmbeddedStack
     from winnow.adapters.ledger_dynamodb import DynamoDbLedger
     from winnow.adapters.objects_s3 import S3ObjectSource

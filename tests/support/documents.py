@@ -546,8 +546,8 @@ def _declared_bomb(base: bytes, name: str) -> bytes:
 
 def _office_bad_inputs() -> list[BadInput]:
     """PPTX, XLSX, EPUB, CSV and image inputs that must fail with a reason (or, last, be indexed)."""
-    from benchmarks.scans import huge_png_header
     from tests.support.office import Slide, make_epub, make_pptx, make_xlsx
+    from tests.support.scans import huge_png_header
 
     xlsx = make_xlsx({"Staff": [["Name", "Office"], ["Ada", "London"]]})
     pptx = make_pptx([Slide("Review", ["Revenue grew"])])
@@ -644,7 +644,7 @@ def _hostile_markup_inputs(xlsx: bytes, pptx: bytes, epub: bytes) -> list[BadInp
 def _hostile_image_inputs() -> list[BadInput]:
     """Images inside documents that must cost nothing and fail nothing (issue 27): the document's text
     is indexed, the image is no figure or keeps its caption."""
-    from benchmarks.figure_docs import (
+    from tests.support.figure_docs import (
         CHART,
         docx_with_picture,
         draw_figure,
@@ -653,7 +653,7 @@ def _hostile_image_inputs() -> list[BadInput]:
         pdf_with_flate_bomb,
         png,
     )
-    from benchmarks.scans import huge_png_header
+    from tests.support.scans import huge_png_header
 
     return [
         BadInput("pdf image that inflates to 200 MB", "acme/image-bomb.pdf", pdf_with_flate_bomb(), None),

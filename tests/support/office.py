@@ -79,6 +79,29 @@ def make_epub(
     chapter's member (its manifest href is the same name, percent-encoded as a URL); ``doctype`` goes
     after each chapter's XML declaration; ``spine`` lists chapter numbers in reading order (default:
     each once, in order)."""
+    documents = []
+    for number, (heading, body) in enumerate(chapters, start=1):
+        paragraphs = "".join(f"<p>{p}</p>" for p in body.split("\n\n"))
+        documents.append(
+            (
+                file_name.format(number=number),
+                f'<?xml version="1.0"?>{doctype}<html xmlns="http://www.w3.org/1999/xhtml">'
+                f"<head><title>{heading}</title></head><body><h1>{heading}</h1>{paragraphs}</body></html>",
+            )
+        )
+    return epub_package(title, documents, spine=spine)
+
+
+def epub_package(
+    title: str,
+    chapters: Sequence[tuple[str, str]],
+    members: Sequence[tuple[str, bytes]] = (),
+    *,
+    spine: Sequence[int] | None = None,
+) -> bytes:
+    """An EPUB of ``chapters`` ((member name under OEBPS/, XHTML document), numbered from 1) beside other
+    ``members`` under OEBPS/ (images); ``spine`` lists chapter numbers in reading order (default: each
+    once, in order)."""
     from urllib.parse import quote
 
     out = BytesIO()
@@ -91,15 +114,11 @@ def make_epub(
             '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
             "</rootfiles></container>",
         )
+        for name, data in members:
+            archive.writestr(f"OEBPS/{name}", data)
         items = []
-        for number, (heading, body) in enumerate(chapters, start=1):
-            paragraphs = "".join(f"<p>{p}</p>" for p in body.split("\n\n"))
-            name = file_name.format(number=number)
-            archive.writestr(
-                f"OEBPS/{name}",
-                f'<?xml version="1.0"?>{doctype}<html xmlns="http://www.w3.org/1999/xhtml">'
-                f"<head><title>{heading}</title></head><body><h1>{heading}</h1>{paragraphs}</body></html>",
-            )
+        for number, (name, document) in enumerate(chapters, start=1):
+            archive.writestr(f"OEBPS/{name}", document)
             items.append(f'<item id="c{number}" href="{quote(name)}" media-type="application/xhtml+xml"/>')
         refs = [f'<itemref idref="c{number}"/>' for number in spine or range(1, len(chapters) + 1)]
         archive.writestr(

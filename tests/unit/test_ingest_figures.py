@@ -4,7 +4,7 @@ Bedrock fake in tests/integration/test_figure_vision.py)."""
 
 from __future__ import annotations
 
-from benchmarks.figure_docs import INTRO, SAMPLE_FIGURES, figure_docx
+from tests.support.figure_docs import INTRO, SAMPLE_FIGURES, figure_docx
 from winnow.ingest.figures import describe_figures
 from winnow.parsing import parse_document
 from winnow.ports import Generation, Generator, Prompt

@@ -1,8 +1,8 @@
 """Package boundaries, read from the source (every import, including those inside functions and under
 TYPE_CHECKING): the shipped ``winnow`` package never reaches the handlers, the local tools or the test
 doubles; ``ports`` depends on the models alone; search and ingest ask ``winnow.index`` which collection
-to use, never reconcile; the search core never imports the API's edge or models; no two packages import
-each other, and no two modules either."""
+to use, never reconcile; the search, answer and conversation cores never import the API's edge or models;
+no two packages import each other, and no two modules either."""
 
 from __future__ import annotations
 
@@ -198,6 +198,13 @@ def test_the_search_core_keeps_its_own_types() -> None:
     # The routes map the API's request models to the core's query (winnow.search.query); the core
     # never reads the HTTP edge, its models or the routes
     assert _reaching("winnow.search", {"winnow.api", "winnow.handlers"}) == {}
+
+
+@pytest.mark.parametrize("package", ["winnow.answer", "winnow.conversations"])
+def test_the_answer_and_conversation_services_keep_their_own_types(package: str) -> None:
+    # The routes map /answer's request model to the core's question (winnow.answer.question) and pass
+    # the conversation id on its own; the services never read the HTTP edge, its models or the routes
+    assert _reaching(package, {"winnow.api", "winnow.handlers"}) == {}
 
 
 def test_the_api_edge_builds_nothing() -> None:

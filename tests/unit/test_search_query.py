@@ -1,8 +1,12 @@
-"""The API's search request as the search core reads it (``SearchRequest.to_query``): every choice carried
-over, the filters in the store's terms, and the candidates rule applied by the core's own query."""
+"""The API's requests as the cores read them (``SearchRequest.to_query``, ``AnswerRequest.to_question``):
+every choice carried over, the filters in the store's terms, and the candidates rule applied by the core's
+own query."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from winnow.answer.question import Question
 from winnow.api.schemas.answer import AnswerRequest
 from winnow.api.schemas.search import SearchRequest
 from winnow.ports import RangeFilter
@@ -52,3 +56,21 @@ def test_the_core_picks_the_candidates_a_request_leaves_open() -> None:
 def test_an_answer_request_searches_with_its_own_context_default() -> None:
     # /answer reads the text around each passage unless told otherwise; its search asks for it
     assert AnswerRequest(query="x").to_query().context == "neighbours"
+
+
+def test_an_answer_request_is_the_answer_cores_question() -> None:
+    # Given an /answer request with its own cap, memory off and a conversation to continue
+    request = AnswerRequest.model_validate(
+        {"query": " pay? ", "top_k": 3, "max_answer_tokens": 64, "memory": False, "conversation_id": "a" * 32}
+    )
+    # When the edge maps it to the core's question
+    question = request.to_question()
+    # Then the question carries the search, the cap and the memory choice; the conversation id stays with
+    # the edge, which hands it to the conversation service on its own
+    assert question == Question(request.to_query(), max_answer_tokens=64, memory=False)
+    assert question.search.query == "pay?" and question.search.top_k == 3
+    assert not hasattr(question, "conversation_id")
+    # And a follow-up made standalone changes only the searched text
+    assert question.searching("what is the pay?") == Question(
+        replace(request.to_query(), query="what is the pay?"), max_answer_tokens=64, memory=False
+    )

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.common import stdout_reserved_for_result
+from benchmarks.common import percentile, stdout_reserved_for_result
 from benchmarks.cost import edit_sections, generate_sections, to_markdown
-from benchmarks.speed import percentile
 from benchmarks.stack import Hit, documents_by_best_chunk
 from training.data import EvalSet
 
@@ -85,7 +84,7 @@ def test_packages_hidden_from_the_cold_start_are_not_shipped_in_the_lambda_bundl
     """The cold-init figure hides dev-only packages; that is fair only while the bundle lacks them."""
     from pathlib import Path
 
-    from benchmarks.speed import NOT_IN_BUNDLE
+    from benchmarks.coldstart import NOT_IN_BUNDLE
 
     root = Path(__file__).resolve().parents[3]
     shipped = [root / "layers/shared/requirements.txt", *sorted(root.glob("functions/*/requirements.txt"))]

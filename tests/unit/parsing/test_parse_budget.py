@@ -9,7 +9,6 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from benchmarks.scans import render_page, scanned_pdf
 from tests.support.documents import (
     DocxHeading,
     DocxParagraph,
@@ -20,6 +19,7 @@ from tests.support.documents import (
     make_pdf,
 )
 from tests.support.office import make_xlsx
+from tests.support.scans import render_page, scanned_pdf
 from winnow.errors import CorruptDocument, EmptyDocument, ParseBudgetExceeded, ProviderUnavailable
 from winnow.parsing import budget, parse_document
 from winnow.parsing.budget import decode_result, parse_within_budget, shutdown_workers

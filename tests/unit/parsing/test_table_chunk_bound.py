@@ -5,56 +5,19 @@ chunk carries a fair share of the document's own text, whatever the shape of its
 
 from __future__ import annotations
 
-import csv
-import io
-import random
-from collections.abc import Callable
-
 import pytest
 
+from tests.support.tables import table_csv, table_rows
 from winnow.parsing.delimited import parse_delimited
 from winnow.parsing.markdown import parse_markdown
 from winnow.settings import ChunkingSettings
 from winnow.text.chunking import chunk_document
 
-WORDS = [
-    "kettle",
-    "descale",
-    "water",
-    "filter",
-    "boiler",
-    "pressure",
-    "valve",
-    "steam",
-    "milk",
-    "coffee",
-    "grinder",
-    "espresso",
-]
 SIZE = 200_000
 
 
-def _rows(long_cells: bool, seed: int = 1) -> tuple[list[str], Callable[[], list[str]]]:
-    rng = random.Random(seed)
-    if long_cells:  # paragraphs in cells, long column names
-        header = [f"column name number {i} " * 3 for i in range(5)]
-        return header, lambda: [" ".join(rng.choice(WORDS) for _ in range(300)) for _ in range(5)]
-    header = [f"c{i}" for i in range(20)]  # a numeric export: many short cells
-    return header, lambda: [str(rng.randrange(1000)) for _ in range(20)]
-
-
-def _csv(long_cells: bool) -> str:
-    header, row = _rows(long_cells)
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(header)
-    while out.tell() < SIZE:
-        writer.writerow(row())
-    return out.getvalue()
-
-
 def _markdown(long_cells: bool) -> str:
-    header, row = _rows(long_cells)
+    header, row = table_rows(long_cells)
     lines = ["# Sheet", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     size = sum(len(line) for line in lines)
     while size < SIZE:
@@ -71,7 +34,7 @@ def test_a_table_makes_a_bounded_number_of_chunks_per_byte(
     form: str, long_cells: bool, most_per_kb: float
 ) -> None:
     # Given 200 KB of table: paragraphs in cells, or many short cells
-    text = _csv(long_cells) if form == "csv" else _markdown(long_cells)
+    text = table_csv(long_cells, SIZE) if form == "csv" else _markdown(long_cells)
     parsed = parse_delimited("t/sheet.csv", text) if form == "csv" else parse_markdown("t/sheet.md", text)
     settings = ChunkingSettings()
     # When it is chunked with the default sizes

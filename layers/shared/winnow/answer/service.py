@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from winnow.access import Caller
 from winnow.answer.citations import check_citations
 from winnow.answer.prompt import NO_ANSWER, build_prompt
-from winnow.api.schemas.answer import AnswerRequest, AnswerResponse, AnswerTimings, Citation, Usage
+from winnow.answer.question import Question
+from winnow.answer.results import AnswerResponse, AnswerTimings, Citation
 from winnow.errors import AnswerModelUnavailable, TransientError
 from winnow.observability import logger
 from winnow.ports import Generator, Passage
+from winnow.search.results import Usage
 from winnow.search.service import NOTHING_RELEVANT, SearchService
 from winnow.settings import AnswerSettings
 
@@ -48,13 +50,13 @@ class AnswerService:
     def answer(
         self,
         who: Caller | str,
-        request: AnswerRequest,
+        question: Question,
         deadline: float | None = None,
         recall: Recall | None = None,
     ) -> AnswerResponse:
         """Only passages the caller may read reach the model: the search is filtered in the query."""
         started = time.perf_counter()
-        found = self.search.search(who, request.to_query())
+        found = self.search.search(who, question.search)
         timings = found.timings_ms
         if not found.results:
             return AnswerResponse(
@@ -92,7 +94,7 @@ class AnswerService:
         prompt = build_prompt(
             found.query if recall is None else recall.question,
             passages,
-            max_tokens=request.max_answer_tokens or self.settings.max_answer_tokens,
+            max_tokens=question.max_answer_tokens or self.settings.max_answer_tokens,
             temperature=self.settings.temperature,
             earlier=recall.earlier if recall else (),
             memories=recall.memories if recall else (),

@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from winnow.access import Caller
+from winnow.answer.question import Question
+from winnow.answer.results import AnswerResponse
 from winnow.answer.service import AnswerService, Recall
-from winnow.api.schemas.answer import AnswerRequest, AnswerResponse, Usage
-from winnow.api.schemas.search import SearchRequest, SearchResponse
 from winnow.conversations import new_conversation_id
 from winnow.conversations.followup import (
     fit_recall,
@@ -36,11 +36,12 @@ from winnow.errors import BadRequest, NotFound, WinnowError
 from winnow.observability import logger
 from winnow.ports import Generator
 from winnow.rules import iso_timestamp
+from winnow.search.query import Query
+from winnow.search.results import SearchResponse, Usage
 from winnow.search.service import SearchService
 from winnow.settings import ConversationSettings
 
 T = TypeVar("T", Turn, Memory)
-R = TypeVar("R", SearchRequest, AnswerRequest)
 DAY_SECONDS = 86_400
 _ANONYMOUS = "this caller has no user id (the token's user claim; locally x-winnow-user or --user)"
 NO_USER = f"conversations belong to a user: {_ANONYMOUS}, so send the request without conversation_id"
@@ -93,13 +94,15 @@ class ConversationService:
         return self._generator()
 
     # --- the routes -----------------------------------------------------------------------------------
-    def search(self, caller: Caller, request: SearchRequest) -> SearchResponse:
-        turn = self._begin(caller, request.query, request.conversation_id, None)
-        found = self.searches.search(caller, self._searched(request, turn).to_query())
-        self._store_turn(turn, request.query, None, (), tuple(sorted(turn.shown)))
+    def search(self, caller: Caller, query: Query, conversation_id: str | None = None) -> SearchResponse:
+        """``query`` as a turn of ``conversation_id`` (None: a new conversation)."""
+        turn = self._begin(caller, query.query, conversation_id, None)
+        # query_used is at most the query limit by construction (followup).
+        found = self.searches.search(caller, replace(query, query=turn.query_used))
+        self._store_turn(turn, query.query, None, (), tuple(sorted(turn.shown)))
         return found.model_copy(
             update={
-                "query": request.query,
+                "query": query.query,
                 "query_used": turn.query_used,
                 "conversation_id": turn.conversation_id,
                 "usage": turn.usage if turn.rewritten else None,
@@ -107,13 +110,19 @@ class ConversationService:
         )
 
     def answer(
-        self, caller: Caller, request: AnswerRequest, answers: AnswerService, deadline: float | None = None
+        self,
+        caller: Caller,
+        question: Question,
+        conversation_id: str | None,
+        answers: AnswerService,
+        deadline: float | None = None,
     ) -> AnswerResponse:
-        turn = self._begin(caller, request.query, request.conversation_id, deadline)
-        searched = self._searched(request, turn)
+        """``question`` answered as a turn of ``conversation_id`` (None: a new conversation)."""
+        asked = question.search.query
+        turn = self._begin(caller, asked, conversation_id, deadline)
         history, memories = fit_recall(
             self._readable_history(caller, turn),
-            self._recall(caller, turn) if request.memory else [],
+            self._recall(caller, turn) if question.memory else [],
             self.settings.max_recall_tokens,
         )
         # Within the bound on documents an answer depends on: newest answers first, then memories.
@@ -123,22 +132,22 @@ class ConversationService:
         earlier = [(t.question, t.answer) for t in history]
         recalled = [(m.question, m.answer) for m in memories]
         recall = Recall(question=turn.question, earlier=earlier, memories=recalled)
-        result = answers.answer(caller, searched, deadline=deadline, recall=recall)
+        result = answers.answer(caller, question.searching(turn.query_used), deadline=deadline, recall=recall)
         cited = tuple(c.chunk_id for c in result.citations)
         # The answer may repeat any passage the model was sent, cited or not, and what it was shown of
         # earlier answers and memories: it is shown again (turn, memory) only while all stay readable.
         keys = tuple(dict.fromkeys([*(r.key for r in result.results), *sorted(turn.shown)]))
         answered = result.answer if cited else None
-        self._store_turn(turn, request.query, answered, cited, keys)
-        if answered is not None and request.memory and turn.stored:
-            self._remember(caller, turn, request.query, answered, keys)
+        self._store_turn(turn, asked, answered, cited, keys)
+        if answered is not None and question.memory and turn.stored:
+            self._remember(caller, turn, asked, answered, keys)
         usage = Usage(
             input_tokens=result.usage.input_tokens + turn.usage.input_tokens,
             output_tokens=result.usage.output_tokens + turn.usage.output_tokens,
         )
         return result.model_copy(
             update={
-                "query": request.query,
+                "query": asked,
                 "query_used": turn.query_used,
                 "conversation_id": turn.conversation_id,
                 "usage": usage,
@@ -226,11 +235,6 @@ class ConversationService:
                     return
                 logger.info("follow-up rewrite unusable; the rule is used")
         turn.query_used = rule_query(query, turn.history, self._budget)
-
-    @staticmethod
-    def _searched(request: R, turn: _Turn) -> R:
-        # model_copy skips validation: query_used is at most the query limit by construction (followup).
-        return request.model_copy(update={"query": turn.query_used, "conversation_id": None})
 
     def _now(self) -> tuple[float, int, str]:
         now = self.clock()

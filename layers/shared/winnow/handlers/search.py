@@ -45,10 +45,10 @@ def routes() -> Router:
     )
     @tracer.capture_method
     def search(request: SearchRequest) -> SearchResponse:
-        caller = router.context["caller"]
+        caller, query = router.context["caller"], request.to_query()
         if in_conversation(caller.user, request.conversation_id):  # one-shot requests never touch the store
-            return get_container().conversation_service().search(caller, request)
-        return service().search(caller, request.to_query())
+            return get_container().conversation_service().search(caller, query, request.conversation_id)
+        return service().search(caller, query)
 
     @router.post(
         "/answer",
@@ -70,11 +70,12 @@ def routes() -> Router:
         answers = get_container().answer_service()  # FeatureDisabled (501) before anything is built or called
         remaining_ms = router.lambda_context.get_remaining_time_in_millis()
         deadline = time.monotonic() + remaining_ms / 1000 - ANSWER_MARGIN_SECONDS
-        caller = router.context["caller"]
+        caller, question = router.context["caller"], request.to_question()
         if in_conversation(caller.user, request.conversation_id):
-            result = get_container().conversation_service().answer(caller, request, answers, deadline)
+            conversations = get_container().conversation_service()
+            result = conversations.answer(caller, question, request.conversation_id, answers, deadline)
         else:
-            result = answers.answer(caller, request, deadline=deadline)
+            result = answers.answer(caller, question, deadline=deadline)
         if result.model is not None:
             usage = result.usage
             metrics.add_metric(name="AnswerInputTokens", unit=MetricUnit.Count, value=usage.input_tokens)

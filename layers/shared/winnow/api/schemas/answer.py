@@ -1,13 +1,16 @@
-"""``POST /answer``'s request and response models (the OpenAPI document is generated from these)."""
+"""``POST /answer``'s request model, and the response models the core returns (the OpenAPI document is
+generated from these)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from winnow.answer.question import Question
+from winnow.answer.results import AnswerResponse, AnswerTimings, Citation
 from winnow.api.schemas.common import StrictInt
-from winnow.api.schemas.search import SearchRequest, SearchResult, Usage
+from winnow.api.schemas.search import SearchRequest, Usage
 
 __all__ = ["AnswerRequest", "AnswerResponse", "AnswerTimings", "Citation", "Usage"]
 
@@ -29,37 +32,6 @@ class AnswerRequest(SearchRequest):
         default=True, description="false: neither read nor add to the user's long-term memory."
     )
 
-
-class Citation(BaseModel):
-    rank: int = Field(description="The cited result's rank: the answer's marker [rank].")
-    chunk_id: str
-    key: str
-    title: str
-    page: int | None
-    section: str
-
-
-class AnswerTimings(BaseModel):
-    embed: float
-    search: float
-    rerank: float
-    generate: float
-    total: float
-
-
-class AnswerResponse(BaseModel):
-    query: str
-    answer: str | None = Field(description="Null when no passage cleared the relevance threshold.")
-    relevant: bool = Field(description="False when no passage was relevant: no model was called.")
-    message: str
-    citations: list[Citation] = Field(description="Exactly the results the answer cites, by rank.")
-    results: list[SearchResult] = Field(description="The passages, exactly as /search returns them.")
-    model: str | None = Field(description="The model that wrote the answer; null when none was called.")
-    usage: Usage = Field(description="Model tokens of this request: the answer and any follow-up rewrite.")
-    timings_ms: AnswerTimings
-    query_used: str | None = Field(
-        default=None, description="What was searched: the query, or a follow-up made standalone."
-    )
-    conversation_id: str | None = Field(
-        default=None, description="The conversation this turn belongs to; null for a one-shot request."
-    )
+    def to_question(self) -> Question:
+        """This request as the answer core reads it."""
+        return Question(self.to_query(), max_answer_tokens=self.max_answer_tokens, memory=self.memory)

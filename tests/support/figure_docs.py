@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.support.office import epub_package
+
 _FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 
@@ -212,35 +214,19 @@ def figure_html(figures: Sequence[FigureSpec], *, intro: str, title: str = "Figu
 
 def figure_epub(figures: Sequence[FigureSpec], *, intro: str, title: str = "Figures") -> bytes:
     """One chapter per figure, its image a member of the book (``images/figN.png``)."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        archive.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
-        archive.writestr(
-            "META-INF/container.xml",
-            '<?xml version="1.0"?><container version="1.0"'
-            ' xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
-            '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
-            "</rootfiles></container>",
-        )
-        items, refs = [], []
-        for number, spec in enumerate(figures, start=1):
-            archive.writestr(f"OEBPS/images/fig{number}.png", png(draw_figure(spec)))
-            caption = f"<figcaption>{spec.caption}</figcaption>" if spec.caption else ""
-            archive.writestr(
-                f"OEBPS/ch{number}.xhtml",
+    chapters, images = [], []
+    for number, spec in enumerate(figures, start=1):
+        images.append((f"images/fig{number}.png", png(draw_figure(spec))))
+        caption = f"<figcaption>{spec.caption}</figcaption>" if spec.caption else ""
+        chapters.append(
+            (
+                f"ch{number}.xhtml",
                 f'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>c{number}'
                 f"</title></head><body><h1>{spec.title.split()[0]} overview</h1><p>{intro}</p><figure>"
                 f'<img src="images/fig{number}.png" alt="{spec.alt}"/>{caption}</figure></body></html>',
             )
-            items.append(f'<item id="c{number}" href="ch{number}.xhtml" media-type="application/xhtml+xml"/>')
-            refs.append(f'<itemref idref="c{number}"/>')
-        archive.writestr(
-            "OEBPS/content.opf",
-            '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
-            f'<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{title}</dc:title></metadata>'
-            f"<manifest>{''.join(items)}</manifest><spine>{''.join(refs)}</spine></package>",
         )
-    return out.getvalue()
+    return epub_package(title, chapters, images)
 
 
 # The figures of the tests and the benchmark. Each question's answer words appear only in its figure.

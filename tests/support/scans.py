@@ -95,18 +95,23 @@ def scanned_pdf(images: list[Any]) -> bytes:
 
 
 def character_error_rate(expected: str, actual: str) -> float:
-    """Levenshtein distance over the expected length, after collapsing whitespace on both sides."""
+    """Levenshtein distance over the expected length, after collapsing whitespace on both sides. One
+    row of the distance table per expected character, each row in numpy: the insertions along a row are
+    a running minimum of ``cell - column``, so a page takes milliseconds, not seconds."""
+    import numpy as np
+
     a = " ".join(expected.split())
-    b = " ".join(actual.split())
+    b = np.frombuffer(" ".join(actual.split()).encode("utf-32-le"), dtype=np.uint32)
     if not a:
-        return 0.0 if not b else 1.0
-    previous = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, 1):
-        current = [i]
-        for j, char_b in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
-        previous = current
-    return previous[-1] / len(a)
+        return 0.0 if not len(b) else 1.0
+    columns = np.arange(len(b) + 1)
+    previous = columns.copy()
+    for i, char in enumerate(a, 1):
+        current = np.empty_like(previous)
+        current[0] = i
+        current[1:] = np.minimum(previous[1:] + 1, previous[:-1] + (b != ord(char)))
+        previous = np.minimum.accumulate(current - columns) + columns
+    return float(previous[-1]) / len(a)
 
 
 def huge_png_header(width: int, height: int) -> bytes:
