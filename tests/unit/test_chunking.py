@@ -103,13 +103,28 @@ def test_a_long_paragraph_is_split_at_sentence_ends_into_balanced_pieces_with_ov
     assert all(chunk.page == 3 for chunk in chunks)
 
 
-def test_overlap_falls_back_to_words_when_a_sentence_is_longer_than_the_overlap() -> None:
+def test_no_overlap_starts_mid_sentence_when_a_sentence_is_longer_than_the_overlap() -> None:
+    # issue 46: an overlap of trailing words made passages that start mid-sentence ("as -1 for files
+    # not in gzip format"); a piece now starts at a sentence, without overlap when none fits
     text = _sentences("w", 12, words=20)  # sentences of about 170 characters > overlap of 60
     chunks = chunk_document(_doc(Block(text)), SMALL)
+    assert len(chunks) > 2
     for previous, current in itertools.pairwise(chunks):
-        overlap = _leading_overlap(previous.text, current.text)
-        assert overlap and len(overlap) <= SMALL.overlap_chars
-        assert previous.text.endswith(overlap)
+        assert not _leading_overlap(previous.text, current.text)
+        assert current.text[0].isupper() and previous.text.endswith(".")
+
+
+def test_overlap_after_a_sentence_split_at_words_starts_at_a_sentence() -> None:
+    # a sentence longer than the room is cut at words; the overlap of the piece after it may not start
+    # inside that sentence, only at a sentence that follows it
+    long = " ".join(f"long{i}" for i in range(90)) + "."
+    text = f"{long} Short one. Another short one. " + _sentences("z", 6)
+    chunks = chunk_document(_doc(Block(text)), SMALL)
+    for chunk in chunks[1:]:
+        first = chunk.text.split()[0]
+        assert first[0].isupper() or first.startswith("long"), chunk.text[:40]
+        if first.startswith("long"):
+            assert not any(first in other.text.split() for other in chunks[: chunks.index(chunk)])
 
 
 def test_a_sentence_longer_than_the_target_is_split_at_word_boundaries() -> None:
