@@ -147,6 +147,33 @@ def test_a_token_longer_than_the_room_is_cut_and_nothing_is_lost() -> None:
     assert token[:200] in chunks[0].text + chunks[1].text
 
 
+def test_a_long_entry_leads_every_piece_with_its_head() -> None:
+    # issue 46: the pieces of a long option entry after the first lacked the option's name
+    head = "-O file --output-document=file"
+    body = _sentences("o", 14)
+    block = Block(f"{head} {body}", ("Options",), entry=True, head=head)
+    chunks = chunk_document(_doc(Block(_sentences("b", 2), ("Options",)), block), SMALL)
+    pieces = [chunk for chunk in chunks if re.search(r"\bo\d+x\d+", chunk.text, re.IGNORECASE)]
+    assert len(pieces) >= 3
+    assert all(piece.text.startswith(head + "\n") for piece in pieces)
+    assert all(len(piece.text) <= SMALL.target_chars for piece in pieces)
+    # every sentence of the entry is in a piece, in order, and no piece starts mid-sentence
+    words = [
+        word.lower() for piece in pieces for word in re.findall(r"\bo\d+x\d+", piece.text, re.IGNORECASE)
+    ]
+    assert list(dict.fromkeys(words)) == re.findall(r"\bo\d+x\d+", body.lower())
+    assert all(piece.text.split("\n", 1)[1][0].isupper() for piece in pieces)
+
+
+def test_a_tiny_last_piece_of_an_entry_merges_without_repeating_its_head() -> None:
+    head = "--tries=NUMBER"
+    tight = ChunkingSettings(target_chars=200, overlap_chars=40, min_chars=150)
+    block = Block(f"{head} {_sentences('t', 9, words=4)}", ("Options",), entry=True, head=head)
+    chunks = chunk_document(_doc(block), tight)
+    assert all(chunk.text.startswith(head) for chunk in chunks)
+    assert all(chunk.text.count(head) == 1 for chunk in chunks)
+
+
 def test_whole_paragraphs_get_no_overlap() -> None:
     paragraphs = [_sentences(f"p{i}", 5) for i in range(4)]  # about 240 characters each
     chunks = chunk_document(_doc(*(Block(p, ("S",)) for p in paragraphs)), SMALL)
