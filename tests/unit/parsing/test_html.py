@@ -46,7 +46,7 @@ def test_html_title_falls_back_to_first_h1_and_article_header_is_kept() -> None:
         "By the team",
         "Body bold and link.",
         "Prices\nColumns: Item | Cost\nItem: Tea | Cost: 2",  # a table block: each row names its columns
-        "line one\nline two",
+        "line one\n        line two",  # preformatted: lines and indentation as written (issue 46)
         "Line break",
     ]
 
@@ -77,7 +77,7 @@ def test_html_one_cell_table_is_read_as_the_content_it_frames() -> None:
     doc = parse_document("acme/props.html", html)
     # Then the listing keeps its lines, and the framed table is a table of its own
     assert [block.text for block in doc.blocks if block.table is None] == [
-        "Property Type\nfamily String\nsize Double"
+        "Property   Type\nfamily     String\nsize       Double"  # a <pre>: its columns as drawn
     ]
     [table] = [block.table for block in doc.blocks if block.table is not None]
     assert table.header == ("Name", "Value") and table.rows == (("MATCH", "1"),)
