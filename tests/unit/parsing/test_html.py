@@ -507,3 +507,19 @@ def test_a_paragraph_long_term_is_text_not_a_term() -> None:
     page = f"<html><body><dl><dt>{term}</dt><dd>Short.</dd></dl></body></html>"
     doc = parse_document("acme/long.html", page.encode())
     assert [block.entry for block in doc.blocks] == [False, False]
+
+
+def test_a_long_definition_keeps_its_term_in_every_passage() -> None:
+    # issue 46: a <dt>/<dd> entry longer than a passage lost its term after the first piece
+    from winnow.settings import ChunkingSettings
+    from winnow.text.chunking import chunk_document
+
+    sentences = " ".join(f"Sentence {n} says what the retry option does in case {n}." for n in range(40))
+    page = f"<html><body><h1>Options</h1><dl><dt>--retry-max NUMBER</dt><dd>{sentences}</dd></dl></body></html>"
+    doc = parse_document("acme/options.html", page.encode())
+    [entry] = doc.blocks
+    assert entry.entry and entry.head == "--retry-max NUMBER"
+    chunks = chunk_document(doc, ChunkingSettings(target_chars=400, overlap_chars=60, min_chars=80))
+    assert len(chunks) >= 4
+    assert all(chunk.text.startswith("--retry-max NUMBER\n") for chunk in chunks)
+    assert all(chunk.text.split("\n", 1)[1].startswith("Sentence") for chunk in chunks)
