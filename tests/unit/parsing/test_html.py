@@ -515,7 +515,7 @@ def test_a_long_definition_keeps_its_term_in_every_passage() -> None:
     from winnow.text.chunking import chunk_document
 
     sentences = " ".join(f"Sentence {n} says what the retry option does in case {n}." for n in range(40))
-    page = f"<html><body><h1>Options</h1><dl><dt>--retry-max NUMBER</dt><dd>{sentences}</dd></dl></body></html>"
+    page = f"<html><body><h1>Options</h1><dl><dt>--retry-max NUMBER</dt><dd>{sentences}</dd></dl></body>"
     doc = parse_document("acme/options.html", page.encode())
     [entry] = doc.blocks
     assert entry.entry and entry.head == "--retry-max NUMBER"
