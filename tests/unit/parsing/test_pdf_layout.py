@@ -67,3 +67,10 @@ def test_a_pdf_of_even_type_gets_no_sections_from_its_layout() -> None:
     pages = ["Intro line one.\n\n" + _prose("plain", 5), _prose("second", 6)]
     doc = parse_document("acme/plain.pdf", make_pdf(pages))
     assert {block.section_path for block in doc.blocks} == {()}
+
+
+def test_a_sentence_repeated_at_the_top_of_every_page_is_text_not_a_running_head() -> None:
+    # a template's pages may open with the same sentence; a running head ends no sentence
+    pages = [f"This report describes regional services.\n\n{_prose(f'page{n}', 4)}" for n in range(4)]
+    doc = parse_document("acme/template.pdf", make_pdf(pages))
+    assert sum(block.text == "This report describes regional services." for block in doc.blocks) == 4

@@ -33,6 +33,7 @@ _EDGE_LINES = 2  # how many lines at a page's top and bottom a running head or f
 _DIGITS = re.compile(r"\d+")
 _TABLE_MARK = "\x00"  # ``pdf_page`` marks where a table stood with it
 _NOT_HEADING_ENDS = (".", ",", ";", ":", "!", "?")
+_SENTENCE_ENDS = (".", "!", "?")
 
 
 @dataclass(frozen=True)
@@ -181,10 +182,16 @@ def _edges(lines: Sequence[str]) -> set[int]:
 
 
 def _running_heads(pages: Sequence[Sequence[str]]) -> set[str]:
-    """Lines at a page's top or bottom that appear so on ``_RUNNING_PAGES`` pages or more."""
+    """Lines at a page's top or bottom that appear so on ``_RUNNING_PAGES`` pages or more and end no
+    sentence (a running head or footer is a title, a name, a page number; a sentence repeated on each
+    page of a template is still text)."""
     seen: Counter[str] = Counter()
     for lines in pages:
         filled = [line for line in lines if line and _TABLE_MARK not in line]
-        edges = {_furniture_key(line) for line in (*filled[:_EDGE_LINES], *filled[-_EDGE_LINES:])}
+        edges = {
+            _furniture_key(line)
+            for line in (*filled[:_EDGE_LINES], *filled[-_EDGE_LINES:])
+            if not line.endswith(_SENTENCE_ENDS)
+        }
         seen.update(key for key in edges if key.strip("# "))
     return {key for key, count in seen.items() if count >= _RUNNING_PAGES}
