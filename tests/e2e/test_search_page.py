@@ -599,3 +599,29 @@ def test_a_figure_result_shows_its_thumbnail_which_opens_the_image(
         "href"
     )
     assert link.get_attribute("target") == "_blank"
+
+
+def test_a_sample_configuration_file_is_shown_with_its_lines_and_indentation(
+    page: Any, server: WinnowHTTPServer
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # Given a manual whose sample configuration keeps its layout in the passage (issue 46: the sample
+    # wgetrc read "## ## Global settings ... #tries = 20")
+    doc = (
+        b"# Quillfeather settings\n\nA sample quillfeather configuration file:\n\n```\n"
+        b"## Global quillfeather settings\n[retries]\n    attempts = 20\n    backoff = 5\n```\n"
+    )
+    assert upload(server, TENANT, "ops/quillfeather.md", doc)["status"] == "indexed"
+    page.refresh()
+    # When a user asks about it
+    run_search(page, "quillfeather retries attempts configuration")
+    WebDriverWait(page, 60).until(lambda d: "quillfeather.md" in d.find_element(By.ID, "results").text)
+    [result, *_] = [
+        r for r in wait_for(page, "#results li.result") if "quillfeather.md" in text_of(r, ".citation .doc")
+    ]
+    # Then the page draws each line on its own line, indented as written
+    passage = result.find_element(By.CSS_SELECTOR, ".passage")
+    shown = page.execute_script("return arguments[0].innerText;", passage)
+    assert "## Global quillfeather settings\n[retries]\n    attempts = 20\n    backoff = 5" in shown

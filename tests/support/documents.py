@@ -121,6 +121,33 @@ def make_pdf(
     return buffer.getvalue()
 
 
+def make_report_pdf(
+    sections: Sequence[tuple[int, str, Sequence[str]]], *, running_head: str = "Chapter 1: Report"
+) -> bytes:
+    """A PDF laid out as a word processor exports a report without bookmarks: each section's heading
+    (level 1 or 2, larger bold type) over its paragraphs, a running head with the page number at the
+    top of every page, and paragraphs that flow over page breaks. No outline."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate
+
+    styles = getSampleStyleSheet()
+
+    def head(canvas: Any, document: Any) -> None:
+        canvas.saveState()
+        canvas.setFont("Helvetica", 9)
+        canvas.drawString(72, A4[1] - 40, f"{running_head} {document.page}")
+        canvas.restoreState()
+
+    story: list[Any] = []
+    for level, title, paragraphs in sections:
+        story.append(Paragraph(title, styles["Heading1" if level == 1 else "Heading2"]))
+        story.extend(Paragraph(text, styles["Normal"]) for text in paragraphs)
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer, pagesize=A4, invariant=True).build(story, onFirstPage=head, onLaterPages=head)
+    return buffer.getvalue()
+
+
 def make_table_pdf(
     rows: Sequence[Sequence[str]],
     *,

@@ -103,13 +103,28 @@ def test_a_long_paragraph_is_split_at_sentence_ends_into_balanced_pieces_with_ov
     assert all(chunk.page == 3 for chunk in chunks)
 
 
-def test_overlap_falls_back_to_words_when_a_sentence_is_longer_than_the_overlap() -> None:
+def test_no_overlap_starts_mid_sentence_when_a_sentence_is_longer_than_the_overlap() -> None:
+    # issue 46: an overlap of trailing words made passages that start mid-sentence ("as -1 for files
+    # not in gzip format"); a piece now starts at a sentence, without overlap when none fits
     text = _sentences("w", 12, words=20)  # sentences of about 170 characters > overlap of 60
     chunks = chunk_document(_doc(Block(text)), SMALL)
+    assert len(chunks) > 2
     for previous, current in itertools.pairwise(chunks):
-        overlap = _leading_overlap(previous.text, current.text)
-        assert overlap and len(overlap) <= SMALL.overlap_chars
-        assert previous.text.endswith(overlap)
+        assert not _leading_overlap(previous.text, current.text)
+        assert current.text[0].isupper() and previous.text.endswith(".")
+
+
+def test_overlap_after_a_sentence_split_at_words_starts_at_a_sentence() -> None:
+    # a sentence longer than the room is cut at words; the overlap of the piece after it may not start
+    # inside that sentence, only at a sentence that follows it
+    long = " ".join(f"long{i}" for i in range(90)) + "."
+    text = f"{long} Short one. Another short one. " + _sentences("z", 6)
+    chunks = chunk_document(_doc(Block(text)), SMALL)
+    for chunk in chunks[1:]:
+        first = chunk.text.split()[0]
+        assert first[0].isupper() or first.startswith("long"), chunk.text[:40]
+        if first.startswith("long"):
+            assert not any(first in other.text.split() for other in chunks[: chunks.index(chunk)])
 
 
 def test_a_sentence_longer_than_the_target_is_split_at_word_boundaries() -> None:
@@ -130,6 +145,33 @@ def test_a_token_longer_than_the_room_is_cut_and_nothing_is_lost() -> None:
     # overlaps repeat some text, so check that the token survives in order across the pieces
     assert _is_subsequence(f"Before.{token}After.", joined)
     assert token[:200] in chunks[0].text + chunks[1].text
+
+
+def test_a_long_entry_leads_every_piece_with_its_head() -> None:
+    # issue 46: the pieces of a long option entry after the first lacked the option's name
+    head = "-O file --output-document=file"
+    body = _sentences("o", 14)
+    block = Block(f"{head} {body}", ("Options",), entry=True, head=head)
+    chunks = chunk_document(_doc(Block(_sentences("b", 2), ("Options",)), block), SMALL)
+    pieces = [chunk for chunk in chunks if re.search(r"\bo\d+x\d+", chunk.text, re.IGNORECASE)]
+    assert len(pieces) >= 3
+    assert all(piece.text.startswith(head + "\n") for piece in pieces)
+    assert all(len(piece.text) <= SMALL.target_chars for piece in pieces)
+    # every sentence of the entry is in a piece, in order, and no piece starts mid-sentence
+    words = [
+        word.lower() for piece in pieces for word in re.findall(r"\bo\d+x\d+", piece.text, re.IGNORECASE)
+    ]
+    assert list(dict.fromkeys(words)) == re.findall(r"\bo\d+x\d+", body.lower())
+    assert all(piece.text.split("\n", 1)[1][0].isupper() for piece in pieces)
+
+
+def test_a_tiny_last_piece_of_an_entry_merges_without_repeating_its_head() -> None:
+    head = "--tries=NUMBER"
+    tight = ChunkingSettings(target_chars=200, overlap_chars=40, min_chars=150)
+    block = Block(f"{head} {_sentences('t', 9, words=4)}", ("Options",), entry=True, head=head)
+    chunks = chunk_document(_doc(block), tight)
+    assert all(chunk.text.startswith(head) for chunk in chunks)
+    assert all(chunk.text.count(head) == 1 for chunk in chunks)
 
 
 def test_whole_paragraphs_get_no_overlap() -> None:

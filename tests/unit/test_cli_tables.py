@@ -64,3 +64,17 @@ def test_prose_stays_wrapped_prose() -> None:
     text = "Every employee receives twenty-eight days of paid holiday. " * 4
     printed = passage_text({"kind": "text", "text": text})
     assert all(line.startswith("    ") and len(line) <= 100 for line in printed.split("\n"))
+
+
+def test_preformatted_lines_keep_their_breaks_and_indentation() -> None:
+    # issue 46: the sample wgetrc printed as "## ## Global settings ... #tries = 20"
+    text = "A sample:\n\n##\n## Global settings\n#tries = 20\nif x:\n    y = 1"
+    printed = passage_text({"kind": "text", "text": text})
+    assert printed.split("\n") == [
+        "    A sample:",
+        "    ##",
+        "    ## Global settings",
+        "    #tries = 20",
+        "    if x:",
+        "        y = 1",
+    ]

@@ -92,12 +92,25 @@ def check_prefix(prefix: str) -> str:
 
 
 def wrap(text: str, indent: str = "    ", width: int = 100) -> str:
-    paragraphs = [" ".join(part.split()) for part in text.split("\n\n")]
-    return "\n".join(
-        textwrap.fill(p, width=width, initial_indent=indent, subsequent_indent=indent)
-        for p in paragraphs
-        if p
-    )
+    """Paragraphs (parted by a blank line) filled to ``width``; a paragraph with line breaks of its own
+    (code, a sample file, a list: passages keep breaks only where they mean something) keeps its lines
+    and their indentation, each line wrapped alone."""
+    out: list[str] = []
+    for part in text.split("\n\n"):
+        if not part.strip():
+            continue
+        if "\n" not in part.strip("\n"):
+            out.append(
+                textwrap.fill(" ".join(part.split()), width, initial_indent=indent, subsequent_indent=indent)
+            )
+            continue
+        for line in part.strip("\n").split("\n"):
+            lead = indent + line[: len(line) - len(line.lstrip(" "))]
+            body = line.strip()
+            out.append(
+                textwrap.fill(body, width, initial_indent=lead, subsequent_indent=lead) if body else ""
+            )
+    return "\n".join(out)
 
 
 def table_text(

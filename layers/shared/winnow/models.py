@@ -52,6 +52,9 @@ class Block:
     figure: Figure | None = None
     # A definition-list entry, a term with its definition (an option, a signature): a chunk of its own.
     entry: bool = False
+    # What leads the block and must lead every piece of it when it is split: an entry's term (the
+    # option's name), a list's introduction. Empty: nothing to repeat.
+    head: str = ""
 
     @property
     def kind(self) -> str:

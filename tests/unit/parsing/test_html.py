@@ -46,7 +46,7 @@ def test_html_title_falls_back_to_first_h1_and_article_header_is_kept() -> None:
         "By the team",
         "Body bold and link.",
         "Prices\nColumns: Item | Cost\nItem: Tea | Cost: 2",  # a table block: each row names its columns
-        "line one\nline two",
+        "line one\n        line two",  # preformatted: lines and indentation as written (issue 46)
         "Line break",
     ]
 
@@ -77,7 +77,7 @@ def test_html_one_cell_table_is_read_as_the_content_it_frames() -> None:
     doc = parse_document("acme/props.html", html)
     # Then the listing keeps its lines, and the framed table is a table of its own
     assert [block.text for block in doc.blocks if block.table is None] == [
-        "Property Type\nfamily String\nsize Double"
+        "Property   Type\nfamily     String\nsize       Double"  # a <pre>: its columns as drawn
     ]
     [table] = [block.table for block in doc.blocks if block.table is not None]
     assert table.header == ("Name", "Value") and table.rows == (("MATCH", "1"),)
@@ -507,3 +507,19 @@ def test_a_paragraph_long_term_is_text_not_a_term() -> None:
     page = f"<html><body><dl><dt>{term}</dt><dd>Short.</dd></dl></body></html>"
     doc = parse_document("acme/long.html", page.encode())
     assert [block.entry for block in doc.blocks] == [False, False]
+
+
+def test_a_long_definition_keeps_its_term_in_every_passage() -> None:
+    # issue 46: a <dt>/<dd> entry longer than a passage lost its term after the first piece
+    from winnow.settings import ChunkingSettings
+    from winnow.text.chunking import chunk_document
+
+    sentences = " ".join(f"Sentence {n} says what the retry option does in case {n}." for n in range(40))
+    page = f"<html><body><h1>Options</h1><dl><dt>--retry-max NUMBER</dt><dd>{sentences}</dd></dl></body>"
+    doc = parse_document("acme/options.html", page.encode())
+    [entry] = doc.blocks
+    assert entry.entry and entry.head == "--retry-max NUMBER"
+    chunks = chunk_document(doc, ChunkingSettings(target_chars=400, overlap_chars=60, min_chars=80))
+    assert len(chunks) >= 4
+    assert all(chunk.text.startswith("--retry-max NUMBER\n") for chunk in chunks)
+    assert all(chunk.text.split("\n", 1)[1].startswith("Sentence") for chunk in chunks)

@@ -64,7 +64,7 @@ def test_markdown_code_fences_keep_lines_and_hide_headings_inside_them() -> None
     doc = parse_document("acme/tool.md", source.encode())
     assert [(b.section_path, b.text) for b in doc.blocks] == [
         (("Usage",), "Run it like this:"),
-        (("Usage",), "# not a heading\ntool --flag value"),
+        (("Usage",), "# not a heading\ntool --flag   value"),  # code keeps its spacing
         (("Usage",), "See the docs and diagram."),
         (("Usage",), "- first item\n- second item"),
         (("Usage",), "After the rule."),

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 
 from winnow.errors import EmptyDocument
 from winnow.models import Block, Figure, ParsedDocument
-from winnow.parsing.cleaning import clean_inline, clean_lines
+from winnow.parsing.cleaning import clean_inline, clean_lines, clean_preformatted
 from winnow.parsing.extensions import is_document_extension
 from winnow.parsing.tables import make_table_block
 
@@ -90,8 +90,16 @@ class BlockCollector:
         term: bool = False,
         entry: bool = False,
         continues_entry: bool = False,
+        preformatted: bool = False,
+        head: str = "",
     ) -> None:
-        cleaned = clean_lines(text) if keep_lines else clean_inline(text)
+        """``keep_lines``: text whose lines mean something (a list, a table); ``preformatted``: text
+        whose indentation means something too (code, a sample file). ``head``: what leads the text and
+        leads each piece of it when the chunker splits it (``Block.head``)."""
+        if preformatted:
+            cleaned = clean_preformatted(text)
+        else:
+            cleaned = clean_lines(text) if keep_lines else clean_inline(text)
         if not cleaned:
             return
         term = term and len(cleaned) <= _MAX_TERM_CHARS
@@ -101,7 +109,8 @@ class BlockCollector:
             if term and len(held.text) + len(cleaned) > _MAX_TERM_CHARS:
                 self.release_term()
             else:
-                cleaned = held.text + ("\n" if keep_lines else " ") + cleaned
+                head = head or held.text
+                cleaned = held.text + ("\n" if keep_lines or preformatted else " ") + cleaned
                 self._term = None
                 entry = entry or not term  # a term with its definition is an entry
         else:
@@ -117,7 +126,15 @@ class BlockCollector:
             ):
                 self._blocks[-1] = replace(last, text=f"{last.text}\n{cleaned}")
                 return
-        block = Block(text=cleaned, section_path=section_path, page=page, ocr=ocr, entry=entry)
+        head = clean_inline(head)
+        block = Block(
+            text=cleaned,
+            section_path=section_path,
+            page=page,
+            ocr=ocr,
+            entry=entry,
+            head=head if cleaned.startswith(head) else "",
+        )
         if term:
             self._term = block
         else:

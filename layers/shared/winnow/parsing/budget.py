@@ -65,7 +65,8 @@ class DocumentWire(TypedDict):
     title: str
     source_type: str
     ocr_pages: int
-    blocks: list[list[Any]]  # [text, section path, page, ocr, table or None, figure or None, entry] per block
+    # [text, section path, page, ocr, table or None, figure or None, entry, head] per block
+    blocks: list[list[Any]]
 
 
 class ErrorWire(TypedDict):
@@ -129,6 +130,7 @@ def encode_result(document: ParsedDocument) -> WorkerAnswer:
                     _encode_table(block.table),
                     _encode_figure(block.figure),
                     block.entry,
+                    block.head,
                 ]
                 for block in document.blocks
             ],
@@ -196,8 +198,9 @@ def decode_result(answer: WorkerAnswer) -> ParsedDocument:
                 ocr=bool(ocr),
                 figure=_decode_figure(figure),
                 entry=bool(entry),
+                head=str(head),
             )
-            for text, path, page, ocr, table, figure, entry in body["blocks"]
+            for text, path, page, ocr, table, figure, entry, head in body["blocks"]
         ]
         return ParsedDocument(
             title=str(body["title"]),

@@ -1,7 +1,8 @@
 """Cleaning that removes what is not the document's own text, and nothing else.
 
 - Whitespace (every parser): running text gets single spaces (``clean_inline``); text whose line breaks
-  mean something keeps its lines (``clean_lines``); invisible and control characters go.
+  mean something keeps its lines (``clean_lines``), and preformatted text its indentation too
+  (``clean_preformatted``); invisible and control characters go.
 - Terminal output (man pages saved with ``man foo > foo.txt``, build logs): ANSI escape sequences
   (colours, bold, cursor movement, OSC titles and links) and backspace overstrike (``_\\bw`` underline,
   ``w\\bw`` bold) are removed, leaving the characters a terminal would show.
@@ -290,6 +291,24 @@ def clean_inline(text: str) -> str:
     if _NEEDS_CLEANUP.search(text):
         text = text.translate(_CLEANUP_TABLE)
     return " ".join(text.split())
+
+
+def clean_preformatted(text: str) -> str:
+    """Preformatted text (code, a configuration sample, a man page's ``.nf`` block): its lines as they
+    are, with their indentation (less what every line shares) and single blank lines; tabs expanded,
+    trailing blanks and invisible characters gone, control characters spaces."""
+    text = _LINE_BREAKS.sub("\n", text).expandtabs(8)
+    if _NEEDS_CLEANUP.search(text):
+        text = text.translate(_CLEANUP_TABLE)
+    lines: list[str] = []
+    for line in text.split("\n"):
+        line = line.rstrip()
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    while lines and not lines[-1]:
+        lines.pop()
+    shared = min((len(line) - len(line.lstrip(" ")) for line in lines if line), default=0)
+    return "\n".join(line[shared:] for line in lines)
 
 
 def clean_lines(text: str) -> str:

@@ -157,7 +157,7 @@ def _parse(
                 walker.skip_subtree()
             elif tag == "pre":
                 flush()
-                collector.add(element.text_content(), headings.path, keep_lines=True)
+                collector.add(element.text_content(), headings.path, preformatted=True)
                 walker.skip_subtree()
             elif tag == "br":
                 buffer.append("\n")

@@ -117,7 +117,7 @@ def _code_block(
     while index < len(lines) and not _closes_fence(lines[index], fence):
         body.append(lines[index])
         index += 1
-    collector.add("\n".join(body), path, keep_lines=True)
+    collector.add("\n".join(body), path, preformatted=True)
     return index + 1
 
 

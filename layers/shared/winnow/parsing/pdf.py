@@ -14,7 +14,10 @@ header and caption, so its first row stays a row.
 
 Sections come from the outline (bookmarks) when the PDF has one: the path of the bookmark in effect
 at that point. A bookmark usually points at a whole page, so the heading line itself is looked for
-on its page, and the switch happens there; text above it stays in the previous section.
+on its page, and the switch happens there; text above it stays in the previous section. Without an
+outline they come from the layout (``pdf_layout``): short lines in larger type or bold, standing
+alone, are headings, and running heads and page numbers are skipped. A paragraph that does not end
+on its page goes on with the first line of the next one: one paragraph, cited at the page it starts.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from winnow.errors import (
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, finish_document, one_line
 from winnow.parsing.pdf_figures import drop_furniture, page_figures
+from winnow.parsing.pdf_layout import Style, layout, page_lines
 from winnow.parsing.pdf_lines import hyphenated_words
 from winnow.parsing.pdf_outline import OutlineEntry, first_page_heading, metadata_title, outline_entries
 from winnow.parsing.pdf_page import TableCarry, collect_page, read_page
@@ -91,20 +95,22 @@ def _parse(
     for entry in outline_entries(reader):
         bookmarks_by_page.setdefault(entry.page_index, []).append(entry)
     texts: list[str] = []
+    styles: list[list[Style]] = []
     tables: list[list[PdfTable]] = []
     failed_pages = 0
     for page_index in range(page_count):
         try:
             follow = tables[-1][-1] if tables and tables[-1] else None
-            text, page_tables = read_page(reader.pages[page_index], follow)
+            text, page_tables, page_styles = read_page(reader.pages[page_index], follow)
         except RecursionError:
             raise
         except Exception:
             # One damaged page should not cost the reader the other hundred; all damaged is corrupt.
             failed_pages += 1
-            text, page_tables = "", []
+            text, page_tables, page_styles = "", [], []
         texts.append(text)
         tables.append(page_tables)
+        styles.append(page_styles)
     if failed_pages == page_count:
         raise CorruptDocument("corrupt PDF: no page could be read")
     scanned = [
@@ -123,6 +129,8 @@ def _parse(
     path: tuple[str, ...] = ()
     hyphenated = hyphenated_words(texts)
     carry = TableCarry()
+    # without an outline, sections come from the layout: larger or bold lines standing alone
+    layouts = layout([page_lines(text) for text in texts], styles) if not bookmarks_by_page else None
     for page_index, text in enumerate(texts):
         bookmarks = bookmarks_by_page.get(page_index, [])
         path = collect_page(
@@ -136,7 +144,9 @@ def _parse(
             hyphenated=hyphenated,
             carry=carry,
             figures=figures[page_index],
+            layout=layouts[page_index] if layouts is not None and page_index not in ocr_read else None,
         )
+    carry.finish(collector, path, hyphenated)
     empty_reason = "PDF has no text layer (scanned PDF?)"
     if ocr is None and scanned:
         empty_reason += " and OCR is off"

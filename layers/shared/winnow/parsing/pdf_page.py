@@ -9,12 +9,14 @@ header and caption (``TableCarry``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from winnow.models import Block
-from winnow.parsing.blocks import BlockCollector
+from winnow.parsing.blocks import BlockCollector, HeadingStack
+from winnow.parsing.pdf_layout import PageLayout, Style, font_is_bold, line_styles, page_lines
 from winnow.parsing.pdf_lines import hyphenated_words, join_lines
 from winnow.parsing.pdf_outline import OutlineEntry, heading_positions
 
@@ -31,6 +33,8 @@ _SHORT_LINE_SHARE = 0.7
 _MARK = "\x00"
 _SENTENCE_ENDS = (".", "!", "?", ":", ";", "\u201d", '"')
 _HEADING_CHARS = 80
+# A list item's first line ("• INTEGER;", "- item", "3. Step"): it starts a paragraph of its own.
+_LIST_ITEM = re.compile(r"(?:[\u2022\u00b7\u2023\u25e6*\u2013-]|\d{1,3}[.)])\s")
 
 
 @dataclass
@@ -45,39 +49,53 @@ class _OpenTable:
 
 @dataclass
 class TableCarry:
-    """What one page hands the next about tables: the open table, if any."""
+    """What one page hands the next: the open table, if any; a paragraph that goes on over the page
+    (its lines so far and its first page); the headings read from the layout so far."""
 
     open: _OpenTable | None = None
+    paragraph: list[str] = field(default_factory=list)
+    paragraph_page: int | None = None
+    headings: HeadingStack = field(default_factory=HeadingStack)
+
+    def finish(self, collector: BlockCollector, path: tuple[str, ...], hyphenated: frozenset[str]) -> None:
+        """Hand on the paragraph the last page left open."""
+        if self.paragraph:
+            collector.add(join_lines(self.paragraph, hyphenated), path, self.paragraph_page)
+            self.paragraph = []
 
 
-def read_page(page: PageObject, follow: PdfTable | None = None) -> tuple[str, list[PdfTable]]:
-    """The page's text, and its tables: each table's text is taken out of the page text and a marker
-    line (``_table_marker``) left where it stood, so the table becomes one table block in reading order.
-    ``follow`` is the previous page's last table, whose last rows may start this page."""
+def read_page(page: PageObject, follow: PdfTable | None = None) -> tuple[str, list[PdfTable], list[Style]]:
+    """The page's text, its tables, and each text line's style (``pdf_layout.line_styles``; empty
+    when they cannot be matched to the text): each table's text is taken out of the page text and a
+    marker line (``_table_marker``) left where it stood, so the table becomes one table block in
+    reading order. ``follow`` is the previous page's last table, whose last rows may start this page."""
     from winnow.parsing.pdf_tables import find_tables, fragment_from_visitor
 
     fragments: list[Fragment] = []
+    bold: list[bool] = []
 
-    def visit(text: str, cm: Any, tm: Any, _font: Any, font_size: Any) -> None:
+    def visit(text: str, cm: Any, tm: Any, font: Any, font_size: Any) -> None:
         fragments.append(fragment_from_visitor(text, cm, tm, float(font_size or 0)))
+        bold.append(font_is_bold(font))
 
     text = page.extract_text(visitor_text=visit) or ""
     found = find_tables(fragments, follow)
     if not found:
-        return text, []
+        pieces = [(f.text, f.size, b) for f, b in zip(fragments, bold, strict=True)]
+        return text, [], line_styles(pieces) if "".join(p for p, _, _ in pieces) == text else []
     # pypdf's page text is exactly its visited pieces in order (checked on real PDFs), so the text
     # without the tables is rebuilt from the pieces; NUL never is content and marks the tables.
     owner = {index: number for number, table in enumerate(found) for index in table.fragments}
-    parts: list[str] = []
+    parts: list[tuple[str, float, bool]] = []
     placed: set[int] = set()
     for index, fragment in enumerate(fragments):
         number = owner.get(index)
         if number is None:
-            parts.append(fragment.text.replace(_MARK, ""))
+            parts.append((fragment.text.replace(_MARK, ""), fragment.size, bold[index]))
         elif number not in placed:
             placed.add(number)
-            parts.append(f"\n{_table_marker(number)}\n")
-    return "".join(parts), found
+            parts.append((f"\n{_table_marker(number)}\n", 0.0, False))
+    return "".join(part for part, _, _ in parts), found, line_styles(parts)
 
 
 def _table_marker(number: int) -> str:
@@ -96,18 +114,23 @@ def collect_page(
     hyphenated: frozenset[str] = frozenset(),
     carry: TableCarry | None = None,
     figures: Sequence[Figure] = (),
+    layout: PageLayout | None = None,
 ) -> tuple[str, ...]:
     """Add the page's paragraphs, tables and figures; returns the section path in effect at the end of
     the page. ``carry`` holds the table that ended the page before, if any, and is left holding the one
-    that ends this page. The page's figures take its "Figure N" lines as captions, in order, and stand
-    where those lines stood; figures without one follow the page's text."""
+    that ends this page; likewise a paragraph that does not end on the page (it goes on at the top of
+    the next one, and is handed on there, or by ``TableCarry.finish`` after the last page). The page's
+    figures take its "Figure N" lines as captions, in order, and stand where those lines stood; figures
+    without one follow the page's text. ``layout`` (a PDF without an outline) names the page's heading
+    lines, which become sections, and its running heads and page numbers, which are skipped."""
     from winnow.parsing.figures import is_figure_caption
     from winnow.parsing.pdf_tables import continuation
 
-    lines = [line.strip() for line in text.splitlines()]
+    lines = page_lines(text)
     markers = {_table_marker(number): table for number, table in enumerate(tables)}
     switches = heading_positions(lines, bookmarks)
-    heading_lines = {index for index, _, is_heading in switches if is_heading}
+    layout = layout or PageLayout()
+    heading_lines = {index for index, _, is_heading in switches if is_heading} | set(layout.headings)
     # Each table's caption, and the "Table N" lines it takes out of the text (the table carries them;
     # left as a passage of their own they would outrank the table they name).
     captions: dict[int, str] = {}
@@ -123,16 +146,26 @@ def collect_page(
         at: replace(figure, caption=figure.caption or lines[at], owns_caption=True)
         for figure, at in zip(figures, caption_at, strict=False)
     }
-    full_line = _typical_full_line(lines)
-    paragraph: list[str] = []
+    full_line = _typical_full_line(
+        [line for index, line in enumerate(lines) if index not in layout.furniture]
+    )
     carry = carry if carry is not None else TableCarry()
     carried, carry.open = carry.open, None
+    # a paragraph the page before left open goes on here, unless this page starts with a list item
+    paragraph, paragraph_page = carry.paragraph, carry.paragraph_page
+    carry.paragraph, carry.paragraph_page = [], None
+    first_line = next((line for i, line in enumerate(lines) if line and i not in layout.furniture), "")
+    if paragraph and (ocr or _LIST_ITEM.match(first_line)):
+        collector.add(join_lines(paragraph, hyphenated), path, paragraph_page)
+        paragraph, paragraph_page = [], None
     lines_before_table: list[str] = []  # text since the top of the page or the last table
 
     def flush() -> None:
+        nonlocal paragraph_page
         if paragraph:
-            collector.add(join_lines(paragraph, hyphenated), path, page, ocr=ocr)
+            collector.add(join_lines(paragraph, hyphenated), path, paragraph_page or page, ocr=ocr)
             paragraph.clear()
+        paragraph_page = None
 
     switch_at = 0
     for index, line in enumerate(lines):
@@ -140,6 +173,14 @@ def collect_page(
             flush()
             path = switches[switch_at][1].path
             switch_at += 1
+        if index in layout.furniture:
+            continue  # a running head, a footer, a page number: not the text's
+        if index in layout.headings:
+            flush()
+            carry.headings.push(layout.headings[index], line)
+            path = carry.headings.path
+            carried = None
+            continue
         if index in figure_at:
             flush()
             collector.add_figure(figure_at[index], path, page)
@@ -179,19 +220,36 @@ def collect_page(
             flush()
             continue
         lines_before_table.append(line)
+        if not paragraph:
+            paragraph_page = page
         paragraph.append(line)
-        if len(line) < _SHORT_LINE_SHARE * full_line:
+        if len(line) < _SHORT_LINE_SHARE * full_line and not _goes_on(line, lines, index, layout):
             flush()
     while switch_at < len(switches):  # bookmarks pointing below the last line
         flush()
         path = switches[switch_at][1].path
         switch_at += 1
+    if paragraph and not ocr and not paragraph[-1].endswith(_SENTENCE_ENDS):
+        carry.paragraph, carry.paragraph_page = list(paragraph), paragraph_page
+        paragraph.clear()
     flush()
     for figure in figures[len(figure_at) :]:
         collector.add_figure(figure, path, page)
     if not _only_short_lines(lines_before_table):
         carry.open = None  # text follows the page's last table: a table on the next page is new
     return path
+
+
+def _goes_on(line: str, lines: list[str], at: int, layout: PageLayout) -> bool:
+    """Whether a short line's sentence goes on in the next line (a line broken early before a long
+    word, an inline code span): it ends no sentence, and the next line of text starts in lower case."""
+    if line.endswith(_SENTENCE_ENDS):
+        return False
+    following = next(
+        (lines[i] for i in range(at + 1, min(at + 4, len(lines))) if lines[i] and i not in layout.furniture),
+        "",
+    )
+    return following[:1].islower() and (at + 1) not in layout.headings
 
 
 def _only_short_lines(lines: list[str]) -> bool:

@@ -93,7 +93,7 @@ def parse_rst(key: str, text: str) -> ParsedDocument:
             literal_start = index
             while index < len(lines) and (not lines[index].strip() or lines[index][:1] in (" ", "\t")):
                 index += 1
-            collector.add("\n".join(lines[literal_start:index]), headings.path, keep_lines=True)
+            collector.add("\n".join(lines[literal_start:index]), headings.path, preformatted=True)
             continue
         else:
             paragraph.append(stripped)

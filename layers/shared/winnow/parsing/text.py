@@ -24,11 +24,13 @@ A Debian changelog (``changelog.Debian.gz``) has each entry's first line as the 
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document
 from winnow.parsing.cleaning import clean_inline
+from winnow.parsing.lists import group_lists
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\v]*\n|\f")
 # "GREP(1)    User Commands    GREP(1)": a name and a manual section at both ends of the first line.
@@ -42,6 +44,7 @@ _MAX_TERM_CHARS = 80  # a term line: an option and its arguments, not a sentence
 # How much deeper than a term its description sits (groff's .TP indents 7, texinfo's @table 5); texinfo
 # indents a paragraph's first line by 3, which must not read as a term and its description.
 _MIN_HANG = 4
+_MIN_WIDTH_LINES = 40  # lines a text needs before its fill width is read from them
 # groff hyphenates with U+2010 at the end of a line: "lo" and U+2010, then "cated" on the next line.
 _HYPHENATED = re.compile("(?<=\\w)\u2010\n[ \t]*(?=[a-z])")
 
@@ -71,15 +74,22 @@ def parse_text(key: str, text: str) -> ParsedDocument:
     collector = BlockCollector()
     title: str | None = None
     header = _man_header(text)
+    blocks = None
     if _INFO_MARK.search(text[:_INFO_SAMPLE_CHARS]):
         title = _collect_info(text, collector)
+        blocks = group_lists(collector.blocks)
     elif header is not None:
         _collect_man_page(text, header, collector)
         title = _man_title(text)
+        blocks = group_lists(collector.blocks)
     else:
         title = _collect_plain(text, collector)
     return finish_document(
-        collector.blocks, title=title, key=key, source_type="text", empty_reason="text file has no text"
+        blocks if blocks is not None else collector.blocks,
+        title=title,
+        key=key,
+        source_type="text",
+        empty_reason="text file has no text",
     )
 
 
@@ -104,7 +114,7 @@ def _man_title(text: str) -> str | None:
 def _collect_man_page(text: str, header: str, collector: BlockCollector) -> None:
     sections: list[str] = []
     paragraph: list[str] = []
-    entries = _Entries(collector)
+    entries = _Entries(collector, fill_width(text))
 
     def flush() -> None:
         if paragraph:
@@ -143,16 +153,21 @@ class _Entries:
     never cuts a term from its definition, and gives every entry a chunk of its own. Texinfo indents a
     paragraph's first line by 3, less than ``_MIN_HANG``, so ordinary paragraphs are never entries."""
 
-    def __init__(self, collector: BlockCollector) -> None:
+    def __init__(self, collector: BlockCollector, width: int) -> None:
         self._collector = collector
+        self._width = width  # the text's fill width (``fill_width``)
         self._entry: list[str] = []
+        self._head = ""  # the open entry's term
         self._depth = 0  # the description's indent: paragraphs at least this deep continue the entry
         self._term: tuple[str, int] | None = None  # a one-line paragraph that may lead the next one
         self._path: tuple[str, ...] = ()
 
     def paragraph(self, lines: list[str], path: tuple[str, ...]) -> None:
         """One paragraph (its lines as written, indentation kept), cut where a line goes back to the
-        depth of the paragraph's first line after hanging deeper."""
+        depth of the paragraph's first line after hanging deeper; preformatted text is never cut."""
+        if is_preformatted(lines, self._width):
+            self._part(lines, path)
+            return
         first = _indent(lines[0])
         start, hung = 0, False
         for index in range(1, len(lines)):
@@ -166,38 +181,82 @@ class _Entries:
 
     def _part(self, lines: list[str], path: tuple[str, ...]) -> None:
         first = _indent(lines[0])
-        deeper = [depth for depth in map(_indent, lines[1:]) if depth >= first + _MIN_HANG]
-        text = " ".join(line.strip() for line in lines)
+        preformatted = is_preformatted(lines, self._width)
+        hanging = (
+            [] if preformatted else [i for i, line in enumerate(lines) if _indent(line) >= first + _MIN_HANG]
+        )
+        # preformatted lines keep their breaks and indentation; prose is one line of single spaces
+        text = "\n".join(lines) if preformatted else clean_inline(" ".join(line.strip() for line in lines))
         if self._term is not None:
             term, depth = self._term
             self._term = None
             if first >= depth + _MIN_HANG:
-                self._open(f"{term} {text}", first, path)
+                self._open(
+                    f"{term}\n{_dedent(lines)}" if preformatted else f"{term} {text}", first, path, term
+                )
                 return
             self._collector.add(term, self._path)
-        if deeper:
-            self._open(text, min(deeper), path)
+        if hanging:
+            term = clean_inline(" ".join(line.strip() for line in lines[: hanging[0]]))
+            self._open(text, min(_indent(lines[index]) for index in hanging), path, term)
         elif self._entry and first >= self._depth:
-            self._entry.append(text)
+            self._entry.append(_dedent(lines, self._depth) if preformatted else text)
         else:
             self.close()
             if len(lines) == 1 and len(text) <= _MAX_TERM_CHARS:
                 self._term, self._path = (text, first), path
             else:
-                self._collector.add(text, path)
+                self._collector.add(text, path, preformatted=preformatted)
 
     def close(self) -> None:
         """Hand on what is open (at a heading, and at the end)."""
         if self._entry:
-            self._collector.add("\n".join(self._entry), self._path, keep_lines=True, entry=True)
+            self._collector.add(
+                "\n".join(self._entry), self._path, preformatted=True, entry=True, head=self._head
+            )
             self._entry = []
         if self._term is not None:
             self._collector.add(self._term[0], self._path)
             self._term = None
 
-    def _open(self, text: str, depth: int, path: tuple[str, ...]) -> None:
+    def _open(self, text: str, depth: int, path: tuple[str, ...], head: str) -> None:
         self.close()
-        self._entry, self._depth, self._path = [text], depth, path
+        self._entry, self._depth, self._path, self._head = [text], depth, path, head
+
+
+def fill_width(text: str) -> int:
+    """The column fixed-width text was filled to (makeinfo's 72, a man page's 78): the 90th percentile
+    of its line lengths, which never overstates it (a few long code lines or URLs sit above it); 0
+    when the text has too few lines to tell (``is_preformatted`` then reads each paragraph alone)."""
+    lengths = sorted(len(line.rstrip()) for line in text.split("\n") if line.strip())
+    return lengths[int(len(lengths) * 0.9)] if len(lengths) >= _MIN_WIDTH_LINES else 0
+
+
+def is_preformatted(lines: list[str], width: int) -> bool:
+    """Whether a paragraph of fixed-width text was laid out line by line (code, a sample file, a
+    ``.nf`` block) rather than filled: some line ends where the next line's first word would still
+    have fit under ``width``, and the next line is as deep (a term's lines over a deeper description,
+    and a description's end, are the layout of filled text too), or a line is continued with a
+    backslash."""
+    if any(line.rstrip().endswith("\\") for line in lines[:-1]):
+        return True  # a shell command continued on the next line
+    start = 0
+    while start + 1 < len(lines) and _indent(lines[start + 1]) == _indent(lines[0]):
+        start += 1
+    if start + 1 < len(lines) and _indent(lines[start + 1]) >= _indent(lines[0]) + _MIN_HANG:
+        lines = lines[start + 1 :]  # the term's lines lead a description: judge the description
+    width = width or max(len(line.rstrip()) for line in lines)
+    for line, following in itertools.pairwise(lines):
+        word = following.split(maxsplit=1)[0] if following.strip() else ""
+        if _indent(line) == _indent(following) and len(line.rstrip()) + 1 + len(word) <= width:
+            return True
+    return False
+
+
+def _dedent(lines: list[str], depth: int | None = None) -> str:
+    """Preformatted lines without the indentation they share (or ``depth`` columns of it)."""
+    shared = min(_indent(line) for line in lines if line.strip()) if depth is None else depth
+    return "\n".join(line[min(shared, _indent(line)) :].rstrip() for line in lines)
 
 
 def _collect_info(text: str, collector: BlockCollector) -> str | None:
@@ -207,11 +266,12 @@ def _collect_info(text: str, collector: BlockCollector) -> str | None:
     headings = HeadingStack()
     title: str | None = None
     manual = _info_manual_name(text)
+    width = fill_width(text)
     for index, part in enumerate(text.split("\x1f")):
         first, _, body = part.lstrip("\n").partition("\n")
         node = _INFO_NODE.match(first)
         if node is not None:
-            found = _collect_info_node(body, node.group(1), headings, collector)
+            found = _collect_info_node(body, node.group(1), headings, collector, width)
             if title is None and node.group(1).strip() == "Top":
                 found = found or manual
             title = title or found
@@ -246,7 +306,9 @@ def _collect_info_preamble(part: str, collector: BlockCollector) -> None:
         collector.add(paragraph)
 
 
-def _collect_info_node(body: str, name: str, headings: HeadingStack, collector: BlockCollector) -> str | None:
+def _collect_info_node(
+    body: str, name: str, headings: HeadingStack, collector: BlockCollector, width: int
+) -> str | None:
     menu = body.find("\n* Menu:")
     if menu >= 0 or body.startswith("* Menu:"):
         body = body[: max(menu, 0)]  # a menu ends its node: links to the nodes that follow
@@ -257,7 +319,7 @@ def _collect_info_node(body: str, name: str, headings: HeadingStack, collector: 
     # A node without a heading of its own (rare) is named by its node.
     own_path = None if _info_heading_at(lines, _first_text_line(lines)) else (clean_inline(name),)
 
-    entries = _Entries(collector)
+    entries = _Entries(collector, width)
 
     def flush() -> None:
         if paragraph:

@@ -15,9 +15,11 @@ The rules, in the order they apply:
    where it must be. Pieces are balanced (each aims at the run's remaining length divided by the
    pieces still needed), so a split never leaves a 30-character tail.
 4. **Overlap where the text was cut.** Each piece after the first in a split block starts with up to
-   ``overlap_chars`` of the previous piece's end: whole trailing sentences when they fit, else the
-   trailing words. Never more than half of that piece. Blocks that were kept whole need no overlap:
-   the cut between them is the author's own paragraph break.
+   ``overlap_chars`` of the previous piece's end: whole trailing sentences (or lines) when they fit,
+   else none, so a piece never starts inside a sentence unless that sentence alone is longer than the
+   room (then it was cut at words). Never more than half of that piece. Blocks that were kept whole
+   need no overlap: the cut between them is the author's own paragraph break. A block with a ``head``
+   (an entry's term, a list's introduction) is split after it, and the head leads every piece.
 5. **Tiny fragments are merged**, not indexed alone. A chunk under ``min_chars`` joins the following
    chunk of its section, else the previous one; a section that is tiny as a whole (a heading with one
    short line) joins the next section's first chunk, or the previous section's last chunk at the end

@@ -91,6 +91,12 @@ class SectionPacker:
                 if block.entry:
                     self._emit()  # and nothing joins it
                 continue
+            if _usable_head(block.head, text, self.target):
+                # an entry's term, a list's introduction: it leads every piece, never cut off
+                self._emit()
+                yield from self._take()
+                self.drafts.extend(_headed_pieces(block, text, self.path, self.target, self.overlap))
+                continue
             spans = [(text, block.page)]
             carried_overlap, carried_gap = 0, ""
             if self._parts and self._length < self.min_chars:
@@ -154,6 +160,26 @@ class SectionPacker:
         self._length = 0
         self._overlap_prefix = 0
         self._gap = BLOCK_SEPARATOR
+
+
+def _usable_head(head: str, text: str, target: int) -> bool:
+    """Whether a block's head can lead each of its pieces: it leads the text and takes at most a third
+    of a piece (a longer one would leave too little room: the block is then split as any other)."""
+    return bool(head) and len(head) <= target // 3 and text.startswith(head) and len(text) > len(head)
+
+
+def _headed_pieces(block: Block, text: str, path: tuple[str, ...], target: int, overlap: int) -> list[Draft]:
+    """A long block split after its head, the head and a line break leading each piece. Each piece's
+    ``overlap`` covers the head too, so a tiny piece merged into its neighbour (rule 5) leaves its
+    head out rather than repeat it."""
+    head = block.head
+    room = target - len(head) - 1
+    body = text[len(head) :].lstrip()
+    pieces: list[Draft] = []
+    for piece in split_long([(body, block.page)], path, room, min(overlap, room // 2 - 1)):
+        lead = 0 if not pieces else len(head) + 1 + piece.overlap
+        pieces.append(replace(piece, text=f"{head}\n{piece.text}", overlap=lead, ocr=block.ocr))
+    return pieces
 
 
 def _figure_pieces(text: str, caption: str, target: int) -> list[str]:

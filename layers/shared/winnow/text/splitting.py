@@ -21,7 +21,6 @@ SENTENCE_END = re.compile(
     "(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019\u00bb)\\]]*+\\s+|[\u3002\uff01\uff1f]+\\s*|\n\\s*"
 )
 _WORD = re.compile(r"\S+\s*")
-_WORD_START = re.compile(r"(?<=\s)\S")
 
 
 def split_long(
@@ -71,7 +70,7 @@ def split_long(
         )
         first = last + 1
         if units.has(first):
-            prefix_start = _overlap_start(text, units, content_start, first, overlap_chars)
+            prefix_start = _overlap_start(units, content_start, first, overlap_chars)
 
 
 def _trailing_whitespace(text: str, end: int) -> str:
@@ -81,31 +80,32 @@ def _trailing_whitespace(text: str, end: int) -> str:
     return text[start:end]
 
 
-def _overlap_start(text: str, units: _Units, piece_start: int, next_unit: int, limit: int) -> int:
-    """Where the next piece's overlap begins: the earliest unit start that keeps the overlap within
-    ``limit`` and within half of the finished piece; else the earliest word start that does; else no
-    overlap (the next piece starts at its own new text)."""
+def _overlap_start(units: _Units, piece_start: int, next_unit: int, limit: int) -> int:
+    """Where the next piece's overlap begins: the earliest start of a sentence or line that keeps the
+    overlap within ``limit`` and within half of the finished piece; else no overlap (the next piece
+    starts at its own new text). Never at a word inside a sentence: a passage that starts mid-sentence
+    reads as a fragment, and the reader and the embedder lose what the sentence is about."""
     boundary = units[next_unit][0]
     limit = min(limit, (boundary - piece_start) // 2)
-    if limit <= 0:
-        return boundary
     start = boundary
     index = next_unit - 1
-    while units.has(index) and units[index][0] >= piece_start and boundary - units[index][0] <= limit:
-        start = units[index][0]
+    while (
+        limit > 0
+        and units.has(index)
+        and units[index][0] >= piece_start
+        and boundary - units[index][0] <= limit
+    ):
+        if not units.has(index - 1) or units[index - 1][2]:
+            start = units[index][0]  # the unit before it ends a sentence: this one starts one
         index -= 1
-    if start < boundary:
-        return start
-    word = _WORD_START.search(text, max(piece_start, boundary - limit), boundary)
-    if word is not None and text[word.start() : boundary].strip():
-        return word.start()
-    return boundary
+    return start
 
 
-def _units(text: str, room: int) -> Iterator[tuple[int, int]]:
-    """Cut candidates as (start, end) spans covering ``text``; trailing whitespace belongs to the span
-    before it. Sentences first; a sentence longer than ``room`` falls back to words, a word longer
-    than ``room`` to fixed slices. Made as they are needed, so a huge paragraph never holds them all."""
+def _units(text: str, room: int) -> Iterator[tuple[int, int, bool]]:
+    """Cut candidates as (start, end, ends a sentence) spans covering ``text``; trailing whitespace
+    belongs to the span before it. Sentences first; a sentence longer than ``room`` falls back to words,
+    a word longer than ``room`` to fixed slices (only the last of a sentence's units ends it). Made as
+    they are needed, so a huge paragraph never holds them all."""
     start = 0
     for match in SENTENCE_END.finditer(text):
         if match.end() > start:
@@ -115,25 +115,25 @@ def _units(text: str, room: int) -> Iterator[tuple[int, int]]:
         yield from _unit_spans(text, start, len(text), room)
 
 
-def _unit_spans(text: str, start: int, end: int, room: int) -> Iterator[tuple[int, int]]:
+def _unit_spans(text: str, start: int, end: int, room: int) -> Iterator[tuple[int, int, bool]]:
     if end - start <= room or len(text[start:end].rstrip()) <= room:
-        yield (start, end)
+        yield (start, end, True)
         return
     for word in _WORD.finditer(text, start, end):
         word_start, word_end = word.span()
         while word_end - word_start > room and len(text[word_start:word_end].rstrip()) > room:
-            yield (word_start, word_start + room)
+            yield (word_start, word_start + room, False)
             word_start += room
-        yield (word_start, word_end)
+        yield (word_start, word_end, word_end == end)
 
 
 class _Units:
     """The units of a text by their index, read from ``_units`` as they are asked for and forgotten once
     the pieces are past them: memory is one piece's units, whatever the paragraph's length."""
 
-    def __init__(self, source: Iterator[tuple[int, int]]) -> None:
+    def __init__(self, source: Iterator[tuple[int, int, bool]]) -> None:
         self._source = source
-        self._held: deque[tuple[int, int]] = deque()
+        self._held: deque[tuple[int, int, bool]] = deque()
         self._first = 0  # the index of ``_held[0]``
 
     def has(self, index: int) -> bool:
@@ -146,7 +146,7 @@ class _Units:
             self._held.append(unit)
         return True
 
-    def __getitem__(self, index: int) -> tuple[int, int]:
+    def __getitem__(self, index: int) -> tuple[int, int, bool]:
         if not self.has(index):
             raise IndexError(index)
         return self._held[index - self._first]
