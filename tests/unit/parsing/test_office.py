@@ -158,8 +158,13 @@ def test_a_corrupt_xlsx_is_a_one_line_reason() -> None:
     ],
 )
 def test_zip_bombs_are_refused_before_inflating(key: str, marker: str) -> None:
+    # Given a real bomb (zeros inflating past the limit) under a limit lowered through the settings,
+    # so the bomb need not inflate past the 200 MB default to test the same check
+    limit = IngestSettings(max_uncompressed_bytes=16 * 1024 * 1024)
+    bomb = zip_bomb(marker, size=24 * 1024 * 1024)
+    # Then it is refused from its central directory, before anything is inflated
     with pytest.raises(OversizedDocument, match="zip bomb"):
-        parse_document(key, zip_bomb(marker))
+        parse_document(key, bomb, limit)
 
 
 def test_a_slide_is_a_page_its_title_the_section_and_its_notes_are_kept() -> None:
