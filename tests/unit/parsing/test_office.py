@@ -152,6 +152,22 @@ def test_sheet_cells_are_counted_to_the_last_value_of_each_row_and_bounded(
         parse_document("acme/wide.xlsx", make_xlsx({"Data": wide}))
 
 
+def test_reading_a_row_converts_its_values_and_not_the_padding_to_the_widest_sheet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a sheet of 51 rows of two values (openpyxl hands each row over padded to 256 columns)
+    rows = [["Part", "Stock"]] + [[f"P-{n}", n] for n in range(50)]
+    converted: list[object] = []
+    convert = xlsx._cell_text
+    monkeypatch.setattr(xlsx, "_cell_text", lambda value: converted.append(value) or convert(value))
+    # When it is parsed
+    doc = parse_document("acme/stock.xlsx", make_xlsx({"Stock": rows}))
+    # Then every value is read, and only the 102 values were converted (the work is the sheet's, not
+    # 256 cells a row)
+    assert "Part: P-49 | Stock: 49" in "\n".join(tables_of(doc))
+    assert len(converted) == 102
+
+
 def test_a_corrupt_xlsx_is_a_one_line_reason() -> None:
     data = bytearray(make_xlsx({"Staff": STAFF}))
     data[len(data) // 2 : len(data) // 2 + 200] = bytes(200)
