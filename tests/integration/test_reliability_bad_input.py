@@ -24,7 +24,6 @@ from tests.support.documents import (
     BadInput,
     DocxHeading,
     DocxParagraph,
-    bad_input_corpus,
     make_docx,
     make_docx_zip_bomb,
     make_large_text,
@@ -131,7 +130,9 @@ def search_one_document(
     return results
 
 
-def test_one_sqs_batch_of_hostile_input_records_everything_and_disturbs_nothing(stack: EmbeddedStack) -> None:
+def test_one_sqs_batch_of_hostile_input_records_everything_and_disturbs_nothing(
+    stack: EmbeddedStack, bad_inputs: list[BadInput]
+) -> None:
     settings = stack.container.settings.ingest
     ledger = stack.container.ledger
     # Given documents indexed before the batch, in the same tenant and in another one
@@ -141,7 +142,7 @@ def test_one_sqs_batch_of_hostile_input_records_everything_and_disturbs_nothing(
     ledger_before = ledger_snapshot(ledger)
 
     # and one SQS batch (one message per object) mixing every hostile input with good documents
-    corpus = bad_input_corpus()
+    corpus = bad_inputs
     good, hostile = good_uploads(), hostile_uploads(corpus)
     mixed = [u for pair in zip(hostile, good + [None] * len(hostile), strict=False) for u in pair if u]
     messages = []
@@ -260,9 +261,11 @@ def test_one_sqs_batch_of_hostile_input_records_everything_and_disturbs_nothing(
     print(f"\nbad-input batch: {len(mixed)} objects, {tried} corpus inputs, {len(hostile)} hostile in all")
 
 
-def test_direct_invocation_with_hostile_input_answers_a_result_per_object(stack: EmbeddedStack) -> None:
+def test_direct_invocation_with_hostile_input_answers_a_result_per_object(
+    stack: EmbeddedStack, bad_inputs: list[BadInput]
+) -> None:
     # Given hostile files delivered the way ``sam local invoke`` does: one S3 notification, many records
-    corpus = bad_input_corpus()
+    corpus = bad_inputs
     items = [Upload(i.key, i.data) for i in corpus] + [Upload("acme/guide.md", GOOD_MARKDOWN)]
     for item in items:
         stack.put_object(item.key, item.data, item.metadata)
@@ -280,9 +283,11 @@ def test_direct_invocation_with_hostile_input_answers_a_result_per_object(stack:
     assert out["results"][-1]["status"] == "indexed"
 
 
-def test_redelivering_a_failed_document_changes_nothing_and_costs_nothing(stack: EmbeddedStack) -> None:
+def test_redelivering_a_failed_document_changes_nothing_and_costs_nothing(
+    stack: EmbeddedStack, bad_inputs: list[BadInput]
+) -> None:
     # Given a corrupt PDF recorded as failed
-    corrupt = next(i for i in bad_input_corpus() if i.name == "corrupt pdf")
+    corrupt = next(i for i in bad_inputs if i.name == "corrupt pdf")
     stack.put_object(corrupt.key, corrupt.data)
     event = s3_event([stack.created_record(corrupt.key)])
     first = stack.invoke_ingest(stack.sqs_batch(event))

@@ -40,11 +40,9 @@ Factories (all return ``bytes``):
 - ``make_binary(size: int = 4096, seed: int = 0) -> bytes``: random bytes with NULs (not text).
 - ``make_large_text(size_bytes: int) -> bytes``: deterministic English-like UTF-8 prose, in
   paragraphs, of at least ``size_bytes`` (50 MB takes well under a second).
-- ``bad_input_corpus(*, include_large: bool = False) -> list[BadInput]``: every hostile or broken
-  input of issue 7, each as ``BadInput(name, key, data, expected)`` where ``expected`` is the
-  ``DocumentError`` subclass the parser must raise, or ``None`` when the file must be indexed.
-  ``include_large`` adds a 50 MB text file: ``OversizedDocument`` under the default 25 MB
-  ``max_object_bytes``; raise that limit and it parses (in about 2-3 s).
+- ``bad_input_corpus() -> list[BadInput]``: every hostile or broken input of issue 7, each as
+  ``BadInput(name, key, data, expected)`` where ``expected`` is the ``DocumentError`` subclass the
+  parser must raise, or ``None`` when the file must be indexed.
 """
 
 from __future__ import annotations
@@ -706,15 +704,9 @@ def _hostile_image_inputs() -> list[BadInput]:
     ]
 
 
-def bad_input_corpus(*, include_large: bool = False) -> list[BadInput]:
+def bad_input_corpus() -> list[BadInput]:
     ok_pdf = make_pdf(["A perfectly good page about the quarterly report."])
-    large = (
-        [BadInput("50 MB text", "acme/large.txt", make_large_text(50_000_000), OversizedDocument)]
-        if include_large
-        else []
-    )
     return [
-        *large,
         BadInput("truncated pdf", "acme/truncated.pdf", make_truncated_pdf(), CorruptDocument),
         BadInput("corrupt pdf", "acme/corrupt.pdf", make_corrupt_pdf(), CorruptDocument),
         BadInput(

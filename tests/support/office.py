@@ -1,5 +1,5 @@
 """Generated PPTX, XLSX, EPUB and CSV fixtures (python-pptx and openpyxl write real files; an EPUB is a
-zip we assemble as the EPUB 3 spec lays it out)."""
+zip we assemble as the EPUB 3 spec lays it out, and so is a plain XLSX too big for openpyxl's pace)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,59 @@ def make_xlsx(
         workbook.properties.title = title
     out = BytesIO()
     workbook.save(out)
+    return out.getvalue()
+
+
+def make_plain_xlsx(rows: Sequence[Sequence[str | int]], sheet: str = "Data") -> bytes:
+    """A one-sheet workbook written straight into its zip (numbers, inline strings, no styles), the
+    minimal package a spreadsheet program opens: for sheets too big to build through openpyxl in a
+    test's time."""
+    from xml.sax.saxutils import escape
+
+    def column(number: int) -> str:
+        name = ""
+        while number:
+            number, rest = divmod(number - 1, 26)
+            name = chr(65 + rest) + name
+        return name
+
+    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    relationships = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    package = "http://schemas.openxmlformats.org/package/2006"
+
+    def cell(reference: str, value: str | int) -> str:
+        if isinstance(value, int):
+            return f'<c r="{reference}"><v>{value}</v></c>'
+        return f'<c r="{reference}" t="inlineStr"><is><t>{escape(value)}</t></is></c>'
+
+    body = "".join(
+        f'<row r="{r}">'
+        + "".join(cell(f"{column(c)}{r}", value) for c, value in enumerate(row, start=1))
+        + "</row>"
+        for r, row in enumerate(rows, start=1)
+    )
+    corner = f"{column(max((len(row) for row in rows), default=1))}{max(len(rows), 1)}"
+    parts = {
+        "[Content_Types].xml": f'<Types xmlns="{package}/content-types">'
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        '<Override PartName="/xl/workbook.xml" ContentType='
+        '"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+        '<Override PartName="/xl/worksheets/sheet1.xml" ContentType='
+        '"application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>',
+        "_rels/.rels": f'<Relationships xmlns="{package}/relationships"><Relationship Id="rId1" '
+        f'Type="{relationships}/officeDocument" Target="xl/workbook.xml"/></Relationships>',
+        "xl/workbook.xml": f'<workbook xmlns="{main}" xmlns:r="{relationships}"><sheets>'
+        f'<sheet name="{escape(sheet)}" sheetId="1" r:id="rId1"/></sheets></workbook>',
+        "xl/_rels/workbook.xml.rels": f'<Relationships xmlns="{package}/relationships"><Relationship '
+        f'Id="rId1" Type="{relationships}/worksheet" Target="worksheets/sheet1.xml"/></Relationships>',
+        "xl/worksheets/sheet1.xml": f'<worksheet xmlns="{main}"><dimension ref="A1:{corner}"/>'
+        f"<sheetData>{body}</sheetData></worksheet>",
+    }
+    out = BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, xml in parts.items():
+            archive.writestr(name, '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' + xml)
     return out.getvalue()
 
 

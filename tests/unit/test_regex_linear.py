@@ -8,20 +8,21 @@ literal patterns passed to ``re.search`` and friends), builds runs of each chara
 and of each pair (after the literal a match starts with, before a tail that fails it) and compares the
 time of each method the code calls, and of ``search``, at ``n`` and ``4 n`` characters. Linear work
 grows about 4x; the patterns this replaced grew 13x to 66x, and their calls took 50 ms to 1.2 s at
-``4 n`` where linear ones take well under a millisecond. Each pattern runs in a forked child with a
-deadline, so an exponential pattern fails the test instead of hanging it (a regex holds the GIL).
+``4 n`` where linear ones take well under a millisecond. Times are the CPU time of the child that runs
+the pattern, which the machine's load does not inflate. Each pattern runs in a forked child under a
+CPU limit, so an exponential pattern fails the test instead of hanging it (a regex holds the GIL;
+tests/support/cpu_limit.py).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import re
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from typing import Any
 
 import pytest
 
+from tests.support.cpu_limit import call_within_cpu
 from tests.support.regex_audit import DynamicSite, FoundPattern, Growth, Site, collect, super_linear
 from winnow_local import apigw
 
@@ -34,8 +35,8 @@ DYNAMIC: dict[DynamicSite, Callable[[], list[re.Pattern[Any]]]] = {
     DynamicSite("winnow_local.evaluation.questions", "_pattern"): list,
 }
 
-# Far above the few seconds a quadratic pattern needs to be flagged at these sizes.
-DEADLINE_SECONDS = 120.0
+# Far above the few seconds of CPU a quadratic pattern needs to be flagged at these sizes.
+CPU_SECONDS = 120
 
 PATTERNS, DYNAMIC_SITES = collect()
 for _site, _build in DYNAMIC.items():
@@ -59,20 +60,14 @@ ONCE_QUADRATIC = {
 }
 
 
-def _audit_in_child(found: FoundPattern, send: Connection) -> None:
-    send.send(super_linear(found))
-
-
 def _audit(found: FoundPattern) -> Growth | str | None:
-    """The audit's verdict, from a forked child killed at the deadline."""
-    receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
-    child = multiprocessing.get_context("fork").Process(target=_audit_in_child, args=(found, send))
-    child.start()
-    verdict: Growth | str | None = f"did not finish within {DEADLINE_SECONDS:.0f} s (exponential?)"
-    if receive.poll(DEADLINE_SECONDS):
-        verdict = receive.recv()
-    child.kill()
-    child.join()
+    """The audit's verdict, from a forked child stopped past its CPU limit."""
+    outcome = call_within_cpu(CPU_SECONDS, super_linear, found)
+    if not outcome.finished:
+        return f"did not finish within {CPU_SECONDS} s of CPU (exponential?)"
+    if outcome.error:
+        return f"the audit failed: {outcome.error}"
+    verdict: Growth | None = outcome.value
     return verdict
 
 

@@ -16,6 +16,7 @@ from tests.support.documents import (
     DocxTable,
     make_docx,
     make_html,
+    make_large_text,
     make_pdf,
 )
 from tests.support.samples import assert_one_line_reason
@@ -115,10 +116,10 @@ def test_files_over_the_object_size_limit_are_oversized_and_the_limit_is_configu
 
 @pytest.mark.slow
 def test_a_50_mb_text_file_is_oversized_by_default_and_parses_when_allowed() -> None:
-    from tests.support.documents import bad_input_corpus
-
-    (large,) = [bad for bad in bad_input_corpus(include_large=True) if bad.name == "50 MB text"]
+    # Given 50 MB of prose, twice the default object size limit
+    data = make_large_text(50_000_000)
+    # Then it is refused by default, and read whole when the limit allows it
     with pytest.raises(OversizedDocument):
-        parse_document(large.key, large.data)
-    doc = parse_document(large.key, large.data, IngestSettings(max_object_bytes=60_000_000))
+        parse_document("acme/large.txt", data)
+    doc = parse_document("acme/large.txt", data, IngestSettings(max_object_bytes=60_000_000))
     assert sum(len(block.text) for block in doc.blocks) > 45_000_000

@@ -3,15 +3,15 @@
 A backtracking regex is quadratic (or worse) on a line built to defeat it: ``# a`` + 64,000 spaces +
 ``b`` took 26 s in the old ATX-heading pattern, a 1 MB line of that shape hours. These tests feed the
 parsers and the chunker lines of a megabyte (known bad shapes) or 200 KB (shapes Hypothesis builds from
-the syntax characters), each in a forked child given a generous deadline. Linear work finishes such
-a line in about a second; a quadratic pattern needs minutes to hours, so the deadline catches it
-without asserting on a time. (A pytest timeout could not: a regex holds the GIL and ignores signals
-until it returns.)
+the syntax characters), each in a forked child allowed a generous amount of CPU time. Linear work
+finishes such a line in about a second of CPU; a quadratic pattern needs minutes to hours, so the
+limit catches it. The limit counts the child's own work, never the machine's load
+(tests/support/cpu_limit.py). (A pytest timeout could not stop it: a regex holds the GIL and ignores
+signals until it returns.)
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import re
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from tests.support.cpu_limit import Outcome, call_within_cpu
 from winnow.answer.citations import check_citations
 from winnow.errors import EmptyDocument
 from winnow.models import Block, ParsedDocument
@@ -48,21 +49,27 @@ ADVERSARIAL_LINES = {
 }
 
 
-# Linear work on these lines takes about a second even on a loaded 2-core machine.
-DEADLINE_SECONDS = 90.0
+# Linear work on these lines takes about a second of CPU; a quadratic pattern, minutes to hours.
+CPU_SECONDS = 90
 
 
-def _finishes(work: Callable[..., Any], *args: Any) -> bool:
-    """Whether ``work(*args)`` returns without error within the deadline, in a forked child (killed
-    when late, so a quadratic regression fails the test instead of hanging it)."""
-    child = multiprocessing.get_context("fork").Process(target=work, args=args)
-    child.start()
-    child.join(DEADLINE_SECONDS)
-    if child.is_alive():
-        child.kill()
-        child.join()
-        return False
-    return child.exitcode == 0
+def _finishes(work: Callable[..., Any], *args: Any) -> Outcome:
+    """Whether ``work(*args)`` returns without error within ``CPU_SECONDS`` of CPU time, in a forked
+    child (stopped by the kernel past it, so a quadratic regression fails the test instead of hanging
+    it)."""
+    return call_within_cpu(CPU_SECONDS, work, *args)
+
+
+def _catastrophic() -> None:
+    re.match(r"(a*)*b", "a" * 64)  # exponential backtracking: runs for ages
+
+
+def test_the_cpu_limit_stops_work_that_would_never_end() -> None:
+    # Given a pattern that backtracks exponentially on a line it cannot match
+    # When it runs under a one-second CPU limit
+    outcome = call_within_cpu(1, _catastrophic)
+    # Then the child is stopped and the work reported unfinished: the tests below can fail
+    assert not outcome.finished and not outcome
 
 
 def _parse_and_chunk_both(text: str) -> None:
@@ -82,7 +89,7 @@ def _parse_and_chunk(key: str, text: str) -> None:
 def test_a_megabyte_line_of_a_backtracking_shape_is_parsed_and_chunked_in_linear_time(line: str) -> None:
     # Given one line of about a megabyte shaped to make a backtracking pattern retry at every character
     # When it is parsed as Markdown and as plain text, and chunked
-    # Then it finishes well within the deadline (a quadratic pattern would need hours)
+    # Then it finishes well within the CPU limit (a quadratic pattern would need hours)
     assert _finishes(_parse_and_chunk_both, line + "\n")
 
 
@@ -94,7 +101,7 @@ def test_a_front_matter_title_with_a_megabyte_of_spaces_is_read_in_linear_time()
     # Given YAML front matter whose title line ends in a megabyte of spaces before a stray character
     text = "---\ntitle: Guide" + " " * MEGABYTE + "x\n---\n\nBody text.\n"
     # When it is parsed
-    # Then the title is read within the deadline
+    # Then the title is read within the CPU limit
     assert _finishes(_front_matter_title, text)
 
 
@@ -119,7 +126,7 @@ def test_a_pdf_paragraph_of_many_lines_is_joined_in_linear_time() -> None:
     # Given a paragraph of 200,000 lines, half of them ending in a hyphenated word
     lines = ["exam-", "ple words"] * 100_000
     # When the lines are joined
-    # Then hyphenated words are joined again, every line is there, within the deadline
+    # Then hyphenated words are joined again, every line is there, within the CPU limit
     assert _finishes(_joins_every_line, lines)
 
 
@@ -140,7 +147,7 @@ def test_long_lines_built_from_markdown_syntax_are_parsed_and_chunked_in_linear_
     # Given a 200 KB line: a prefix, one unit of syntax characters repeated, a suffix
     line = prefix + unit * (_LONG // len(unit)) + suffix
     # When it is parsed as Markdown and as text and chunked
-    # Then it finishes within the deadline: the work is linear in the line's length
+    # Then it finishes within the CPU limit: the work is linear in the line's length
     assert _finishes(_parse_and_chunk_both, line)
 
 
@@ -223,7 +230,7 @@ def _parse(key: str, text: str) -> None:
 def test_the_reported_quadratic_documents_are_parsed_in_linear_time(key: str, text: str) -> None:
     # Given a megabyte document of a shape reported quadratic from outside
     # When it is parsed and chunked
-    # Then it finishes well within the deadline (the old patterns needed minutes to hours)
+    # Then it finishes well within the CPU limit (the old patterns needed minutes to hours)
     assert _finishes(_parse, key, text)
 
 
@@ -235,7 +242,7 @@ def test_an_answer_with_a_megabyte_of_spaces_is_checked_for_citations_in_linear_
     # Given a model's answer with a megabyte of spaces before a full stop, and a fabricated marker
     text = "Holidays" + " " * MEGABYTE + ". [1] more [7]"
     # When its citations are checked (24.7 s for 80 K spaces before)
-    # Then it finishes within the deadline, tidied
+    # Then it finishes within the CPU limit, tidied
     assert _finishes(_check_spaced_answer, text)
 
 

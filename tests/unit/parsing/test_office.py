@@ -10,7 +10,15 @@ from io import BytesIO
 
 import pytest
 
-from tests.support.office import Slide, make_epub, make_pptx, make_xlsx, with_member, zip_bomb
+from tests.support.office import (
+    Slide,
+    make_epub,
+    make_plain_xlsx,
+    make_pptx,
+    make_xlsx,
+    with_member,
+    zip_bomb,
+)
 from tests.support.samples import STAFF, tables_of
 from winnow.errors import CorruptDocument, DocumentError, OversizedDocument
 from winnow.parsing import parse_document, xlsx
@@ -120,9 +128,12 @@ def test_a_workbook_whose_formulas_are_all_cached_is_read_for_its_values_only() 
 
 
 def test_a_huge_sheet_is_refused_with_a_reason() -> None:
-    rows = [["n"]] + [[str(n)] for n in range(100_001)]
-    with pytest.raises(OversizedDocument, match="rows"):
-        parse_document("acme/huge.xlsx", make_xlsx({"Data": rows}))
+    # Given a sheet of more rows with values than the limit (written straight into its zip: openpyxl
+    # spends seconds building it)
+    rows: list[list[str | int]] = [["n"]] + [[n] for n in range(100_001)]
+    # Then it is refused, naming the limit
+    with pytest.raises(OversizedDocument, match="more than 100000 rows"):
+        parse_document("acme/huge.xlsx", make_plain_xlsx(rows))
 
 
 def test_sheet_cells_are_counted_to_the_last_value_of_each_row_and_bounded(
@@ -139,6 +150,22 @@ def test_sheet_cells_are_counted_to_the_last_value_of_each_row_and_bounded(
     # Then it is refused with the reason
     with pytest.raises(OversizedDocument, match="1000 cells"):
         parse_document("acme/wide.xlsx", make_xlsx({"Data": wide}))
+
+
+def test_reading_a_row_converts_its_values_and_not_the_padding_to_the_widest_sheet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a sheet of 51 rows of two values (openpyxl hands each row over padded to 256 columns)
+    rows = [["Part", "Stock"]] + [[f"P-{n}", n] for n in range(50)]
+    converted: list[object] = []
+    convert = xlsx._cell_text
+    monkeypatch.setattr(xlsx, "_cell_text", lambda value: converted.append(value) or convert(value))
+    # When it is parsed
+    doc = parse_document("acme/stock.xlsx", make_xlsx({"Stock": rows}))
+    # Then every value is read, and only the 102 values were converted (the work is the sheet's, not
+    # 256 cells a row)
+    assert "Part: P-49 | Stock: 49" in "\n".join(tables_of(doc))
+    assert len(converted) == 102
 
 
 def test_a_corrupt_xlsx_is_a_one_line_reason() -> None:
@@ -158,8 +185,13 @@ def test_a_corrupt_xlsx_is_a_one_line_reason() -> None:
     ],
 )
 def test_zip_bombs_are_refused_before_inflating(key: str, marker: str) -> None:
+    # Given a real bomb (zeros inflating past the limit) under a limit lowered through the settings,
+    # so the bomb need not inflate past the 200 MB default to test the same check
+    limit = IngestSettings(max_uncompressed_bytes=16 * 1024 * 1024)
+    bomb = zip_bomb(marker, size=24 * 1024 * 1024)
+    # Then it is refused from its central directory, before anything is inflated
     with pytest.raises(OversizedDocument, match="zip bomb"):
-        parse_document(key, zip_bomb(marker))
+        parse_document(key, bomb, limit)
 
 
 def test_a_slide_is_a_page_its_title_the_section_and_its_notes_are_kept() -> None:

@@ -32,8 +32,18 @@ MEMORY_HOG = b"a\n\n" * 8_000_000
 SLOW_TO_PARSE = b"word " * 4_000_000
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="module")
+def _workers_of_this_module_only() -> Iterator[None]:
+    """A worker is reused from document to document, as in ingest, so the tests that only parse share
+    this module's workers (starting one imports the parsers); none is left to another module."""
+    shutdown_workers()
+    yield
+    shutdown_workers()
+
+
+@pytest.fixture
 def fresh_workers() -> Iterator[None]:
+    """No idle worker before and after the test: for tests that count, kill or follow workers."""
     shutdown_workers()
     yield
     shutdown_workers()
@@ -118,6 +128,7 @@ def test_scanned_pages_are_read_by_the_ocr_of_the_ingest_process() -> None:
     assert all(block.ocr and "Scanned words" in block.text for block in parsed.blocks)
 
 
+@pytest.mark.usefixtures("fresh_workers")
 def test_an_ocr_outage_reaches_the_caller_and_the_worker_is_not_reused() -> None:
     # Given an OCR engine that is unavailable
     class DownOcr(CountingOcr):
@@ -132,6 +143,7 @@ def test_an_ocr_outage_reaches_the_caller_and_the_worker_is_not_reused() -> None
     assert parse_within_budget("acme/a.md", b"# A\n\nText.") == parse_document("acme/a.md", b"# A\n\nText.")
 
 
+@pytest.mark.usefixtures("fresh_workers")
 def test_ocr_time_counts_against_the_parse_budget() -> None:
     # Given a warm worker and an OCR engine that takes 3.5 s for a page
     parse_within_budget("acme/warm.txt", b"Warm up the worker.")
@@ -169,6 +181,7 @@ def test_a_document_error_comes_back_with_its_class_and_reason() -> None:
     assert str(raised.value) == str(in_process.value) and "\n" not in str(raised.value)
 
 
+@pytest.mark.usefixtures("fresh_workers")
 def test_a_parse_over_the_time_budget_is_stopped_and_the_next_document_gets_a_fresh_worker() -> None:
     # Given a worker that has parsed a document and is idle
     parse_within_budget("acme/warm.txt", b"Warm up the worker.")
@@ -196,6 +209,7 @@ def test_a_parse_over_the_memory_budget_fails_and_the_next_document_is_parsed() 
     assert parse_within_budget("acme/next.txt", b"Small text.", settings).blocks[0].text == "Small text."
 
 
+@pytest.mark.usefixtures("fresh_workers")
 def test_a_worker_that_died_while_idle_is_replaced() -> None:
     # Given an idle worker that something killed
     parse_within_budget("acme/a.txt", b"First.")

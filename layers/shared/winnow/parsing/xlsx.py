@@ -74,6 +74,7 @@ def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
                 raise OversizedDocument(f"XLSX has {len(sheets)} sheets (limit {MAX_SHEETS})")
             collector = BlockCollector()
             total_rows = total_cells = spanned_rows = 0
+            gap: tuple[Any, ...] = ()
             for sheet in sheets:
                 if sheet.sheet_state != "visible":
                     continue  # a hidden sheet is not what a reader of the workbook sees
@@ -89,12 +90,15 @@ def _parse_xlsx(key: str, data: bytes) -> ParsedDocument:
                     spanned_rows += 1
                     if spanned_rows > MAX_ROWS_SPANNED:
                         raise OversizedDocument(f"XLSX sheets span more than {MAX_ROWS_SPANNED} rows (limit)")
-                    if all(value is None for value in values):
+                    # openpyxl fills a gap with one tuple of MAX_COLUMNS Nones, yielded for every row:
+                    # judged once, then known by identity, so a gap row costs a step, not 256.
+                    if values is gap or values.count(None) == len(values):
+                        gap = values
                         continue
                     total_rows += 1
                     if total_rows > MAX_SHEET_ROWS:
                         raise OversizedDocument(f"XLSX has more than {MAX_SHEET_ROWS} rows (limit)")
-                    row = [_cell_text(value) for value in values]
+                    row = [_cell_text(value) for value in _trimmed(values)]
                     while row and not row[-1]:  # rows come padded to the widest: keep what they hold
                         row.pop()
                     total_cells += len(row)
@@ -150,6 +154,18 @@ def _with_formula_text(values: tuple[Any, ...], formulas: tuple[Any, ...]) -> tu
     return tuple(
         text(value, formula) for value, formula in itertools.zip_longest(values, formulas[: len(values)])
     )
+
+
+def _trimmed(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``values`` up to the last one that is not None. openpyxl pads every row to ``MAX_COLUMNS``: a
+    row of a few values is mostly padding, counted here in C instead of converted cell by cell."""
+    held = len(values) - values.count(None)
+    if values[held:].count(None) == len(values) - held:  # the values first, then only padding
+        return values[:held]
+    end = len(values)
+    while values[end - 1] is None:  # a row with empty cells between its values
+        end -= 1
+    return values[:end]
 
 
 def _cell_text(value: Any) -> str:
