@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from training import relevance_fit
+
 
 def candidates(svc: Any, tenant: str, request: Any, *, as_searched: bool = False) -> list[tuple[Any, Any]]:
     """``(hit, Evidence)`` in retrieval order, before any model, threshold or ``top_k``: by default as
@@ -18,4 +20,6 @@ def candidates(svc: Any, tenant: str, request: Any, *, as_searched: bool = False
     wanted = svc.reranker is not None if query.rerank is None else query.rerank
     reranked = as_searched and wanted and svc.reranker is not None
     hits = svc.retrieve(caller, query, dense, retrieve, query.candidate_count(reranked), with_dense=True)
-    return list(zip(hits, svc.evidence(dense, hits, sparse), strict=True))
+    # The candidates' segments, in the default mode, when this fit's order model reads them.
+    readings = svc.read(dense, hits) if query.mode == "hybrid" and relevance_fit.READ_SEGMENTS else None
+    return list(zip(hits, svc.evidence(dense, hits, sparse, readings), strict=True))

@@ -53,6 +53,7 @@ from benchmarks.common import (
     stdout_reserved_for_result,
 )
 from benchmarks.stack import EmbeddedStack, Hit, documents_by_best_chunk, write_documents
+from training import relevance_fit
 from training.baselines import bm25_rankings, dense_rankings
 from training.cv import DEFAULT_FOLDS, DEFAULT_SEED, bootstrap_se, fold_summary, kfold, mean, train_ids
 from training.data import (
@@ -731,6 +732,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(for training.passages --fold-models)",
     )
     parser.add_argument(
+        "--segments",
+        action="store_true",
+        help="the default mode's order model also reads each candidate's best segment (every search "
+        "then embeds its candidates' segments: docs/quality.md)",
+    )
+    parser.add_argument(
         "--write-model",
         action="store_true",
         help="fit the relevance models on every query and write them into the package for this profile",
@@ -763,6 +770,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit_docs or args.limit_queries:
         eval_set = eval_set.limited(args.limit_docs, args.limit_queries)
     progress = Progress(quiet=args.quiet)
+    relevance_fit.READ_SEGMENTS = args.segments
     offtopic = read_lines(args.offtopic)
     options: dict[str, Any] = {
         "env": provider_env(),

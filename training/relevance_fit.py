@@ -44,6 +44,19 @@ ORDER_FEATURES = (
     "sparse_rr",
     "bm25_missing",
 )
+# The best-segment features (``winnow.search.reader``): the order model reads them only when a fit asks
+# (``training.quality --segments``), because a model that reads them makes every search embed its
+# candidates' segments (about 115 per search; the cost is in docs/quality.md). ``training.evidence``
+# reads the candidates' segments only then.
+SEGMENT_ORDER_FEATURES = ("segment", "segment_gap")
+READ_SEGMENTS = False
+
+
+def order_features() -> tuple[str, ...]:
+    """The order model's features in this fit."""
+    return ORDER_FEATURES + SEGMENT_ORDER_FEATURES if READ_SEGMENTS else ORDER_FEATURES
+
+
 JUDGED_WEIGHT = 4.0  # one judged claim counts as four other queries: the claims must not lose to them
 ORDER_L2 = 1.0  # on standardised features
 # The answer model of the other modes (issue 24): whether the best passage answers must not read BM25's raw
@@ -241,7 +254,7 @@ def fit_ranked(
         merged_qrels.update({q: queries.qrels.get(q, {}) for q in queries.ids})
         order_ids += queries.ids
     weight = dict.fromkeys(qids, JUDGED_WEIGHT)
-    order = fit_listwise(merged, merged_qrels, order_ids, ORDER_FEATURES, ORDER_L2, weight)
+    order = fit_listwise(merged, merged_qrels, order_ids, order_features(), ORDER_L2, weight)
     return calibrate(candidates, qrels, qids, order, answer)
 
 

@@ -6,10 +6,13 @@ embeddings request per search, of the returned passages' segments (docs/api.md).
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 from tests.support.stack import EmbeddedStack
+from winnow.settings import SearchSettings
 from winnow.text.segments import segments
+from winnow_fakes.fake_voyage import FakeVoyageServer
 
 MANUAL = """# Wget
 
@@ -110,3 +113,17 @@ def test_a_model_that_orders_by_the_best_sentence_reads_every_candidate_once(sta
     # every candidate's segments in the one call (more than the one result's), and nothing read again
     assert len(requests[1].body["input"]) > len(segments(body["results"][0]["text"]))
     assert_highlights_inside(body["results"][0])
+
+
+def test_highlights_off_cost_no_embed_call(tmp_path: Path, fake_voyage: FakeVoyageServer) -> None:
+    off = EmbeddedStack(tmp_path / "home", fake_voyage, search=SearchSettings(highlights=False))
+    try:
+        assert off.upload("acme/wget.md", MANUAL.encode())["status"] == "indexed"
+        before = len(fake_voyage.requests_to("embeddings"))
+        status, body = off.search("how many times does wget retry?", top_k=2, relevance_threshold=0)
+        assert status == 200 and body["results"]
+        requests = fake_voyage.requests_to("embeddings")[before:]
+        assert [r.body["input_type"] for r in requests] == ["query"]
+        assert all(r["highlight"] == [] for r in body["results"])
+    finally:
+        off.close()

@@ -641,3 +641,29 @@ def test_held_out_passage_outcomes_read_the_order_the_threshold_and_each_group()
     )
     assert figures["all"] == {"questions": 2, "top1": 0.5, "top3": 0.5, "top3_shown": 0.5, "refused": 0.5}
     assert figures["source:man"]["top1"] == 1.0 and figures["format:pdf"]["refused"] == 1.0
+
+
+def test_the_order_model_reads_the_best_segment_only_when_the_fit_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from training import relevance_fit
+
+    rng = random.Random(5)
+    cands: dict[str, list[tuple[str, Evidence]]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for q in range(12):
+        # the answering passage has the best sentence, not the best passage cosine
+        rows = [(f"q{q}-d{i}", Evidence(cosine=0.5 + rng.random() * 0.1, segment=0.4)) for i in range(5)]
+        rows[q % 5] = (rows[q % 5][0], Evidence(cosine=0.45, segment=0.8))
+        cands[f"q{q}"] = rows
+        qrels[f"q{q}"] = {rows[q % 5][0]: 1}
+    answer = LogisticModel(("cosine",), (1.0,), 0.0)
+    judged, others = list(cands)[:6], list(cands)[6:]
+    extra = [relevance_fit.OrderQueries(cands, qrels, others)]
+    plain = relevance_fit.fit_ranked(cands, qrels, judged, answer, extra)
+    assert not {"segment", "segment_gap"} & plain.reads
+    monkeypatch.setattr(relevance_fit, "READ_SEGMENTS", True)
+    read = relevance_fit.fit_ranked(cands, qrels, judged, answer, extra)
+    assert {"segment", "segment_gap"} <= read.order.reads
+    best = [max(range(5), key=lambda i: read.probabilities([e for _, e in c])[i]) for c in cands.values()]
+    assert best == [q % 5 for q in range(12)]

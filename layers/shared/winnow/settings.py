@@ -389,6 +389,9 @@ class SearchSettings(BaseSettings):
     image_url_seconds: int = Field(
         default=300, ge=10, le=3600, description="How long a figure's image_url works."
     )
+    # Off: results carry no highlight and a search makes no extra embed call for them (a relevance
+    # model that orders by the best segment still reads its candidates). docs/quality.md: the cost.
+    highlights: bool = Field(default=True, description="Mark each result's best-answering sentences.")
 
 
 class ReconcileSettings(BaseSettings):

@@ -202,7 +202,7 @@ class SearchService:
         around = contexts(
             self.store, caller.tenant, self.read_scope(caller), [h for _, h in kept], request.context
         )
-        unread = [h for _, h in kept if h.point_id not in readings]
+        unread = [h for _, h in kept if h.point_id not in readings] if self.settings.highlights else []
         if unread:
             query_vector = dense if dense is not None else self._embed_query(caller, request.query)
             readings.update(zip((h.point_id for h in unread), self.read(query_vector, unread), strict=True))
@@ -227,6 +227,7 @@ class SearchService:
                 highlight=[
                     Highlight(start=seg.start, end=seg.end)
                     for seg in readings.get(hit.point_id, NOT_READ).highlight()
+                    if self.settings.highlights
                 ],
             )
             for i, ((score, hit), (before, after)) in enumerate(zip(kept, around, strict=True))
