@@ -155,3 +155,15 @@ def test_made_up_tenants_hold_a_search_from_another_address_one_task_at_most(
         assert call.done.wait(120) and call.response is not None and call.response.status_code == 200
     assert len(served) == 31
     assert served.index("victim") <= 1, served
+
+
+def test_an_uploads_model_runs_leave_a_core_to_searches(server: WinnowHTTPServer) -> None:
+    """Issue 44: an upload's document runs took both cores (two intra-op threads), and every search's
+    query run waited for them; on ``winnow serve`` they take one."""
+    from winnow_local.adapters.onnx_embedder import LocalOnnxEmbedder
+
+    upload = request(server, "POST", "/upload?key=cores.md", "cores", content=FIRST)
+    assert upload.json()["status"] == "indexed"
+    embedder = get_container().embedder
+    assert isinstance(embedder, LocalOnnxEmbedder)
+    assert embedder._document_session.get_session_options().intra_op_num_threads == 1
