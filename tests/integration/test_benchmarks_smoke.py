@@ -461,3 +461,12 @@ def test_quality_passages_refuse_a_reranked_run(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(SystemExit) as exit_info:
         quality.main([*EVAL, "--passages"])
     assert exit_info.value.code == 2
+
+
+def test_ingest_cap_memory_benchmark_prints_each_input(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import ingest_cap_memory
+
+    ingest_cap_memory.main(["--chunks", "40", "--model-runs", "off"])
+    out = capsys.readouterr().out
+    assert all(kind in out for kind in ingest_cap_memory.KINDS) and "peak RSS MB" in out, out
+    assert "failed" not in out, out

@@ -52,3 +52,34 @@ def test_a_long_document_is_embedded_and_written_in_bounded_pieces(
     assert sum(upserts) == again["chunks"] and max(upserts) <= WRITE_BATCH
     status, body = stack.search("boiler12x3", top_k=1, mode="sparse", relevance_threshold=0)
     assert status == 200 and "boiler12x3" in body["results"][0]["text"]
+
+
+def test_a_re_index_reads_the_stored_vectors_a_page_at_a_time(
+    stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: a re-upload of a document at the chunk cap held its 20,000 stored vectors as lists of
+    Python floats at once (240 MB) before reusing them. Measured with tracemalloc, not a clock."""
+    import tracemalloc
+
+    document = "\n\n".join(f"# Part {n}\n\n" + " ".join(f"w{n}x{k}" for k in range(40)) for n in range(1200))
+    first = stack.upload("acme/long.md", document.encode())
+    assert first["status"] == "indexed" and first["chunks"] >= 1200
+    peaks: list[int] = []
+    real = vectors.DocumentVectors.of
+
+    def measured(self: vectors.DocumentVectors, *args: Any, **kwargs: Any) -> Any:
+        tracemalloc.start()
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+
+    monkeypatch.setattr(vectors.DocumentVectors, "of", measured)
+    # When it is uploaded again with one section changed
+    again = stack.upload("acme/long.md", document.replace("w0x0 ", "kettle ", 1).encode())
+    # Then every other chunk reuses its stored vector
+    assert again["status"] == "indexed" and again["reused"] >= first["chunks"] - 1
+    # and the stored vectors were never held as lists all at once (12 KB a vector): a page of them at most
+    as_lists = first["chunks"] * 384 * (8 + 24)
+    assert peaks and peaks[0] < as_lists / 2, (peaks, as_lists)

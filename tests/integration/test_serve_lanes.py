@@ -102,7 +102,7 @@ def test_another_tenants_search_is_served_before_a_backlog_drains(server: Winnow
     body = {"query": "how often should the kettle be descaled", "top_k": 50}
     backlog = [queue(server, lambda: request(server, "POST", "/search", "a", json=body)) for _ in range(3)]
     tail_gate = threading.Event()
-    server.lane.submit("a", tail_gate.wait, 300)
+    server.lane.submit(("127.0.0.1", "a"), tail_gate.wait, 300)  # a's turn: its address and tenant
     # When tenant b sends one search behind all of it
     other = queue(server, lambda: request(server, "POST", "/search", "b", json={"query": "kettle"}))
     gate.set()
@@ -115,3 +115,55 @@ def test_another_tenants_search_is_served_before_a_backlog_drains(server: Winnow
         tail_gate.set()
     for call in backlog:
         assert call.done.wait(120) and call.response is not None and call.response.status_code == 200
+
+
+def test_made_up_tenants_hold_a_search_from_another_address_one_task_at_most(
+    server: WinnowHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: any tenant header is accepted locally, and with turns by tenant alone N made-up tenants
+    each sending a search put N tasks ahead of a victim's search."""
+    served: list[str] = []
+    real = server.runtime.call_api
+
+    def recording(method: str, target: str, **kwargs: Any) -> Any:
+        served.append(str(kwargs["headers"].get("x-winnow-tenant")))
+        return real(method, target, **kwargs)
+
+    monkeypatch.setattr(server.runtime, "call_api", recording)
+    # Given 30 made-up tenants from one address, each with a search waiting on the lane
+    gate = hold_lane(server)
+    body = {"query": "kettle", "relevance_threshold": 0}
+
+    def search_as(tenant: str) -> Callable[[], httpx.Response]:
+        return lambda: request(server, "POST", "/search", tenant, json=body)
+
+    sybils = [queue(server, search_as(f"sybil-{n}")) for n in range(30)]
+    # When a tenant on another address sends a search behind them all
+    victim_client = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=300)
+    with victim_client:
+        victim = queue(
+            server,
+            lambda: victim_client.post(
+                f"{server.url}/search", headers={"x-winnow-tenant": "victim"}, json=body
+            ),
+        )
+        gate.set()
+        assert victim.done.wait(120) and victim.response is not None
+    # Then it is served after at most one of theirs (by tenant alone, it came 31st)
+    assert victim.response.status_code == 200, victim.response.text
+    for call in sybils:
+        assert call.done.wait(120) and call.response is not None and call.response.status_code == 200
+    assert len(served) == 31
+    assert served.index("victim") <= 1, served
+
+
+def test_an_uploads_model_runs_leave_a_core_to_searches(server: WinnowHTTPServer) -> None:
+    """Issue 44: an upload's document runs took both cores (two intra-op threads), and every search's
+    query run waited for them; on ``winnow serve`` they take one."""
+    from winnow_local.adapters.onnx_embedder import LocalOnnxEmbedder
+
+    upload = request(server, "POST", "/upload?key=cores.md", "cores", content=FIRST)
+    assert upload.json()["status"] == "indexed"
+    embedder = get_container().embedder
+    assert isinstance(embedder, LocalOnnxEmbedder)
+    assert embedder._document_session.get_session_options().intra_op_num_threads == 1

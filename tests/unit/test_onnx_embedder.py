@@ -101,6 +101,22 @@ def test_document_runs_one_at_a_time_use_both_cores(parallel_runs: int, threads:
     assert embedder._document_session.get_session_options().intra_op_num_threads == threads
 
 
+def test_sharing_cores_puts_document_runs_on_one_thread_and_keeps_the_vectors(
+    embedder: LocalOnnxEmbedder,
+) -> None:
+    # Given an embedder whose document runs use both cores
+    shared = LocalOnnxEmbedder()
+    (before,) = shared.embed(["Descale the kettle every four weeks."], "document")
+    # When a process that also answers searches has it share the cores (``winnow serve``)
+    shared.share_cores()
+    (after,) = shared.embed(["Descale the kettle every four weeks."], "document")
+    # Then its document runs take one thread, queries keep theirs, and the vectors are the same
+    assert shared._document_session.get_session_options().intra_op_num_threads == 1
+    shared.embed(["kettle"], "query")
+    assert shared._session.get_session_options().intra_op_num_threads == min(2, os.cpu_count() or 1)
+    assert cosine(before, after) > 0.9999
+
+
 def test_parallel_runs_must_be_positive() -> None:
     with pytest.raises(ValueError, match="parallel_runs"):
         LocalOnnxEmbedder(parallel_runs=0)

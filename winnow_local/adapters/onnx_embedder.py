@@ -152,6 +152,7 @@ class LocalOnnxEmbedder(Embedder):
         self._batch_size = batch_size
         self._max_tokens = max_tokens
         self._parallel_runs = parallel_runs or 1
+        self._document_threads: int | None = None  # at most this many for document runs (``share_cores``)
         self._query_model_dir = query_model_dir
         self.query_model: Path | None = None  # the file the query session was built from
         self._lock = threading.Lock()
@@ -215,6 +216,7 @@ class LocalOnnxEmbedder(Embedder):
                     # Weights kept int8 (see ``_new_session``). Runs one at a time use both cores (a
                     # second thread costs no memory); runs side by side take one thread each.
                     threads = 1 if self._parallel_runs > 1 else max(1, min(2, os.cpu_count() or 1))
+                    threads = min(threads, self._document_threads or threads)
                     session = _new_session(ort, self._model_file, threads=threads, fold_weights=False)
                     self._document_session = session
                 else:
@@ -241,6 +243,15 @@ class LocalOnnxEmbedder(Embedder):
                 "`python -m winnow_local.adapters.onnx_embedder --prepare` (make install does)"
             )
         return self._model_file
+
+    def share_cores(self) -> None:
+        """Document runs on one thread from now on, so a process that also answers searches (``winnow
+        serve``) always leaves a core that its own ingest does not take: with two threads an upload's
+        runs took both cores of a 2-core laptop (the second one spinning between operators), and each
+        query run waited for them (issue 44). A session already built is dropped, once its runs end."""
+        with self._document_runs.alone(), self._lock:
+            self._document_threads = 1
+            self._document_session = None
 
     @contextmanager
     def released(self) -> Iterator[None]:

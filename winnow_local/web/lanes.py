@@ -12,7 +12,14 @@ removals: parsing and embedding) and the model lane (requests that wait for a la
 stores behind them take their own locks (Qdrant Edge's shards, the SQLite ledger's), and ingest's
 writes are serialised by ``LocalRuntime``; what cannot be shared is a Powertools resolver, which keeps
 the request it is answering on itself, so the model lane calls its own copy of the search function
-(``separate_search_handler``)."""
+(``separate_search_handler``).
+
+Who gets a turn is decided in two levels: first the peer (the client's address), then the tenant within
+that peer. Locally any ``x-winnow-tenant`` is accepted, so a tenant name costs nothing to make up: turned
+by tenant alone, N made-up tenants each sending a search put N tasks ahead of another tenant's search
+(issue 44). A peer address cannot be made up over TCP, so a client on another address waits for at most
+one task per other address with work, however many tenants those addresses claim. Clients of one
+address (every client on loopback, for example) share that address's turns, tenant by tenant as before."""
 
 from __future__ import annotations
 
@@ -29,46 +36,62 @@ T = TypeVar("T")
 SERVER = "_server"  # work no tenant asked for (warm-up): its own queue, like a tenant's
 
 
+Turn = str | tuple[str, str]  # a tenant (the server's own peer), or (peer address, tenant)
+Task = tuple[Future[Any], Callable[[], Any]]
+
+
 class FairLane:
-    """A single-thread executor with a FIFO queue per tenant, served round-robin."""
+    """A single-thread executor with a FIFO queue per (peer, tenant), served round-robin: peers in turn,
+    and within a peer its tenants in turn."""
 
     def __init__(self, name: str = "winnow-handlers") -> None:
-        self._queues: OrderedDict[str, deque[tuple[Future[Any], Callable[[], Any]]]] = OrderedDict()
+        self._peers: OrderedDict[str, OrderedDict[str, deque[Task]]] = OrderedDict()
         self._ready = threading.Condition()
         self._closed = False
         self._worker = threading.Thread(target=self._run, name=name, daemon=True)
         self._worker.start()
 
-    def submit(self, tenant: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        """Queue ``fn(*args, **kwargs)`` behind ``tenant``'s earlier tasks; its future."""
+    def submit(self, turn: Turn, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        """Queue ``fn(*args, **kwargs)`` behind the earlier tasks of ``turn`` (a tenant of the server's
+        own peer, or ``(peer, tenant)``); its future."""
+        peer, tenant = _split(turn)
         future: Future[T] = Future()
         with self._ready:
             if self._closed:
                 raise RuntimeError("the server is shutting down")
-            self._queues.setdefault(tenant, deque()).append((future, lambda: fn(*args, **kwargs)))
+            tenants = self._peers.setdefault(peer, OrderedDict())
+            tenants.setdefault(tenant, deque()).append((future, lambda: fn(*args, **kwargs)))
             self._ready.notify()
         return future
 
-    def pending(self, tenant: str | None = None) -> int:
+    def pending(self, turn: Turn | None = None) -> int:
         """Tasks queued and not started (for one tenant, or all)."""
         with self._ready:
-            if tenant is not None:
-                return len(self._queues.get(tenant, ()))
-            return sum(len(queue) for queue in self._queues.values())
+            if turn is not None:
+                peer, tenant = _split(turn)
+                tenants = self._peers.get(peer)
+                return len(tenants.get(tenant, ())) if tenants is not None else 0
+            return sum(len(queue) for tenants in self._peers.values() for queue in tenants.values())
 
-    def _next(self) -> tuple[Future[Any], Callable[[], Any]] | None:
-        """The head of the first tenant's queue; that tenant goes to the back of the turn."""
+    def _next(self) -> Task | None:
+        """The head of the first peer's first tenant's queue; that tenant goes to the back of its peer's
+        turn, and the peer to the back of the lane's."""
         with self._ready:
-            while not self._queues and not self._closed:
+            while not self._peers and not self._closed:
                 self._ready.wait()
-            if not self._queues:
+            if not self._peers:
                 return None
-            tenant, queue = next(iter(self._queues.items()))
+            peer, tenants = next(iter(self._peers.items()))
+            tenant, queue = next(iter(tenants.items()))
             task = queue.popleft()
             if queue:
-                self._queues.move_to_end(tenant)
+                tenants.move_to_end(tenant)
             else:
-                del self._queues[tenant]
+                del tenants[tenant]
+            if tenants:
+                self._peers.move_to_end(peer)
+            else:
+                del self._peers[peer]
             return task
 
     def _run(self) -> None:
@@ -88,13 +111,18 @@ class FairLane:
         with self._ready:
             self._closed = True
             if cancel_futures:
-                for queue in self._queues.values():
-                    for future, _ in queue:
-                        future.cancel()
-                self._queues.clear()
+                for tenants in self._peers.values():
+                    for queue in tenants.values():
+                        for future, _ in queue:
+                            future.cancel()
+                self._peers.clear()
             self._ready.notify_all()
         if wait and self._worker is not threading.current_thread():
             self._worker.join()
+
+
+def _split(turn: Turn) -> tuple[str, str]:
+    return ("", turn) if isinstance(turn, str) else turn
 
 
 def separate_search_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:

@@ -197,14 +197,15 @@ class WinnowRequestHandler(UploadRoutes):
         path = urlsplit(self.path).path
         method, target = self.command, self.path
         tenant = self._lane_tenant()
+        turn = (str(self.client_address[0]), tenant)  # peers in turn, then tenants (``lanes``)
         if method == "POST" and _asks_a_model(path, body):
             handler = self.server.model_handler  # its own resolver: it runs beside the API lane's
             response = self.server.model_lane.submit(
-                tenant, lambda: runtime.call_api(method, target, body=payload, headers=headers, via=handler)
+                turn, lambda: runtime.call_api(method, target, body=payload, headers=headers, via=handler)
             ).result()
         else:
             response = self.server.lane.submit(
-                tenant, lambda: runtime.call_api(method, target, body=payload, headers=headers)
+                turn, lambda: runtime.call_api(method, target, body=payload, headers=headers)
             ).result()
         if method == "DELETE" and path.startswith("/documents/") and response.status == 202:
             self._removal(tenant, str(response.json()["key"]))

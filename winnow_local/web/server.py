@@ -232,6 +232,10 @@ def make_server(
     if not search.allow_tenant_header:
         container.settings.search = search.model_copy(update={"allow_tenant_header": True})
     server = WinnowHTTPServer((host, port), quiet=quiet, settings=settings)
+    from winnow_local.adapters.onnx_embedder import LocalOnnxEmbedder
+
+    if isinstance(container.embedder, LocalOnnxEmbedder):
+        container.embedder.share_cores()  # an upload's model runs leave a core to searches
     from winnow_local.adapters.objects_local import LocalObjectSource
 
     objects = container.objects

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from array import array
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -223,6 +224,9 @@ class TransitionStore(VectorStore):
 
     def existing_vectors(self, tenant: str, key: str) -> dict[str, list[float]]:
         return self.target.existing_vectors(tenant, key)
+
+    def reusable_vectors(self, tenant: str, key: str, wanted: Collection[str]) -> dict[str, array[float]]:
+        return self.target.reusable_vectors(tenant, key, wanted)
 
     def point_ids(self, tenant: str, key: str) -> set[str]:
         return self.target.point_ids(tenant, key)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import uuid
 from abc import abstractmethod
+from array import array
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -167,6 +168,22 @@ class CollectionStore(CollectionEngine, VectorStore):
             content_hash = (point.payload or {}).get("content_hash")
             if dense is not None and content_hash:
                 vectors[str(content_hash)] = dense
+        return vectors
+
+    def reusable_vectors(self, tenant: str, key: str, wanted: Collection[str]) -> dict[str, array[float]]:
+        """Page by page (``SCROLL_PAGE`` points), each vector made float32 as it arrives: one page of
+        lists at a time, never the document's (see the port)."""
+        if not self._require(create=False):
+            return {}
+        vectors: dict[str, array[float]] = {}
+        for point in self._scroll(
+            document_filter(self.conditions, tenant, key), ["content_hash"], with_dense=True
+        ):
+            content_hash = str((point.payload or {}).get("content_hash") or "")
+            if content_hash in wanted and content_hash not in vectors:
+                dense = dense_of(point)
+                if dense is not None:
+                    vectors[content_hash] = array("f", dense)
         return vectors
 
     def point_ids(self, tenant: str, key: str) -> set[str]:

@@ -34,9 +34,11 @@ class DocumentVectors:
         Returns (vectors, how many were embedded, how many chunks reuse a vector: a stored one, or the
         one just embedded for an identical passage of the same document), so the two add up to the
         chunks."""
-        existing = self.store.existing_vectors(tenant, key) if known else {}
-        vectors: dict[str, array[float]] = {h: array("f", v) for h, v in existing.items()}
-        del existing
+        wanted = {chunk.content_hash for chunk in chunks}
+        # Only the vectors this version reuses, read page by page as float32 (a document at the chunk
+        # cap held its 20,000 stored vectors as Python lists at once: 240 MB, issue 44).
+        vectors = self.store.reusable_vectors(tenant, key, wanted) if known else {}
+        del wanted
         missing: dict[str, str] = {}
         for chunk in chunks:
             if chunk.content_hash not in vectors:
