@@ -25,8 +25,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.common import AS_THE_COMMAND, machine, positive_int, table
-from benchmarks.table_ingest import _INGEST, ROOT, WORDS, child, table_csv
+from benchmarks.common import AS_THE_COMMAND, REPO_ROOT, child_env, machine, positive_int, run_child, table
+from benchmarks.table_ingest import _INGEST
+from tests.support.tables import WORDS, table_csv
 
 # The model's runs skipped (see the module's note): the session is never built, the vectors are unit.
 _NO_MODEL_RUNS = """
@@ -88,7 +89,7 @@ def small_sections(size: int) -> bytes:
 
 
 KINDS: dict[str, tuple[str, Callable[[int], bytes]]] = {
-    "csv": ("table.csv", lambda size: table_csv("long cells", size)),
+    "csv": ("table.csv", lambda size: table_csv(True, size).encode()),
     "md-table": ("table.md", markdown_table),
     "prose": ("prose.txt", prose),
     "sections": ("sections.md", small_sections),
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare with")
     args = parser.parse_args(argv)
     print(machine())
-    roots = {"this": ROOT} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
+    roots = {"this": REPO_ROOT} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
     rows = []
     with tempfile.TemporaryDirectory(prefix="winnow-cap-memory-") as work:
         os.environ["WINNOW_HOME"] = str(Path(work) / "calibrate")
@@ -127,7 +128,9 @@ def main(argv: list[str] | None = None) -> None:
                 code_run = _INGEST
                 if args.model_runs == "off":
                     code_run = AS_THE_COMMAND + _NO_MODEL_RUNS + _INGEST.removeprefix(AS_THE_COMMAND)
-                result = child(code_run, [str(folder)], root, Path(work) / f"home-{code}-{kind}")
+                home = Path(work) / f"home-{code}-{kind}"
+                env = child_env(root, drop=("WINNOW_BUCKET",)) | {"WINNOW_HOME": str(home)}
+                result = run_child(code_run, [str(folder)], env, cwd=root)
                 rows.append(
                     [
                         kind,
