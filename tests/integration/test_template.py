@@ -16,6 +16,7 @@ import fnmatch
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -1298,10 +1299,10 @@ def host_build_target(target: str, out: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Path]]]:
     """``sam build`` into a fresh directory, as a team runs it (no cache, no Docker), and the host build,
     both at once: neither reads the other's output, so they need not queue one behind the other. The
-    comparison tests tie the two builds together."""
+    comparison tests tie the two builds together. Both are removed after the module."""
     sam = sam_cli()
     build_dir = tmp_path_factory.mktemp("sam") / "build"
     out = tmp_path_factory.mktemp("host")
@@ -1314,7 +1315,10 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Pa
         for future in host_done:
             future.result()
         sam_done.result()
-    return build_dir, {target: out / target for target in HOST_TARGETS}
+    yield build_dir, {target: out / target for target in HOST_TARGETS}
+    # Hundreds of megabytes, in memory when the temporary folder is (tests/conftest.py): not kept for later.
+    shutil.rmtree(build_dir.parent, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
