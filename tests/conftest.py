@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -43,6 +44,14 @@ os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "WinnowTest")
+
+# Files tests write (tmp_path, Qdrant Edge's ":memory:" folders, the SAM builds, subprocesses' temp files)
+# go to /dev/shm where there is one, unless TMPDIR names a place: Edge syncs each write to disk, and on a
+# busy disk those syncs, not the work, took most of the time (test_uploads.py: 75 s on disk, 11 s in
+# memory). Nothing a test checks depends on the disk; `TMPDIR=/tmp make pytest` runs them on disk.
+if not os.environ.get("TMPDIR") and os.access("/dev/shm", os.W_OK | os.X_OK):
+    os.environ["TMPDIR"] = "/dev/shm"
+    tempfile.tempdir = None  # pytest's capture already asked: forget its answer
 
 pytest_plugins = [
     name

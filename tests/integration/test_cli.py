@@ -1,5 +1,6 @@
-"""The ``winnow`` command end to end: ``python -m winnow_local`` in a subprocess with its own WINNOW_HOME, the
-local ONNX model, Qdrant local mode, the SQLite ledger and the folder bucket, through the real handlers."""
+"""The ``winnow`` command end to end: its ``main`` in this process with its own WINNOW_HOME (a subprocess
+where another process matters), the local ONNX model, Qdrant local mode, the SQLite ledger and the folder
+bucket, through the real handlers."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import LEAVE, Winnow
+from tests.support.cli import LEAVE, InProcessWinnow, Winnow
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +70,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def winnow(tmp_path_factory: pytest.TempPathFactory) -> Winnow:
-    return Winnow(tmp_path_factory.mktemp("cli") / "home")
+    return InProcessWinnow(tmp_path_factory.mktemp("cli") / "home")
 
 
 @pytest.fixture(scope="module")
@@ -316,7 +317,7 @@ def test_a_home_held_by_another_process_says_which_and_what_to_do(
 
     holder = EdgeFolder(str(winnow.home / "qdrant"))
     try:
-        run = winnow("search", "parental leave", "--tenant", "acme")
+        run = Winnow(winnow.home)("search", "parental leave", "--tenant", "acme")
     finally:
         holder.close()
     # Then one line names the folder and the documented way out, not an undocumented variable
@@ -328,7 +329,9 @@ def test_a_home_held_by_another_process_says_which_and_what_to_do(
 
 def test_missing_model_files_say_run_make_install(tmp_path: Path) -> None:
     # Given a model path that does not exist
-    winnow = Winnow(tmp_path / "home", WINNOW_LOCAL_MODEL_PATH=str(tmp_path / "missing" / "model.onnx"))
+    winnow = InProcessWinnow(
+        tmp_path / "home", WINNOW_LOCAL_MODEL_PATH=str(tmp_path / "missing" / "model.onnx")
+    )
     doc = tmp_path / "a.md"
     doc.write_text("# A\n\nSome text about apples and pears in the orchard.\n")
     # When ingesting or searching
@@ -374,7 +377,7 @@ def test_reconcile_repairs_a_lost_delete(winnow: Winnow, tmp_path: Path) -> None
 
 def test_search_prints_a_table_passage_as_a_table(tmp_path: Path) -> None:
     # Given a Markdown document whose answer is a row of a table
-    runner = Winnow(tmp_path / "home")
+    runner = InProcessWinnow(tmp_path / "home")
     (tmp_path / "status.md").write_text(
         "# HTTP status codes\n\n"
         "| Code | Enum Name | Details |\n|---|---|---|\n"
@@ -398,7 +401,7 @@ def test_search_prints_a_table_passage_as_a_table(tmp_path: Path) -> None:
 
 def test_demo_json_prints_one_json_line_per_document_and_per_question(tmp_path: Path) -> None:
     # Given a fresh home, when the demo runs with --json (the README says every such command has it)
-    run = Winnow(tmp_path / "home")("demo", "--json")
+    run = InProcessWinnow(tmp_path / "home")("demo", "--json")
     assert run.code == 0, run.stderr
     # Then stdout is JSON lines only: the documents as `winnow ingest --json` prints them, all indexed
     lines = run.json_lines()

@@ -1,4 +1,4 @@
-"""``winnow ask`` end to end: ``python -m winnow_local`` in a subprocess on the embedded default (local ONNX
+"""``winnow ask`` end to end: the command's ``main`` in this process on the embedded default (local ONNX
 model, Qdrant local mode) answering through the real Ollama adapter and the loopback fake Ollama."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from tests.support.cli import LEAVE, Winnow
+from tests.support.cli import LEAVE, InProcessWinnow, Winnow
 from winnow_fakes.fake_ollama import FakeOllamaServer
 
 pytestmark = pytest.mark.slow
@@ -19,7 +19,7 @@ QUESTION = "How many weeks of paid parental leave do new parents receive?"
 def winnow(tmp_path_factory: pytest.TempPathFactory) -> Winnow:
     root = tmp_path_factory.mktemp("ask")
     (root / "leave.md").write_text(LEAVE)
-    runner = Winnow(root / "home")
+    runner = InProcessWinnow(root / "home")
     run = runner("ingest", str(root / "leave.md"), "--tenant", "acme")
     assert run.code == 0, run.stderr
     return runner

@@ -1,6 +1,6 @@
-"""Conversations at the terminal: ``winnow search``/``ask --conversation ID`` and the ``winnow chat`` REPL,
-``python -m winnow_local`` in a subprocess on the embedded default (local ONNX model), answering through
-the real Ollama adapter and the loopback fake Ollama."""
+"""Conversations at the terminal: ``winnow search``/``ask --conversation ID`` (the command's ``main`` in this
+process) and the ``winnow chat`` REPL (``python -m winnow_local`` in a subprocess, reading its stdin) on
+the embedded default (local ONNX model), answering through the real Ollama adapter and the fake Ollama."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from tests.integration.test_cli import LEAVE, ROUTER, Winnow
+from tests.integration.test_cli import ROUTER
+from tests.support.cli import LEAVE, InProcessWinnow, Winnow
 from winnow_fakes.fake_ollama import FakeOllamaServer
 
 pytestmark = pytest.mark.slow
@@ -22,7 +23,7 @@ def winnow(tmp_path_factory: pytest.TempPathFactory) -> Winnow:
     root = tmp_path_factory.mktemp("chat")
     (root / "leave.md").write_text(LEAVE)
     (root / "router.txt").write_text(ROUTER)
-    runner = Winnow(root / "home")
+    runner = InProcessWinnow(root / "home")
     for name in ("leave.md", "router.txt"):
         run = runner("ingest", str(root / name), "--tenant", "acme")
         assert run.code == 0, run.stderr

@@ -4,12 +4,15 @@ The true embedded default: the local ONNX model, through the real search handler
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from functions.search.app import service
 from tests.support.stack import EmbeddedStack
 from training.evidence import candidates as gather
 from winnow.api.schemas.search import SearchRequest
+from winnow.ports import Embedder
 from winnow.search.relevance import load_models
 from winnow_local.cli.demo import SAMPLES_DIR, SOURCES_DIR
 
@@ -24,11 +27,14 @@ TEXTS = {
 }
 
 
-@pytest.fixture
-def handbook(onnx_stack: EmbeddedStack) -> EmbeddedStack:
+@pytest.fixture(scope="module")
+def handbook(tmp_path_factory: pytest.TempPathFactory, onnx_embedder: Embedder) -> Iterator[EmbeddedStack]:
+    """The handbook ingested once for the module: every test only searches it."""
+    stack = EmbeddedStack(tmp_path_factory.mktemp("handbook") / "home", None, embedder=onnx_embedder)
     for key, data in TEXTS.items():
-        assert onnx_stack.upload(key, data)["status"] == "indexed"
-    return onnx_stack
+        assert stack.upload(key, data)["status"] == "indexed"
+    yield stack
+    stack.close()
 
 
 def test_score_is_the_shipped_models_probability_and_orders_the_results(handbook: EmbeddedStack) -> None:

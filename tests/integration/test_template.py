@@ -11,10 +11,12 @@ installed by ``make test``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import fnmatch
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -1267,55 +1269,66 @@ def test_search_event_body_is_a_valid_search_request_and_health_event_answers() 
 
 
 # --- the build --------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def sam_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``sam build`` into a fresh directory, as a team runs it: no cache, no Docker."""
-    sam = sam_cli()
-    build_dir = tmp_path_factory.mktemp("sam") / "build"
+SAM_BUILD_COMMAND = ["build", "--no-cached", "--parallel", "--template-file", "template.yaml"]
+HOST_TARGETS = {
+    "SharedLayer": ROOT / "layers/shared",
+    "IngestFunction": ROOT / "functions/ingest",
+    "SearchFunction": ROOT / "functions/search",
+    "ReconcileFunction": ROOT / "functions/reconcile",
+}
+
+
+def host_build_target(target: str, out: Path) -> None:
+    """One bundle of the host build: the same makefile with wheels for this machine's Python
+    (PIP_PLATFORM empty), because the real build's cp313/aarch64 extensions cannot load here."""
     run(
         [
-            str(sam),
-            "build",
-            "--no-cached",
-            "--parallel",
-            "--template-file",
-            "template.yaml",
-            "--build-dir",
-            str(build_dir),
-        ],
-        env=sam_env(sam),
+            "make",
+            "--no-print-directory",
+            "-C",
+            str(HOST_TARGETS[target]),
+            "-f",
+            str(BUNDLES_MAKEFILE),
+            f"build-{target}",
+            f"ARTIFACTS_DIR={out / target}",
+            "PIP_PLATFORM=",
+            f"PYTHON={sys.executable}",
+            f"PYTHON_BYTECODE={sys.executable}",
+        ]
     )
-    return build_dir
 
 
 @pytest.fixture(scope="module")
-def host_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The same makefile with wheels for this machine's Python (PIP_PLATFORM empty), because the real
-    build's cp313/aarch64 extensions cannot load here; the comparison tests tie the two builds together."""
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Path]]]:
+    """``sam build`` into a fresh directory, as a team runs it (no cache, no Docker), and the host build,
+    both at once: neither reads the other's output, so they need not queue one behind the other. The
+    comparison tests tie the two builds together. Both are removed after the module."""
+    sam = sam_cli()
+    build_dir = tmp_path_factory.mktemp("sam") / "build"
     out = tmp_path_factory.mktemp("host")
-    targets = {
-        "SharedLayer": ROOT / "layers/shared",
-        "IngestFunction": ROOT / "functions/ingest",
-        "SearchFunction": ROOT / "functions/search",
-        "ReconcileFunction": ROOT / "functions/reconcile",
-    }
-    for target, source in targets.items():
-        run(
-            [
-                "make",
-                "--no-print-directory",
-                "-C",
-                str(source),
-                "-f",
-                str(BUNDLES_MAKEFILE),
-                f"build-{target}",
-                f"ARTIFACTS_DIR={out / target}",
-                "PIP_PLATFORM=",
-                f"PYTHON={sys.executable}",
-                f"PYTHON_BYTECODE={sys.executable}",
-            ]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        sam_done = pool.submit(
+            run, [str(sam), *SAM_BUILD_COMMAND, "--build-dir", str(build_dir)], env=sam_env(sam)
         )
-    return {target: out / target for target in targets}
+        # The layer and the ingest bundle install their wheels at once; search and reconcile copy one file.
+        host_done = [pool.submit(host_build_target, target, out) for target in HOST_TARGETS]
+        for future in host_done:
+            future.result()
+        sam_done.result()
+    yield build_dir, {target: out / target for target in HOST_TARGETS}
+    # Hundreds of megabytes, in memory when the temporary folder is (tests/conftest.py): not kept for later.
+    shutil.rmtree(build_dir.parent, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def sam_build(builds: tuple[Path, dict[str, Path]]) -> Path:
+    return builds[0]
+
+
+@pytest.fixture(scope="module")
+def host_build(builds: tuple[Path, dict[str, Path]]) -> dict[str, Path]:
+    return builds[1]
 
 
 def bytecode_python(env: dict[str, str] | None = None) -> str:
