@@ -48,8 +48,20 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "WinnowTest")
 # Files tests write (tmp_path, Qdrant Edge's ":memory:" folders, the SAM builds, subprocesses' temp files)
 # go to /dev/shm where there is one, unless TMPDIR names a place: Edge syncs each write to disk, and on a
 # busy disk those syncs, not the work, took most of the time (test_uploads.py: 75 s on disk, 11 s in
-# memory). Nothing a test checks depends on the disk; `TMPDIR=/tmp make pytest` runs them on disk.
-if not os.environ.get("TMPDIR") and os.access("/dev/shm", os.W_OK | os.X_OK):
+# memory). Nothing a test checks depends on the disk; `TMPDIR=/tmp make pytest` runs them on disk. A small
+# /dev/shm (a container's default is 64 MB) is not used: one Edge test holds about 660 MB while it runs.
+_SHM_NEEDED = 8 * 1024**3
+
+
+def _roomy_shm() -> bool:
+    try:
+        stats = os.statvfs("/dev/shm")
+    except OSError:
+        return False
+    return os.access("/dev/shm", os.W_OK | os.X_OK) and stats.f_bavail * stats.f_frsize >= _SHM_NEEDED
+
+
+if not os.environ.get("TMPDIR") and _roomy_shm():
     os.environ["TMPDIR"] = "/dev/shm"
     tempfile.tempdir = None  # pytest's capture already asked: forget its answer
 
