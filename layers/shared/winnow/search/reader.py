@@ -1,17 +1,20 @@
 """The finer reader: which sentence of a passage answers the question.
 
-Each passage is cut into its segments (``winnow.text.segments``: sentences, or short lines in pairs),
-the segments of all the passages read are embedded in ONE call (input type ``document``, as passages
-are at ingest), and each segment is scored by its cosine with the query's vector. A passage's best
+Each passage is cut into its segments (``winnow.text.segments``: sentences, or short lines in pairs);
+the query's keywords pre-select each passage's ``KEEP_SEGMENTS`` best segments (``lexical_scores``: no
+model, microseconds), those of all the passages read are embedded in ONE call (input type ``document``,
+as passages are at ingest), and each is scored by its cosine with the query's vector. Why not embed
+every segment: the highlight holds the answer about as often, for a fraction of the segments embedded
+(``python -m training.highlights``), and embedding them was most of a local search's time. A passage's best
 segment cosine is evidence for the order (``Evidence.segment``), and its best segments are the result's
 ``highlight``.
 
-Bounded by construction: at most ``MAX_SEARCH_SEGMENTS`` segments per search (a passage has at most
-``MAX_SEGMENTS``); passages are read in the order given (the fusion's, or the results'), and one past the
-budget is read on its first segments only, or not at all. Some passages are never embedded: a figure
-(its text is a caption and words read in the image, the image is what answers) is not read, and a
-passage of one segment needs no embedding (that segment is its highlight; its passage cosine stands for
-its best segment)."""
+Bounded by construction: at most ``KEEP_SEGMENTS`` segments per passage with keywords, and
+``MAX_SEARCH_SEGMENTS`` per search (a passage has at most ``MAX_SEGMENTS``); passages are read in the
+order given (the fusion's, or the results'), and one past the budget is read on its first segments
+only, or not at all. Some passages are never embedded: a figure (its text is a caption and words read
+in the image, the image is what answers) is not read, and a passage of one segment needs no embedding
+(that segment is its highlight; its passage cosine stands for its best segment)."""
 
 from __future__ import annotations
 
@@ -19,13 +22,26 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from winnow.models import SparseVector
 from winnow.ports import Embedder
 from winnow.text.segments import Segment, segments
+from winnow.text.sparse import Bm25Encoder
 
-__all__ = ["HIGHLIGHT_MARGIN", "MAX_HIGHLIGHTS", "MAX_SEARCH_SEGMENTS", "Reading", "read"]
+__all__ = [
+    "HIGHLIGHT_MARGIN",
+    "KEEP_SEGMENTS",
+    "MAX_HIGHLIGHTS",
+    "MAX_SEARCH_SEGMENTS",
+    "Reading",
+    "lexical_scores",
+    "read",
+]
 
 # Segments embedded per search at most: 15 default candidates of ~8 segments fit, with room.
 MAX_SEARCH_SEGMENTS = 240
+# Segments embedded per passage when the query's keywords pre-select them (training.highlights: the
+# highlight holds the answer as often as with every segment embedded, at a fraction of the cost).
+KEEP_SEGMENTS = 3
 # A second (third) highlight only when its cosine is within this of the best: "close to it".
 HIGHLIGHT_MARGIN = 0.05
 MAX_HIGHLIGHTS = 2
@@ -63,19 +79,29 @@ def read(
     query_vector: Sequence[float],
     texts: Sequence[str | None],
     budget: int = MAX_SEARCH_SEGMENTS,
+    *,
+    keywords: tuple[Bm25Encoder, SparseVector] | None = None,
+    keep: int = KEEP_SEGMENTS,
 ) -> list[Reading]:
     """A ``Reading`` of each text (None: not to be read), with one ``embed`` call for all the segments
-    that need one (none when no passage has two segments)."""
+    that need one (none when no passage has two segments). With ``keywords`` (the encoder and the
+    query's terms), only each passage's ``keep`` segments of best keyword score are embedded; its
+    others rank after them, unscored (never highlighted)."""
     cut: list[list[Segment]] = []
+    chosen: list[list[Segment]] = []
+    for text in texts:
+        pieces = segments(text) if text else []
+        cut.append(pieces)
+        chosen.append(pieces if len(pieces) > 1 else [])
+    if keywords is not None:
+        chosen = _preselect(keywords, texts, chosen, keep)
     wanted: list[tuple[int, Segment]] = []
     pieces_text: list[str] = []
-    for i, text in enumerate(texts):
-        pieces = segments(text) if text else []
-        if text and len(pieces) > 1:
+    for i, (text, pieces) in enumerate(zip(texts, chosen, strict=True)):
+        if text and pieces:
             pieces = pieces[: max(0, budget - len(wanted))]
             wanted.extend((i, seg) for seg in pieces)
             pieces_text.extend(text[seg.start : seg.end] for seg in pieces)
-        cut.append(pieces)
     scores: dict[tuple[int, int], float] = {}
     if wanted:
         vectors = embedder.embed(pieces_text, "document")
@@ -84,14 +110,49 @@ def read(
             scores[(i, seg.start)] = _cosine(query_vector, q_norm, vector)
     out = []
     for i, pieces in enumerate(cut):
-        if not pieces:
-            out.append(NOT_READ)
-        elif len(pieces) == 1 and (i, pieces[0].start) not in scores:
+        if len(pieces) == 1:
             out.append(Reading(((pieces[0], None),)))
+        elif not any((i, s.start) in scores for s in pieces):
+            out.append(NOT_READ)
         else:
-            ranked = sorted(((s, scores[(i, s.start)]) for s in pieces), key=lambda p: (-p[1], p[0].start))
+            ranked = sorted(
+                ((s, scores.get((i, s.start))) for s in pieces),
+                key=lambda p: (p[1] is None, -(p[1] or 0.0), p[0].start),
+            )
             out.append(Reading(tuple(ranked)))
     return out
+
+
+def _preselect(
+    keywords: tuple[Bm25Encoder, SparseVector],
+    texts: Sequence[str | None],
+    chosen: list[list[Segment]],
+    keep: int,
+) -> list[list[Segment]]:
+    """Each passage's ``keep`` segments of best keyword score (``lexical_scores`` over all the
+    passages' segments; ties: the earlier), in text order."""
+    encoder, query = keywords
+    flat = [text[s.start : s.end] for text, pieces in zip(texts, chosen, strict=True) if text for s in pieces]
+    scores = iter(lexical_scores(encoder, query, flat))
+    out = []
+    for pieces in chosen:
+        scored = [(next(scores), s) for s in pieces]
+        best = sorted(scored, key=lambda p: (-p[0], p[1].start))[:keep]
+        out.append(sorted((s for _, s in best), key=lambda s: s.start))
+    return out
+
+
+def lexical_scores(encoder: Bm25Encoder, query: SparseVector, texts: Sequence[str]) -> list[float]:
+    """Each text's keyword score for ``query``: the IDF, over ``texts``, of the query terms it holds
+    (each once: a segment is a sentence, repeats say little). Cheap next to embedding the text."""
+    held = [encoder.covered(query, t) for t in texts]
+    n = len(texts)
+    counts: dict[int, int] = {}
+    for terms in held:
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
+    idf = {t: math.log(1.0 + (n - c + 0.5) / (c + 0.5)) for t, c in counts.items()}
+    return [sum(idf[t] for t in terms) for terms in held]
 
 
 def _norm(v: Sequence[float]) -> float:

@@ -205,7 +205,9 @@ class SearchService:
         unread = [h for _, h in kept if h.point_id not in readings] if self.settings.highlights else []
         if unread:
             query_vector = dense if dense is not None else self._embed_query(caller, request.query)
-            readings.update(zip((h.point_id for h in unread), self.read(query_vector, unread), strict=True))
+            readings.update(
+                zip((h.point_id for h in unread), self.read(query_vector, unread, request.query), strict=True)
+            )
         return [
             SearchResult(
                 rank=i + 1,
@@ -310,7 +312,7 @@ class SearchService:
             return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)], {}
         assert dense is not None
         model = self._model(request.mode)
-        readings = self.read(dense, hits) if reads_segments(model) else None
+        readings = self.read(dense, hits, request.query) if reads_segments(model) else None
         evidence = self.evidence(dense, hits, sparse if reads_keywords(model) else None, readings)
         # A hit past the search's segment budget is read again if it is returned.
         read_by_id = {h.point_id: r for h, r in zip(hits, readings or (), strict=False) if r.ranked}
@@ -318,10 +320,15 @@ class SearchService:
             return list(zip(model.probabilities(evidence), hits, strict=True)), read_by_id
         return [(min(1.0, max(0.0, e.cosine)), h) for e, h in zip(evidence, hits, strict=True)], read_by_id
 
-    def read(self, dense: Sequence[float], hits: Sequence[StoredChunk]) -> list[Reading]:
+    def read(
+        self, dense: Sequence[float], hits: Sequence[StoredChunk], query: str | None = None
+    ) -> list[Reading]:
         """Each hit's segments scored against the query vector ``dense``, in one embed call (a figure is
-        not read: ``winnow.search.reader``). Public: the training package reads candidates this way."""
-        return read(self.embedder, dense, [None if h.kind == "figure" else h.text for h in hits])
+        not read: ``winnow.search.reader``); with the ``query``'s text, only the segments its keywords
+        pre-select are embedded. Public: the training package reads candidates this way."""
+        keywords = (self.sparse, self.sparse.encode_query(query)) if query is not None else None
+        texts = [None if h.kind == "figure" else h.text for h in hits]
+        return read(self.embedder, dense, texts, keywords=keywords)
 
     def evidence(
         self,
