@@ -11,7 +11,7 @@ import pytest
 
 from winnow.models import EmbeddingProfile
 from winnow.ports import Embedder, InputType
-from winnow.search.reader import HIGHLIGHT_MARGIN, NOT_READ, Reading, lexical_scores, read
+from winnow.search.reader import HIGHLIGHT_MARGIN, NOT_READ, Reading, SegmentVectors, lexical_scores, read
 from winnow.text.segments import Segment, segments
 from winnow.text.sparse import Bm25Encoder
 
@@ -126,3 +126,24 @@ def test_keyword_scores_weigh_rare_terms_over_common_ones() -> None:
     scores = lexical_scores(encoder, encoder.encode_query("gzip status"), texts)
     assert scores[2] > scores[0] > 0 and scores[2] > scores[1] > 0
     assert lexical_scores(encoder, encoder.encode_query("proxy"), texts) == [0.0, 0.0, 0.0]
+
+
+def test_cached_segment_vectors_are_not_embedded_again_within_their_scope_only(model: Counting) -> None:
+    cache = SegmentVectors(max_entries=100)
+    query = _query(model, "exit status")
+    first = read(model, query, [GZIP], cache=cache, scope="acme")
+    again = read(model, query, [GZIP], cache=cache, scope="acme")
+    assert len(model.calls) == 1 and again == first  # the same scores, from the cache
+    read(model, query, [GZIP], cache=cache, scope="globex")
+    assert len(model.calls) == 2  # another tenant's scope never reads acme's vectors
+    assert all(isinstance(k[1], bytes) and len(k[1]) == 32 for k in cache._vectors)  # a hash, not the text
+
+
+def test_the_segment_cache_keeps_at_most_its_bound_least_recent_out() -> None:
+    cache = SegmentVectors(max_entries=2)
+    a, b, c = (cache.key("acme", t) for t in ("a", "b", "c"))
+    cache.put(a, [1.0])
+    cache.put(b, [2.0])
+    assert cache.get(a) is not None  # a is now the most recent
+    cache.put(c, [3.0])
+    assert len(cache) == 2 and cache.get(b) is None and cache.get(a) is not None

@@ -18,7 +18,11 @@ in the image, the image is what answers) is not read, and a passage of one segme
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
+from array import array
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +37,7 @@ __all__ = [
     "MAX_HIGHLIGHTS",
     "MAX_SEARCH_SEGMENTS",
     "Reading",
+    "SegmentVectors",
     "lexical_scores",
     "read",
 ]
@@ -73,6 +78,42 @@ class Reading:
 
 NOT_READ = Reading()
 
+# Segment vectors a warm container keeps: 2,048 of 1,024 float32 dimensions are 8 MB at most.
+MAX_CACHED_SEGMENTS = 2048
+
+
+class SegmentVectors:
+    """A bounded LRU of segment vectors, keyed by a scope (the service's: tenant and embedding profile)
+    and the SHA-256 of the segment's text, never the text: the same passages come back search after
+    search, and a vector a scope's search embedded is only ever served to that scope again (a hit's
+    timing tells no tenant what another has read). Thread-safe."""
+
+    def __init__(self, max_entries: int = MAX_CACHED_SEGMENTS) -> None:
+        self._max = max_entries
+        self._vectors: OrderedDict[tuple[str, bytes], array[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    @staticmethod
+    def key(scope: str, text: str) -> tuple[str, bytes]:
+        return scope, hashlib.sha256(text.encode("utf-8")).digest()
+
+    def get(self, key: tuple[str, bytes]) -> array[float] | None:
+        with self._lock:
+            vector = self._vectors.get(key)
+            if vector is not None:
+                self._vectors.move_to_end(key)
+            return vector
+
+    def put(self, key: tuple[str, bytes], vector: Sequence[float]) -> None:
+        with self._lock:
+            self._vectors[key] = array("f", vector)
+            self._vectors.move_to_end(key)
+            while len(self._vectors) > self._max:
+                self._vectors.popitem(last=False)
+
 
 def read(
     embedder: Embedder,
@@ -82,11 +123,14 @@ def read(
     *,
     keywords: tuple[Bm25Encoder, SparseVector] | None = None,
     keep: int = KEEP_SEGMENTS,
+    cache: SegmentVectors | None = None,
+    scope: str = "",
 ) -> list[Reading]:
     """A ``Reading`` of each text (None: not to be read), with one ``embed`` call for all the segments
-    that need one (none when no passage has two segments). With ``keywords`` (the encoder and the
-    query's terms), only each passage's ``keep`` segments of best keyword score are embedded; its
-    others rank after them, unscored (never highlighted)."""
+        that need one (none when no passage has two segments). With ``keywords`` (the encoder and the
+        query's terms), only each passage's ``keep`` segments of best keyword score are embedded; its
+        others rank after them, unscored (never highlighted). With ``cache``, segments it holds for ``scope``
+    are not embedded again."""
     cut: list[list[Segment]] = []
     chosen: list[list[Segment]] = []
     for text in texts:
@@ -104,7 +148,7 @@ def read(
             pieces_text.extend(text[seg.start : seg.end] for seg in pieces)
     scores: dict[tuple[int, int], float] = {}
     if wanted:
-        vectors = embedder.embed(pieces_text, "document")
+        vectors = _vectors(embedder, pieces_text, cache, scope)
         q_norm = _norm(query_vector)
         for (i, seg), vector in zip(wanted, vectors, strict=True):
             scores[(i, seg.start)] = _cosine(query_vector, q_norm, vector)
@@ -121,6 +165,22 @@ def read(
             )
             out.append(Reading(tuple(ranked)))
     return out
+
+
+def _vectors(
+    embedder: Embedder, texts: Sequence[str], cache: SegmentVectors | None, scope: str
+) -> list[Sequence[float]]:
+    """The texts' document vectors: the cached ones, and the others from one ``embed`` call."""
+    if cache is None:
+        return list(embedder.embed(texts, "document"))
+    keys = [cache.key(scope, t) for t in texts]
+    found: list[Sequence[float] | None] = [cache.get(k) for k in keys]
+    missing = [i for i, v in enumerate(found) if v is None]
+    if missing:
+        for i, vector in zip(missing, embedder.embed([texts[i] for i in missing], "document"), strict=True):
+            cache.put(keys[i], vector)
+            found[i] = vector
+    return [v for v in found if v is not None]
 
 
 def _preselect(

@@ -30,7 +30,7 @@ from winnow.ports import Embedder, Reranker, SearchQuery, VectorStore
 from winnow.search.context import contexts
 from winnow.search.overlap import distinct
 from winnow.search.query import Query
-from winnow.search.reader import NOT_READ, Reading, read
+from winnow.search.reader import NOT_READ, Reading, SegmentVectors, read
 from winnow.search.relevance import (
     Evidence,
     RelevanceModel,
@@ -102,6 +102,8 @@ class SearchService:
         # entries, so neither the answer nor its timing (``timings_ms.embed``) can tell one tenant, or
         # one user of a tenant, what another has asked.
         self._query_vector = lru_cache(maxsize=cache_size)(self._embed_uncached)
+        # The returned passages' segment vectors, per tenant: the same passages come back search after search.
+        self._segment_vectors = SegmentVectors()
         # The relevance models fitted for this embedding profile (None: cosine scores, see ``_relevance``).
         self.models = load_models(embedder.profile.slug) if models == "shipped" else models
 
@@ -206,7 +208,11 @@ class SearchService:
         if unread:
             query_vector = dense if dense is not None else self._embed_query(caller, request.query)
             readings.update(
-                zip((h.point_id for h in unread), self.read(query_vector, unread, request.query), strict=True)
+                zip(
+                    (h.point_id for h in unread),
+                    self.read(query_vector, unread, request.query, caller.tenant),
+                    strict=True,
+                )
             )
         return [
             SearchResult(
@@ -321,14 +327,22 @@ class SearchService:
         return [(min(1.0, max(0.0, e.cosine)), h) for e, h in zip(evidence, hits, strict=True)], read_by_id
 
     def read(
-        self, dense: Sequence[float], hits: Sequence[StoredChunk], query: str | None = None
+        self,
+        dense: Sequence[float],
+        hits: Sequence[StoredChunk],
+        query: str | None = None,
+        tenant: str | None = None,
     ) -> list[Reading]:
         """Each hit's segments scored against the query vector ``dense``, in one embed call (a figure is
         not read: ``winnow.search.reader``); with the ``query``'s text, only the segments its keywords
-        pre-select are embedded. Public: the training package reads candidates this way."""
+        pre-select are embedded; with the ``tenant``, the vectors of its segments read before come from
+        the container's ``SegmentVectors``. Public: the training package reads candidates this way."""
         keywords = (self.sparse, self.sparse.encode_query(query)) if query is not None else None
         texts = [None if h.kind == "figure" else h.text for h in hits]
-        return read(self.embedder, dense, texts, keywords=keywords)
+        if tenant is None:
+            return read(self.embedder, dense, texts, keywords=keywords)
+        scope = f"{tenant}\x00{self.embedder.profile.slug}"
+        return read(self.embedder, dense, texts, keywords=keywords, cache=self._segment_vectors, scope=scope)
 
     def evidence(
         self,
