@@ -147,3 +147,15 @@ def test_the_segment_cache_keeps_at_most_its_bound_least_recent_out() -> None:
     assert cache.get(a) is not None  # a is now the most recent
     cache.put(c, [3.0])
     assert len(cache) == 2 and cache.get(b) is None and cache.get(a) is not None
+
+
+def test_keep_zero_highlights_the_best_keyword_segment_without_embedding(model: Counting) -> None:
+    encoder = Bm25Encoder()
+    question = "which environment variable holds the proxy?"
+    keywords = (encoder, encoder.encode_query(question))
+    [reading, other] = read(model, _query(model, question), [WGET, GZIP], keywords=keywords, keep=0)
+    assert model.calls == []
+    [span] = reading.highlight()
+    assert "http_proxy" in WGET[span.start : span.end]  # "proxy" and "environment": one sentence
+    assert len(reading.ranked) == len(segments(WGET)) and reading.best is None
+    assert other.highlight() == [segments(GZIP)[0]]  # no keyword anywhere: its first segment

@@ -127,18 +127,20 @@ def read(
     scope: str = "",
 ) -> list[Reading]:
     """A ``Reading`` of each text (None: not to be read), with one ``embed`` call for all the segments
-        that need one (none when no passage has two segments). With ``keywords`` (the encoder and the
-        query's terms), only each passage's ``keep`` segments of best keyword score are embedded; its
-        others rank after them, unscored (never highlighted). With ``cache``, segments it holds for ``scope``
-    are not embedded again."""
+    that need one (none when no passage has two segments). With ``keywords`` (the encoder and the
+    query's terms), only each passage's ``keep`` segments of best keyword score are embedded; its
+    others rank after them, unscored (never highlighted); ``keep`` 0: none is embedded, the segment
+    of best keyword score ranks first, unscored (the highlight). With ``cache``, segments it holds for
+    ``scope`` are not embedded again."""
     cut: list[list[Segment]] = []
     chosen: list[list[Segment]] = []
     for text in texts:
         pieces = segments(text) if text else []
         cut.append(pieces)
         chosen.append(pieces if len(pieces) > 1 else [])
+    leaders: list[Segment | None] = [None] * len(texts)
     if keywords is not None:
-        chosen = _preselect(keywords, texts, chosen, keep)
+        chosen, leaders = _preselect(keywords, texts, chosen, keep)
     wanted: list[tuple[int, Segment]] = []
     pieces_text: list[str] = []
     for i, (text, pieces) in enumerate(zip(texts, chosen, strict=True)):
@@ -154,8 +156,11 @@ def read(
             scores[(i, seg.start)] = _cosine(query_vector, q_norm, vector)
     out = []
     for i, pieces in enumerate(cut):
+        lead = leaders[i]
         if len(pieces) == 1:
             out.append(Reading(((pieces[0], None),)))
+        elif lead is not None:
+            out.append(Reading(((lead, None), *((s, None) for s in pieces if s != lead))))
         elif not any((i, s.start) in scores for s in pieces):
             out.append(NOT_READ)
         else:
@@ -188,18 +193,20 @@ def _preselect(
     texts: Sequence[str | None],
     chosen: list[list[Segment]],
     keep: int,
-) -> list[list[Segment]]:
+) -> tuple[list[list[Segment]], list[Segment | None]]:
     """Each passage's ``keep`` segments of best keyword score (``lexical_scores`` over all the
-    passages' segments; ties: the earlier), in text order."""
+    passages' segments; ties: the earlier), in text order; with ``keep`` 0, none, and each passage's
+    best one as its leader instead."""
     encoder, query = keywords
     flat = [text[s.start : s.end] for text, pieces in zip(texts, chosen, strict=True) if text for s in pieces]
     scores = iter(lexical_scores(encoder, query, flat))
-    out = []
+    out: list[list[Segment]] = []
+    leaders: list[Segment | None] = []
     for pieces in chosen:
-        scored = [(next(scores), s) for s in pieces]
-        best = sorted(scored, key=lambda p: (-p[0], p[1].start))[:keep]
-        out.append(sorted((s for _, s in best), key=lambda s: s.start))
-    return out
+        scored = sorted(((next(scores), s) for s in pieces), key=lambda p: (-p[0], p[1].start))
+        leaders.append(scored[0][1] if keep == 0 and scored else None)
+        out.append(sorted((s for _, s in scored[:keep]), key=lambda s: s.start))
+    return out, leaders
 
 
 def lexical_scores(encoder: Bm25Encoder, query: SparseVector, texts: Sequence[str]) -> list[float]:
