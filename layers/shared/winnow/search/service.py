@@ -30,7 +30,7 @@ from winnow.ports import Embedder, Reranker, SearchQuery, VectorStore
 from winnow.search.context import contexts
 from winnow.search.overlap import distinct
 from winnow.search.query import Query
-from winnow.search.reader import NOT_READ, Reading, SegmentVectors, read
+from winnow.search.reader import HIGHLIGHT_SEGMENTS, KEEP_SEGMENTS, NOT_READ, Reading, SegmentVectors, read
 from winnow.search.relevance import (
     Evidence,
     RelevanceModel,
@@ -206,11 +206,12 @@ class SearchService:
         )
         unread = [h for _, h in kept if h.point_id not in readings] if self.settings.highlights else []
         if unread:
-            query_vector = dense if dense is not None else self._embed_query(caller, request.query)
+            # Keyword highlights need no query vector (HIGHLIGHT_SEGMENTS 0: nothing is embedded).
+            query_vector = dense or (self._embed_query(caller, request.query) if HIGHLIGHT_SEGMENTS else [])
             readings.update(
                 zip(
                     (h.point_id for h in unread),
-                    self.read(query_vector, unread, request.query, caller.tenant),
+                    self.read(query_vector, unread, request.query, caller.tenant, HIGHLIGHT_SEGMENTS),
                     strict=True,
                 )
             )
@@ -332,17 +333,20 @@ class SearchService:
         hits: Sequence[StoredChunk],
         query: str | None = None,
         tenant: str | None = None,
+        keep: int = KEEP_SEGMENTS,
     ) -> list[Reading]:
         """Each hit's segments scored against the query vector ``dense``, in one embed call (a figure is
-        not read: ``winnow.search.reader``); with the ``query``'s text, only the segments its keywords
-        pre-select are embedded; with the ``tenant``, the vectors of its segments read before come from
-        the container's ``SegmentVectors``. Public: the training package reads candidates this way."""
+        not read: ``winnow.search.reader``); with the ``query``'s text, only ``keep`` segments per hit
+        that its keywords pre-select are embedded (0: none, the keywords alone pick); with the
+        ``tenant``, its segments' vectors read before come from the container's ``SegmentVectors``.
+        Public: the training package reads candidates this way."""
         keywords = (self.sparse, self.sparse.encode_query(query)) if query is not None else None
         texts = [None if h.kind == "figure" else h.text for h in hits]
         if tenant is None:
-            return read(self.embedder, dense, texts, keywords=keywords)
+            return read(self.embedder, dense, texts, keywords=keywords, keep=keep)
         scope = f"{tenant}\x00{self.embedder.profile.slug}"
-        return read(self.embedder, dense, texts, keywords=keywords, cache=self._segment_vectors, scope=scope)
+        cache = self._segment_vectors
+        return read(self.embedder, dense, texts, keywords=keywords, keep=keep, cache=cache, scope=scope)
 
     def evidence(
         self,
