@@ -12,6 +12,9 @@ passage *holds* the answering excerpt, for several readers of the same passage:
   pre-selection);
 - ``lexical``: the segment with the most query keywords, weighed by their IDF over the segments of
   the search's results (``winnow.search.reader.lexical_scores``), no embedding;
+- ``ties``: the keyword reader, except that when segments tie at its best score (none holds a query
+  keyword, or several hold equally rare ones), up to ``TIES`` of them are embedded and the best cosine
+  decides;
 - ``hybrid@K``: the K segments that score best lexically embedded, the best cosines among them.
 
 *Holds*: the highlight covers at least half of the excerpt's characters (``half``), or all of them
@@ -42,6 +45,7 @@ from training.embedcache import DEFAULT_CACHE, caching
 from training.passages import _QUOTES, QUESTIONS, TOP, _corpus_and_questions, _default_request
 
 HALF = 0.5
+TIES = 3
 
 
 def _normal_map(text: str) -> tuple[str, list[int]]:
@@ -102,7 +106,7 @@ def readers(
     cost: dict[str, int] = {}
     if len(pieces) <= 1:
         whole = [(s.start, s.end) for s in pieces]
-        for name in ["embedding", "lexical", *(f"hybrid@{k}" for k in keeps)]:
+        for name in ["embedding", "lexical", "ties", *(f"hybrid@{k}" for k in keeps)]:
             spans[name] = whole
     else:
         q = embedder.embed([query], "query")[0]
@@ -116,14 +120,27 @@ def readers(
         order = sorted(range(len(pieces)), key=lambda i: (-lex[answering][i], i))
         spans["embedding"] = best_of(range(len(pieces)))
         spans["lexical"] = [(pieces[order[0]].start, pieces[order[0]].end)]
+        tied = _tied(lex[answering], TIES)
+        spans["ties"] = best_of(tied) if tied else spans["lexical"]
         for k in keeps:
             spans[f"hybrid@{k}"] = best_of(order[:k])
     sizes = [len(p) for p in cut if len(p) > 1]
     cost["embedding"] = sum(sizes)
     cost["lexical"] = 0
+    cost["ties"] = sum(len(_tied(scores, TIES)) for scores, p in zip(lex, cut, strict=True) if len(p) > 1)
     for k in keeps:
         cost[f"hybrid@{k}"] = sum(min(k, n) for n in sizes)
     return spans, cost
+
+
+def _tied(scores: Sequence[float], cap: int) -> list[int]:
+    """The segments tied at the best keyword score, at most ``cap`` (the first), when more than one
+    is: the keywords cannot tell them apart; none when one segment leads."""
+    if not scores:
+        return []
+    best = max(scores)
+    tied = [i for i, v in enumerate(scores) if v == best]
+    return tied[:cap] if len(tied) > 1 else []
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -141,7 +158,7 @@ def run(
     files, _, _, questions = _corpus_and_questions(progress, None, QUESTIONS)
     if sample is not None and sample < len(questions):
         questions = sorted(random.Random(seed).sample(questions, sample), key=lambda q: q.id)
-    names = ["shipped", "embedding", "lexical", *(f"hybrid@{k}" for k in keeps)]
+    names = ["shipped", "embedding", "lexical", "ties", *(f"hybrid@{k}" for k in keeps)]
     half = dict.fromkeys(names, 0)
     whole = dict.fromkeys(names, 0)
     cost = dict.fromkeys(names[1:], 0)
