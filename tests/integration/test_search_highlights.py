@@ -107,6 +107,12 @@ def test_a_model_that_orders_by_the_best_sentence_reads_every_candidate_once(sta
     # every candidate's segments in the one call (more than the one result's), and nothing read again
     assert len(requests[1].body["input"]) > len(segments(body["results"][0]["text"]))
     assert_highlights_inside(body["results"][0])
+    # the same search again: its segments' vectors come from the container's cache, for this tenant
+    before = len(stack.fake.requests_to("embeddings"))  # type: ignore[union-attr]
+    again_body = stack.search("proxy environment variable", top_k=1, candidates=6)[1]
+    assert again_body["results"] == body["results"]
+    again = stack.fake.requests_to("embeddings")[before:]  # type: ignore[union-attr]
+    assert "document" not in [r.body["input_type"] for r in again]
 
 
 def test_highlights_off_cost_no_embed_call(tmp_path: Path, fake_voyage: FakeVoyageServer) -> None:

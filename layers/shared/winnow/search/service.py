@@ -140,7 +140,7 @@ class SearchService:
         hits = self.retrieve(caller, request, dense, retrieve, plan.candidates, with_dense=plan.cosine)
         search_ms = (time.perf_counter() - t1) * 1000
         t2 = time.perf_counter()
-        scored, readings = self._relevance(request, dense, sparse, hits, plan.rerank)
+        scored, readings = self._relevance(request, dense, sparse, hits, plan.rerank, caller.tenant)
         rerank_ms = (time.perf_counter() - t2) * 1000 if plan.rerank else 0.0
         results = self._keep(request, plan, scored, caller, dense, readings)
         timings = Timings(
@@ -307,6 +307,7 @@ class SearchService:
         sparse: SparseVector | None,
         hits: list[StoredChunk],
         use_rerank: bool,
+        tenant: str | None = None,
     ) -> tuple[list[tuple[float, StoredChunk]], dict[str, Reading]]:
         """Each hit's ``score``: the re-ranker's, else the relevance model's probability, else (no model
         fitted for this profile and mode) the cosine similarity; and the readings of the hits read to
@@ -319,7 +320,7 @@ class SearchService:
             return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)], {}
         assert dense is not None
         model = self._model(request.mode)
-        readings = self.read(dense, hits, request.query) if reads_segments(model) else None
+        readings = self.read(dense, hits, request.query, tenant) if reads_segments(model) else None
         evidence = self.evidence(dense, hits, sparse if reads_keywords(model) else None, readings)
         # A hit past the search's segment budget is read again if it is returned.
         read_by_id = {h.point_id: r for h, r in zip(hits, readings or (), strict=False) if r.ranked}
