@@ -21,5 +21,7 @@ def candidates(svc: Any, tenant: str, request: Any, *, as_searched: bool = False
     reranked = as_searched and wanted and svc.reranker is not None
     hits = svc.retrieve(caller, query, dense, retrieve, query.candidate_count(reranked), with_dense=True)
     # The candidates' segments, in the default mode, when this fit's order model reads them.
-    readings = svc.read(dense, hits) if query.mode == "hybrid" and relevance_fit.READ_SEGMENTS else None
+    readings = (
+        svc.read(dense, hits, query.query) if query.mode == "hybrid" and relevance_fit.READ_SEGMENTS else None
+    )
     return list(zip(hits, svc.evidence(dense, hits, sparse, readings), strict=True))

@@ -11,8 +11,9 @@ import pytest
 
 from winnow.models import EmbeddingProfile
 from winnow.ports import Embedder, InputType
-from winnow.search.reader import HIGHLIGHT_MARGIN, NOT_READ, Reading, read
-from winnow.text.segments import Segment
+from winnow.search.reader import HIGHLIGHT_MARGIN, NOT_READ, Reading, SegmentVectors, lexical_scores, read
+from winnow.text.segments import Segment, segments
+from winnow.text.sparse import Bm25Encoder
 
 WGET = (
     "Wget downloads files from the web over HTTP, HTTPS and FTP. "
@@ -99,5 +100,62 @@ def test_a_search_embeds_at_most_its_budget_of_segments(model: Counting) -> None
     many = [WGET] * 10  # 4 segments each
     readings = read(model, _query(model, "proxy"), many, budget=10)
     assert len(model.calls) == 1 and len(model.calls[0][0]) == 10
-    assert [len(r.ranked) for r in readings] == [4, 4, 2, 0, 0, 0, 0, 0, 0, 0]
+    assert [len(r.ranked) for r in readings] == [4, 4, 4, 0, 0, 0, 0, 0, 0, 0]
+    assert [sum(score is not None for _, score in r.ranked) for r in readings[:3]] == [4, 4, 2]
     assert readings[3].highlight() == []  # past the budget: not read here (the search reads results again)
+
+
+def test_keywords_preselect_the_segments_embedded_and_the_answer_stays_highlighted(model: Counting) -> None:
+    encoder = Bm25Encoder()
+    question = "how many times does wget retry a download?"
+    keywords = (encoder, encoder.encode_query(question))
+    [reading, other] = read(model, _query(model, question), [WGET, GZIP], keywords=keywords, keep=2)
+    [(texts, _)] = model.calls
+    assert len(texts) == 2 + 2  # two segments of each passage, not all seven
+    assert "The tries option sets how many times a download is retried; the default is twenty." in texts
+    spans = reading.highlight()
+    assert "tries option" in WGET[spans[0].start : spans[0].end]
+    assert len(reading.ranked) == len(segments(WGET)) and len(other.ranked) == len(segments(GZIP))
+    unscored = [seg for seg, score in reading.ranked if score is None]
+    assert len(unscored) == 2 and not set(unscored) & set(spans)  # never highlighted unread
+
+
+def test_keyword_scores_weigh_rare_terms_over_common_ones() -> None:
+    encoder = Bm25Encoder()
+    texts = ["The exit status is one.", "The exit code of gzip.", "Gzip keeps the exit status."]
+    scores = lexical_scores(encoder, encoder.encode_query("gzip status"), texts)
+    assert scores[2] > scores[0] > 0 and scores[2] > scores[1] > 0
+    assert lexical_scores(encoder, encoder.encode_query("proxy"), texts) == [0.0, 0.0, 0.0]
+
+
+def test_cached_segment_vectors_are_not_embedded_again_within_their_scope_only(model: Counting) -> None:
+    cache = SegmentVectors(max_entries=100)
+    query = _query(model, "exit status")
+    first = read(model, query, [GZIP], cache=cache, scope="acme")
+    again = read(model, query, [GZIP], cache=cache, scope="acme")
+    assert len(model.calls) == 1 and again == first  # the same scores, from the cache
+    read(model, query, [GZIP], cache=cache, scope="globex")
+    assert len(model.calls) == 2  # another tenant's scope never reads acme's vectors
+    assert all(isinstance(k[1], bytes) and len(k[1]) == 32 for k in cache._vectors)  # a hash, not the text
+
+
+def test_the_segment_cache_keeps_at_most_its_bound_least_recent_out() -> None:
+    cache = SegmentVectors(max_entries=2)
+    a, b, c = (cache.key("acme", t) for t in ("a", "b", "c"))
+    cache.put(a, [1.0])
+    cache.put(b, [2.0])
+    assert cache.get(a) is not None  # a is now the most recent
+    cache.put(c, [3.0])
+    assert len(cache) == 2 and cache.get(b) is None and cache.get(a) is not None
+
+
+def test_keep_zero_highlights_the_best_keyword_segment_without_embedding(model: Counting) -> None:
+    encoder = Bm25Encoder()
+    question = "which environment variable holds the proxy?"
+    keywords = (encoder, encoder.encode_query(question))
+    [reading, other] = read(model, _query(model, question), [WGET, GZIP], keywords=keywords, keep=0)
+    assert model.calls == []
+    [span] = reading.highlight()
+    assert "http_proxy" in WGET[span.start : span.end]  # "proxy" and "environment": one sentence
+    assert len(reading.ranked) == len(segments(WGET)) and reading.best is None
+    assert other.highlight() == [segments(GZIP)[0]]  # no keyword anywhere: its first segment

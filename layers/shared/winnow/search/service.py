@@ -30,7 +30,7 @@ from winnow.ports import Embedder, Reranker, SearchQuery, VectorStore
 from winnow.search.context import contexts
 from winnow.search.overlap import distinct
 from winnow.search.query import Query
-from winnow.search.reader import NOT_READ, Reading, read
+from winnow.search.reader import HIGHLIGHT_SEGMENTS, KEEP_SEGMENTS, NOT_READ, Reading, SegmentVectors, read
 from winnow.search.relevance import (
     Evidence,
     RelevanceModel,
@@ -102,6 +102,8 @@ class SearchService:
         # entries, so neither the answer nor its timing (``timings_ms.embed``) can tell one tenant, or
         # one user of a tenant, what another has asked.
         self._query_vector = lru_cache(maxsize=cache_size)(self._embed_uncached)
+        # The returned passages' segment vectors, per tenant: the same passages come back search after search.
+        self._segment_vectors = SegmentVectors()
         # The relevance models fitted for this embedding profile (None: cosine scores, see ``_relevance``).
         self.models = load_models(embedder.profile.slug) if models == "shipped" else models
 
@@ -138,7 +140,7 @@ class SearchService:
         hits = self.retrieve(caller, request, dense, retrieve, plan.candidates, with_dense=plan.cosine)
         search_ms = (time.perf_counter() - t1) * 1000
         t2 = time.perf_counter()
-        scored, readings = self._relevance(request, dense, sparse, hits, plan.rerank)
+        scored, readings = self._relevance(request, dense, sparse, hits, plan.rerank, caller.tenant)
         rerank_ms = (time.perf_counter() - t2) * 1000 if plan.rerank else 0.0
         results = self._keep(request, plan, scored, caller, dense, readings)
         timings = Timings(
@@ -204,8 +206,15 @@ class SearchService:
         )
         unread = [h for _, h in kept if h.point_id not in readings] if self.settings.highlights else []
         if unread:
-            query_vector = dense if dense is not None else self._embed_query(caller, request.query)
-            readings.update(zip((h.point_id for h in unread), self.read(query_vector, unread), strict=True))
+            # Keyword highlights need no query vector (HIGHLIGHT_SEGMENTS 0: nothing is embedded).
+            query_vector = dense or (self._embed_query(caller, request.query) if HIGHLIGHT_SEGMENTS else [])
+            readings.update(
+                zip(
+                    (h.point_id for h in unread),
+                    self.read(query_vector, unread, request.query, caller.tenant, HIGHLIGHT_SEGMENTS),
+                    strict=True,
+                )
+            )
         return [
             SearchResult(
                 rank=i + 1,
@@ -298,6 +307,7 @@ class SearchService:
         sparse: SparseVector | None,
         hits: list[StoredChunk],
         use_rerank: bool,
+        tenant: str | None = None,
     ) -> tuple[list[tuple[float, StoredChunk]], dict[str, Reading]]:
         """Each hit's ``score``: the re-ranker's, else the relevance model's probability, else (no model
         fitted for this profile and mode) the cosine similarity; and the readings of the hits read to
@@ -310,7 +320,7 @@ class SearchService:
             return [(min(1.0, max(0.0, by_index.get(i, 0.0))), h) for i, h in enumerate(hits)], {}
         assert dense is not None
         model = self._model(request.mode)
-        readings = self.read(dense, hits) if reads_segments(model) else None
+        readings = self.read(dense, hits, request.query, tenant) if reads_segments(model) else None
         evidence = self.evidence(dense, hits, sparse if reads_keywords(model) else None, readings)
         # A hit past the search's segment budget is read again if it is returned.
         read_by_id = {h.point_id: r for h, r in zip(hits, readings or (), strict=False) if r.ranked}
@@ -318,10 +328,26 @@ class SearchService:
             return list(zip(model.probabilities(evidence), hits, strict=True)), read_by_id
         return [(min(1.0, max(0.0, e.cosine)), h) for e, h in zip(evidence, hits, strict=True)], read_by_id
 
-    def read(self, dense: Sequence[float], hits: Sequence[StoredChunk]) -> list[Reading]:
+    def read(
+        self,
+        dense: Sequence[float],
+        hits: Sequence[StoredChunk],
+        query: str | None = None,
+        tenant: str | None = None,
+        keep: int = KEEP_SEGMENTS,
+    ) -> list[Reading]:
         """Each hit's segments scored against the query vector ``dense``, in one embed call (a figure is
-        not read: ``winnow.search.reader``). Public: the training package reads candidates this way."""
-        return read(self.embedder, dense, [None if h.kind == "figure" else h.text for h in hits])
+        not read: ``winnow.search.reader``); with the ``query``'s text, only ``keep`` segments per hit
+        that its keywords pre-select are embedded (0: none, the keywords alone pick); with the
+        ``tenant``, its segments' vectors read before come from the container's ``SegmentVectors``.
+        Public: the training package reads candidates this way."""
+        keywords = (self.sparse, self.sparse.encode_query(query)) if query is not None else None
+        texts = [None if h.kind == "figure" else h.text for h in hits]
+        if tenant is None:
+            return read(self.embedder, dense, texts, keywords=keywords, keep=keep)
+        scope = f"{tenant}\x00{self.embedder.profile.slug}"
+        cache = self._segment_vectors
+        return read(self.embedder, dense, texts, keywords=keywords, keep=keep, cache=cache, scope=scope)
 
     def evidence(
         self,
