@@ -8,8 +8,8 @@ import io
 import random
 from collections.abc import Callable
 
-WORDS = ("kettle", "descale", "water", "filter", "boiler", "pressure", "valve", "steam", "milk", "coffee")
-WORDS += ("grinder", "espresso")
+WORDS: tuple[str, ...] = ("kettle", "descale", "water", "filter", "boiler", "pressure", "valve", "steam")
+WORDS += ("milk", "coffee", "grinder", "espresso")
 
 
 def table_rows(long_cells: bool, seed: int = 1) -> tuple[list[str], Callable[[], list[str]]]:
