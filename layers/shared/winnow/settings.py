@@ -294,7 +294,7 @@ class ChunkingSettings(BaseSettings):
 
 # The embedded default's chunk cap (issue 44: the ingest process within 400 MB on any accepted input).
 # Its peak grows about 14.6 KB a chunk from about 104 MB, and the local model adds about 172 MB (298 MB
-# at 1,520 chunks, 313 MB at 2,520): 20,000 chunks would need about 550 MB, 6,000 about 365 MB, with room
+# at 1,520 chunks, 357 MB at 5,720): 20,000 chunks would need about 550 MB, 6,000 about 365 MB, with room
 # for the machine's variance (docs/guarantees.md, ``benchmarks/ingest_cap_memory.py``).
 EMBEDDED_MAX_CHUNKS = 6_000
 
