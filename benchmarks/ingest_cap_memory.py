@@ -1,6 +1,7 @@
 """The ingest process's peak memory on the largest accepted inputs (issue 44: within 400 MB on any
-accepted input). The largest accepted document is one just under the chunk cap
-(``WINNOW_INGEST_MAX_CHUNKS``, 20,000) and the size cap (25 MB). For each kind of input, a sample is
+accepted input). The largest accepted document is one just under the chunk cap (the embedded default's
+``EMBEDDED_MAX_CHUNKS``, 6,000, unless ``WINNOW_INGEST_MAX_CHUNKS`` is set) and the size cap (25 MB);
+``--chunks`` past the cap shows the document refused (``failed``). For each kind of input, a sample is
 chunked to learn its chunks per byte, a file of about ``--chunks`` chunks is written, and ``winnow
 ingest`` runs on it in a child process of its own (``benchmarks.table_ingest``'s child: the local
 embedder, Qdrant Edge): its seconds, chunks and peak RSS. ``--baseline`` runs the same children on
@@ -13,7 +14,7 @@ measured is what grows with the document; the model's own memory (its session an
 largest run, bounded by ``PADDED_TOKENS_PER_RUN`` whatever the document) is the difference between the
 two modes on the same small file (``--chunks 1500``).
 
-Run: ``.venv/bin/python -m benchmarks.ingest_cap_memory [--chunks 19500] [--kinds csv,prose]
+Run: ``.venv/bin/python -m benchmarks.ingest_cap_memory [--chunks 5700] [--kinds csv,prose]
 [--baseline /path/to/main]``."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from benchmarks.common import AS_THE_COMMAND, REPO_ROOT, child_env, machine, positive_int, run_child, table
 from benchmarks.table_ingest import _INGEST
 from tests.support.tables import WORDS, table_csv
+from winnow.settings import EMBEDDED_MAX_CHUNKS
 
 # The model's runs skipped (see the module's note): the session is never built, the vectors are unit.
 _NO_MODEL_RUNS = """
@@ -107,7 +109,10 @@ def chunks_per_byte(name: str, data: bytes) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=positive_int, default=19_500, help="chunks to aim at (19500)")
+    near_cap = EMBEDDED_MAX_CHUNKS * 95 // 100
+    parser.add_argument(
+        "--chunks", type=positive_int, default=near_cap, help=f"chunks to aim at ({near_cap})"
+    )
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated of {', '.join(KINDS)}")
     parser.add_argument("--model-runs", choices=("on", "off"), default="on", help="see the module's note")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare with")

@@ -292,6 +292,13 @@ class ChunkingSettings(BaseSettings):
         return self
 
 
+# The embedded default's chunk cap (issue 44: the ingest process within 400 MB on any accepted input).
+# Its peak grows about 14.6 KB a chunk from about 104 MB, and the local model adds about 172 MB (298 MB
+# at 1,520 chunks, 357 MB at 5,720): 20,000 chunks would need about 550 MB, 6,000 about 365 MB, with room
+# for the machine's variance (docs/guarantees.md, ``benchmarks/ingest_cap_memory.py``).
+EMBEDDED_MAX_CHUNKS = 6_000
+
+
 class IngestSettings(BaseSettings):
     model_config = _config("WINNOW_INGEST_")
 
@@ -303,6 +310,8 @@ class IngestSettings(BaseSettings):
     # 1.5 million elements parse in under 400 MB; a real 1,000-page report has well under a million.
     max_docx_xml_elements: int = Field(default=1_500_000, ge=1, description="DOCX element-count guard.")
     max_docx_xml_part_bytes: int = Field(default=64 * 1024 * 1024, ge=1, description="Largest DOCX XML part.")
+    # Chunks per document. In AWS 20,000; the embedded default accepts ``EMBEDDED_MAX_CHUNKS`` unless
+    # WINNOW_INGEST_MAX_CHUNKS is set (``embedded``).
     max_chunks: int = Field(default=20_000, ge=1)
     lease_seconds: int = Field(default=900, ge=1)
     # The parse budget (winnow.parsing.budget): every document is parsed in a worker process that is
@@ -328,6 +337,13 @@ class IngestSettings(BaseSettings):
     # an image with a side under the floor is decoration (a bullet, a rule, an icon), not a figure.
     max_figures: int = Field(default=50, ge=0, le=1000, description="Figures kept per document.")
     figure_min_side_pixels: int = Field(default=64, ge=1, le=4096, description="Smaller images are skipped.")
+
+    def embedded(self) -> IngestSettings:
+        """These settings in the embedded default (Qdrant Edge and the local model in the ingest process):
+        at most ``EMBEDDED_MAX_CHUNKS`` chunks a document unless the chunk cap was set explicitly."""
+        if "max_chunks" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"max_chunks": EMBEDDED_MAX_CHUNKS})
 
 
 class OcrSettings(BaseSettings):

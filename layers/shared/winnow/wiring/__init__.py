@@ -42,6 +42,10 @@ class Settings:
     reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
     conversations: ConversationSettings = field(default_factory=ConversationSettings)
 
+    def __post_init__(self) -> None:
+        if self.qdrant.url is None:  # the embedded default: Edge and the local model share this process
+            self.ingest = self.ingest.embedded()
+
 
 class Parts:
     """What every part reads of the root: its settings and its (re-entrant) lock."""
