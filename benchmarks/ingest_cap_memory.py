@@ -12,10 +12,7 @@ The local model embeds about 6 chunks a second on a loaded 2-core machine (an ho
 Edge, the checkpoints) but returns each model run's vectors without running the model, so what is
 measured is what grows with the document; the model's own memory (its session and the arena of its
 largest run, bounded by ``PADDED_TOKENS_PER_RUN`` whatever the document) is the difference between the
-two modes on the same small file (``--chunks 1500``).
-
-Run: ``.venv/bin/python -m benchmarks.ingest_cap_memory [--chunks 5700] [--kinds csv,prose]
-[--baseline /path/to/main]``."""
+two modes on the same small file (``--chunks 1500``)."""
 
 from __future__ import annotations
 
