@@ -230,7 +230,7 @@ class SearchService:
                 kind=_KINDS.get(hit.kind, "text"),
                 ocr=hit.ocr,
                 figure_text=_FIGURE_TEXTS.get(hit.figure_text) if hit.kind == "figure" else None,
-                image_url=self._image_url(hit),
+                image_url=_image_url(hit, self.objects, self.settings.image_url_seconds),
                 **_access_shown(hit, caller),
                 context=None if request.context == "none" else ResultContext(before=before, after=after),
                 highlight=[
@@ -241,16 +241,6 @@ class SearchService:
             )
             for i, ((score, hit), (before, after)) in enumerate(zip(kept, around, strict=True))
         ]
-
-    def _image_url(self, hit: StoredChunk) -> str | None:
-        """The figure's image URL: only for a passage the caller is being shown (its tenant's and one it
-        may read, as the search filter already decided), of that document's own folder."""
-        from winnow.rules import figure_key
-
-        if hit.kind != "figure" or not hit.image or self.objects is None:
-            return None
-        key = figure_key(hit.key, hit.image)
-        return self.objects.figure_url(key, self.settings.image_url_seconds) if key else None
 
     def retrieve(
         self,
@@ -383,6 +373,17 @@ class SearchService:
                 )
             )
         return out
+
+
+def _image_url(hit: StoredChunk, objects: ObjectSource | None, seconds: int) -> str | None:
+    """The figure's image URL: only for a passage the caller is being shown (its tenant's and one it
+    may read, as the search filter already decided), of that document's own folder."""
+    from winnow.rules import figure_key
+
+    if hit.kind != "figure" or not hit.image or objects is None:
+        return None
+    key = figure_key(hit.key, hit.image)
+    return objects.figure_url(key, seconds) if key else None
 
 
 def _access_shown(hit: StoredChunk, caller: Caller) -> dict[str, Any]:
