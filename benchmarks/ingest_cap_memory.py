@@ -23,8 +23,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.common import AS_THE_COMMAND, REPO_ROOT, child_env, machine, positive_int, run_child, table
-from benchmarks.table_ingest import _INGEST
+from benchmarks.common import AS_THE_COMMAND, REPO_ROOT, machine, positive_int, table
+from benchmarks.table_ingest import _INGEST, ingest_row
 from tests.support.tables import WORDS, table_csv
 from winnow.settings import EMBEDDED_MAX_CHUNKS
 
@@ -131,19 +131,7 @@ def main(argv: list[str] | None = None) -> None:
                 if args.model_runs == "off":
                     code_run = AS_THE_COMMAND + _NO_MODEL_RUNS + _INGEST.removeprefix(AS_THE_COMMAND)
                 home = Path(work) / f"home-{code}-{kind}"
-                env = child_env(root, drop=("WINNOW_BUCKET",)) | {"WINNOW_HOME": str(home)}
-                result = run_child(code_run, [str(folder)], env, cwd=root)
-                rows.append(
-                    [
-                        kind,
-                        code,
-                        f"{len(data) / 1e6:.2f}",
-                        str(result["chunks"]),
-                        str(result["statuses"]),
-                        f"{result['seconds']:.0f}",
-                        f"{result['peak_rss_mb']:.0f}",
-                    ]
-                )
+                rows.append(ingest_row(code_run, kind, code, root, folder, home))
                 print(rows[-1], flush=True)
     os.environ.pop("WINNOW_HOME", None)
     print(table(["input", "code", "MB", "chunks", "result", "ingest s", "peak RSS MB"], rows))

@@ -49,6 +49,16 @@ print(json.dumps({"seconds": seconds, "statuses": statuses, "chunks": chunks, "p
 )
 
 
+def ingest_row(code: str, label: str, name: str, root: Path, folder: Path, home: Path) -> list[str]:
+    """``winnow ingest`` of ``folder`` in a child process on ``root``'s code: a row of the table below."""
+    env = child_env(root, drop=("WINNOW_BUCKET",)) | {"WINNOW_HOME": str(home)}
+    result = run_child(code, [str(folder)], env, cwd=root)
+    size = sum(f.stat().st_size for f in folder.iterdir())
+    chunks, statuses = str(result["chunks"]), str(result["statuses"])
+    seconds, peak = f"{result['seconds']:.0f}", f"{result['peak_rss_mb']:.0f}"
+    return [label, name, f"{size / 1e6:.2f}", chunks, statuses, seconds, peak]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kb", type=positive_int, default=1000, help="size of each CSV (default 1000)")
@@ -65,19 +75,7 @@ def main(argv: list[str] | None = None) -> None:
             (folder / "table.csv").write_bytes(data)
             for name, root in roots.items():
                 home = Path(work) / f"home-{name}-{folder.name}"
-                env = child_env(root, drop=("WINNOW_BUCKET",)) | {"WINNOW_HOME": str(home)}
-                result = run_child(_INGEST, [str(folder)], env, cwd=root)
-                rows.append(
-                    [
-                        kind,
-                        name,
-                        f"{len(data) / 1e6:.2f}",
-                        str(result["chunks"]),
-                        str(result["statuses"]),
-                        f"{result['seconds']:.0f}",
-                        f"{result['peak_rss_mb']:.0f}",
-                    ]
-                )
+                rows.append(ingest_row(_INGEST, kind, name, root, folder, home))
                 print(rows[-1], flush=True)
     os.environ.pop("WINNOW_HOME", None)
     print(table(["table", "code", "MB", "chunks", "result", "ingest s", "peak RSS MB"], rows))
