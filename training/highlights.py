@@ -90,7 +90,7 @@ def readers(
 ) -> tuple[dict[str, list[tuple[int, int]]], dict[str, int]]:
     """Each reader's highlight of ``texts[answering]`` (as spans) and the segments it embeds for all of
     ``texts`` (a search's results)."""
-    from winnow.search.reader import Reading, lexical_scores
+    from winnow.search.reader import Reading, cosine, lexical_scores
     from winnow.text.segments import segments
 
     cut = [segments(t) for t in texts]
@@ -111,7 +111,7 @@ def readers(
     else:
         q = embedder.embed([query], "query")[0]
         vectors = embedder.embed([text[s.start : s.end] for s in pieces], "document")
-        cos = [_cosine(q, v) for v in vectors]
+        cos = [cosine(q, v) for v in vectors]
 
         def best_of(chosen: Sequence[int]) -> list[tuple[int, int]]:
             ranked = sorted(((pieces[i], cos[i]) for i in chosen), key=lambda p: (-p[1], p[0].start))
@@ -141,12 +141,6 @@ def _tied(scores: Sequence[float], cap: int) -> list[int]:
     best = max(scores)
     tied = [i for i, v in enumerate(scores) if v == best]
     return tied[:cap] if len(tied) > 1 else []
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    na = sum(x * x for x in a) ** 0.5
-    nb = sum(x * x for x in b) ** 0.5
-    return sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb) if na and nb else 0.0
 
 
 def run(

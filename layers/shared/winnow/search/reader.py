@@ -39,6 +39,7 @@ __all__ = [
     "MAX_SEARCH_SEGMENTS",
     "Reading",
     "SegmentVectors",
+    "cosine",
     "lexical_scores",
     "read",
 ]
@@ -157,9 +158,8 @@ def read(
     scores: dict[tuple[int, int], float] = {}
     if wanted:
         vectors = _vectors(embedder, pieces_text, cache, scope)
-        q_norm = _norm(query_vector)
         for (i, seg), vector in zip(wanted, vectors, strict=True):
-            scores[(i, seg.start)] = _cosine(query_vector, q_norm, vector)
+            scores[(i, seg.start)] = cosine(query_vector, vector)
     out = []
     for i, pieces in enumerate(cut):
         lead = leaders[i]
@@ -228,12 +228,11 @@ def lexical_scores(encoder: Bm25Encoder, query: SparseVector, texts: Sequence[st
     return [sum(idf[t] for t in terms) for terms in held]
 
 
-def _norm(v: Sequence[float]) -> float:
-    return math.sqrt(sum(x * x for x in v))
-
-
-def _cosine(q: Sequence[float], q_norm: float, v: Sequence[float]) -> float:
-    n = _norm(v)
-    if q_norm == 0 or n == 0:
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity, 0 when either vector is zero: the one the search and its reader score with."""
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    if na == 0 or nb == 0:
         return 0.0
-    return sum(x * y for x, y in zip(q, v, strict=True)) / (q_norm * n)
+    return dot / (na * nb)

@@ -17,7 +17,6 @@ this ordering, measured by cross-validation: docs/quality.md."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +29,15 @@ from winnow.ports import Embedder, Reranker, SearchQuery, VectorStore
 from winnow.search.context import contexts
 from winnow.search.overlap import distinct
 from winnow.search.query import Query
-from winnow.search.reader import HIGHLIGHT_SEGMENTS, KEEP_SEGMENTS, NOT_READ, Reading, SegmentVectors, read
+from winnow.search.reader import (
+    HIGHLIGHT_SEGMENTS,
+    KEEP_SEGMENTS,
+    NOT_READ,
+    Reading,
+    SegmentVectors,
+    cosine,
+    read,
+)
 from winnow.search.relevance import (
     Evidence,
     RelevanceModel,
@@ -57,15 +64,6 @@ _FIGURE_TEXTS: dict[str, Literal["vision", "ocr", "caption"]] = {
     "ocr": "ocr",
     "caption": "caption",
 }
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    if na == 0 or nb == 0:
-        return 0.0
-    return dot / (na * nb)
 
 
 @dataclass(frozen=True)
