@@ -19,6 +19,7 @@ import httpx
 
 from winnow.adapters._generation import with_retries
 from winnow.adapters._retry import Retryable, Sleep, parse_retry_after
+from winnow.adapters.tls import tls_context
 from winnow.errors import ConfigurationError, ProviderRejected, ProviderResponseError
 from winnow.ports import Generation, Generator, Prompt
 
@@ -48,7 +49,9 @@ class OllamaGenerator(Generator):
         self._settings = settings
         self._url = f"{_host_url(settings.ollama_host)}/api/chat"
         self._owns_client = client is None
-        self._client = client or httpx.Client(timeout=httpx.Timeout(settings.timeout_seconds))
+        self._client = client or httpx.Client(
+            timeout=httpx.Timeout(settings.timeout_seconds), verify=tls_context()
+        )
         self._sleep = sleep
         self._rng = rng
 

@@ -73,6 +73,8 @@ def make_qdrant_client(
     if settings.url:
         from qdrant_client import QdrantClient
 
+        from winnow.adapters.tls import tls_context
+
         key: dict[str, Any] = {"api_key": api_key}
         if callable(api_key):
             from winnow.adapters.qdrant_auth import QdrantKeyAuth
@@ -83,6 +85,7 @@ def make_qdrant_client(
             timeout=settings.timeout_seconds,
             prefer_grpc=False,
             check_compatibility=False,
+            verify=tls_context(),  # passed through to the REST client (httpx), as ``auth`` is
             **key,
         )
     from winnow.embedded import embedded

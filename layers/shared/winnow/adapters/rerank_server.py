@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from winnow.adapters._retry import Backoff, Retryable, Sleep, call_with_retries, parse_retry_after
+from winnow.adapters.tls import tls_context
 from winnow.errors import ConfigurationError, ProviderRejected, ProviderResponseError, TransientError
 from winnow.observability import logger
 from winnow.ports import Reranker, RerankScore
@@ -85,7 +86,9 @@ class ServerReranker(Reranker):
         self._url: str = settings.url
         self._key: KeySource | None = (lambda _refresh: api_key) if isinstance(api_key, str) else api_key
         self._owns_client = client is None
-        self._client = client or httpx.Client(timeout=httpx.Timeout(settings.timeout_seconds))
+        self._client = client or httpx.Client(
+            timeout=httpx.Timeout(settings.timeout_seconds), verify=tls_context()
+        )
         self._sleep = sleep
         self._rng = rng
         self._backoff = Backoff(

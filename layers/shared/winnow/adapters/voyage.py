@@ -96,8 +96,11 @@ def voyage_http_client(settings: VoyageSettings) -> httpx.Client:
     """The connection pool for Voyage. The factory gives the embedder and the re-ranker the same one: a
     re-ranked query then reuses the connection its query embedding opened (no second TLS handshake), and
     a cold start builds one TLS context instead of two (each loads the whole CA bundle)."""
+    from winnow.adapters.tls import tls_context
+
     return httpx.Client(
         timeout=httpx.Timeout(settings.timeout_seconds),
+        verify=tls_context(),
         # enough kept-alive connections for a batch's documents embedded at once (batch_concurrency)
         limits=httpx.Limits(max_keepalive_connections=16, keepalive_expiry=60),
     )
