@@ -1,8 +1,11 @@
 """``winnow invoke FUNCTION -e events/FILE.json``: every sample event through its function, as
 ``sam local invoke`` would run it, without Docker.
 
-Each event runs in its own ``winnow`` process (as each ``sam local invoke`` runs in its own container) on
-a fresh embedded default in a temporary ``WINNOW_HOME``; the objects an ingest event announces are put in
+Each event runs through the command's ``main`` on a fresh embedded default in a temporary ``WINNOW_HOME``,
+in this process (``InProcessWinnow``: the environment, streams and container are the command's own while it
+runs); the tests of what only a process shows (state kept in ``WINNOW_HOME`` from one invocation to the next,
+exit statuses, stdin) start ``winnow`` as a process of its own, as each ``sam local invoke`` runs in its own
+container; the objects an ingest event announces are put in
 the folder bucket first, so the event really indexes them. The event list is the ``events/`` folder itself:
 a new file is covered (and must be listed in docs/local.md) without touching this test."""
 
@@ -17,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cli import InProcessWinnow, Run
 from tests.support.documents import DocxHeading, DocxParagraph, make_docx, make_pdf
 from winnow_local.invoke import (
     EVENTS,
@@ -41,6 +45,13 @@ def local_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
     env["WINNOW_HOME"] = str(home)
     return env
+
+
+def in_process(args: list[str], home: Path) -> Run:
+    """``winnow ARGS`` through the command's ``main`` in this process, with ``local_env``'s environment."""
+    runner = InProcessWinnow(home)
+    runner.env = local_env(home)
+    return runner(*args)
 
 
 def winnow(args: list[str], home: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -93,9 +104,9 @@ def test_every_sample_event_runs_through_its_function(event_file: Path, tmp_path
     event = json.loads(event_file.read_text())
     created = seed_bucket(tmp_path, event) if function == "IngestFunction" else []
     # When it is invoked as `sam local invoke FUNCTION -e FILE` would run it
-    proc = winnow(["invoke", function, "-e", str(event_file.relative_to(ROOT))], tmp_path)
+    proc = in_process(["invoke", function, "-e", str(event_file)], tmp_path)
     # Then the handler returned, and its return value is the one JSON document on stdout
-    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    assert proc.code == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     result = json.loads(proc.stdout)
     if function == "SearchFunction" and event["routeKey"] == "POST /uploads":
         # The folder bucket signs upload forms only inside `winnow serve`, which receives them; with
@@ -253,16 +264,18 @@ def test_the_lambda_context_carries_the_functions_name_memory_and_timeout() -> N
 
 
 def test_verbose_after_the_subcommand_lists_the_environment_and_help_mentions_it(tmp_path: Path) -> None:
-    run = winnow(["invoke", "SearchFunction", "-e", str(ROOT / "events" / "api-health.json"), "-v"], tmp_path)
-    assert run.returncode == 0, run.stderr
+    run = in_process(
+        ["invoke", "SearchFunction", "-e", str(ROOT / "events" / "api-health.json"), "-v"], tmp_path
+    )
+    assert run.code == 0, run.stderr
     assert "SearchFunction: " in run.stderr and "template variables applied: " in run.stderr
-    helped = winnow(["invoke", "--help"], tmp_path)
+    helped = in_process(["invoke", "--help"], tmp_path)
     assert "-v, --verbose" in helped.stdout
 
 
 def test_a_search_of_a_tenant_without_documents_gives_the_clis_hint(tmp_path: Path) -> None:
-    run = winnow(["invoke", "SearchFunction", "-e", str(ROOT / "events" / "api-search.json")], tmp_path)
-    assert run.returncode == 0, run.stderr
+    run = in_process(["invoke", "SearchFunction", "-e", str(ROOT / "events" / "api-search.json")], tmp_path)
+    assert run.code == 0, run.stderr
     assert json.loads(json.loads(run.stdout)["body"])["results"] == []
     assert f"winnow: no documents for tenant acme in {tmp_path.resolve()} (WINNOW_HOME)" in run.stderr
     assert "winnow ingest PATH --tenant acme" in run.stderr

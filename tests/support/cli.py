@@ -99,6 +99,8 @@ class InProcessWinnow(Winnow):
         choose_log_level = cli._set_log_level
         os.environ.clear()
         os.environ.update({**self.env, **env})
+        if not observability.IN_LAMBDA:
+            observability.outside_lambda_defaults()  # as the command's own process sets them on import
         set_container(None)
         try:
             os.chdir(self.home.parent)

@@ -25,9 +25,17 @@ SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "winnow")
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Winnow")
 IN_LAMBDA = "AWS_LAMBDA_FUNCTION_NAME" in os.environ
 
-if not IN_LAMBDA:
+
+
+def outside_lambda_defaults() -> None:
+    """Tracing and metric flushing off unless the environment says otherwise: what a process outside
+    Lambda gets when it imports this module (a command running in an existing process asks again)."""
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+
+
+if not IN_LAMBDA:
+    outside_lambda_defaults()
     logger = Logger(
         service=SERVICE,
         level=os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
