@@ -21,6 +21,7 @@ Shared fixtures live in ``tests/support/<area>.py`` pytest plugins, one owner pe
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import tempfile
@@ -87,6 +88,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     fill in around them."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The modules, items and fixtures collected live to the end of the run: frozen, the cyclic
+    collector no longer walks them at each full collection (nor copies their pages into a forked
+    child, tests/support/cpu_limit.py)."""
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True, scope="module")

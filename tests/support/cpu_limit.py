@@ -10,6 +10,7 @@ waiting, never the verdict.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import resource
 from collections.abc import Callable
@@ -47,6 +48,10 @@ def call_within_cpu(cpu_seconds: int, work: Callable[..., Any], *args: Any) -> O
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_limited, args=(cpu_seconds, send, work, args))
+    # The child's collections would otherwise walk every object it inherited, writing to each one and so
+    # copying every page of a test worker's heap (a gigabyte, late in a run) into the child: frozen
+    # objects are never walked (the gc module's advice for fork without exec).
+    gc.freeze()
     child.start()
     send.close()  # the child's copy stays open: its death reads as the end of the pipe
     outcome = Outcome(finished=False)
