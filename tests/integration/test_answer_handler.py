@@ -46,6 +46,19 @@ def load(stack: EmbeddedStack) -> EmbeddedStack:
     return stack
 
 
+# A model that answers after this long times out at SHORT_TIMEOUT_SECONDS: every attempt of the test waits
+# that long (3 attempts), not the 2 s the other tests leave a healthy answer.
+SLOW_ANSWER_SECONDS = 1.5
+SHORT_TIMEOUT_SECONDS = 0.5
+
+
+def short_timeout(stack: EmbeddedStack, fault: ModelFault) -> None:
+    """For a slow model, the answer timeout shortened before the stack builds its generator."""
+    if fault.kind == "delay":
+        answer = stack.container.settings.answer
+        stack.container.settings.answer = answer.model_copy(update={"timeout_seconds": SHORT_TIMEOUT_SECONDS})
+
+
 @pytest.fixture
 def bedrock(bedrock_stack: EmbeddedStack) -> EmbeddedStack:
     return load(bedrock_stack)
@@ -304,7 +317,7 @@ def test_without_a_generator_answer_is_501_saying_how_to_enable_it(
         ModelFault.http_status(424),
         ModelFault.disconnect(),
         ModelFault.malformed_json(),
-        ModelFault.delay(3.0),  # longer than the 2 s read timeout
+        ModelFault.delay(SLOW_ANSWER_SECONDS),  # longer than the read timeout
     ],
     ids=lambda f: f"{f.kind}-{f.status}" if f.kind == "status" else f.kind,
 )
@@ -312,6 +325,7 @@ def test_bedrock_outages_become_503_with_retry_after_after_bounded_retries(
     bedrock: EmbeddedStack, fake_bedrock: FakeBedrockServer, fault: ModelFault
 ) -> None:
     fake_bedrock.set_outage(fault)
+    short_timeout(bedrock, fault)
     status, headers, body = bedrock.api("POST", "/answer", {"query": HOLIDAY_QUESTION})
     assert status == 503, body
     assert body["error"]["code"] == "unavailable"
@@ -402,12 +416,18 @@ def test_ollama_nothing_relevant_makes_no_request(
 
 @pytest.mark.parametrize(
     "fault",
-    [ModelFault.unavailable(), ModelFault.http_status(500), ModelFault.disconnect(), ModelFault.delay(3.0)],
+    [
+        ModelFault.unavailable(),
+        ModelFault.http_status(500),
+        ModelFault.disconnect(),
+        ModelFault.delay(SLOW_ANSWER_SECONDS),
+    ],
 )
 def test_ollama_outages_become_503_with_retry_after(
     ollama: EmbeddedStack, fake_ollama: FakeOllamaServer, fault: ModelFault
 ) -> None:
     fake_ollama.set_outage(fault)
+    short_timeout(ollama, fault)
     status, headers, _ = ollama.api("POST", "/answer", {"query": HOLIDAY_QUESTION})
     assert status == 503 and int(headers["Retry-After"]) >= 1
     assert len(fake_ollama.chat_requests()) == 3
