@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.stack import EmbeddedStack
+from winnow import embedded as winnow_embedded
 from winnow.embedded import GROUP, embedded
 from winnow.errors import ConfigurationError, FeatureDisabled
 from winnow.models import StoredChunk
@@ -72,6 +73,28 @@ def test_the_embedded_default_is_found_through_the_installed_entry_points() -> N
     assert installed == declared, "run `make install`: the installed entry points are stale"
     for name in declared:
         assert callable(embedded(name, instead="-"))
+
+
+def test_the_installed_adapters_are_read_once_a_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a process that has not yet looked for the embedded default's adapters
+    import importlib.metadata
+
+    scans: list[str] = []
+    scan = importlib.metadata.entry_points
+
+    def counting(**selection: str) -> Any:
+        scans.append(selection.get("group", ""))
+        return scan(**selection)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", counting)
+    winnow_embedded.installed.cache_clear()
+    # When containers ask for each adapter, several times over
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][GROUP]
+    for _ in range(3):
+        for name in declared:
+            assert callable(embedded(name, instead="-"))
+    # Then the installed distributions were read once (each read opens every one's metadata)
+    assert scans == [GROUP]
 
 
 def test_a_local_adapter_that_is_not_installed_is_a_clear_configuration_error() -> None:
