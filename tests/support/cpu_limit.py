@@ -6,12 +6,18 @@ too: a busy machine turns a linear parse red. The kernel's CPU limit counts only
 does (SIGXCPU at the soft limit, SIGKILL a second later), so the verdict is the same on a quiet
 machine and on a loaded one. The parent waits far longer than any limit before it gives up: a bound on
 waiting, never the verdict.
+
+The children come from a fork server (``forkserver``: a small interpreter started once per test worker,
+with the modules the work needs already imported), not from the worker itself: forking a worker late in
+a run (a gigabyte of heap, threads of servers and engines) cost far more than the work, and the cost grew
+with whatever the worker had run before.
 """
 
 from __future__ import annotations
 
-import gc
+import functools
 import multiprocessing
+import multiprocessing.context
 import resource
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,15 +49,22 @@ def _limited(cpu_seconds: int, send: Connection, work: Callable[..., Any], args:
     send.send(("ok", value))
 
 
+# What the work of the linear-time tests imports, loaded once into the fork server.
+PRELOAD = ["tests.support.regex_audit", "tests.unit.parsing.test_linear_time"]
+
+
+@functools.lru_cache(maxsize=1)
+def _context() -> multiprocessing.context.BaseContext:
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
 def call_within_cpu(cpu_seconds: int, work: Callable[..., Any], *args: Any) -> Outcome:
     """``work(*args)`` in a forked child allowed ``cpu_seconds`` of CPU time."""
-    context = multiprocessing.get_context("fork")
+    context = _context()
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_limited, args=(cpu_seconds, send, work, args))
-    # The child's collections would otherwise walk every object it inherited, writing to each one and so
-    # copying every page of a test worker's heap (a gigabyte, late in a run) into the child: frozen
-    # objects are never walked (the gc module's advice for fork without exec).
-    gc.freeze()
     child.start()
     send.close()  # the child's copy stays open: its death reads as the end of the pipe
     outcome = Outcome(finished=False)
