@@ -38,18 +38,9 @@ FEATURES = (
     "bm25_missing",  # 1 when the keyword side did not return the chunk: its BM25 is unknown, not 0
     "segment",  # best cosine of the query and one of the chunk's segments (winnow.search.reader)
     "segment_gap",  # segment minus the best segment among the candidates (<= 0)
-    "keyword_segment",  # the chunk's best segment's share of the query's keyword IDF (winnow.search.lexical)
-    "keyword_segment_gap",  # keyword_segment minus the best among the candidates (<= 0)
-    "heading",  # share of the query's keyword terms in the chunk's title and section path
-    "doc_cosine_gap",  # STUDY
-    "doc_bm25_gap",  # STUDY
-    "doc_share",  # STUDY
-    "doc_kw_gap",  # STUDY
-    "document_rr",  # 1 / rank of the chunk's document among the candidates' documents; 0 when not measured
 )
-# The features measured by reading each candidate's text (and its segments: ``winnow.search.lexical``)
-# for the query's keywords: no model call.
-KEYWORD_FEATURES = frozenset({"coverage", "keyword_segment", "keyword_segment_gap", "heading", "document_rr"})
+# The features measured by reading each candidate's text for the query's keywords.
+KEYWORD_FEATURES = frozenset({"coverage"})
 # The features measured by embedding each candidate's segments (one extra embed call per search).
 SEGMENT_FEATURES = frozenset({"segment", "segment_gap"})
 # The profile whose fitted threshold also applies to a profile with no artifact of its own (its scores
@@ -68,11 +59,6 @@ class Evidence:
     coverage: float | None = None
     # Best segment cosine (None: not measured, or one segment: the passage's cosine stands for it).
     segment: float | None = None
-    # Best segment's share of the query's keyword IDF, and the rank of the chunk's document among the
-    # candidates' documents (None: not measured; ``winnow.search.lexical``).
-    keyword_segment: float | None = None
-    document_rank: int | None = None
-    heading: float | None = None
 
 
 def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
@@ -83,18 +69,6 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
     best_bm25 = max((e.bm25 for e in evidence if e.bm25 is not None), default=0.0)
     segment = [e.segment if e.segment is not None else e.cosine for e in evidence]
     best_segment = max(segment)
-    best_keyword = max(e.keyword_segment or 0.0 for e in evidence)
-    doc_best_cos: dict[int, float] = {}
-    doc_best_bm: dict[int, float] = {}
-    doc_best_kw: dict[int, float] = {}
-    doc_n: dict[int, int] = {}
-    for e in evidence:
-        d = e.document_rank or 0
-        bm = (e.bm25 or 0.0) / best_bm25 if best_bm25 > 0 else 0.0
-        doc_best_cos[d] = max(doc_best_cos.get(d, -1.0), e.cosine)
-        doc_best_bm[d] = max(doc_best_bm.get(d, 0.0), bm)
-        doc_best_kw[d] = max(doc_best_kw.get(d, 0.0), e.keyword_segment or 0.0)
-        doc_n[d] = doc_n.get(d, 0) + 1
     rows = []
     for e, seg in zip(evidence, segment, strict=True):
         bm25 = e.bm25 if e.bm25 is not None and e.bm25 > 0 else 0.0
@@ -110,14 +84,6 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
                 "bm25_missing": 0.0 if e.sparse_rank else 1.0,
                 "segment": seg,
                 "segment_gap": seg - best_segment,
-                "keyword_segment": e.keyword_segment or 0.0,
-                "keyword_segment_gap": (e.keyword_segment or 0.0) - best_keyword,
-                "heading": e.heading or 0.0,
-                "doc_cosine_gap": e.cosine - doc_best_cos[e.document_rank or 0],
-                "doc_bm25_gap": ((e.bm25 or 0.0) / best_bm25 if best_bm25 > 0 else 0.0) - doc_best_bm[e.document_rank or 0],
-                "doc_share": doc_n[e.document_rank or 0] / len(evidence),
-                "doc_kw_gap": (e.keyword_segment or 0.0) - doc_best_kw[e.document_rank or 0],
-                "document_rr": 1.0 / e.document_rank if e.document_rank else 0.0,
             }
         )
     return rows

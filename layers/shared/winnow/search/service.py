@@ -27,7 +27,6 @@ from winnow.access import Caller, ReadScope
 from winnow.models import SparseVector, StoredChunk
 from winnow.ports import Embedder, Reranker, SearchQuery, VectorStore
 from winnow.search.context import contexts
-from winnow.search.lexical import KeywordReading, keyword_readings
 from winnow.search.overlap import distinct
 from winnow.search.query import Query
 from winnow.search.reader import (
@@ -345,24 +344,17 @@ class SearchService:
         sparse: SparseVector | None = None,
         readings: Sequence[Reading] | None = None,
     ) -> list[Evidence]:
-        """What the relevance model reads of each hit; its keyword evidence (coverage, best keyword segment,
-        its document's rank: ``winnow.search.lexical``) only when ``sparse`` is given (it costs a pass over
-        each passage's text), its best segment cosine only when ``readings`` are."""
+        """What the relevance model reads of each hit; each hit's keyword coverage only when ``sparse`` is
+        given (it costs a pass over each passage's text), its best segment only when ``readings`` are."""
         missing = [h.point_id for h in hits if h.dense_score is None and h.dense is None]
         vectors = self.store.dense_vectors(missing) if missing else {}
         # Each hit's share of the query's terms (None: not measured).
         coverage: list[float | None] = [None] * len(hits)
-        lexical: list[KeywordReading | None] = [None] * len(hits)
-        heading: list[float | None] = [None] * len(hits)
         if sparse is not None:
             coverage = [self.sparse.share(sparse, self.sparse.covered(sparse, h.text)) for h in hits]
-            lexical = list(keyword_readings(self.sparse, sparse, [h.text for h in hits], [h.key for h in hits]))
-            heading = [
-                self.sparse.share(sparse, self.sparse.covered(sparse, f"{h.title}\n{h.section}")) for h in hits
-            ]
         out = []
         best: list[float | None] = [r.best for r in readings] if readings is not None else [None] * len(hits)
-        for h, share, segment, words, head in zip(hits, coverage, best, lexical, heading, strict=True):
+        for h, share, segment in zip(hits, coverage, best, strict=True):
             if h.dense_score is not None:
                 similarity = h.dense_score
             else:
@@ -376,9 +368,6 @@ class SearchService:
                     sparse_rank=h.sparse_rank,
                     coverage=share,
                     segment=segment,
-                    keyword_segment=words.best_segment if words is not None else None,
-                    document_rank=words.document_rank if words is not None else None,
-                    heading=head,
                 )
             )
         return out
