@@ -419,9 +419,9 @@ def test_passage_fitting_set_reads_the_candidates_of_a_default_request(tmp_path:
         questions,
     )
     # Then each question (and off-topic question) has a default request's candidates, as the handler
-    # orders and drops them for this benchmark, not those of a client asking for ten passages
+    # orders and drops them for this benchmark, not those of a client asking for twenty passages
     default = default_candidates(SearchRequest(query="x").top_k)
-    assert default < default_candidates(10)
+    assert default < default_candidates(20)
     assert len(fs.candidates["w7"]) == default and len(fs.offtopic["offtopic-0"]) == default
     # And the chunk that answers is judged so, by its id
     assert len(fs.qrels["w7"]) == 1 and next(iter(fs.qrels["w7"])) in dict(fs.candidates["w7"])
