@@ -71,6 +71,7 @@ from training.passages import fitting_set
 from training.quality_report import calibration_table, known_item_figures, passage_table, render
 from training.relevance_fit import (
     DEFAULT_MODE,
+    PASSAGE_WEIGHT,
     TOP_K,
     Candidate,
     OrderQueries,
@@ -335,7 +336,11 @@ def run(
                 known=OrderQueries(
                     known_candidates, known_qrels, list(known_queries) if fit_known_items else []
                 ),
-                passages=OrderQueries(fitting.candidates, fitting.qrels, passage_ids) if fitting else None,
+                passages=(
+                    OrderQueries(fitting.candidates, fitting.qrels, passage_ids, PASSAGE_WEIGHT)
+                    if fitting
+                    else None
+                ),
             )
             hybrid = all_models.modes[DEFAULT_MODE]
             answerable = best_scores(hybrid, candidates[DEFAULT_MODE], qids)
@@ -390,7 +395,9 @@ def run(
                     profile,
                     known=OrderQueries(known_candidates, known_qrels, known_train),
                     passages=(
-                        OrderQueries(fitting.candidates, fitting.qrels, train_ids(passage_split, i))
+                        OrderQueries(
+                            fitting.candidates, fitting.qrels, train_ids(passage_split, i), PASSAGE_WEIGHT
+                        )
                         if fitting and passage_split
                         else None
                     ),
