@@ -435,6 +435,15 @@ def test_quality_fold_models_need_the_passage_questions(tmp_path: Path) -> None:
     assert exit_info.value.code == 2 and not (tmp_path / "folds.json").exists()
 
 
+def test_quality_lockbox_needs_the_passage_questions(capsys: pytest.CaptureFixture[str]) -> None:
+    # When --lockbox is given without --passages, then it is a usage error that says so, before any work
+    with pytest.raises(SystemExit) as exit_info:
+        quality.main([*EVAL, "--lockbox", "out"])
+    assert exit_info.value.code == 2 and "--lockbox needs --passages" in capsys.readouterr().err
+    # And with them, the fit is told to leave the lockbox out
+    assert quality.parse_args([*EVAL, "--passages", "--lockbox", "out"]).lockbox == "out"
+
+
 def test_quality_passages_refuses_too_few_questions_to_hold_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
