@@ -395,13 +395,13 @@ def test_passage_fitting_set_reads_the_candidates_of_a_default_request(tmp_path:
     from winnow.api.schemas.search import SearchRequest
     from winnow.search.query import default_candidates
 
-    # Given a document of 40 short sections (more chunks than any candidate list) and one question
+    # Given a document of 90 short sections (more chunks than a default candidate list) and one question
     folder = tmp_path / "docs"
     folder.mkdir()
     colours = ("red", "green", "blue", "amber")
     sections = [
         f"# Widget {n}\n\nWidget number {n} is painted {colours[n % 4]} and weighs {n + 3} kilograms.\n"
-        for n in range(40)
+        for n in range(90)
     ]
     (folder / "widgets.md").write_text("\n".join(sections), encoding="utf-8")
     questions = tmp_path / "questions.tsv"
