@@ -55,6 +55,8 @@ from training.cv import DEFAULT_FOLDS, kfold
 from training.data import DATA_DIR, OFFTOPIC_FILE, OFFTOPIC_HELDOUT_FILE, read_lines
 from training.embedcache import DEFAULT_CACHE, caching
 from training.evidence import candidates as gather
+from training.lockbox import CHOICES as LOCKBOX_CHOICES
+from training.lockbox import questions_for
 
 QUESTIONS = DATA_DIR / "passage_questions.tsv"
 TOP = 3
@@ -298,12 +300,14 @@ def document_of(key: str, by_upload: Mapping[str, str]) -> str:
 
 
 def _corpus_and_questions(
-    progress: Progress, documents: Path | None, questions_file: Path
+    progress: Progress, documents: Path | None, questions_file: Path, lockbox: str | None = None
 ) -> tuple[list[tuple[str, bytes]], dict[str, tuple[str, str]], dict[str, str], list[Question]]:
     """The corpus (``/usr/share``'s, or the files of ``documents``) as ``_corpus`` gives it, and the
-    questions whose document it holds."""
+    questions whose document it holds (with ``lockbox``, those outside it or only those in it:
+    ``training.lockbox``)."""
     files, kinds, by_upload = _corpus(progress) if documents is None else _corpus_from_folder(documents)
-    return files, kinds, by_upload, [q for q in load_questions(questions_file) if q.document in kinds]
+    questions = [q for q in load_questions(questions_file) if q.document in kinds]
+    return files, kinds, by_upload, questions_for(questions, lockbox)
 
 
 def _held_out(folds: Mapping[str, tuple[Any, float]], key: str) -> float | None:
@@ -386,6 +390,7 @@ def fitting_set(
     offtopic: Mapping[str, str] | None = None,
     documents: Path | None = None,
     questions_file: Path = QUESTIONS,
+    lockbox: str | None = None,
 ) -> FittingSet:
     """Every passage question's candidates for a client's default request (``{"query": ...}``), the
     ones the search handler orders and drops when this benchmark asks it, through the search service
@@ -395,7 +400,7 @@ def fitting_set(
     from functions.search.app import service
     from winnow.api.schemas.search import SearchRequest
 
-    files, kinds, _, questions = _corpus_and_questions(progress, documents, questions_file)
+    files, kinds, _, questions = _corpus_and_questions(progress, documents, questions_file, lockbox)
     candidates: dict[str, list[tuple[str, Any]]] = {}
     qrels: dict[str, dict[str, int]] = {}
     with (
@@ -452,13 +457,14 @@ def run(
     candidates: int | None = None,
     context: str | None = None,
     fold_models: Path | None = None,
+    lockbox: str | None = None,
 ) -> dict[str, Any]:
     from benchmarks.stack import EmbeddedStack
     from functions.search.app import service
     from winnow.api.schemas.search import SearchRequest
     from winnow.parsing import parse_document
 
-    files, kinds, by_upload, questions = _corpus_and_questions(progress, documents, questions_file)
+    files, kinds, by_upload, questions = _corpus_and_questions(progress, documents, questions_file, lockbox)
     if limit is not None:
         questions = questions[:limit]
     offtopic, offtopic_heldout = read_lines(OFFTOPIC_FILE), read_lines(OFFTOPIC_HELDOUT_FILE)
@@ -532,6 +538,7 @@ def run(
         "env": dict(env),
         "candidates": candidates,
         "fold_models": str(fold_models) if fold_models else None,
+        "lockbox": lockbox,
         "documents": len(files),
         "questions": len(questions),
         "winnow": tally(questions, winnow, kinds),
@@ -649,6 +656,11 @@ def main(argv: list[str] | None = None) -> int:
         help="answer each question with the models fitted without its fold "
         "(the file `training.quality --passages --fold-models` writes)",
     )
+    parser.add_argument(
+        "--lockbox",
+        choices=LOCKBOX_CHOICES,
+        help="ask only the questions outside the lockbox, or only those in it (training.lockbox)",
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     quiet_known_warnings()
@@ -665,6 +677,7 @@ def main(argv: list[str] | None = None) -> int:
             args.candidates,
             args.context,
             args.fold_models,
+            args.lockbox,
         )
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0

@@ -71,6 +71,7 @@ from training.passages import fitting_set
 from training.quality_report import calibration_table, known_item_figures, passage_table, render
 from training.relevance_fit import (
     DEFAULT_MODE,
+    PASSAGE_WEIGHT,
     TOP_K,
     Candidate,
     OrderQueries,
@@ -266,6 +267,7 @@ def run(
     fit_known_items: bool = True,
     passages: bool = False,
     fold_models: Path | None = None,
+    lockbox: str | None = None,
 ) -> dict[str, Any]:
     """Ingest, search every mode (whole set and cross-validated), run the baselines, measure the
     threshold; return the JSON-shaped result (timings under ``seconds``)."""
@@ -282,7 +284,7 @@ def run(
     )
     # The passage questions (training.passages) on their own corpus, first: one stack at a time.
     off_fit = {f"offtopic-{i}": text for i, text in enumerate(offtopic)}
-    fitting = fitting_set(env or {}, note, off_fit) if passages else None
+    fitting = fitting_set(env or {}, note, off_fit, lockbox=lockbox) if passages else None
     passage_ids = sorted(fitting.candidates) if fitting else []
     if fitting is not None and not 1 < len(split) <= len(passage_ids):
         # Fitted on but never measured held out, the questions would shape the written model unseen.
@@ -335,7 +337,11 @@ def run(
                 known=OrderQueries(
                     known_candidates, known_qrels, list(known_queries) if fit_known_items else []
                 ),
-                passages=OrderQueries(fitting.candidates, fitting.qrels, passage_ids) if fitting else None,
+                passages=(
+                    OrderQueries(fitting.candidates, fitting.qrels, passage_ids, PASSAGE_WEIGHT)
+                    if fitting
+                    else None
+                ),
             )
             hybrid = all_models.modes[DEFAULT_MODE]
             answerable = best_scores(hybrid, candidates[DEFAULT_MODE], qids)
@@ -390,7 +396,9 @@ def run(
                     profile,
                     known=OrderQueries(known_candidates, known_qrels, known_train),
                     passages=(
-                        OrderQueries(fitting.candidates, fitting.qrels, train_ids(passage_split, i))
+                        OrderQueries(
+                            fitting.candidates, fitting.qrels, train_ids(passage_split, i), PASSAGE_WEIGHT
+                        )
                         if fitting and passage_split
                         else None
                     ),
@@ -742,7 +750,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="fit the relevance models on every query and write them into the package for this profile",
     )
+    parser.add_argument(
+        "--lockbox",
+        choices=("out",),
+        help="with --passages: leave the lockbox's passage questions out of every fit (training.lockbox)",
+    )
     args = parser.parse_args(argv)
+    if args.lockbox and not args.passages:
+        parser.error("--lockbox needs --passages: the lockbox holds passage questions")
     if args.fold_models and not args.passages:
         parser.error("--fold-models needs --passages: the fold models are for the passage questions")
     if args.passages and os.environ.get("VOYAGE_API_KEY"):
@@ -784,6 +799,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fit_known_items": not args.no_fit_known_items,
         "passages": args.passages,
         "fold_models": args.fold_models,
+        "lockbox": args.lockbox,
     }
     with stdout_reserved_for_result():
         if args.write_model:

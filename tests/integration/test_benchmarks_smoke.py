@@ -400,13 +400,13 @@ def test_passage_fitting_set_reads_the_candidates_of_a_default_request(tmp_path:
     from winnow.api.schemas.search import SearchRequest
     from winnow.search.query import default_candidates
 
-    # Given a document of 40 short sections (more chunks than any candidate list) and one question
+    # Given a document of 90 short sections (more chunks than a default candidate list) and one question
     folder = tmp_path / "docs"
     folder.mkdir()
     colours = ("red", "green", "blue", "amber")
     sections = [
         f"# Widget {n}\n\nWidget number {n} is painted {colours[n % 4]} and weighs {n + 3} kilograms.\n"
-        for n in range(40)
+        for n in range(90)
     ]
     (folder / "widgets.md").write_text("\n".join(sections), encoding="utf-8")
     questions = tmp_path / "questions.tsv"
@@ -424,9 +424,9 @@ def test_passage_fitting_set_reads_the_candidates_of_a_default_request(tmp_path:
         questions,
     )
     # Then each question (and off-topic question) has a default request's candidates, as the handler
-    # orders and drops them for this benchmark, not those of a client asking for ten passages
+    # orders and drops them for this benchmark, not those of a client asking for twenty passages
     default = default_candidates(SearchRequest(query="x").top_k)
-    assert default < default_candidates(10)
+    assert default < default_candidates(20)
     assert len(fs.candidates["w7"]) == default and len(fs.offtopic["offtopic-0"]) == default
     # And the chunk that answers is judged so, by its id
     assert len(fs.qrels["w7"]) == 1 and next(iter(fs.qrels["w7"])) in dict(fs.candidates["w7"])
@@ -438,6 +438,15 @@ def test_quality_fold_models_need_the_passage_questions(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exit_info:
         quality.main([*EVAL, "--fold-models", str(tmp_path / "folds.json")])
     assert exit_info.value.code == 2 and not (tmp_path / "folds.json").exists()
+
+
+def test_quality_lockbox_needs_the_passage_questions(capsys: pytest.CaptureFixture[str]) -> None:
+    # When --lockbox is given without --passages, then it is a usage error that says so, before any work
+    with pytest.raises(SystemExit) as exit_info:
+        quality.main([*EVAL, "--lockbox", "out"])
+    assert exit_info.value.code == 2 and "--lockbox needs --passages" in capsys.readouterr().err
+    # And with them, the fit is told to leave the lockbox out
+    assert quality.parse_args([*EVAL, "--passages", "--lockbox", "out"]).lockbox == "out"
 
 
 def test_quality_passages_refuses_too_few_questions_to_hold_out(

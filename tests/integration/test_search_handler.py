@@ -16,7 +16,7 @@ from tests.support.stack import EmbeddedStack
 from training.evidence import candidates
 from winnow.access import ReadScope
 from winnow.ports import SearchQuery
-from winnow.search.query import default_candidates
+from winnow.search.query import DEFAULT_CANDIDATES, RERANKED_CANDIDATES, default_candidates
 from winnow_fakes.fake_voyage import Fault
 from winnow_local.context import LocalLambdaContext
 
@@ -385,7 +385,7 @@ def _boiler_room_with_limits_watched(stack: EmbeddedStack, monkeypatch: pytest.M
     return limits
 
 
-def test_a_default_request_casts_the_wider_net_only_for_a_reranker(
+def test_a_default_request_fetches_the_default_candidates_with_or_without_a_reranker(
     rerank_stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a re-ranker configured, and the store's searches watched
@@ -394,8 +394,9 @@ def test_a_default_request_casts_the_wider_net_only_for_a_reranker(
     for fields in ({}, {"rerank": False}, {"rerank": False, "top_k": 12}, {"candidates": 20}):
         status, _ = rerank_stack.search("boiler room", relevance_threshold=0, **fields)
         assert status == 200
-    # Then each retriever brings 30 for the re-ranker, 15 without it, 3 x top_k when more, or what was asked
-    assert limits == [30, 15, 36, 20]
+    # Then each retriever brings 30 for the re-ranker and 30 without it (issue 46: the answering passage
+    # among the candidates), 3 x top_k when more, or what was asked
+    assert limits == [RERANKED_CANDIDATES, DEFAULT_CANDIDATES, 36, 20] == [30, 30, 36, 20]
 
 
 def test_candidates_as_searched_are_as_many_as_the_search_fetches_for_its_reranker(
@@ -416,8 +417,9 @@ def test_candidates_as_searched_are_as_many_as_the_search_fetches_for_its_rerank
         (SearchRequest(query="boiler room", rerank=False), True),
     ):
         assert candidates(service, "acme", request, as_searched=as_searched)
-    # Then the model's pool is 15, the re-ranked search's 30, and 15 when the request turns it off
-    assert limits == [15, 30, 15]
+    # Then the model's pool, the re-ranked search's and the one with the re-ranker turned off are the
+    # default candidates of each
+    assert limits == [DEFAULT_CANDIDATES, RERANKED_CANDIDATES, DEFAULT_CANDIDATES]
 
 
 def test_query_embedding_and_rerank_share_one_connection(rerank_stack: EmbeddedStack) -> None:

@@ -17,6 +17,7 @@ from training.relevance_fit import (
     JUDGED_WEIGHT,
     MAX_REFUSED,
     OFFTOPIC_FLOOR,
+    PASSAGE_WEIGHT,
     THRESHOLD_GRID,
     OrderQueries,
     balanced_threshold,
@@ -403,6 +404,28 @@ def test_listwise_fit_weighs_each_query_as_told() -> None:
     with pytest.raises(ValueError, match="both relevant and irrelevant"):
         fit_listwise(cands, none_relevant, list(cands), features, 1.0)
     assert JUDGED_WEIGHT > 1
+
+
+def test_a_fitting_set_weighs_each_of_its_queries_as_its_weight_says() -> None:
+    # Given judged queries answered by the best cosine and a set answered by the best BM25, as few
+    # of them as a quarter of what the judged queries weigh
+    judged, qrels, passages, passage_qrels = _judged_and_other(37, 40, "p")
+    few = dict(list(passages.items())[:40])
+    answer = LogisticModel(("cosine",), (5.0,), -2.0)
+
+    def fitted(weight: float) -> RankedRelevance:
+        extra = [OrderQueries(few, passage_qrels, list(few), weight)]
+        model = fit_ranked(judged, qrels, list(judged), answer, extra)
+        assert isinstance(model, RankedRelevance)
+        return model
+
+    # When the set is fitted on with weight 1 (the default) and with the passage questions' weight
+    plain, weighed = fitted(1.0), fitted(PASSAGE_WEIGHT)
+    # Then the weighed set pulls the order toward its evidence, and its questions are answered first
+    # more often
+    assert OrderQueries(few, passage_qrels, list(few)).weight == 1.0 and PASSAGE_WEIGHT > 1
+    assert _hits(weighed.order, few, passage_qrels) > _hits(plain.order, few, passage_qrels)
+    assert _hits(weighed.order, judged, qrels) < _hits(plain.order, judged, qrels)
 
 
 def test_a_query_in_two_fitting_sets_is_refused() -> None:
