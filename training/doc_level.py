@@ -26,7 +26,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,26 +64,36 @@ class Fit:
     judged_weight: float = relevance_fit.JUDGED_WEIGHT
     order_features: tuple[str, ...] = relevance_fit.ORDER_FEATURES
     pointwise: bool = False  # the design shipped until 2026-11-27: one logistic fit, every candidate a row
+    rule: str = relevance_fit.THRESHOLD_RULE  # "balanced" until 2026-11-28 (f5fbbbd)
+    # The combining step's gap weight times this: within a query the order and the best score (so the
+    # threshold and the refusals) stay; only how fast the scores fall below the best one changes.
+    gap_scale: float = 1.0
 
 
 FITS: dict[str, Fit] = {
     "today": Fit(),
     "no-passages": Fit(passages=False),
     "claims-only": Fit(known=False, passages=False),
-    "pointwise4": Fit(
-        passages=False, order_features=relevance_fit.ORDER_FEATURES[:4], pointwise=True
-    ),  # the 2026-11-24 design
+    "pointwise4": Fit(passages=False, order_features=relevance_fit.ORDER_FEATURES[:4], pointwise=True),
+    "2026-11-24": Fit(
+        passages=False, order_features=relevance_fit.ORDER_FEATURES[:4], pointwise=True, rule="balanced"
+    ),  # the design shipped at 3fedbd1
 }
 
 
 def parse_fit(name: str) -> Fit:
-    """A ``FITS`` name, optionally ``+w=N`` for another judged weight (``today+w=16``)."""
-    base, _, weight = name.partition("+w=")
+    """A ``FITS`` name, then optionally ``+w=N`` (another judged weight) and ``+g=X`` (a gap scale):
+    ``today+w=16``, ``today+g=0.5``."""
+    base, *options = name.split("+")
     if base not in FITS:
         raise argparse.ArgumentTypeError(f"unknown fit {base!r}; one of {', '.join(FITS)}")
     fit = FITS[base]
-    if weight:
-        fit = Fit(fit.known, fit.passages, float(weight), fit.order_features, fit.pointwise)
+    for option in options:
+        key, _, value = option.partition("=")
+        if key not in ("w", "g") or not value:
+            raise argparse.ArgumentTypeError(f"unknown fit option {option!r}: w=N or g=X")
+        weight, gap = (float(value), fit.gap_scale) if key == "w" else (fit.judged_weight, float(value))
+        fit = replace(fit, judged_weight=weight, gap_scale=gap)
     return fit
 
 
@@ -185,10 +195,16 @@ class Bench:
                 else None,
             )
         hybrid = models.for_mode(DEFAULT_MODE)
+        if fit.gap_scale != 1.0:
+            hybrid = replace(hybrid, gap_weight=hybrid.gap_weight * fit.gap_scale)
+            models = replace(models, modes={**models.modes, DEFAULT_MODE: hybrid})
         off_tops = [best_scores(hybrid, self.off, off_ids)]
         if passages:
             off_tops.append(best_scores(hybrid, passages.offtopic, off_ids))
-        threshold = choose_threshold(best_scores(hybrid, self.candidates[DEFAULT_MODE], train), off_tops)
+        answerable = best_scores(hybrid, self.candidates[DEFAULT_MODE], train)
+        if passages and fit.rule == "balanced":
+            answerable += best_scores(hybrid, passages.candidates, passage_ids)
+        threshold = choose_threshold(answerable, off_tops, rule=fit.rule)
         return RelevanceModels(profile=self.profile, modes=models.modes, threshold=threshold)
 
     def measure(self, models: Any, qids: Sequence[str], shapes: Sequence[str]) -> dict[str, dict[str, float]]:
