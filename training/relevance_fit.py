@@ -58,6 +58,12 @@ def order_features() -> tuple[str, ...]:
 
 
 JUDGED_WEIGHT = 4.0  # one judged claim counts as four other queries: the claims must not lose to them
+# The default mode's combining step keeps this share of its fitted gap weight. Each query's order and
+# best score (so the threshold and the refusals) stay; only how fast the lower passages' scores fall
+# below the best one changes, and with it how many of them clear the threshold. Fitted as is (1.0), the
+# threshold cuts lower relevant documents: a client's default request lost 0.055 of SciFact's held-out
+# nDCG@10 that way (training.doc_level, training/NOTEBOOK.md).
+GAP_SCALE = 1.0
 ORDER_L2 = 1.0  # on standardised features
 # The answer model of the other modes (issue 24): whether the best passage answers must not read BM25's raw
 # score, which shrinks with a small tenant's IDF (an exact keyword match in a two-document tenant was
@@ -255,7 +261,7 @@ def fit_ranked(
         order_ids += queries.ids
     weight = dict.fromkeys(qids, JUDGED_WEIGHT)
     order = fit_listwise(merged, merged_qrels, order_ids, order_features(), ORDER_L2, weight)
-    return calibrate(candidates, qrels, qids, order, answer)
+    return calibrate(candidates, qrels, qids, order, answer, GAP_SCALE)
 
 
 def calibrate(
@@ -264,9 +270,10 @@ def calibrate(
     qids: Sequence[str],
     order: Any,
     answer: Any,
+    gap_scale: float = 1.0,
 ) -> Any:
     """The logistic step that combines an order model and an answer model into one probability, fitted
-    on the judged queries' candidates (``RankedRelevance``)."""
+    on the judged queries' candidates (``RankedRelevance``); its gap weight times ``gap_scale``."""
     from winnow.search.relevance import RankedRelevance, feature_rows
 
     rows: list[list[float]] = []
@@ -282,7 +289,7 @@ def calibrate(
             rows.append([logit - max(logits), best_answer])
             labels.append(1 if qrels[qid].get(doc, 0) > 0 else 0)
     (gap_weight, answer_weight), intercept = fit_logistic(rows, labels, CALIBRATION_L2)
-    return RankedRelevance(order, answer, gap_weight, answer_weight, intercept)
+    return RankedRelevance(order, answer, gap_weight * gap_scale, answer_weight, intercept)
 
 
 def choose_threshold(
