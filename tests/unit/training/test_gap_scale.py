@@ -65,3 +65,14 @@ def test_a_smaller_gap_scale_keeps_order_and_best_score_and_lifts_the_lower_scor
         # And every lower result scores at least as high, most of them higher
         assert all(a >= b - 1e-12 for a, b in zip(after, before, strict=True))
         assert sum(a > b + 1e-9 for a, b in zip(after, before, strict=True)) >= 5
+
+
+def test_quality_takes_a_gap_scale_above_0_only(capsys: pytest.CaptureFixture[str]) -> None:
+    from training import quality
+
+    # Given a scale of 0, which would tie every result of a query, then the command refuses it
+    with pytest.raises(SystemExit):
+        quality.parse_args(["--gap-scale", "0"])
+    assert "--gap-scale must be above 0" in capsys.readouterr().err
+    # And a scale above 0 is taken as given
+    assert quality.parse_args(["--gap-scale", "0.5"]).gap_scale == 0.5
