@@ -65,9 +65,9 @@ class Fit:
     order_features: tuple[str, ...] = relevance_fit.ORDER_FEATURES
     pointwise: bool = False  # the design shipped until 2026-11-27: one logistic fit, every candidate a row
     rule: str = relevance_fit.THRESHOLD_RULE  # "balanced" until 2026-11-28 (f5fbbbd)
-    # The combining step's gap weight times this: within a query the order and the best score (so the
+    # relevance_fit.GAP_SCALE in this fit: within a query the order and the best score (so the
     # threshold and the refusals) stay; only how fast the scores fall below the best one changes.
-    gap_scale: float = 1.0
+    gap_scale: float = 1.0  # as fitted: the shipped artifact's design
 
 
 FITS: dict[str, Fit] = {
@@ -100,15 +100,26 @@ def parse_fit(name: str) -> Fit:
 @contextmanager
 def fit_design(fit: Fit) -> Iterator[None]:
     """``relevance_fit``'s module choices set to ``fit``'s for the duration (restored after)."""
-    saved = relevance_fit.JUDGED_WEIGHT, relevance_fit.ORDER_FEATURES, relevance_fit.fit_ranked
+    saved = (
+        relevance_fit.JUDGED_WEIGHT,
+        relevance_fit.ORDER_FEATURES,
+        relevance_fit.fit_ranked,
+        relevance_fit.GAP_SCALE,
+    )
     relevance_fit.JUDGED_WEIGHT = fit.judged_weight
+    relevance_fit.GAP_SCALE = fit.gap_scale
     relevance_fit.ORDER_FEATURES = fit.order_features  # type: ignore[assignment]
     if fit.pointwise:
         relevance_fit.fit_ranked = _pointwise_ranked
     try:
         yield
     finally:
-        relevance_fit.JUDGED_WEIGHT, relevance_fit.ORDER_FEATURES, relevance_fit.fit_ranked = saved
+        (
+            relevance_fit.JUDGED_WEIGHT,
+            relevance_fit.ORDER_FEATURES,
+            relevance_fit.fit_ranked,
+            relevance_fit.GAP_SCALE,
+        ) = saved
 
 
 def _pointwise_ranked(candidates: Any, qrels: Any, qids: Any, answer: Any, extra: Any) -> Any:
@@ -122,7 +133,7 @@ def _pointwise_ranked(candidates: Any, qrels: Any, qids: Any, answer: Any, extra
     features = relevance_fit.ORDER_FEATURES
     l2 = relevance_fit.choose_l2(merged, merged_qrels, order_ids, features)
     order = relevance_fit.fit_mode(merged, merged_qrels, order_ids, features, l2)
-    return relevance_fit.calibrate(candidates, qrels, qids, order, answer)
+    return relevance_fit.calibrate(candidates, qrels, qids, order, answer, relevance_fit.GAP_SCALE)
 
 
 def load_artifact(spec: str) -> Any:
@@ -195,9 +206,6 @@ class Bench:
                 else None,
             )
         hybrid = models.for_mode(DEFAULT_MODE)
-        if fit.gap_scale != 1.0:
-            hybrid = replace(hybrid, gap_weight=hybrid.gap_weight * fit.gap_scale)
-            models = replace(models, modes={**models.modes, DEFAULT_MODE: hybrid})
         off_tops = [best_scores(hybrid, self.off, off_ids)]
         if passages:
             off_tops.append(best_scores(hybrid, passages.offtopic, off_ids))
