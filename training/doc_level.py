@@ -274,10 +274,12 @@ def lockbox(bench: Bench, fit: Fit, shapes: Sequence[str]) -> dict[str, Any]:
 def summary(
     scores: dict[str, dict[str, float]], bm25: dict[str, float], qids: Sequence[str]
 ) -> dict[str, Any]:
+    """The means, and each claim's figure (to compare two runs claim by claim: ``bootstrap_se``)."""
     return {
         "claims": len(qids),
         "ndcg@10": {shape: round(mean([v[q] for q in qids]), 4) for shape, v in scores.items()},
         "bm25": round(mean([bm25[q] for q in qids]), 4),
+        "per_claim": {shape: {q: round(v[q], 4) for q in qids} for shape, v in scores.items()},
     }
 
 
