@@ -746,6 +746,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "then embeds its candidates' segments: docs/quality.md)",
     )
     parser.add_argument(
+        "--gap-scale",
+        type=float,
+        help=f"the default mode's combining step keeps this share of its gap weight (default "
+        f"{relevance_fit.GAP_SCALE}: training.relevance_fit.GAP_SCALE)",
+    )
+    parser.add_argument(
         "--write-model",
         action="store_true",
         help="fit the relevance models on every query and write them into the package for this profile",
@@ -758,6 +764,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.lockbox and not args.passages:
         parser.error("--lockbox needs --passages: the lockbox holds passage questions")
+    if args.gap_scale is not None and not args.gap_scale > 0:
+        parser.error("--gap-scale must be above 0: the order within a query needs a gap weight")
     if args.fold_models and not args.passages:
         parser.error("--fold-models needs --passages: the fold models are for the passage questions")
     if args.passages and os.environ.get("VOYAGE_API_KEY"):
@@ -786,6 +794,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         eval_set = eval_set.limited(args.limit_docs, args.limit_queries)
     progress = Progress(quiet=args.quiet)
     relevance_fit.READ_SEGMENTS = args.segments
+    if args.gap_scale is not None:
+        relevance_fit.GAP_SCALE = args.gap_scale
     offtopic = read_lines(args.offtopic)
     options: dict[str, Any] = {
         "env": provider_env(),
