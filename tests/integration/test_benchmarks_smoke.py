@@ -194,7 +194,6 @@ def test_documents_benchmark_prints_ocr_and_hit_rates(capsys: pytest.CaptureFixt
 def test_the_fit_writes_an_artifact_with_its_threshold_version_and_provenance(tmp_path: Path) -> None:
     """What ``python -m training.fit`` writes (``--write-model``), here into a folder of the test's own."""
     import re
-
     import shutil
 
     from training.data import load_eval_set
