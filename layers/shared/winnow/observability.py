@@ -26,7 +26,6 @@ NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Winnow")
 IN_LAMBDA = "AWS_LAMBDA_FUNCTION_NAME" in os.environ
 
 
-
 def outside_lambda_defaults() -> None:
     """Tracing and metric flushing off unless the environment says otherwise: what a process outside
     Lambda gets when it imports this module (a command running in an existing process asks again)."""
