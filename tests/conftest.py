@@ -93,8 +93,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The modules, items and fixtures collected live to the end of the run: frozen, the cyclic
-    collector no longer walks them at each full collection (nor copies their pages into a forked
-    child, tests/support/cpu_limit.py)."""
+    collector no longer walks them at each full collection."""
     gc.freeze()
 
 
