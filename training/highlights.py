@@ -29,9 +29,7 @@ import argparse
 import json
 import random
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
@@ -41,8 +39,7 @@ from benchmarks.common import (
     quiet_known_warnings,
     stdout_reserved_for_result,
 )
-from training.embedcache import DEFAULT_CACHE, caching
-from training.passages import _QUOTES, QUESTIONS, TOP, _corpus_and_questions, _default_request
+from training.passages import _QUOTES, QUESTIONS, TOP, _corpus_and_questions, _default_request, ingested
 
 HALF = 0.5
 TIES = 3
@@ -146,7 +143,6 @@ def _tied(scores: Sequence[float], cap: int) -> list[int]:
 def run(
     env: Mapping[str, str], sample: int | None, seed: int, keeps: Sequence[int], progress: Progress
 ) -> dict[str, Any]:
-    from benchmarks.stack import EmbeddedStack
     from functions.search.app import service
 
     files, _, _, questions = _corpus_and_questions(progress, None, QUESTIONS)
@@ -158,12 +154,7 @@ def run(
     cost = dict.fromkeys(names[1:], 0)
     hits = 0
     missing: list[str] = []
-    with (
-        tempfile.TemporaryDirectory(prefix="winnow-highlights-") as workdir,
-        EmbeddedStack(Path(workdir) / "home", env=dict(env), wrap_embedder=caching(DEFAULT_CACHE)) as stack,
-    ):
-        progress(f"ingesting {len(files)} documents")
-        stack.ingest(files, per_event=10)
+    with ingested(files, env, progress) as stack:
         svc = service()
         progress(f"asking {len(questions)} questions")
         for question in questions:

@@ -39,7 +39,8 @@ import statistics
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -299,6 +300,21 @@ def document_of(key: str, by_upload: Mapping[str, str]) -> str:
     return by_upload.get(key.rsplit("/", 1)[-1], key)
 
 
+@contextmanager
+def ingested(files: Sequence[Any], env: Mapping[str, str | None], progress: Progress) -> Iterator[Any]:
+    """A fresh embedded stack in a temporary home, through the embedding cache, with ``files``
+    ingested: the corpus every passage measure asks its questions of."""
+    from benchmarks.stack import EmbeddedStack
+
+    with (
+        tempfile.TemporaryDirectory(prefix="winnow-passages-") as workdir,
+        EmbeddedStack(Path(workdir) / "home", env=dict(env), wrap_embedder=caching(DEFAULT_CACHE)) as stack,
+    ):
+        progress(f"ingesting {len(files)} documents")
+        stack.ingest(files, per_event=10)
+        yield stack
+
+
 def _corpus_and_questions(
     progress: Progress, documents: Path | None, questions_file: Path, lockbox: str | None = None
 ) -> tuple[list[tuple[str, bytes]], dict[str, tuple[str, str]], dict[str, str], list[Question]]:
@@ -396,19 +412,13 @@ def fitting_set(
     ones the search handler orders and drops when this benchmark asks it, through the search service
     on a fresh embedded stack of the passage corpus (or of ``documents``); a candidate's id names its
     chunk (unique per question). The ``offtopic`` questions (id -> text) are asked the same way."""
-    from benchmarks.stack import EmbeddedStack
     from functions.search.app import service
     from winnow.api.schemas.search import SearchRequest
 
     files, kinds, _, questions = _corpus_and_questions(progress, documents, questions_file, lockbox)
     candidates: dict[str, list[tuple[str, Any]]] = {}
     qrels: dict[str, dict[str, int]] = {}
-    with (
-        tempfile.TemporaryDirectory(prefix="winnow-passages-") as workdir,
-        EmbeddedStack(Path(workdir) / "home", env=dict(env), wrap_embedder=caching(DEFAULT_CACHE)) as stack,
-    ):
-        progress(f"passage corpus: ingesting {len(files)} documents")
-        stack.ingest(files, per_event=10)
+    with ingested(files, env, progress) as stack:
         svc = service()
         for q in questions:
             hits = gather(svc, stack.tenant, SearchRequest(query=q.text))
@@ -459,7 +469,6 @@ def run(
     fold_models: Path | None = None,
     lockbox: str | None = None,
 ) -> dict[str, Any]:
-    from benchmarks.stack import EmbeddedStack
     from functions.search.app import service
     from winnow.api.schemas.search import SearchRequest
     from winnow.parsing import parse_document
@@ -468,12 +477,7 @@ def run(
     if limit is not None:
         questions = questions[:limit]
     offtopic, offtopic_heldout = read_lines(OFFTOPIC_FILE), read_lines(OFFTOPIC_HELDOUT_FILE)
-    with (
-        tempfile.TemporaryDirectory(prefix="winnow-passages-") as workdir,
-        EmbeddedStack(Path(workdir) / "home", env=dict(env), wrap_embedder=caching(DEFAULT_CACHE)) as stack,
-    ):
-        progress(f"ingesting {len(files)} documents")
-        stack.ingest(files, per_event=10)
+    with ingested(files, env, progress) as stack:
         chunks = _chunks_as_indexed(stack, files)
         progress(f"{sum(len(c) for c in chunks.values())} chunks; asking {len(questions)} questions")
         winnow: dict[str, list[Passage]] = {}
