@@ -16,6 +16,7 @@ from winnow.errors import EmptyDocument
 from winnow.models import Block, Figure, ParsedDocument
 from winnow.parsing.cleaning import clean_inline, clean_lines, clean_preformatted
 from winnow.parsing.extensions import is_document_extension
+from winnow.parsing.lists import introduces, join_list
 from winnow.parsing.tables import make_table_block
 
 _MAX_TITLE_CHARS = 300
@@ -139,6 +140,24 @@ class BlockCollector:
             self._term = block
         else:
             self._blocks.append(block)
+
+    @property
+    def count(self) -> int:
+        """How many blocks are finished (a held term not counted): where a list's first item will go."""
+        return len(self._blocks)
+
+    def join_list(self, start: int) -> None:
+        """The blocks from ``start`` on are one list's items (an HTML ``<ol>`` or ``<ul>``). When the
+        block just before them introduces them ("The exit status is one of:"), the two become one block
+        led by it (``lists.join_list``), so no passage holds the items without it. A list without such
+        a paragraph, or holding tables, figures or entries, stays as it is."""
+        blocks = self.blocks
+        items = blocks[start:]
+        if not 0 < start < len(blocks) or not introduces(blocks[start - 1], items[0]):
+            return
+        if any(item.kind != "text" or item.entry or _place(item) != _place(items[0]) for item in items):
+            return
+        blocks[start - 1 :] = [join_list(blocks[start - 1], items)]
 
     def release_term(self) -> None:
         """A held term that no definition followed (the end of its list) becomes a block of its own."""
