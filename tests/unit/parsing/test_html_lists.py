@@ -90,3 +90,28 @@ def test_a_list_without_an_introduction_or_inside_a_definition_stays_as_it_was()
         (f"{INTRO}\n0 Success.\n1 Failure.", True, INTRO),
         ("--mode M One of:\nfast\nslow", True, "--mode M"),
     ]
+
+
+def test_a_definition_longer_than_one_entry_keeps_its_term_in_every_passage() -> None:
+    # Given a <dd> of many paragraphs, several thousand characters in all (curl's --write-out is so)
+    paragraphs = [
+        f"Variable number {n} names one figure of the transfer, written where the format says,"
+        f" and the figure {n} is always counted in bytes or in seconds as the manual states."
+        for n in range(60)
+    ]
+    page = (
+        "<html><body><h1>Options</h1><dl><dt>-w, --write-out FORMAT</dt><dd>"
+        + "".join(f"<p>{paragraph}</p>" for paragraph in paragraphs)
+        + "</dd><dt>-v</dt><dd>Say more.</dd></dl></body></html>"
+    )
+    doc = parse_document("acme/curl.html", page.encode())
+    # Then every paragraph lies in a block led by the term
+    assert all(
+        any(paragraph in block.text and block.head == "-w, --write-out FORMAT" for block in doc.blocks)
+        for paragraph in paragraphs
+    )
+    # And every passage holding one of them starts with the term
+    chunks = chunk_document(doc, SMALL)
+    for paragraph in paragraphs:
+        holders = _holding(chunks, paragraph[:30])
+        assert holders and all(text.startswith("-w, --write-out FORMAT\n") for text in holders)
