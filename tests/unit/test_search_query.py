@@ -53,6 +53,14 @@ def test_the_core_picks_the_candidates_a_request_leaves_open() -> None:
     assert SearchRequest(query="x", candidates=7, top_k=7).to_query().candidate_count(reranked=True) == 7
 
 
+def test_the_api_states_the_default_candidates_once_with_their_count() -> None:
+    # Given the two default counts agree today (30, issue 46), the description says so in one clause
+    assert DEFAULT_CANDIDATES == RERANKED_CANDIDATES
+    described = SearchRequest.model_json_schema()["properties"]["candidates"]["description"]
+    assert described.count(f"max({DEFAULT_CANDIDATES}, 3 * top_k)") == 1
+    assert "with or without a re-ranker" in described
+
+
 def test_an_answer_request_searches_with_its_own_context_default() -> None:
     # /answer reads the text around each passage unless told otherwise; its search asks for it
     assert AnswerRequest(query="x").to_query().context == "neighbours"

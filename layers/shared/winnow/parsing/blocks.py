@@ -16,6 +16,7 @@ from winnow.errors import EmptyDocument
 from winnow.models import Block, Figure, ParsedDocument
 from winnow.parsing.cleaning import clean_inline, clean_lines, clean_preformatted
 from winnow.parsing.extensions import is_document_extension
+from winnow.parsing.lists import introduces, join_list
 from winnow.parsing.tables import make_table_block
 
 _MAX_TITLE_CHARS = 300
@@ -23,7 +24,7 @@ _MAX_TITLE_CHARS = 300
 # linear, and a "term" of a paragraph's length is not a term.
 _MAX_TERM_CHARS = 500
 # A definition's later paragraphs join its entry up to this length (each join copies the entry once, so
-# a <dd> of thousands of paragraphs stays linear); past it they are blocks of their own.
+# a <dd> of thousands of paragraphs stays linear); past it they start another entry, led by the term.
 _MAX_ENTRY_CHARS = 4_000
 # Release notes by their conventional names: a first heading with a version in it is the newest
 # release ("Version 2.3"), not what the file is.
@@ -64,7 +65,8 @@ class BlockCollector:
     between them. Consecutive terms ("-v" then "--verbose") lead it together; a term that nothing
     follows (``release_term``), or longer than ``_MAX_TERM_CHARS``, is a block of its own. A block made
     of a term and its definition is marked ``entry`` (the chunker gives it a chunk of its own), and the
-    definition's later paragraphs (``continues_entry``) join it up to ``_MAX_ENTRY_CHARS``."""
+    definition's later paragraphs (``continues_entry``) join it up to ``_MAX_ENTRY_CHARS``; past that they
+    go on in another entry led by the same term (copied once per ``_MAX_ENTRY_CHARS`` at most)."""
 
     def __init__(self, held_figures: int = 200) -> None:
         self._blocks: list[Block] = []
@@ -116,16 +118,13 @@ class BlockCollector:
         else:
             self.release_term()
             last = self._blocks[-1] if self._blocks else None
-            if (
-                continues_entry
-                and not term
-                and last is not None
-                and last.entry
-                and _place(last) == where
-                and len(last.text) + len(cleaned) <= _MAX_ENTRY_CHARS
-            ):
-                self._blocks[-1] = replace(last, text=f"{last.text}\n{cleaned}")
-                return
+            if continues_entry and not term and last is not None and last.entry and _place(last) == where:
+                if len(last.text) + len(cleaned) <= _MAX_ENTRY_CHARS:
+                    self._blocks[-1] = replace(last, text=f"{last.text}\n{cleaned}")
+                    return
+                if last.head:  # a full entry goes on in a block of its own, led by the same term
+                    head, entry = last.head, True
+                    cleaned = f"{head}\n{cleaned}"
         head = clean_inline(head)
         block = Block(
             text=cleaned,
@@ -139,6 +138,24 @@ class BlockCollector:
             self._term = block
         else:
             self._blocks.append(block)
+
+    @property
+    def count(self) -> int:
+        """How many blocks are finished (a held term not counted): where a list's first item will go."""
+        return len(self._blocks)
+
+    def join_list(self, start: int) -> None:
+        """The blocks from ``start`` on are one list's items (an HTML ``<ol>`` or ``<ul>``). When the
+        block just before them introduces them ("The exit status is one of:"), the two become one block
+        led by it (``lists.join_list``), so no passage holds the items without it. A list without such
+        a paragraph, or holding tables, figures or entries, stays as it is."""
+        blocks = self.blocks
+        items = blocks[start:]
+        if not 0 < start < len(blocks) or not introduces(blocks[start - 1], items[0]):
+            return
+        if any(item.kind != "text" or item.entry or _place(item) != _place(items[0]) for item in items):
+            return
+        blocks[start - 1 :] = [join_list(blocks[start - 1], items)]
 
     def release_term(self) -> None:
         """A held term that no definition followed (the end of its list) becomes a block of its own."""

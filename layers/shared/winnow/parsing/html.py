@@ -6,6 +6,10 @@ inside an ``article`` or ``main`` is kept, because that is where the article's o
 
 Bytes are decoded by our fallback chain, with the page's ``<meta charset>`` trusted ahead of the
 guesses; lxml then parses UTF-8 we hand it, so a wrong declaration cannot garble the text twice.
+
+A ``<dt>`` leads its ``<dd>`` in one block (``BlockCollector``), and an ``<ol>`` or ``<ul>`` is one block
+with the short paragraph that introduces it (``parsing.lists``): the chunker repeats the term or the
+introduction at the head of every piece, so no passage holds a definition or an item without it.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ _BLOCK_TAGS = frozenset(
         "ol", "p", "section", "summary", "ul", "table", "tr", "td", "th",
     }
 )  # fmt: skip
+_LIST_TAGS = frozenset({"ol", "ul"})
 _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
 _SECTION_TITLE_CLASS = "section-title"  # pydoc's section heading cells
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
@@ -125,6 +130,8 @@ def _parse(
     taken: set[Any] = set()  # <figcaption>s a figure carries
 
     definitions = 0  # open <dd>s: their paragraphs after the first continue the entry
+    lists = 0  # open <ol>s and <ul>s
+    list_start: int | None = None  # where the outermost open list's items start (outside a <dd>)
 
     def flush(term: bool = False) -> None:
         if buffer:
@@ -179,6 +186,10 @@ def _parse(
                 if tag in _BLOCK_TAGS:
                     flush()
                 definitions += tag == "dd"
+                if tag in _LIST_TAGS:
+                    lists += 1
+                    if lists == 1 and not definitions:  # a <dd>'s list is its entry's already
+                        list_start = collector.count
                 if element.text:
                     buffer.append(element.text)
         else:
@@ -188,6 +199,11 @@ def _parse(
                 definitions -= 1
             elif tag == "dl":
                 collector.release_term()  # a <dt> with no <dd> leads nothing after its list
+            elif tag in _LIST_TAGS:
+                lists -= 1
+                if not lists and list_start is not None:
+                    collector.join_list(list_start)  # with the paragraph that introduces it
+                    list_start = None
             if element.tail:
                 buffer.append(element.tail)
     flush()

@@ -5,7 +5,8 @@ occurred." / "1 Generic error code." ...) comes out of the parser as one block p
 paragraphs, a chunk boundary can fall inside the list and leave its second half without the sentence
 that says what the numbers are. ``group_lists`` makes the introduction and the items one block marked
 ``entry`` (a passage of its own) whose ``head`` is the introduction, so every piece of a long list
-starts with it (``text.section_runs``).
+starts with it (``text.section_runs``). An HTML list says where its items are (``<ol>``, ``<ul>``), so
+its parser joins them here too (``join_list``), with the paragraph that introduces them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 
 from winnow.models import Block
 
-__all__ = ["group_lists"]
+__all__ = ["group_lists", "introduces", "join_list"]
 
 # "3 File I/O error.", "2) ...", "10. ...": a number of up to three digits, then the item's words.
 _NUMBERED = re.compile(r"(\d{1,3})[.)]? +\S")
@@ -36,24 +37,30 @@ def group_lists(blocks: Sequence[Block]) -> list[Block]:
             out.append(blocks[index])
             index += 1
             continue
-        intro = out[-1] if out and _introduces(out[-1], blocks[index]) else None
+        intro = out[-1] if out and introduces(out[-1], blocks[index]) else None
         if intro is not None:
             out.pop()
-        items = [block.text for block in blocks[index:end]]
-        text = "\n".join([intro.text, *items] if intro is not None else items)
-        first = intro or blocks[index]
-        out.append(
-            Block(
-                text=text,
-                section_path=first.section_path,
-                page=first.page,
-                ocr=first.ocr,
-                entry=True,
-                head=intro.text if intro is not None else "",
-            )
-        )
+        out.append(join_list(intro, blocks[index:end]))
         index = end
     return out
+
+
+def join_list(intro: Block | None, items: Sequence[Block]) -> Block:
+    """One list as one block: its introduction (when it has one) and its items, a line each, marked
+    ``entry`` (a passage of its own) and led by the introduction (``head``), which every piece of a
+    split list repeats."""
+    lines = [block.text for block in items]
+    if intro is not None:
+        lines.insert(0, intro.text)
+    first = intro or items[0]
+    return Block(
+        text="\n".join(lines),
+        section_path=first.section_path,
+        page=first.page,
+        ocr=first.ocr,
+        entry=True,
+        head=intro.text if intro is not None else "",
+    )
 
 
 def _run_end(blocks: Sequence[Block], start: int) -> int:
@@ -89,7 +96,9 @@ def _same_place(block: Block, other: Block) -> bool:
     return (block.section_path, block.page, block.ocr) == (other.section_path, other.page, other.ocr)
 
 
-def _introduces(block: Block, first_item: Block) -> bool:
+def introduces(block: Block, first_item: Block) -> bool:
+    """Whether ``block`` reads as the introduction of the list that ``first_item`` starts: a short
+    paragraph of the same place that is no entry and no item itself."""
     return (
         block.kind == "text"
         and not block.entry

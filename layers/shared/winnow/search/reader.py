@@ -44,7 +44,8 @@ __all__ = [
     "read",
 ]
 
-# Segments embedded per search at most: 15 default candidates of ~8 segments fit, with room.
+# Segments embedded per search at most: every segment of a default search's 30 candidates (~8 each)
+# fits; with the keywords' pre-selection a search embeds at most KEEP_SEGMENTS of each (90).
 MAX_SEARCH_SEGMENTS = 240
 # Segments embedded per passage when the query's keywords pre-select them (training.highlights: the
 # highlight holds the answer as often as with every segment embedded, at a fraction of the cost).

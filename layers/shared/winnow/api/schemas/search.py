@@ -39,6 +39,16 @@ __all__ = [
 ]
 
 
+def _default_candidates() -> str:
+    """The default as the API states it: once, when a re-ranker does not change it."""
+    if RERANKED_CANDIDATES == DEFAULT_CANDIDATES:
+        return f"default max({DEFAULT_CANDIDATES}, 3 * top_k), with or without a re-ranker"
+    return (
+        f"default max({RERANKED_CANDIDATES}, 3 * top_k) when a re-ranker runs, "
+        f"else max({DEFAULT_CANDIDATES}, 3 * top_k)"
+    )
+
+
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -48,8 +58,7 @@ class SearchRequest(BaseModel):
         default=None,
         le=200,
         description="How many candidates each retriever brings before re-ranking: top_k to 200, "
-        f"default max({RERANKED_CANDIDATES}, 3 * top_k) when a re-ranker runs, else "
-        f"max({DEFAULT_CANDIDATES}, 3 * top_k).",
+        f"{_default_candidates()}.",
     )
     filters: dict[str, FilterCondition] = Field(
         default_factory=dict,
