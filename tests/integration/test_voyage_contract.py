@@ -155,3 +155,15 @@ def test_a_request_over_the_models_tokens_is_a_bad_request_for_both(
     )
     assert len(ours.embed(texts, "document")) == 5
     assert [r.status for r in fake_voyage.requests_to("embeddings")][:2] == [400, 400]
+
+
+def test_settings_aimed_at_the_loopback_fake_outlast_a_loaded_machine(
+    fake_voyage: FakeVoyageServer, settings: VoyageSettings
+) -> None:
+    """A 2 s read timeout failed the test above once with three workers and other work on two cores
+    (ReadTimeout from a fake that answers at once): both ways tests aim settings at the fake leave room."""
+    from tests.support.stack import voyage_settings as stack_settings
+    from tests.support.voyage import LOOPBACK_TIMEOUT_SECONDS
+
+    assert LOOPBACK_TIMEOUT_SECONDS >= 30
+    assert settings.timeout_seconds == stack_settings(fake_voyage).timeout_seconds == LOOPBACK_TIMEOUT_SECONDS

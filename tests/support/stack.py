@@ -19,6 +19,7 @@ from pydantic import SecretStr
 
 from functions.ingest import app as ingest_app
 from functions.search import app as search_app
+from tests.support.voyage import LOOPBACK_TIMEOUT_SECONDS
 from winnow.factory import Container, Settings, set_container
 from winnow.ingest.events import s3_event
 from winnow.ports import Embedder, Reranker
@@ -44,7 +45,7 @@ def voyage_settings(fake: FakeVoyageServer, **overrides: Any) -> VoyageSettings:
         "backoff_base_seconds": 0.0,
         "backoff_max_seconds": 0.0,
         "max_attempts": 3,
-        "timeout_seconds": 5.0,
+        "timeout_seconds": LOOPBACK_TIMEOUT_SECONDS,
         "rate_limit_window_seconds": 0.0,
     }
     values.update(overrides)

@@ -16,6 +16,11 @@ from pydantic import SecretStr
 from winnow.settings import VoyageSettings
 from winnow_fakes.fake_voyage import FakeVoyageServer
 
+# A read on loopback that the fake answers at once can still wait seconds when the machine runs three
+# test workers beside other work: a 2 s timeout failed a contract test that way (ReadTimeout), which
+# says nothing about the adapter. Tests of timeouts set their own, well under this.
+LOOPBACK_TIMEOUT_SECONDS = 30.0
+
 
 @pytest.fixture(scope="session")
 def fake_voyage_server() -> Iterator[FakeVoyageServer]:
@@ -35,11 +40,12 @@ def fake_voyage(fake_voyage_server: FakeVoyageServer) -> Iterator[FakeVoyageServ
 
 @pytest.fixture
 def voyage_settings(fake_voyage: FakeVoyageServer) -> VoyageSettings:
-    """Settings aimed at the fake server: real limits, short timeout, near-zero backoff."""
+    """Settings aimed at the fake server: real limits, near-zero backoff, and a timeout a loaded machine
+    cannot reach on loopback (``LOOPBACK_TIMEOUT_SECONDS``); a test of timeouts sets its own."""
     return VoyageSettings(
         api_key=SecretStr(fake_voyage.api_key),
         base_url=fake_voyage.base_url,
-        timeout_seconds=2.0,
+        timeout_seconds=LOOPBACK_TIMEOUT_SECONDS,
         max_attempts=3,
         backoff_base_seconds=0.001,
         backoff_max_seconds=0.01,
