@@ -32,8 +32,8 @@ L2_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 # the threshold) cost 0.055 of SciFact's held-out nDCG@10 at the default request and 3.9 points of the
 # passage benchmark's top 3. Recall, because the precision of those results hardly moves with the floor
 # (15-16 % of those kept relevant at 0, 19-20 % at 0.12, 22-24 % at 0.22 on the training folds): a
-# precision target either keeps nearly all or cuts like the threshold. 95 %: chosen by cross-validation outside the lockbox, against
-# 90 % and precision 20 % (training/NOTEBOOK.md, "The threshold's two jobs").
+# precision target either keeps nearly all or cuts like the threshold. 95 %: chosen by cross-validation
+# outside the lockbox, against 90 % and precision 20 % (training/NOTEBOOK.md, "The threshold's two jobs").
 DEFAULT_TOP_K = 5  # the API's default top_k (winnow.api.schemas.search)
 FLOOR_GRID = tuple(round(0.01 * i, 2) for i in range(100))
 FLOOR_RULE = "recall"
@@ -81,12 +81,10 @@ JUDGED_WEIGHT = 4.0  # one judged claim counts as four other queries: the claims
 PASSAGE_WEIGHT = 4.0
 # The default mode's combining step keeps this share of its fitted gap weight (``--gap-scale``). Each
 # query's order and best score (so the threshold and the refusals) stay; only how fast the lower
-# passages' scores fall below the best one changes, and with it how many of them clear the threshold.
-# Fitted as is (1.0), the threshold cuts lower answers: 0.055 of SciFact's held-out document nDCG@10 at a
-# client's default request (training.doc_level) and 3.9 points of the passage benchmark's top 3. A
-# scale of 0.1 wins both back but leaves lower results' scores uncalibrated (calibration error 0.40), so
-# the shipped fit keeps 1.0 until the threshold's two jobs (is anything relevant; which results to keep)
-# are split (training/NOTEBOOK.md, "Document level").
+# passages' scores fall below the best one changes, and with it how many of them clear a cut. A scale
+# of 0.1 let lower answers clear the threshold when it cut every result, but left their scores
+# uncalibrated (calibration error 0.40); the floor (``choose_floor``) keeps them with calibrated scores,
+# so the shipped fit keeps 1.0 (training/NOTEBOOK.md, "Document level", "The threshold's two jobs").
 GAP_SCALE = 1.0
 ORDER_L2 = 1.0  # on standardised features
 # The answer model of the other modes (issue 24): whether the best passage answers must not read BM25's raw
