@@ -133,7 +133,8 @@ class SearchResponse(BaseModel):
     )
     relevance_floor: float = Field(
         description="The least score of a result after the first: the request's threshold when it sets "
-        "one, else the floor fitted with the relevance model (never above `relevance_threshold`).",
+        "one, else the floor fitted with the relevance model (never above `relevance_threshold`), or the "
+        "threshold when the scores are the re-ranker's or the cosine, for which no floor was fitted.",
     )
     query_used: str | None = Field(
         default=None, description="What was searched: the query, or a follow-up made standalone."

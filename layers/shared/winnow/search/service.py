@@ -1,9 +1,10 @@
 """Search: cast a wide net (dense + BM25 candidates in one Qdrant call), winnow it (re-ranker, or the
 relevance model), and keep only what clears the relevance threshold, so callers get a few trustworthy
 passages or an honest "nothing". By default the threshold is a gate: the best result must clear it, or
-nothing is relevant; the results after it need only the artifact's lower floor (a threshold applied to
-every result cut answers ranked second and third: docs/quality.md). A threshold the request sets is
-applied to every result.
+nothing is relevant; the results after it need only the artifact's lower floor, on the relevance model's
+probabilities it was fitted for (a threshold applied to every result cut answers ranked second and
+third: docs/quality.md). A threshold the request sets is applied to every result, and so is the threshold
+to a re-ranker's or the cosine's scores.
 
 Every result's ``score`` is in [0, 1] and results are ordered by it: the re-ranker's score when it runs;
 otherwise the probability that the passage is relevant, estimated by the embedding profile's logistic
@@ -174,12 +175,16 @@ class SearchService:
         rerank = self.reranker is not None if request.rerank is None else request.rerank
         # Asked for, but none configured: fall back to the relevance model, say so in timings.
         rerank = rerank and self.reranker is not None
-        # The request's threshold is applied to every result; by default, the gate and the floor.
+        # The request's threshold is applied to every result. By default the threshold gates and the
+        # floor keeps the rest, on the scores it was fitted for: the relevance model's probabilities (a
+        # re-ranker's scores and the cosine fallback are cut at the threshold, as before the floor).
         explicit = request.relevance_threshold
+        threshold = self.threshold if explicit is None else explicit
+        fitted = not rerank and self._model(request.mode) is not None
         return _Plan(
             rerank=rerank,
-            threshold=self.threshold if explicit is None else explicit,
-            floor=self.floor if explicit is None else explicit,
+            threshold=threshold,
+            floor=self.floor if explicit is None and fitted else threshold,
             candidates=request.candidate_count(rerank),
             # Embed unless nothing downstream needs the dense vector (sparse retrieval re-ranked).
             cosine=request.mode != "sparse" or not rerank,
