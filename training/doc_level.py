@@ -3,13 +3,14 @@ through the search handler, its results turned into documents in order (first oc
 nDCG@10 against the judgements, on claims the relevance model was not fitted on.
 
 ``python -m training.doc_level [--eval-dir D] [--artifact SPEC ...] [--fit NAME ...] [--shape NAME ...]
-[--lockbox] [--json]``
+[--lockbox] [--passage-lockbox out] [--json]``
 
 - ``--artifact SPEC``: a shipped artifact on today's code, every claim (in-sample: each artifact so far
   was fitted on all of them); SPEC is ``main`` (this tree's), ``git:<commit>`` or a file.
 - ``--fit NAME`` (``FITS``): a fit design, cross-validated on the same 5 folds as ``training.quality``
-  (each fold's models and threshold fitted on the other folds) and, with ``--lockbox``, fitted once on a
-  fixed two thirds of the claims and measured on the other third.
+  (each fold's models, threshold and floor fitted on the other folds) and, with ``--lockbox``, fitted
+  once on a fixed two thirds of the claims and measured on the other third. ``--passage-lockbox out``
+  leaves the passage questions of training.lockbox's documents out of every fit.
 - ``--shape NAME`` (``SHAPES``): the request each claim is asked as.
 - ``--chunks FILE``: index these chunks (JSON: document id -> [{text, title, section_path}], e.g. made
   by another commit's chunker) instead of today's, to measure a chunking change alone.
@@ -39,7 +40,15 @@ from training.data import OFFTOPIC_FILE, EvalSet, load_eval_set, read_lines
 from training.embedcache import DEFAULT_CACHE, caching
 from training.known_item import DEFAULT_PER_STYLE, known_item_queries
 from training.quality import EVENT_RECORDS, MODES, collect_candidates, install_models
-from training.relevance_fit import DEFAULT_MODE, OrderQueries, best_scores, choose_threshold, fit_models
+from training.relevance_fit import (
+    DEFAULT_MODE,
+    OrderQueries,
+    best_scores,
+    choose_floor,
+    choose_threshold,
+    fit_models,
+    lower_results,
+)
 from winnow_local.evaluation.metrics import per_query
 
 # The request body beside the query. "default" is a client's {"query": ...}: top_k 5, the default
@@ -68,30 +77,45 @@ class Fit:
     # relevance_fit.GAP_SCALE in this fit: within a query the order and the best score (so the
     # threshold and the refusals) stay; only how fast the scores fall below the best one changes.
     gap_scale: float = 1.0  # as fitted: the shipped artifact's design
+    # The floor rule (relevance_fit.choose_floor): None, the fit's default; ("threshold", 0): every
+    # result cut at the threshold, the design shipped until issue 46's gate.
+    floor: tuple[str, float] | None = None
 
 
 FITS: dict[str, Fit] = {
     "today": Fit(),
+    "cut": Fit(floor=("threshold", 0.0)),  # today's models, every result cut at the threshold
     "no-passages": Fit(passages=False),
     "claims-only": Fit(known=False, passages=False),
     "pointwise4": Fit(passages=False, order_features=relevance_fit.ORDER_FEATURES[:4], pointwise=True),
     "2026-11-24": Fit(
-        passages=False, order_features=relevance_fit.ORDER_FEATURES[:4], pointwise=True, rule="balanced"
+        passages=False,
+        order_features=relevance_fit.ORDER_FEATURES[:4],
+        pointwise=True,
+        rule="balanced",
+        floor=("threshold", 0.0),
     ),  # the design shipped at 3fedbd1
 }
 
 
 def parse_fit(name: str) -> Fit:
-    """A ``FITS`` name, then optionally ``+w=N`` (another judged weight) and ``+g=X`` (a gap scale):
-    ``today+w=16``, ``today+g=0.5``."""
+    """A ``FITS`` name, then optionally ``+w=N`` (another judged weight), ``+g=X`` (a gap scale) and
+    ``+f=RULE`` (a floor rule, ``relevance_fit.parse_floor_rule``): ``today+w=16``, ``today+g=0.5``,
+    ``today+f=recall:0.9``."""
     base, *options = name.split("+")
     if base not in FITS:
         raise argparse.ArgumentTypeError(f"unknown fit {base!r}; one of {', '.join(FITS)}")
     fit = FITS[base]
     for option in options:
         key, _, value = option.partition("=")
-        if key not in ("w", "g") or not value:
-            raise argparse.ArgumentTypeError(f"unknown fit option {option!r}: w=N or g=X")
+        if key not in ("w", "g", "f") or not value:
+            raise argparse.ArgumentTypeError(f"unknown fit option {option!r}: w=N, g=X or f=RULE")
+        if key == "f":
+            try:
+                fit = replace(fit, floor=relevance_fit.parse_floor_rule(value))
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from exc
+            continue
         weight, gap = (float(value), fit.gap_scale) if key == "w" else (fit.judged_weight, float(value))
         fit = replace(fit, judged_weight=weight, gap_scale=gap)
     return fit
@@ -213,7 +237,12 @@ class Bench:
         if passages and fit.rule == "balanced":
             answerable += best_scores(hybrid, passages.candidates, passage_ids)
         threshold = choose_threshold(answerable, off_tops, rule=fit.rule)
-        return RelevanceModels(profile=self.profile, modes=models.modes, threshold=threshold)
+        lower = lower_results(hybrid, self.candidates[DEFAULT_MODE], self.qrels, train, threshold)
+        if passages:
+            lower += lower_results(hybrid, passages.candidates, passages.qrels, passage_ids, threshold)
+        rule, target = fit.floor or (relevance_fit.FLOOR_RULE, relevance_fit.FLOOR_TARGET)
+        floor = choose_floor(lower, threshold, rule, target)
+        return RelevanceModels(profile=self.profile, modes=models.modes, threshold=threshold, floor=floor)
 
     def measure(self, models: Any, qids: Sequence[str], shapes: Sequence[str]) -> dict[str, dict[str, float]]:
         """Per shape, each claim's nDCG@10 through the search handler with ``models`` installed."""
@@ -243,7 +272,7 @@ def cross_validated(
     off_split = kfold(list(bench.off_fit), folds)
     passage_split = kfold(sorted(bench.passage_set().candidates), folds) if fit.passages else []
     scores: dict[str, dict[str, float]] = {s: {} for s in shapes}
-    thresholds = []
+    thresholds, floors = [], []
     for i, fold in enumerate(split):
         models = bench.fit(
             fit,
@@ -253,9 +282,10 @@ def cross_validated(
             train_ids(off_split, i),
         )
         thresholds.append(models.threshold)
+        floors.append(models.lower_floor)
         for shape, values in bench.measure(models, fold, shapes).items():
             scores[shape].update(values)
-    return summary(scores, bench.bm25, qids) | {"thresholds": thresholds}
+    return summary(scores, bench.bm25, qids) | {"thresholds": thresholds, "floors": floors}
 
 
 def lockbox(bench: Bench, fit: Fit, shapes: Sequence[str]) -> dict[str, Any]:
@@ -267,7 +297,8 @@ def lockbox(bench: Bench, fit: Fit, shapes: Sequence[str]) -> dict[str, Any]:
     models = bench.fit(fit, train, list(bench.known_queries), passage_ids, list(bench.off_fit))
     held_ids = [q for q in qids if q in held]
     return summary(bench.measure(models, held_ids, shapes), bench.bm25, held_ids) | {
-        "threshold": models.threshold
+        "threshold": models.threshold,
+        "floor": models.lower_floor,
     }
 
 
@@ -310,7 +341,7 @@ def run(eval_set: EvalSet, workdir: Path, args: argparse.Namespace, note: Progre
         from training.passages import fitting_set
 
         off_fit = {f"offtopic-{i}": t for i, t in enumerate(read_lines(OFFTOPIC_FILE))}
-        passages = fitting_set({}, note, off_fit)
+        passages = fitting_set({}, note, off_fit, lockbox=args.passage_lockbox)
     with EmbeddedStack(workdir / "home", wrap_embedder=caching(DEFAULT_CACHE)) as stack:
         if args.chunks:
             use_chunks(stack, args.chunks)
@@ -325,7 +356,8 @@ def run(eval_set: EvalSet, workdir: Path, args: argparse.Namespace, note: Progre
         for spec in args.artifact:
             models = load_artifact(spec)
             result["artifacts"][spec] = summary(bench.measure(models, qids, args.shape), bench.bm25, qids) | {
-                "threshold": models.threshold
+                "threshold": models.threshold,
+                "floor": models.lower_floor,
             }
             note(f"artifact {spec}: {result['artifacts'][spec]}")
         for name in args.fit:
@@ -362,6 +394,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--known-items", type=int, default=DEFAULT_PER_STYLE, help="per style, for the fits")
     parser.add_argument("--chunks", type=Path, help="index these chunks instead of today's (JSON)")
+    parser.add_argument(
+        "--passage-lockbox",
+        choices=("out",),
+        help="fit on the passage questions outside training.lockbox's documents only (choosing a design)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)

@@ -14,7 +14,7 @@ the benchmark? (issue 24)
   gives the spread of top-3 across folds. The shipped relevance model's order was fitted on these
   questions too (``training.quality --write-model --passages``), so with it the figures are in-sample;
   ``--fold-models F`` (written by ``training.quality --passages --fold-models F``) answers each
-  question with the models fitted without its fold, at that fold's threshold: the held-out figures
+  question with the models fitted without its fold, at that fold's threshold and floor: the held-out figures
   (the fitting off-topic questions likewise; the held-out off-topic set is read by no fit).
 - **Winnow**: every document through the real ingest handler of a fresh embedded stack (local ONNX
   embedder, no re-ranker), then each question as a client's default request (``{"query": ...}``:
@@ -326,14 +326,11 @@ def _corpus_and_questions(
     return files, kinds, by_upload, questions_for(questions, lockbox)
 
 
-def _held_out(folds: Mapping[str, tuple[Any, float]], key: str) -> float | None:
-    """For a question (id, or off-topic text) some fold held out: its models installed, and its
-    threshold; None when no fold file was given."""
-    if key not in folds:
-        return None
-    models, threshold = folds[key]
-    _install(models)
-    return threshold
+def _held_out(folds: Mapping[str, tuple[Any, float]], key: str) -> None:
+    """For a question (id, or off-topic text) some fold held out: its models installed, with the
+    threshold and floor chosen with them, so the question goes as a client's default request."""
+    if key in folds:
+        _install(folds[key][0])
 
 
 def _install(models: Any) -> None:
@@ -447,11 +444,13 @@ def load_fold_models(path: Path) -> list[Fold]:
     from winnow.search.relevance import RelevanceModels
 
     data = json.loads(path.read_text(encoding="utf-8"))
+    # The fold's threshold and floor are the models' (a fold file written before the floor: none, so
+    # every result is cut at the threshold).
     return [
         Fold(
             list(f["held_out"]),
             list(f.get("offtopic_held_out") or []),
-            RelevanceModels.from_json(f["models"]),
+            RelevanceModels.from_json(f["models"] | {"threshold": f["threshold"], "floor": f.get("floor")}),
             float(f["threshold"]),
         )
         for f in data["folds"]
@@ -507,8 +506,8 @@ def run(
                 Passage(document_of(h.key, by_upload), h.text)
                 for h, _ in gather(svc, stack.tenant, request, as_searched=True)
             ]
-            threshold = _held_out(held_by, question.id)
-            results = _default_request(stack, question.text, candidates, context, threshold)
+            _held_out(held_by, question.id)
+            results = _default_request(stack, question.text, candidates, context)
             names = [document_of(r["key"], by_upload) for r in results]
             winnow[question.id] = [Passage(n, r["text"]) for n, r in zip(names, results, strict=True)]
             around[question.id] = [
@@ -516,10 +515,10 @@ def run(
                 for n, r in zip(names, results, strict=True)
                 for c in [r.get("context") or {"before": "", "after": ""}]
             ]
-        refused_offtopic = sum(
-            not _default_request(stack, query, candidates, threshold=_held_out(off_by, query))
-            for query in offtopic
-        )
+        refused_offtopic = 0
+        for query in offtopic:
+            _held_out(off_by, query)
+            refused_offtopic += not _default_request(stack, query, candidates)
         if fold_models:
             _install("shipped")
         # The held-out off-topic set, read by no fit and no threshold rule: the shipped models.

@@ -76,9 +76,13 @@ from training.relevance_fit import (
     Candidate,
     OrderQueries,
     best_scores,
+    choose_floor,
     choose_threshold,
+    describe_floor_rule,
     describe_threshold_rule,
     fit_models,
+    floor_curve,
+    lower_results,
 )
 from winnow_local.evaluation.metrics import evaluate, per_query
 
@@ -170,15 +174,17 @@ class PassagesUnavailable(ValueError):
 
 
 def passage_outcome(
-    model: Any, cands: list[Candidate], judged: dict[str, int], threshold: float
+    model: Any, cands: list[Candidate], judged: dict[str, int], threshold: float, floor: float | None = None
 ) -> tuple[bool, bool, bool, bool]:
     """One held-out passage question, offline as the search service orders and drops its candidates:
-    an answering passage first, in the top 3, in the top 3 and over the threshold (shown), refused."""
+    an answering passage first, in the top 3, in the top 3 and shown (the first over the threshold, the
+    others over the ``floor``, by default the threshold), refused."""
     scores = model.probabilities([e for _, e in cands])
     order = sorted(range(len(cands)), key=lambda i: -scores[i])
     answering = [judged.get(cands[i][0], 0) > 0 for i in order]
-    shown = [answering[r] and scores[order[r]] >= threshold for r in range(min(3, len(order)))]
     refused = max(scores, default=0.0) < threshold
+    least = threshold if floor is None else floor
+    shown = [answering[r] and not refused and scores[order[r]] >= least for r in range(min(3, len(order)))]
     return any(answering[:1]), any(answering[:3]), any(shown), refused
 
 
@@ -240,6 +246,7 @@ def provenance(
         },
         "folds": f"{folds} folds over query ids, seed {DEFAULT_SEED}",
         "threshold_rule": describe_threshold_rule(bool(offtopic)),
+        "floor_rule": describe_floor_rule(),
         "command": FIT_COMMAND,
         "date": datetime.date.today().isoformat(),
     }
@@ -352,10 +359,15 @@ def run(
                 answerable += best_scores(hybrid, fitting.candidates, passage_ids)
                 off_tops.append(best_scores(hybrid, fitting.offtopic, off_fit))
             threshold = choose_threshold(answerable, off_tops)
+            lower = lower_results(hybrid, candidates[DEFAULT_MODE], qrels, qids, threshold)
+            if fitting is not None:
+                lower += lower_results(hybrid, fitting.candidates, fitting.qrels, passage_ids, threshold)
+            floor = choose_floor(lower, threshold)
             target = model_path(profile, write_model)
             previous = load_models(profile, write_model)
             data = all_models.to_json() | {
                 "threshold": threshold,
+                "floor": floor,
                 "version": previous.version + 1 if previous is not None else 1,
                 "provenance": provenance(
                     eval_set, folds, len(known_queries), passage_ids, offtopic, fit_known_items
@@ -364,7 +376,7 @@ def run(
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
             load_models.cache_clear()
-            note(f"wrote {target} (threshold {threshold})")
+            note(f"wrote {target} (threshold {threshold}, floor {floor})")
             all_models = RelevanceModels.from_json(data)
             shipped = all_models
 
@@ -381,6 +393,8 @@ def run(
         held_out_hits: dict[str, dict[str, list[Hit]]] = {m: {} for m in modes}
         known_hits: dict[str, list[Hit]] = {}
         fold_thresholds: list[float] = []
+        fold_floors: list[float] = []
+        floor_curves: list[list[dict[str, float]]] = []
         off_refused_cv: list[bool] = []
         passage_cv: dict[str, tuple[bool, bool, bool, bool]] = {}  # question -> top 1, top 3, shown, refused
         fold_files: list[dict[str, Any]] = []
@@ -433,7 +447,19 @@ def run(
                 if fitting is not None and passage_split:
                     train_tops += best_scores(hybrid_model, fitting.candidates, train_ids(passage_split, i))
                     off_train_tops.append(best_scores(hybrid_model, fitting.offtopic, off_train))
-            fold_thresholds.append(choose_threshold(train_tops, off_train_tops))
+            threshold = choose_threshold(train_tops, off_train_tops)
+            fold_thresholds.append(threshold)
+            if hybrid_model is not None and not stack.has_reranker:
+                lower = lower_results(hybrid_model, candidates[DEFAULT_MODE], qrels, train, threshold)
+                if fitting is not None and passage_split:
+                    passage_train = train_ids(passage_split, i)
+                    lower += lower_results(
+                        hybrid_model, fitting.candidates, fitting.qrels, passage_train, threshold
+                    )
+                fold_floors.append(choose_floor(lower, threshold))
+                floor_curves.append(floor_curve(lower, relevance_fit.FLOOR_GRID[:41:2]))
+            else:
+                fold_floors.append(threshold)
             off_refused_cv += [s < fold_thresholds[-1] for s in off_held_tops]
             if fitting and passage_split and hybrid_model is not None:
                 passage_off_refused += [
@@ -441,19 +467,20 @@ def run(
                 ]
                 for q in passage_split[i]:
                     passage_cv[q] = passage_outcome(
-                        hybrid_model, fitting.candidates[q], fitting.qrels[q], fold_thresholds[-1]
+                        hybrid_model, fitting.candidates[q], fitting.qrels[q], threshold, fold_floors[-1]
                     )
                 fold_files.append(
                     {
                         "held_out": passage_split[i],
                         "offtopic_held_out": [off_fit[q] for q in off_held],
-                        "models": models.to_json() | {"threshold": fold_thresholds[-1]},
+                        "models": models.to_json() | {"threshold": threshold, "floor": fold_floors[-1]},
                         "threshold": fold_thresholds[-1],
+                        "floor": fold_floors[-1],
                     }
                 )
             note(
                 f"fold {i + 1}/{len(split)}: {len(fold)} held-out queries, "
-                f"threshold chosen on train {fold_thresholds[-1]}"
+                f"threshold chosen on train {fold_thresholds[-1]}, floor {fold_floors[-1]}"
             )
         install_models(shipped)
         seconds["cross-validation"] = time.perf_counter() - started
@@ -500,6 +527,9 @@ def run(
         threshold_cv: dict[str, Any] = {
             "rule": describe_threshold_rule(bool(off_split)),
             "per_fold": fold_thresholds,
+            "floor_rule": describe_floor_rule(),
+            "floor_per_fold": fold_floors,
+            "floor_curves_train": floor_curves,
             "passages": passage_table(held_out_hits[default_mode], qrels, key_to_id),
             "calibration": calibration_table(held_out_hits[default_mode], qrels, key_to_id),
         }
@@ -752,6 +782,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         f"{relevance_fit.GAP_SCALE}: training.relevance_fit.GAP_SCALE)",
     )
     parser.add_argument(
+        "--offtopic-floor",
+        type=float,
+        help=f"the threshold rule's share of training off-topic questions to refuse on each corpus "
+        f"(default {relevance_fit.OFFTOPIC_FLOOR}: training.relevance_fit.OFFTOPIC_FLOOR)",
+    )
+    parser.add_argument(
+        "--floor",
+        type=relevance_fit.parse_floor_rule,
+        help=f"the floor rule, RULE:TARGET (precision:0.2, recall:0.9) or threshold (every result cut at "
+        f"the threshold); default {relevance_fit.FLOOR_RULE}:{relevance_fit.FLOOR_TARGET}",
+    )
+    parser.add_argument(
         "--write-model",
         action="store_true",
         help="fit the relevance models on every query and write them into the package for this profile",
@@ -764,6 +806,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.lockbox and not args.passages:
         parser.error("--lockbox needs --passages: the lockbox holds passage questions")
+    if args.offtopic_floor is not None and not 0 < args.offtopic_floor <= 1:
+        parser.error("--offtopic-floor is a share in (0, 1]")
     if args.gap_scale is not None and not args.gap_scale > 0:
         parser.error("--gap-scale must be above 0: the order within a query needs a gap weight")
     if args.fold_models and not args.passages:
@@ -796,6 +840,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     relevance_fit.READ_SEGMENTS = args.segments
     if args.gap_scale is not None:
         relevance_fit.GAP_SCALE = args.gap_scale
+    if args.floor is not None:
+        relevance_fit.FLOOR_RULE, relevance_fit.FLOOR_TARGET = args.floor
+    if args.offtopic_floor is not None:
+        relevance_fit.OFFTOPIC_FLOOR = args.offtopic_floor
     offtopic = read_lines(args.offtopic)
     options: dict[str, Any] = {
         "env": provider_env(),

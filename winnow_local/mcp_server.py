@@ -193,14 +193,15 @@ class WinnowTools:
         mode: Literal["hybrid", "dense", "sparse"] = "hybrid",
         conversation_id: str | None = None,
     ) -> dict[str, Any]:
-        """Search the documents; the few passages that clear the relevance threshold, best first, each with
-        its text, score and citation (document, page, section), and `highlights`: the passage's sentences
-        that best answer the query, quoted, best first (read them first; their offsets into `text` are in
-        `highlight`). `top_k` 1-50; `filters` maps a metadata field to a value, a list of values (any of)
-        or {"gte": n, "lte": n}; `mode` hybrid (default), dense or sparse. `relevant: false` means nothing
-        relevant was found. With a user id the result carries a `conversation_id`: pass it back with a
-        follow-up question ("and for adoptions?") and the search reads it in the conversation's context
-        (`query_used` says what was searched)."""
+        """Search the documents; nothing when the best passage is under the relevance threshold, else the
+        few passages that clear the relevance floor, best first, each with its text, score and citation
+        (document, page, section), and `highlights`: the passage's sentences that best answer the query,
+        quoted, best first (read them first; their offsets into `text` are in `highlight`). `top_k` 1-50;
+        `filters` maps a metadata field to a value, a list of values (any of) or {"gte": n, "lte": n};
+        `mode` hybrid (default), dense or sparse. `relevant: false` means nothing relevant was found.
+        With a user id the result carries a `conversation_id`: pass it back with a follow-up question
+        ("and for adoptions?") and the search reads it in the conversation's context (`query_used` says
+        what was searched)."""
         body = _search_body(query, top_k, filters, mode, conversation_id)
         payload = self._call("POST", "/search", body=body)
         passages = [_passage(r) for r in payload.get("results") or []]

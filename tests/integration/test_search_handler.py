@@ -376,6 +376,19 @@ def test_rerank_orders_by_reranker_score(rerank_stack: EmbeddedStack) -> None:
     assert plain["timings_ms"]["rerank"] == 0
 
 
+def test_scores_no_floor_was_fitted_for_are_all_cut_at_the_threshold(rerank_stack: EmbeddedStack) -> None:
+    # Given a profile with no relevance artifact (Voyage), re-ranked or scored by the cosine
+    for key, (data, metadata) in DOCS.items():
+        rerank_stack.upload(key, data, metadata)
+    for fields in ({}, {"rerank": False}):
+        # When asked by default
+        status, body = rerank_stack.search("holiday allowance paid days", **fields)
+        # Then the local model's floor, fitted on its probabilities, is not applied: every result clears
+        # the threshold
+        assert status == 200 and body["relevance_floor"] == body["relevance_threshold"] > 0
+        assert all(r["score"] >= body["relevance_threshold"] for r in body["results"])
+
+
 def _boiler_room_with_limits_watched(stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One document uploaded; the list that each later store search appends its ``limit`` to."""
     stack.upload("acme/x.md", b"# X\n\nThe boiler room is on the second floor.")

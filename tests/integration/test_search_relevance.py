@@ -13,7 +13,7 @@ from tests.support.stack import EmbeddedStack
 from training.evidence import candidates as gather
 from winnow.api.schemas.search import SearchRequest
 from winnow.ports import Embedder
-from winnow.search.relevance import load_models
+from winnow.search.relevance import RelevanceModels, load_models
 from winnow_local.cli.demo import SAMPLES_DIR, SOURCES_DIR
 
 TEXTS = {
@@ -128,3 +128,96 @@ def test_a_short_question_whose_keywords_the_passage_holds_is_answered(
     # Then it is answered, from the document that holds the answer, not refused as off-topic
     assert status == 200 and body["relevant"] is True
     assert body["results"][0]["key"] == key
+
+
+# --- the threshold's two jobs: the gate and the floor (issue 46) ------------------------------------------
+PARENTAL = "How many weeks of paid leave do new parents get?"
+
+
+def _fitted(threshold: float, floor: float | None) -> RelevanceModels:
+    """The shipped models with another threshold and floor, as an artifact would state them."""
+    shipped = load_models(service().embedder.profile.slug)
+    assert shipped is not None
+    return RelevanceModels(shipped.profile, shipped.modes, threshold, floor=floor)
+
+
+def _scores(handbook: EmbeddedStack, query: str) -> list[float]:
+    _, body = handbook.search(query, top_k=5, relevance_threshold=0)
+    return [r["score"] for r in body["results"]]
+
+
+def test_by_default_the_results_after_the_first_need_only_the_floor(
+    handbook: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an artifact whose threshold lies between the best result's score and the second's, and
+    # whose floor lies below the second's
+    scores = _scores(handbook, PARENTAL)
+    assert len(scores) >= 3 and scores[0] > scores[1] > scores[2]
+    threshold, floor = (scores[0] + scores[1]) / 2, (scores[1] + scores[2]) / 2
+    monkeypatch.setattr(service(), "models", _fitted(threshold, floor))
+    # When the question is asked as a client asks it
+    _, body = handbook.search(PARENTAL)
+    # Then the best result clears the gate and the second, under the threshold but over the floor, is
+    # kept (a threshold cutting every result returned only the first), the third is not
+    assert [r["score"] for r in body["results"]] == pytest.approx(scores[:2], abs=1e-6)
+    assert body["results"][1]["score"] < body["relevance_threshold"] == pytest.approx(threshold)
+    assert body["relevance_floor"] == pytest.approx(floor) and body["relevant"] is True
+
+
+def test_the_gate_refuses_when_the_best_result_is_under_the_threshold_whatever_the_floor(
+    handbook: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a threshold above the best result's score, and a floor every result clears
+    scores = _scores(handbook, PARENTAL)
+    monkeypatch.setattr(service(), "models", _fitted(min(1.0, scores[0] + 0.01), 0.0))
+    # When asked by default
+    _, body = handbook.search(PARENTAL)
+    # Then nothing is relevant: the floor keeps nothing once the best result fails the gate
+    assert body["relevant"] is False and body["results"] == []
+    assert body["message"] == "No relevant passages found"
+
+
+def test_a_threshold_the_request_sets_is_applied_to_every_result(
+    handbook: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the same artifact (its floor under the second result)
+    scores = _scores(handbook, PARENTAL)
+    threshold = (scores[0] + scores[1]) / 2
+    monkeypatch.setattr(service(), "models", _fitted(threshold, 0.0))
+    # When the request sends that threshold itself
+    _, body = handbook.search(PARENTAL, relevance_threshold=threshold)
+    # Then every result clears it: only the first, and the answer says so
+    assert [r["score"] for r in body["results"]] == pytest.approx(scores[:1], abs=1e-6)
+    assert body["relevance_threshold"] == body["relevance_floor"] == pytest.approx(threshold)
+
+
+def test_an_artifact_without_a_floor_cuts_every_result_at_its_threshold(
+    handbook: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an artifact fitted before the floor (none stated)
+    scores = _scores(handbook, PARENTAL)
+    threshold = (scores[0] + scores[1]) / 2
+    monkeypatch.setattr(service(), "models", _fitted(threshold, None))
+    # When asked by default, then every result clears its threshold, as before the floor existed
+    _, body = handbook.search(PARENTAL)
+    assert [r["score"] for r in body["results"]] == pytest.approx(scores[:1], abs=1e-6)
+    assert body["relevance_floor"] == pytest.approx(threshold)
+
+
+def test_a_deployment_threshold_is_the_gate_and_caps_the_floor(
+    handbook: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the shipped artifact, and a deployment that sets a threshold below its floor
+    shipped = load_models(service().embedder.profile.slug)
+    assert shipped is not None and shipped.floor is not None
+    settings = service().settings.model_copy(update={"relevance_threshold": shipped.floor / 2})
+    monkeypatch.setattr(service(), "settings", settings)
+    # When asked by default
+    _, body = handbook.search(PARENTAL)
+    # Then the deployment's threshold is the gate, and the floor is never above it
+    assert body["relevance_threshold"] == body["relevance_floor"] == pytest.approx(shipped.floor / 2)
+    # And with a deployment threshold above the artifact's, its floor stays the artifact's
+    settings = service().settings.model_copy(update={"relevance_threshold": 0.9})
+    monkeypatch.setattr(service(), "settings", settings)
+    _, body = handbook.search(PARENTAL)
+    assert body["relevance_threshold"] == 0.9 and body["relevance_floor"] == pytest.approx(shipped.floor)

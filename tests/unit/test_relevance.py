@@ -29,6 +29,7 @@ from training.relevance_fit import (
 )
 from winnow.adapters.qdrant_store import fuse_rrf
 from winnow.models import StoredChunk
+from winnow.search.relevance import DEFAULT_PROFILE as DEFAULT_PROFILE_SLUG
 from winnow.search.relevance import (
     FEATURES,
     MODELS_DIR,
@@ -121,12 +122,13 @@ def test_models_round_trip_through_json_and_load_by_profile(tmp_path: Path) -> N
         threshold=0.3,
         version=2,
         provenance={"data": "generated", "folds": 5},
+        floor=0.1,
     )
     (tmp_path / "local-x-8.json").write_text(json.dumps(models.to_json()))
     # When loaded for that profile
     loaded = load_models("local-x-8", tmp_path)
-    # Then they are the same models; an unknown profile has none
-    assert loaded == models
+    # Then they are the same models, floor included; an unknown profile has none
+    assert loaded == models and loaded is not None and loaded.lower_floor == 0.1
     assert loaded is not None and loaded.for_mode("dense") is None
     assert load_models("local-y-8", tmp_path) is None
 
@@ -147,6 +149,8 @@ def test_every_shipped_model_file_loads_for_its_profile() -> None:
         assert models is not None and models.profile == path.stem
         assert {"hybrid", "dense", "sparse"} <= set(models.modes)
         assert 0 < data["threshold"] < 1
+        # And its floor, fitted with it, is under its threshold
+        assert 0 <= data["floor"] <= data["threshold"] and "floor_rule" in data["provenance"]
         # And it says where it came from: the data, the folds, the command that fits it, and when
         assert data["version"] >= 1
         assert {"data", "folds", "command", "date"} <= set(data["provenance"])
@@ -174,6 +178,22 @@ def test_the_default_threshold_is_the_one_fitted_with_the_model_unless_a_deploym
 def test_an_artifact_threshold_outside_0_1_is_refused() -> None:
     with pytest.raises(ValueError, match=r"in \[0, 1\]"):
         RelevanceModels(profile="local-x-8", modes={}, threshold=1.5)
+
+
+def test_an_artifact_floor_is_under_its_threshold_and_defaults_to_it() -> None:
+    from winnow.search.relevance import default_floor
+
+    # A floor above the threshold, or below 0, is refused
+    for floor in (0.5, -0.1):
+        with pytest.raises(ValueError, match="floor"):
+            RelevanceModels(profile="local-x-8", modes={}, threshold=0.4, floor=floor)
+    # An artifact fitted before the floor keeps every result to its threshold
+    old = RelevanceModels.from_json({"profile": "local-x-8", "threshold": 0.4, "modes": {}})
+    assert old.floor is None and old.lower_floor == 0.4 and "floor" not in old.to_json()
+    assert default_floor(RelevanceModels(profile="local-x-8", modes={}, threshold=0.4, floor=0.05)) == 0.05
+    # A profile with no artifact takes the default profile's floor, as it takes its threshold
+    shipped = load_models(DEFAULT_PROFILE_SLUG)
+    assert shipped is not None and default_floor(None) == shipped.lower_floor
 
 
 # --- the ranked model: order within a query, answerability across queries ----------------------------
@@ -657,6 +677,9 @@ def test_held_out_passage_outcomes_read_the_order_the_threshold_and_each_group()
     assert passage_outcome(model, cands, judged, 0.5) == (False, True, False, False)
     assert passage_outcome(model, cands, judged, 0.99) == (False, True, False, True)
     assert passage_outcome(model, cands, {"b#3": 1}, 0.0) == (False, False, False, False)
+    # And with a floor, a third result under the threshold is shown while the first clears it
+    assert passage_outcome(model, cands, judged, 0.5, floor=0.3) == (False, True, True, False)
+    assert passage_outcome(model, cands, judged, 0.99, floor=0.0) == (False, True, False, True)
     # And the figures are shares overall, per source and per format
     figures = passage_figures(
         {"q1": (True, True, True, False), "q2": (False, False, False, True)},
@@ -690,3 +713,56 @@ def test_the_order_model_reads_the_best_segment_only_when_the_fit_asks(
     assert {"segment", "segment_gap"} <= read.order.reads
     best = [max(range(5), key=lambda i: read.probabilities([e for _, e in c])[i]) for c in cands.values()]
     assert best == [q % 5 for q in range(12)]
+
+
+# --- the floor rule (issue 46: the threshold gates, the floor keeps the results after the first) ------
+def test_lower_results_are_ranks_two_to_top_k_of_queries_whose_best_clears_the_threshold() -> None:
+    from training.relevance_fit import lower_results
+
+    model = LogisticModel(("cosine",), (10.0,), -5.0)
+    cands = {
+        "q": [(f"d{i}", Evidence(cosine=c)) for i, c in enumerate((0.2, 0.9, 0.6, 0.5, 0.4, 0.3, 0.1))],
+        "low": [("x", Evidence(cosine=0.3)), ("y", Evidence(cosine=0.2))],
+    }
+    qrels = {"q": {"d2": 1, "d5": 1}, "low": {"y": 1}}
+    # When the best of "low" is under the threshold, only "q" counts, ranks 2 to 5 in the model's order
+    lower = lower_results(model, cands, qrels, ["q", "low"], threshold=0.5, top_k=5)
+    assert [relevant for _, relevant in lower] == [True, False, False, True]
+    assert [round(s, 3) for s, _ in lower] == [
+        round(model.probability({"cosine": c}), 3) for c in (0.6, 0.5, 0.4, 0.3)
+    ]
+
+
+def test_the_floor_rule_meets_its_target_and_never_exceeds_the_threshold() -> None:
+    from training.relevance_fit import choose_floor, floor_curve, parse_floor_rule
+
+    # Given lower results: the relevant ones score higher, as calibrated scores do
+    lower = [
+        (0.45, True),
+        (0.35, True),
+        (0.25, False),
+        (0.15, True),
+        (0.1, False),
+        (0.05, False),
+        (0.02, False),
+    ]
+    # Precision: the lowest floor at which the kept ones are relevant at least the target share
+    assert choose_floor(lower, 0.5, "precision", 0.75) == 0.11  # keeps 0.45, 0.35, 0.25, 0.15: 3 of 4
+    assert choose_floor(lower, 0.5, "precision", 1.0) == 0.26
+    # Recall: the highest floor keeping at least the target share of the relevant ones
+    assert choose_floor(lower, 0.5, "recall", 1.0) == 0.15
+    assert choose_floor(lower, 0.5, "recall", 0.6) == 0.35
+    # Never above the threshold; "threshold" is every result cut at it
+    assert choose_floor(lower, 0.2, "precision", 1.0) == 0.2
+    assert choose_floor(lower, 0.3, "threshold", 0.0) == 0.3
+    # The curve says what each floor keeps
+    assert floor_curve(lower, [0.0, 0.3]) == [
+        {"floor": 0.0, "relevant_kept": 1.0, "precision": 0.4286, "kept": 7},
+        {"floor": 0.3, "relevant_kept": 0.6667, "precision": 1.0, "kept": 2},
+    ]
+    assert (
+        parse_floor_rule("recall:0.9") == ("recall", 0.9) and parse_floor_rule("threshold")[0] == "threshold"
+    )
+    for bad in ("recall", "precision:0", "precision:2", "median:0.5", "threshold:0.2"):
+        with pytest.raises(ValueError, match="floor rule"):
+            parse_floor_rule(bad)

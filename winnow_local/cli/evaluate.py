@@ -89,13 +89,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     remote = isinstance(runtime, RemoteRuntime)
     ids = _ingest_corpus(found, runtime, tenant, remote)
     asker = Asker(runtime, tenant, *identity(args), top_k=K)
-    deployed = asker.deployment_threshold(found.questions[0])
+    deployed, floor = asker.deployment_threshold(found.questions[0])
     if deployed is None:
         raise CliError("the API's answer does not say its relevance threshold (an older Winnow?)")
     concurrency = args.concurrency or (DEFAULT_API_CONCURRENCY if remote else DEFAULT_LOCAL_CONCURRENCY)
     outcomes, interrupted = ask_all(asker, found.questions, concurrency, Progress(len(found.questions)))
     result, answerable, offtopic = summarise(
-        found, outcomes, deployed, tenant, ids, target=args.target, interrupted=interrupted
+        found, outcomes, deployed, tenant, ids, target=args.target, interrupted=interrupted, floor=floor
     )
     result["target"] = args.api_url or "the embedded default"
     if args.report:
@@ -127,8 +127,10 @@ def summarise(
     *,
     target: float,
     interrupted: bool = False,
+    floor: float | None = None,
 ) -> tuple[dict[str, Any], list[float], list[float]]:
-    """The result object ``--json`` prints, and the best scores of the answerable and off-topic questions."""
+    """The result object ``--json`` prints, and the best scores of the answerable and off-topic questions;
+    each threshold's figures with the deployment's ``floor`` for the results after the best."""
     done = [o for o in outcomes if o.error is None]
     answerable = [o.top_score for o in done if o.question.answerable]
     offtopic = [o.top_score for o in done if o.question.offtopic]
@@ -146,15 +148,16 @@ def summarise(
         "interrupted": interrupted,
         "threshold": deployed,
         "threshold_source": "the deployment's current threshold",
-        "metrics": scoring.figures(outcomes, deployed, tenant, ids, K),
+        "floor": floor,
+        "metrics": scoring.figures(outcomes, deployed, tenant, ids, K, floor),
         "recommended_threshold": choice.threshold if choice else None,
         "threshold_choice": choice.to_dict() if choice else None,
         "metrics_at_recommended": (
-            scoring.figures(outcomes, choice.threshold, tenant, ids, K) if choice else None
+            scoring.figures(outcomes, choice.threshold, tenant, ids, K, floor) if choice else None
         ),
         "latency_ms": {"p50": scoring.percentile(latencies, 50), "p95": scoring.percentile(latencies, 95)},
         "curve": threshold.curve(answerable, offtopic),
-        "misses": scoring.misses(outcomes, deployed, tenant, ids),
+        "misses": scoring.misses(outcomes, deployed, tenant, ids, floor),
     }
     return result, answerable, offtopic
 

@@ -237,7 +237,13 @@ def add_search_parser(commands: Any) -> None:
     )
     search.add_argument("--mode", choices=("hybrid", "dense", "sparse"), default=None)
     search.add_argument("--no-rerank", action="store_true", help="skip the re-ranker")
-    search.add_argument("--threshold", type=unit_float, default=None, help="relevance threshold in [0, 1]")
+    search.add_argument(
+        "--threshold",
+        type=unit_float,
+        default=None,
+        help="relevance threshold in [0, 1], applied to every passage (default: the server's threshold "
+        "for the best passage and its floor for the others)",
+    )
     search.add_argument("--conversation", default=None, metavar="ID", help=CONVERSATION_HELP)
     search.add_argument("--json", action="store_true", help="print the response body exactly as returned")
     add_api_arguments(search, what="search")

@@ -62,13 +62,16 @@ class Asker:
             self.sleep(retry_after(response, attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def deployment_threshold(self, question: Question) -> float | None:
-        """The threshold the deployment applies by default: one request as a web app sends it."""
+    def deployment_threshold(self, question: Question) -> tuple[float | None, float | None]:
+        """The threshold the deployment applies by default (the gate) and its floor for the results
+        after the best (None: not said, as before the floor): one request as a web app sends it."""
         response = self.post_search({"query": question.text})
         if response.status != 200:
             raise CliError(f"the API could not be asked ({response.error_message})")
-        value = response.json().get("relevance_threshold")
-        return float(value) if isinstance(value, int | float) else None
+        body = response.json()
+        values = (body.get("relevance_threshold"), body.get("relevance_floor"))
+        threshold, floor = (float(v) if isinstance(v, int | float) else None for v in values)
+        return threshold, floor
 
     def ask(self, question: Question) -> Outcome:
         started = self.clock()

@@ -1,5 +1,6 @@
 """What each question got, and the figures ``winnow eval`` reports at a threshold: the ranking metrics of
-what a web app is served (passages under the threshold dropped), the refusals, and the misses."""
+what a web app is served (nothing when the best passage is under the threshold, else the passages that
+clear the deployment's floor), the refusals, and the misses."""
 
 from __future__ import annotations
 
@@ -34,8 +35,13 @@ class Outcome:
     def top_score(self) -> float:
         return max((p.score for p in self.passages), default=0.0)
 
-    def served(self, threshold: float) -> list[Passage]:
-        return [p for p in self.passages if p.score >= threshold]
+    def served(self, threshold: float, floor: float | None = None) -> list[Passage]:
+        """What a default request gets: nothing unless the best passage clears ``threshold`` (the gate),
+        then the passages that clear ``floor`` (never above the threshold; None: the threshold)."""
+        if self.top_score < threshold:
+            return []
+        least = threshold if floor is None else min(floor, threshold)
+        return [p for p in self.passages if p.score >= least]
 
 
 def names_of(key: str, tenant: str, corpus_ids: Mapping[str, str]) -> set[str]:
@@ -71,18 +77,23 @@ def share(hits: int, total: int) -> float | None:
 
 
 def figures(
-    outcomes: Sequence[Outcome], threshold: float, tenant: str, ids: Mapping[str, str], k: int = 10
+    outcomes: Sequence[Outcome],
+    threshold: float,
+    tenant: str,
+    ids: Mapping[str, str],
+    k: int = 10,
+    floor: float | None = None,
 ) -> dict[str, float | None]:
     """The reported metrics, as shares in [0, 1] (None where no question measures one)."""
     done = [o for o in outcomes if o.error is None]
     answerable = [o for o in done if o.question.answerable]
     offtopic = [o for o in done if o.question.offtopic]
-    run = {o.question.id: ranking(o.served(threshold), o.question, tenant, ids) for o in answerable}
+    run = {o.question.id: ranking(o.served(threshold, floor), o.question, tenant, ids) for o in answerable}
     qrels = {o.question.id: o.question.judgements for o in answerable}
     scored = metrics.per_query(run, qrels, k)
     with_answer = [o for o in answerable if o.question.answer is not None]
     answer_hits = sum(
-        any(answers(p, o.question, tenant, ids) for p in o.served(threshold)[:3]) for o in with_answer
+        any(answers(p, o.question, tenant, ids) for p in o.served(threshold, floor)[:3]) for o in with_answer
     )
 
     def mean_of(name: str) -> float | None:
@@ -94,8 +105,8 @@ def figures(
         "hit@3": mean_of("hit@3"),
         "mrr@10": mean_of(f"mrr@{k}"),
         "answer@3": share(answer_hits, len(with_answer)),
-        "refused": share(sum(not o.served(threshold) for o in answerable), len(answerable)),
-        "offtopic_refused": share(sum(not o.served(threshold) for o in offtopic), len(offtopic)),
+        "refused": share(sum(not o.served(threshold, floor) for o in answerable), len(answerable)),
+        "offtopic_refused": share(sum(not o.served(threshold, floor) for o in offtopic), len(offtopic)),
     }
 
 
@@ -108,13 +119,17 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def misses(
-    outcomes: Sequence[Outcome], threshold: float, tenant: str, ids: Mapping[str, str]
+    outcomes: Sequence[Outcome],
+    threshold: float,
+    tenant: str,
+    ids: Mapping[str, str],
+    floor: float | None = None,
 ) -> list[dict[str, object]]:
     """Each question that went wrong at ``threshold``, and what came instead."""
     out: list[dict[str, object]] = []
     for outcome in outcomes:
         question = outcome.question
-        served = outcome.served(threshold)
+        served = outcome.served(threshold, floor)
         got = [{"document": path_in_tenant(tenant, p.key), "score": round(p.score, 4)} for p in served[:3]]
         if outcome.error is not None:
             why = f"error: {outcome.error}"

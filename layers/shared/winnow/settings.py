@@ -369,9 +369,10 @@ class SearchSettings(BaseSettings):
     model_config = _config("WINNOW_SEARCH_")
 
     # Unset: the threshold fitted with the embedding profile's relevance model, read from its artifact
-    # (winnow/search/models/<profile>.json, docs/quality.md). Set: this one, for every search.
+    # (winnow/search/models/<profile>.json, docs/quality.md). Set: this one, for every search: the gate
+    # the best result must clear (the artifact's floor, capped at it, keeps the results after it).
     relevance_threshold: float | None = Field(
-        default=None, ge=0, le=1, description="Default minimum score; unset: the relevance model's own."
+        default=None, ge=0, le=1, description="Default threshold (a gate); unset: the relevance model's own."
     )
     tenant_claim: str = Field(default="tenant", description="JWT claim that names the caller's tenant.")
     authorizer_tenant_key: str = Field(default="tenant", description="Lambda authorizer context key.")

@@ -106,3 +106,21 @@ def test_ctrl_c_keeps_the_questions_already_answered() -> None:
     outcomes, interrupted = ask_all(Asker(runtime, "t"), QUESTIONS, 1, Progress(len(QUESTIONS)))
     assert interrupted
     assert [o.question.id for o in outcomes] == ["q0", "q1"]
+
+
+def test_the_deployment_says_its_threshold_and_floor_and_eval_serves_what_they_keep() -> None:
+    from winnow_local.evaluation.scoring import Outcome, Passage
+
+    # Given a deployment that answers with its gate and floor
+    body = {"results": [], "relevance_threshold": 0.24, "relevance_floor": 0.12}
+    asker = Asker(Scripted([ApiResponse(200, {}, json.dumps(body).encode())]), "t", None, (), top_k=10)
+    assert asker.deployment_threshold(Question("q0", "question 0", {"a.md": 1})) == (0.24, 0.12)
+    # Then a question is served nothing when its best passage is under the threshold, else every passage
+    # over the floor (a deployment that says no floor cuts every passage at the threshold)
+    passages = [Passage("t/a.md", 0.3, "a"), Passage("t/b.md", 0.2, "b"), Passage("t/c.md", 0.05, "c")]
+    outcome = Outcome(Question("q1", "question 1", {"a.md": 1}), passages)
+    assert [p.key for p in outcome.served(0.24, 0.12)] == ["t/a.md", "t/b.md"]
+    assert [p.key for p in outcome.served(0.24)] == ["t/a.md"]
+    assert outcome.served(0.35, 0.0) == []
+    # And the floor is never above the threshold it serves with
+    assert [p.key for p in outcome.served(0.2, 0.25)] == ["t/a.md", "t/b.md"]

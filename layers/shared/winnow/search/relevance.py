@@ -3,11 +3,13 @@ retrievers already returned (cosine, BM25 score, each retriever's rank), when no
 
 Per embedding profile and search mode, fitted offline by the training package (``python -m
 training.fit``, training/README.md) and shipped as an artifact beside this module
-(``models/<profile slug>.json``): the models, the default threshold chosen with them, a version and
-their provenance (data, folds, command, date). The artifact is the one place the default threshold is
-stated. Evaluated in plain Python: the search Lambda imports no numpy. Results are ordered by this
-probability, so it is also the fusion: a weighted blend of the signals whose weights were chosen by
-cross-validation, not by hand (docs/quality.md).
+(``models/<profile slug>.json``): the models, the default threshold and floor chosen with them, a
+version and their provenance (data, folds, command, date). The artifact is the one place the default
+threshold and floor are stated: the threshold is the gate (a search whose best passage scores under it
+finds nothing relevant), the floor is what the results after the first must score. Evaluated in plain
+Python: the search Lambda imports no numpy. Results are ordered by this probability, so it is also the
+fusion: a weighted blend of the signals whose weights were chosen by cross-validation, not by hand
+(docs/quality.md).
 
 Two shapes: a ``LogisticModel`` (one linear score does both jobs), or a ``RankedRelevance``, which
 splits them. Ordering passages *within* a query and telling whether a query has an answer *at all* want
@@ -212,18 +214,28 @@ def model_from_json(data: Mapping[str, Any]) -> RelevanceModel:
 
 @dataclass(frozen=True)
 class RelevanceModels:
-    """The artifact of one embedding profile: a model per search mode, the default threshold chosen
-    with them, its version, and where it came from (``provenance``: data, folds, command, date)."""
+    """The artifact of one embedding profile: a model per search mode, the default threshold (the gate:
+    is anything relevant) and floor (which results after the first to keep) chosen with them, its
+    version, and where it came from (``provenance``: data, folds, command, date). ``floor`` None: the
+    threshold (an artifact fitted before the floor keeps every result to its threshold)."""
 
     profile: str
     modes: Mapping[str, RelevanceModel]
     threshold: float
     version: int = 1
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    floor: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.threshold <= 1:
             raise ValueError(f"a relevance threshold is in [0, 1] (got {self.threshold:g})")
+        if self.floor is not None and not 0 <= self.floor <= self.threshold:
+            raise ValueError(f"a floor is in [0, threshold {self.threshold:g}] (got {self.floor:g})")
+
+    @property
+    def lower_floor(self) -> float:
+        """What a result after the first must score by default."""
+        return self.threshold if self.floor is None else self.floor
 
     def for_mode(self, mode: str) -> RelevanceModel | None:
         return self.modes.get(mode)
@@ -233,6 +245,7 @@ class RelevanceModels:
             "profile": self.profile,
             "version": self.version,
             "threshold": self.threshold,
+            **({"floor": self.floor} if self.floor is not None else {}),
             "provenance": dict(self.provenance),
             "modes": {mode: model.to_json() for mode, model in self.modes.items()},
         }
@@ -245,6 +258,7 @@ class RelevanceModels:
             profile=str(data["profile"]),
             version=int(data.get("version", 1)),
             threshold=float(data["threshold"]),
+            floor=float(data["floor"]) if data.get("floor") is not None else None,
             provenance=dict(data.get("provenance") or {}),
             modes={str(m): model_from_json(v) for m, v in dict(data["modes"]).items()},
         )
@@ -266,12 +280,22 @@ def load_models(profile_slug: str, directory: Path = MODELS_DIR) -> RelevanceMod
     return models
 
 
-def default_threshold(models: RelevanceModels | None) -> float:
-    """The threshold a search applies unless the deployment or the request sets one: the one fitted with
-    the profile's models, else (no artifact for the profile) the default profile's."""
+def fitted(models: RelevanceModels | None) -> RelevanceModels:
+    """The artifact whose threshold and floor a search applies by default: the profile's own, else (no
+    artifact for the profile) the default profile's."""
     if models is not None:
-        return models.threshold
+        return models
     shipped = load_models(DEFAULT_PROFILE)
     if shipped is None:
         raise RuntimeError(f"the relevance artifact of {DEFAULT_PROFILE} is missing from the package")
-    return shipped.threshold
+    return shipped
+
+
+def default_threshold(models: RelevanceModels | None) -> float:
+    """The gate a search applies unless the deployment or the request sets one (``fitted``)."""
+    return fitted(models).threshold
+
+
+def default_floor(models: RelevanceModels | None) -> float:
+    """What a result after the first must score unless the request sets a threshold (``fitted``)."""
+    return fitted(models).lower_floor

@@ -128,7 +128,13 @@ class SearchResponse(BaseModel):
     results: list[SearchResult]
     timings_ms: Timings
     relevance_threshold: float = Field(
-        description="The threshold this search applied: the request's, else the deployment's default."
+        description="The threshold this search applied: the request's (to every result), else the "
+        "deployment's default, which the best result must clear (else nothing is relevant)."
+    )
+    relevance_floor: float = Field(
+        description="The least score of a result after the first: the request's threshold when it sets "
+        "one, else the floor fitted with the relevance model (never above `relevance_threshold`), or the "
+        "threshold when the scores are the re-ranker's or the cosine, for which no floor was fitted.",
     )
     query_used: str | None = Field(
         default=None, description="What was searched: the query, or a follow-up made standalone."

@@ -1,6 +1,10 @@
 """Search: cast a wide net (dense + BM25 candidates in one Qdrant call), winnow it (re-ranker, or the
 relevance model), and keep only what clears the relevance threshold, so callers get a few trustworthy
-passages or an honest "nothing".
+passages or an honest "nothing". By default the threshold is a gate: the best result must clear it, or
+nothing is relevant; the results after it need only the artifact's lower floor, on the relevance model's
+probabilities it was fitted for (a threshold applied to every result cut answers ranked second and
+third: docs/quality.md). A threshold the request sets is applied to every result, and so is the threshold
+to a re-ranker's or the cosine's scores.
 
 Every result's ``score`` is in [0, 1] and results are ordered by it: the re-ranker's score when it runs;
 otherwise the probability that the passage is relevant, estimated by the embedding profile's logistic
@@ -42,6 +46,7 @@ from winnow.search.relevance import (
     Evidence,
     RelevanceModel,
     RelevanceModels,
+    default_floor,
     default_threshold,
     load_models,
     reads_keywords,
@@ -68,11 +73,13 @@ _FIGURE_TEXTS: dict[str, Literal["vision", "ocr", "caption"]] = {
 
 @dataclass(frozen=True)
 class _Plan:
-    """What a search will do: re-rank or not, the threshold, how many candidates, and whether the
-    dense side is needed (cosine evidence, or dense retrieval)."""
+    """What a search will do: re-rank or not, the threshold its best result must clear (else nothing is
+    relevant) and the floor the results after it must clear, how many candidates, and whether the dense
+    side is needed (cosine evidence, or dense retrieval)."""
 
     rerank: bool
     threshold: float
+    floor: float
     candidates: int
     cosine: bool
 
@@ -110,6 +117,11 @@ class SearchService:
         """The default threshold: the deployment's when it sets one, else the artifact's."""
         configured = self.settings.relevance_threshold
         return configured if configured is not None else default_threshold(self.models)
+
+    @property
+    def floor(self) -> float:
+        """The default floor of the results after the first: the artifact's, never above the threshold."""
+        return min(default_floor(self.models), self.threshold)
 
     def _embed_query(self, caller: Caller, query: str) -> list[float]:
         return self._query_vector(caller.tenant, caller.user, self.embedder.profile.slug, query)
@@ -155,6 +167,7 @@ class SearchService:
             results=results,
             timings_ms=timings,
             relevance_threshold=plan.threshold,
+            relevance_floor=plan.floor,
             query_used=request.query,
         )
 
@@ -162,10 +175,16 @@ class SearchService:
         rerank = self.reranker is not None if request.rerank is None else request.rerank
         # Asked for, but none configured: fall back to the relevance model, say so in timings.
         rerank = rerank and self.reranker is not None
-        threshold = self.threshold if request.relevance_threshold is None else request.relevance_threshold
+        # The request's threshold is applied to every result. By default the threshold gates and the
+        # floor keeps the rest, on the scores it was fitted for: the relevance model's probabilities (a
+        # re-ranker's scores and the cosine fallback are cut at the threshold, as before the floor).
+        explicit = request.relevance_threshold
+        threshold = self.threshold if explicit is None else explicit
+        fitted = not rerank and self._model(request.mode) is not None
         return _Plan(
             rerank=rerank,
             threshold=threshold,
+            floor=self.floor if explicit is None and fitted else threshold,
             candidates=request.candidate_count(rerank),
             # Embed unless nothing downstream needs the dense vector (sparse retrieval re-ranked).
             cosine=request.mode != "sparse" or not rerank,
@@ -190,15 +209,18 @@ class SearchService:
         dense: list[float] | None,
         readings: dict[str, Reading],
     ) -> list[SearchResult]:
-        """What clears the threshold, best first, at most ``top_k``, no two repeating each other (texts
+        """What clears the floor, best first, at most ``top_k``, no two repeating each other (texts
         that overlap by more than half: ``overlap``; the better placed stays), each with its highlight
-        (the results not read yet are read now, in one embed call)."""
-        kept = [(score, hit) for score, hit in scored if score >= plan.threshold]
+        (the results not read yet are read now, in one embed call); nothing unless the first clears
+        the threshold."""
+        kept = [(score, hit) for score, hit in scored if score >= plan.floor]
         if request.mode == "hybrid" and not plan.rerank and self._model(request.mode) is None:
             # no relevance model: the fusion picks, the cosine orders
             kept = distinct(kept, _text, request.top_k)
         kept.sort(key=lambda sh: (-sh[0], sh[1].key, sh[1].chunk_index))
         kept = distinct(kept, _text, request.top_k)
+        if kept and kept[0][0] < plan.threshold:
+            kept = []  # the gate: the best result says whether anything is relevant
         around = contexts(
             self.store, caller.tenant, self.read_scope(caller), [h for _, h in kept], request.context
         )

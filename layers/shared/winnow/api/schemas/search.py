@@ -76,10 +76,12 @@ class SearchRequest(BaseModel):
         default=None,
         ge=0,
         le=1,
-        description="Minimum score of a returned passage; default: the threshold fitted with the "
-        "embedding profile's relevance model, unless the deployment sets WINNOW_SEARCH_RELEVANCE_THRESHOLD. "
-        "When the score is the relevance model's estimated probability, a threshold t drops passages "
-        "with less than a t estimated chance of being relevant.",
+        description="Set: the minimum score of every returned passage. Unset: the default threshold is "
+        "a gate (the best passage must clear it, else nothing is relevant) and the passages after the "
+        "best need only the relevance floor; both are fitted with the embedding profile's relevance "
+        "model, and a deployment's WINNOW_SEARCH_RELEVANCE_THRESHOLD replaces the gate (the floor is "
+        "never above it). When the score is the relevance model's estimated probability, a threshold t "
+        "drops passages with less than a t estimated chance of being relevant.",
     )
     score_threshold: StrictFloat | None = Field(
         default=None, ge=0, le=1, description="Minimum dense similarity, applied inside the vector search."
