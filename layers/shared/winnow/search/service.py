@@ -236,30 +236,8 @@ class SearchService:
                 )
             )
         return [
-            SearchResult(
-                rank=i + 1,
-                score=round(score, 6),
-                vector_score=round(hit.score, 6),
-                chunk_id=hit.point_id,
-                key=hit.key,
-                title=hit.title,
-                page=hit.page,
-                section=hit.section,
-                text=hit.text,
-                metadata=hit.metadata,
-                kind=_KINDS.get(hit.kind, "text"),
-                ocr=hit.ocr,
-                figure_text=_FIGURE_TEXTS.get(hit.figure_text) if hit.kind == "figure" else None,
-                image_url=_image_url(hit, self.objects, self.settings.image_url_seconds),
-                **_access_shown(hit, caller),
-                context=None if request.context == "none" else ResultContext(before=before, after=after),
-                highlight=[
-                    Highlight(start=seg.start, end=seg.end)
-                    for seg in readings.get(hit.point_id, NOT_READ).highlight()
-                    if self.settings.highlights
-                ],
-            )
-            for i, ((score, hit), (before, after)) in enumerate(zip(kept, around, strict=True))
+            _result(i + 1, scored_hit, caller, request, near, readings, self.objects, self.settings)
+            for i, (scored_hit, near) in enumerate(zip(kept, around, strict=True))
         ]
 
     def retrieve(
@@ -393,6 +371,44 @@ class SearchService:
                 )
             )
         return out
+
+
+def _result(
+    rank: int,
+    scored: tuple[float, StoredChunk],
+    caller: Caller,
+    request: Query,
+    around: tuple[Any, Any],
+    readings: dict[str, Reading],
+    objects: ObjectSource | None,
+    settings: SearchSettings,
+) -> SearchResult:
+    """One kept hit as the caller sees it: scores, citation, access, context and highlight."""
+    score, hit = scored
+    before, after = around
+    return SearchResult(
+        rank=rank,
+        score=round(score, 6),
+        vector_score=round(hit.score, 6),
+        chunk_id=hit.point_id,
+        key=hit.key,
+        title=hit.title,
+        page=hit.page,
+        section=hit.section,
+        text=hit.text,
+        metadata=hit.metadata,
+        kind=_KINDS.get(hit.kind, "text"),
+        ocr=hit.ocr,
+        figure_text=_FIGURE_TEXTS.get(hit.figure_text) if hit.kind == "figure" else None,
+        image_url=_image_url(hit, objects, settings.image_url_seconds),
+        **_access_shown(hit, caller),
+        context=None if request.context == "none" else ResultContext(before=before, after=after),
+        highlight=[
+            Highlight(start=seg.start, end=seg.end)
+            for seg in readings.get(hit.point_id, NOT_READ).highlight()
+            if settings.highlights
+        ],
+    )
 
 
 def _image_url(hit: StoredChunk, objects: ObjectSource | None, seconds: int) -> str | None:
