@@ -14,6 +14,7 @@ import pytest
 from functions.search import app as search_app
 from tests.support.stack import EmbeddedStack
 from training.evidence import candidates
+from winnow import coldstart
 from winnow.access import ReadScope
 from winnow.ports import SearchQuery
 from winnow.search.query import DEFAULT_CANDIDATES, RERANKED_CANDIDATES, default_candidates
@@ -453,7 +454,8 @@ def test_query_embedding_and_rerank_share_one_connection(rerank_stack: EmbeddedS
 def test_the_cold_search_builds_its_clients_with_the_collector_paused_and_leaves_it_on(
     loaded: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a container whose search service was never built, and the collector on
+    # Given a process's cold start: a container whose search service was never built, and the collector on
+    monkeypatch.setattr(coldstart, "_built", False)
     monkeypatch.setattr(loaded.container, "_search", None)
     assert gc.isenabled()
     frozen_before = gc.get_freeze_count()
@@ -468,7 +470,9 @@ def test_the_cold_search_builds_its_clients_with_the_collector_paused_and_leaves
 def test_a_cold_search_that_fails_to_build_leaves_the_collector_on(
     loaded: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a cold container whose components cannot be built
+    # Given a cold container whose components cannot be built, in a process's cold start
+    monkeypatch.setattr(coldstart, "_built", False)
+
     def broken() -> None:
         raise RuntimeError("cannot reach Qdrant")
 

@@ -4,15 +4,19 @@ and the collector always back on afterwards."""
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Iterator, Sequence
 
 import pytest
 
+from winnow import coldstart
 from winnow.coldstart import building_long_lived_objects, freeze_long_lived
 
 
 @pytest.fixture
-def collector_on() -> Iterator[None]:
+def collector_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The collector on, in a process that has not built its long-lived objects yet."""
+    monkeypatch.setattr(coldstart, "_built", False, raising=False)
     was = gc.isenabled()
     gc.enable()
     yield
@@ -47,6 +51,27 @@ def test_collector_is_paused_while_building_and_what_was_built_is_frozen(collect
     assert paused
     assert gc.isenabled()
     assert gc.get_freeze_count() >= frozen_before + len(clients)
+
+
+def test_a_later_build_in_the_process_pauses_nothing_and_leaves_dropped_garbage_collectable(
+    collector_on: None,
+) -> None:
+    # Given a process that built its long-lived objects once (its cold start)
+    with building_long_lived_objects():
+        pass
+    # and then dropped a cycle (a test's stack, a server's old container) that no collection met yet
+    dropped = Client()
+    gone = weakref.ref(dropped)
+    del dropped
+    frozen_before = gc.get_freeze_count()
+    # When it builds again
+    with building_long_lived_objects():
+        paused = not gc.isenabled()
+    # Then nothing was paused or frozen, and the next collection reclaims the dropped cycle
+    assert not paused
+    assert gc.get_freeze_count() <= frozen_before
+    gc.collect()
+    assert gone() is None
 
 
 def test_collector_is_back_on_after_an_exception(collector_on: None) -> None:
