@@ -46,6 +46,24 @@ def test_the_container_builds_each_service_once_and_rebuilds_it_on_a_new_store(s
     assert container.search_service() is not search
 
 
+def test_closing_the_container_releases_its_embedded_folder(tmp_path: Path) -> None:
+    # Given a stack whose store was opened on a throw-away embedded folder
+    stack = EmbeddedStack(tmp_path / "home", None)
+    folder = stack.container.store.folder.root.parent  # type: ignore[attr-defined]
+    assert folder.is_dir()
+    # When the stack is done with its container
+    stack.close()
+    # Then the folder is released now, not when the collector meets it: files gone, lock let go
+    assert not folder.exists()
+    assert stack.container.store.folder.closed  # type: ignore[attr-defined]
+
+
+def test_closing_a_container_that_opened_no_store_opens_none(tmp_path: Path) -> None:
+    stack = EmbeddedStack(tmp_path / "home", None)
+    stack.close()
+    assert "store" not in stack.container.__dict__
+
+
 def test_the_reconciler_is_wired_from_the_same_components(stack: EmbeddedStack) -> None:
     container = stack.container
     reconciler = container.reconciler()

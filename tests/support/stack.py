@@ -204,7 +204,10 @@ class EmbeddedStack:
         return self.fake.usage["embeddings"].texts if self.fake else 0
 
     def close(self) -> None:
+        """Uninstall the container and release its store: an embedded folder left to the collector keeps
+        its files in memory and their mappings in the worker for as long as the collector takes."""
         set_container(None)
+        self.container.close()
 
 
 @pytest.fixture

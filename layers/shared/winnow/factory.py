@@ -69,6 +69,15 @@ class Container(ProviderParts, RecordParts):
             store.ensure_collection()
             return store
 
+    def close(self) -> None:
+        """Release the vector store's engine when one was opened (an embedded folder's lock, files and
+        mappings; a Qdrant client's connections). A Lambda never closes its container; a local server or a
+        test done with one does, rather than leave the files mapped until the collector meets them."""
+        store = self.__dict__.get("store")
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
+
     # --- the index lifecycle (which collection serves reads, which take writes) ------------------------
     @cached_property
     def index(self) -> IndexLifecycle:
