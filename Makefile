@@ -75,14 +75,16 @@ lint: $(STAMPS)/dev
 typecheck: $(STAMPS)/dev
 	$(BIN)/mypy
 
-# One worker per core and one more (three here), each taking whole modules, slow ones first
-# (tests/conftest.py): a test waits on a server, a subprocess or a timeout for about a quarter of its time,
-# so one worker a core left the cores idle that long. On this 2-core machine, warm, 2,497 tests: two
-# workers 6:58, three 5:46, four 6:25. The summary ends with the 15 slowest steps.
+# Two workers a core (four here), each taking whole modules, slow ones first (tests/conftest.py): a test
+# waits on a server, a subprocess or a timeout for about a quarter of its time, so one worker a core left
+# the cores idle that long. On this 2-core machine, 2,518 tests, a fresh clone's `make test`: three workers
+# 6:23, four 5:50 (warm: 4:43). Four were slower than three while each worker kept every test's embedded
+# folder mapped (tests/support/stack.py).
+# The summary ends with the 15 slowest steps.
 # Byte code is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): each worker and
 # every `winnow` process a test starts would compile the same modules again (collection alone went from
 # 15 to 7 s of CPU a worker).
-PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(2 * len(os.sched_getaffinity(0)))')
 pytest: $(STAMPS)/dev $(STAMPS)/sam $(STAMPS)/chromium $(STAMPS)/tesseract
 	PATH="$(CURDIR)/$(SAM_VENV)/bin:$$PATH" env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile \
 	  --no-loadscope-reorder --durations=15

@@ -1,5 +1,5 @@
-"""How tests run: ``make test`` runs them on a worker process per core and one more (pytest-xdist,
-``-n 3 --dist loadfile`` here):
+"""How tests run: ``make test`` runs them on two worker processes a core (pytest-xdist,
+``-n 4 --dist loadfile`` here):
 each module runs whole, in order, on one worker, so its module-scoped fixtures are built once; session
 fixtures are built once per worker. Modules marked ``pytestmark = pytest.mark.slow`` start first (see
 ``pytest_collection_modifyitems``), so a long module never starts last. Every test must hold on any worker
