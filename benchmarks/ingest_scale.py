@@ -222,7 +222,7 @@ def run_schedule(
     usage = voyage.ask("usage")["embeddings"]
     check = verify(container, docs, acknowledged)
     set_container(None)
-    container.store.close()  # type: ignore[attr-defined]
+    container.close()
     return {
         "concurrency": concurrency,
         "seconds": round(seconds, 2),

@@ -378,7 +378,7 @@ def _result(
     scored: tuple[float, StoredChunk],
     caller: Caller,
     request: Query,
-    around: tuple[Any, Any],
+    around: tuple[str, str],
     readings: dict[str, Reading],
     objects: ObjectSource | None,
     settings: SearchSettings,
