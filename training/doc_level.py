@@ -39,7 +39,7 @@ from training.cv import DEFAULT_FOLDS, kfold, mean, train_ids
 from training.data import OFFTOPIC_FILE, EvalSet, load_eval_set, read_lines
 from training.embedcache import DEFAULT_CACHE, caching
 from training.known_item import DEFAULT_PER_STYLE, known_item_queries
-from training.quality import EVENT_RECORDS, MODES, collect_candidates, gate_negatives, install_models
+from training.quality import EVENT_RECORDS, MODES, collect_candidates, install_models
 from training.relevance_fit import (
     DEFAULT_MODE,
     OrderQueries,
@@ -80,15 +80,11 @@ class Fit:
     # The floor rule (relevance_fit.choose_floor): None, the fit's default; ("threshold", 0): every
     # result cut at the threshold, the design shipped until issue 46's gate.
     floor: tuple[str, float] | None = None
-    # The gate's answer model also reads ``reach``, fitted with the training off-topic questions as its
-    # negatives (relevance_fit.GATE_FEATURES); False: the design until issue 46's reach.
-    gate_reach: bool = True
 
 
 FITS: dict[str, Fit] = {
     "today": Fit(),
     "cut": Fit(floor=("threshold", 0.0)),  # today's models, every result cut at the threshold
-    "no-reach": Fit(gate_reach=False),  # the gate before it read ``reach`` (main at 598d0b1)
     "no-passages": Fit(passages=False),
     "claims-only": Fit(known=False, passages=False),
     "pointwise4": Fit(passages=False, order_features=relevance_fit.ORDER_FEATURES[:4], pointwise=True),
@@ -98,7 +94,6 @@ FITS: dict[str, Fit] = {
         pointwise=True,
         rule="balanced",
         floor=("threshold", 0.0),
-        gate_reach=False,
     ),  # the design shipped at 3fedbd1
 }
 
@@ -233,7 +228,6 @@ class Bench:
                 passages=OrderQueries(passages.candidates, passages.qrels, list(passage_ids))
                 if passages
                 else None,
-                offtopic=gate_negatives(self.off, passages, off_ids) if fit.gate_reach else None,
             )
         hybrid = models.for_mode(DEFAULT_MODE)
         off_tops = [best_scores(hybrid, self.off, off_ids)]

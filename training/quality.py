@@ -41,7 +41,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -252,18 +252,6 @@ def provenance(
     }
 
 
-def gate_negatives(
-    off_candidates: dict[str, list[Candidate]], fitting: Any, ids: Iterable[str]
-) -> dict[str, list[Candidate]]:
-    """The off-topic questions ``ids`` asked of SciFact and (with ``fitting``) of the passage corpus,
-    each corpus's under its own id: the gate's negatives (``relevance_fit.fit_models``)."""
-    ids = list(ids)
-    out = {f"scifact:{q}": off_candidates[q] for q in ids if q in off_candidates}
-    if fitting is not None:
-        out |= {f"passages:{q}": fitting.offtopic[q] for q in ids if q in fitting.offtopic}
-    return out
-
-
 def install_models(models: Any) -> None:
     from functions.search.app import service
 
@@ -361,7 +349,6 @@ def run(
                     if fitting
                     else None
                 ),
-                offtopic=gate_negatives(off_candidates, fitting, off_fit),
             )
             hybrid = all_models.modes[DEFAULT_MODE]
             answerable = best_scores(hybrid, candidates[DEFAULT_MODE], qids)
@@ -428,9 +415,6 @@ def run(
                         )
                         if fitting and passage_split
                         else None
-                    ),
-                    offtopic=gate_negatives(
-                        off_candidates, fitting, train_ids(off_split, i) if off_split else []
                     ),
                 )
             except ValueError as exc:

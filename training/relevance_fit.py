@@ -92,12 +92,6 @@ ORDER_L2 = 1.0  # on standardised features
 # refused in sparse mode); keyword coverage says the same at any corpus size. Each mode's own
 # ``MODE_FEATURES`` model keeps the order.
 ANSWER_FEATURES = ("cosine", "cosine_gap", "coverage")
-# The default mode's answer model (what the gate reads) also reads ``reach`` when the fit is given the
-# training off-topic questions: their candidates are its negatives, as no passage answers them. A
-# question whose keywords no candidate holds is asking the corpus something else; within the judged
-# claims alone ``reach`` cannot be learnt (it is the same for every candidate of a query).
-GATE_FEATURES = (*ANSWER_FEATURES, "reach")
-GATE_PASSAGES = True
 CALIBRATION_L2 = 1.0
 
 Candidate = tuple[str, Any]  # (document id, winnow.search.relevance.Evidence)
@@ -118,7 +112,7 @@ def fit_mode(
         cands = candidates[qid]
         for (doc, _), row in zip(cands, feature_rows([e for _, e in cands]), strict=True):
             rows.append([row[f] for f in features])
-            labels.append(1 if qrels.get(qid, {}).get(doc, 0) > 0 else 0)
+            labels.append(1 if qrels[qid].get(doc, 0) > 0 else 0)
     weights, intercept = fit_logistic(rows, labels, l2)
     return LogisticModel(features=tuple(features), weights=tuple(weights), intercept=intercept)
 
@@ -243,12 +237,9 @@ def fit_models(
     profile: str,
     known: OrderQueries | None = None,
     passages: OrderQueries | None = None,
-    offtopic: Mapping[str, list[Candidate]] | None = None,
 ) -> Any:
     """One model per mode, every choice (L2) made on ``qids`` (and the other sets' ``ids``) only. With
-    known-item queries or passage questions the default mode gets a ``RankedRelevance``; with
-    ``offtopic`` (training off-topic questions' candidates, ids unique across corpora) its answer model
-    reads ``GATE_FEATURES``, fitted on the judged queries and them."""
+    known-item queries or passage questions the default mode gets a ``RankedRelevance``."""
     from winnow.search.relevance import RelevanceModels
 
     modes: dict[str, Any] = {}
@@ -258,18 +249,7 @@ def fit_models(
         modes[mode] = fit_mode(per_query_cands, qrels, qids, features, l2)
         extra = [s for s in (known, passages) if s is not None and s.ids]
         if mode == DEFAULT_MODE and extra:
-            answer = modes[mode]
-            if offtopic:
-                refuse_reused_ids(offtopic, qids)
-                merged = {**per_query_cands, **offtopic}
-                merged_qrels = dict(qrels)
-                ids = [*qids, *offtopic]
-                if passages is not None and GATE_PASSAGES:
-                    merged |= {q: passages.candidates[q] for q in passages.ids}
-                    merged_qrels |= {q: passages.qrels.get(q, {}) for q in passages.ids}
-                    ids += list(passages.ids)
-                answer = fit_mode(merged, merged_qrels, ids, GATE_FEATURES, l2)
-            modes[mode] = fit_ranked(per_query_cands, qrels, qids, answer, extra)
+            modes[mode] = fit_ranked(per_query_cands, qrels, qids, modes[mode], extra)
         elif mode != DEFAULT_MODE:
             answer_l2 = choose_l2(per_query_cands, qrels, qids, ANSWER_FEATURES)
             answer = fit_mode(per_query_cands, qrels, qids, ANSWER_FEATURES, answer_l2)

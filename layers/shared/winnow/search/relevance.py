@@ -40,10 +40,9 @@ FEATURES = (
     "bm25_missing",  # 1 when the keyword side did not return the chunk: its BM25 is unknown, not 0
     "segment",  # best cosine of the query and one of the chunk's segments (winnow.search.reader)
     "segment_gap",  # segment minus the best segment among the candidates (<= 0)
-    "reach",  # share of the query's keyword terms that some candidate holds (the same for each)
 )
 # The features measured by reading each candidate's text for the query's keywords.
-KEYWORD_FEATURES = frozenset({"coverage", "reach"})
+KEYWORD_FEATURES = frozenset({"coverage"})
 # The features measured by embedding each candidate's segments (one extra embed call per search).
 SEGMENT_FEATURES = frozenset({"segment", "segment_gap"})
 # The profile whose fitted threshold also applies to a profile with no artifact of its own (its scores
@@ -62,9 +61,6 @@ class Evidence:
     coverage: float | None = None
     # Best segment cosine (None: not measured, or one segment: the passage's cosine stands for it).
     segment: float | None = None
-    # Share of the query's keyword terms held by some candidate of the query (None: not measured). A
-    # question whose words the tenant's passages lack is asking something else (training/NOTEBOOK.md).
-    reach: float | None = None
 
 
 def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
@@ -90,7 +86,6 @@ def feature_rows(evidence: Sequence[Evidence]) -> list[dict[str, float]]:
                 "bm25_missing": 0.0 if e.sparse_rank else 1.0,
                 "segment": seg,
                 "segment_gap": seg - best_segment,
-                "reach": e.reach or 0.0,
             }
         )
     return rows

@@ -348,13 +348,10 @@ class SearchService:
         given (it costs a pass over each passage's text), its best segment only when ``readings`` are."""
         missing = [h.point_id for h in hits if h.dense_score is None and h.dense is None]
         vectors = self.store.dense_vectors(missing) if missing else {}
-        # Each hit's share of the query's terms, and the share some hit holds (None: not measured).
+        # Each hit's share of the query's terms (None: not measured).
         coverage: list[float | None] = [None] * len(hits)
-        reach: float | None = None
         if sparse is not None:
-            held = [self.sparse.covered(sparse, h.text) for h in hits]
-            coverage = [self.sparse.share(sparse, terms) for terms in held]
-            reach = self.sparse.share(sparse, frozenset().union(*held))
+            coverage = [self.sparse.share(sparse, self.sparse.covered(sparse, h.text)) for h in hits]
         out = []
         best: list[float | None] = [r.best for r in readings] if readings is not None else [None] * len(hits)
         for h, share, segment in zip(hits, coverage, best, strict=True):
@@ -371,7 +368,6 @@ class SearchService:
                     sparse_rank=h.sparse_rank,
                     coverage=share,
                     segment=segment,
-                    reach=reach,
                 )
             )
         return out
