@@ -284,3 +284,50 @@ def test_start_tags_are_counted_exactly_whatever_the_read_boundaries(read_size: 
     # When its start tags are counted
     # Then the count is the element count (plus the XML declaration), at every read size
     assert _count_start_tags(Chunked(xml), 10**9) == expected
+
+
+def _code_sample_docx() -> bytes:
+    """A runbook as Word users write one: a sample file in Courier New with manual line breaks, and
+    one in a custom "Code Block" style (Consolas, based on Normal), a paragraph per line."""
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+
+    document = docx.Document()
+    document.add_heading("Agent configuration", 1)
+    document.add_paragraph("The agent reads pgsnap.conf. A typical file:")
+    sample = document.add_paragraph()
+    lines = ["[backup]", 'schedule = "02:30"', "retention_days = 35", "compress = zstd"]
+    for number, line in enumerate(lines):
+        run = sample.add_run(line)
+        run.font.name = "Courier New"
+        if number < len(lines) - 1:
+            run.add_break()
+    document.add_paragraph("A manual break in prose\nis still running text.")
+    style = document.styles.add_style("Code Block", WD_STYLE_TYPE.PARAGRAPH)
+    style.base_style = document.styles["Normal"]
+    style.font.name = "Consolas"
+    for line in ["[notify]", "", '  on_failure = "dba@example.org"']:
+        document.add_paragraph(line, style="Code Block")
+    document.add_paragraph("Restart the agent after a change.")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_docx_monospaced_paragraphs_keep_their_lines_and_indentation() -> None:
+    doc = parse_document("acme/runbook.docx", _code_sample_docx())
+    assert block_texts(doc) == [
+        "The agent reads pgsnap.conf. A typical file:",
+        '[backup]\nschedule = "02:30"\nretention_days = 35\ncompress = zstd',
+        "A manual break in prose is still running text.",
+        '[notify]\n\n  on_failure = "dba@example.org"',
+        "Restart the agent after a change.",
+    ]
+
+
+def test_docx_code_sample_keeps_its_lines_in_the_passage() -> None:
+    from winnow.text.chunking import chunk_document
+
+    chunks = chunk_document(parse_document("acme/runbook.docx", _code_sample_docx()))
+    text = "\n\n".join(chunk.text for chunk in chunks)
+    assert 'schedule = "02:30"\nretention_days = 35\ncompress = zstd' in text

@@ -32,6 +32,7 @@ from winnow.models import Figure, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document, one_line
 from winnow.parsing.cleaning import clean_inline
 from winnow.parsing.containers import check_archive
+from winnow.parsing.docx_code import MonospaceStyles, paragraph_lines
 from winnow.settings import IngestSettings
 
 if TYPE_CHECKING:
@@ -127,9 +128,25 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     first_top_heading: str | None = None
     elements = list(_iter_body(document))
     taken: set[int] = set()  # caption paragraphs a figure carries: not text of their own
+    monospace = MonospaceStyles(document)
+    code: list[str] = []  # the lines of consecutive code paragraphs, one preformatted block
+
+    def flush_code() -> None:
+        if code:
+            collector.add("\n".join(code), headings.path, preformatted=True)
+            code.clear()
+
     for at, element in enumerate(elements):
         if at in taken:
             continue
+        if element.tag != table_tag and styles.paragraph_level(element) is None:
+            if monospace.paragraph_is_code(element):
+                code.append(paragraph_lines(element))
+                continue
+            if code and not _paragraph_text(element).strip() and not _has_drawing(element):
+                code.append("")  # a blank line inside a code sample
+                continue
+        flush_code()
         if element.tag == table_tag:
             collector.add_table(_table_rows(element), headings.path)
             continue
@@ -152,6 +169,7 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
             title_paragraph = text
         elif level == 1 and first_top_heading is None:
             first_top_heading = text
+    flush_code()
     return finish_document(
         collector.blocks,
         title=_core_title(document) or title_paragraph or first_top_heading,
@@ -226,6 +244,11 @@ def _iter_body(document: DocxDocument) -> Iterator[Any]:
                     yield from walk(inner)
 
     yield from walk(document.element.body)
+
+
+def _has_drawing(paragraph: Any) -> bool:
+    """Whether an empty paragraph holds a picture (a figure, not a blank line of code)."""
+    return any(True for _ in paragraph.iter(f"{{{_WORD_DRAWING}}}inline", f"{{{_WORD_DRAWING}}}anchor"))
 
 
 def _paragraph_text(paragraph: Any) -> str:
