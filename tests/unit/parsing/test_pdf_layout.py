@@ -74,3 +74,18 @@ def test_a_sentence_repeated_at_the_top_of_every_page_is_text_not_a_running_head
     pages = [f"This report describes regional services.\n\n{_prose(f'page{n}', 4)}" for n in range(4)]
     doc = parse_document("acme/template.pdf", make_pdf(pages))
     assert sum(block.text == "This report describes regional services." for block in doc.blocks) == 4
+
+
+def test_a_numbered_list_keeps_its_items_apart_and_with_their_introduction() -> None:
+    # items nearly as long as a full line: read as running text, they ran together into one paragraph
+    steps = [
+        "1. Check the online turbidimeter against the bench instrument to rule out a sensor fault.",
+        "2. Identify the filter or filters responsible from the individual filter turbidity readings.",
+        "3. Take the affected filters out of service and start a backwash of each of them at once.",
+    ]
+    intro = "If the filtered water turbidity exceeds 1 NTU, the operator must take these actions in order:"
+    report = [(1, "Overview", [_prose("overview", 3)]), (1, "High turbidity", [intro, *steps])]
+    doc = parse_document("acme/manual.pdf", make_report_pdf(report))
+    [listed] = [block for block in doc.blocks if "turbidimeter" in block.text]
+    assert listed.text == "\n".join([intro, *steps])
+    assert listed.head == intro and listed.section_path == ("High turbidity",)

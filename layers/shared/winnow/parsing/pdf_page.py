@@ -220,6 +220,8 @@ def collect_page(
             flush()
             continue
         lines_before_table.append(line)
+        if paragraph and _LIST_ITEM.match(line) and paragraph[-1].endswith(_SENTENCE_ENDS):
+            flush()  # "... in order:" / "1. Check ...": a list item starts a paragraph of its own
         if not paragraph:
             paragraph_page = page
         paragraph.append(line)
