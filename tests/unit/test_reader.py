@@ -189,3 +189,17 @@ def test_an_introduction_is_still_highlighted_when_nothing_else_answers(model: C
     [reading] = read(model, _query(model, question), [EXIT_STATUS], keywords=keywords, keep=0)
     [span] = reading.highlight()
     assert EXIT_STATUS[span.start : span.end] == "tidesync exits with one of the following statuses:"
+
+
+def test_a_sentence_that_introduces_an_example_can_be_the_highlight(model: Counting) -> None:
+    encoder = Bm25Encoder()
+    text = (
+        "To see every process on the system using standard syntax:\n   ps -e\n   ps -ef\n\n"
+        "To print a process tree:\n   ps -ejH\n   ps axjf\n\n"
+        "To see every process running as root in user format: ps -U root -u root u"
+    )
+    question = "list every process on the system"
+    keywords = (encoder, encoder.encode_query(question))
+    [reading] = read(model, _query(model, question), [text], keywords=keywords, keep=0)
+    [span] = reading.highlight()
+    assert text[span.start : span.end].startswith("To see every process on the system using standard syntax:")

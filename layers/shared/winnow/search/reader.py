@@ -19,7 +19,9 @@ in the image, the image is what answers) is not read, and a passage of one segme
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
+import re
 import threading
 from array import array
 from collections import OrderedDict
@@ -59,6 +61,8 @@ HIGHLIGHT_SEGMENTS = 0
 # A second (third) highlight only when its cosine is within this of the best: "close to it".
 HIGHLIGHT_MARGIN = 0.05
 MAX_HIGHLIGHTS = 2
+# A list item's start: a number ("0 ", "3. ", "2) ") or a bullet, then a space.
+_LIST_ITEM = re.compile(r"(?:\d{1,3}[.)]?|[-*+\u2022\u00b7\u2023\u25e6\u2013])[ \t]")
 
 
 @dataclass(frozen=True)
@@ -190,11 +194,17 @@ def read(
 
 
 def introductions(text: str, pieces: Sequence[Segment]) -> frozenset[Segment]:
-    """The segments that end with a colon and have segments after them: a list's or a sample's
-    introduction, which says what follows and answers nothing alone (asked "what exit status when the
-    remote is unreachable?", the keywords and the embedding both favour "tidesync exits with one of
-    the following statuses:" over "3 The remote host could not be reached.")."""
-    return frozenset(s for s in pieces[:-1] if text[s.start : s.end].endswith(":"))
+    """The segments that introduce a list: they end with a colon and the next segment is an item
+    ("0 All files were synchronised.", "1. Check ...", "- ..."). Such a sentence says what follows
+    and answers nothing alone (asked "what exit status when the remote is unreachable?", the keywords
+    and the embedding both favour "tidesync exits with one of the following statuses:" over "3 The
+    remote host could not be reached."). A sentence that introduces an example or a command ("To see
+    every process using standard syntax:") is often the answer itself, and stays a candidate."""
+    return frozenset(
+        s
+        for s, after in itertools.pairwise(pieces)
+        if text[s.start : s.end].endswith(":") and _LIST_ITEM.match(text, after.start)
+    )
 
 
 def _vectors(
