@@ -33,6 +33,7 @@ from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document,
 from winnow.parsing.cleaning import clean_inline
 from winnow.parsing.containers import check_archive
 from winnow.parsing.docx_code import MonospaceStyles, paragraph_lines
+from winnow.parsing.docx_lists import ListNumbers
 from winnow.settings import IngestSettings
 
 if TYPE_CHECKING:
@@ -130,17 +131,26 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     taken: set[int] = set()  # caption paragraphs a figure carries: not text of their own
     monospace = MonospaceStyles(document)
     code: list[str] = []  # the lines of consecutive code paragraphs, one preformatted block
+    numbers = ListNumbers(document)
+    list_start: int | None = None  # where the items of the list being read begin (collector.count)
 
     def flush_code() -> None:
         if code:
             collector.add("\n".join(code), headings.path, preformatted=True)
             code.clear()
 
+    def end_list() -> None:
+        nonlocal list_start
+        if list_start is not None and collector.count - list_start >= 2:
+            collector.join_list(list_start)  # with the paragraph that introduces it
+        list_start = None
+
     for at, element in enumerate(elements):
         if at in taken:
             continue
         if element.tag != table_tag and styles.paragraph_level(element) is None:
             if monospace.paragraph_is_code(element):
+                end_list()
                 code.append(paragraph_lines(element))
                 continue
             if code and not _paragraph_text(element).strip() and not _has_drawing(element):
@@ -148,11 +158,19 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
                 continue
         flush_code()
         if element.tag == table_tag:
+            end_list()
             collector.add_table(_table_rows(element), headings.path)
             continue
         text = _paragraph_text(element)
         level = styles.paragraph_level(element)
         if level is None or not clean_inline(text):
+            label = numbers.label(element) if level is None and clean_inline(text) else None
+            if label is not None:
+                if list_start is None:
+                    list_start = collector.count
+                text = f"{label} {text.lstrip()}"
+            elif clean_inline(text):
+                end_list()
             collector.add(text, headings.path)
             if settings.max_figures:
                 caption, where = _caption_near(elements, at)
@@ -164,12 +182,14 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
                         figure = replace(figure, owns_caption=True)
                     collector.add_figure(figure, headings.path)
             continue
+        end_list()
         headings.push(level, text)
         if level == _TITLE_LEVEL and title_paragraph is None:
             title_paragraph = text
         elif level == 1 and first_top_heading is None:
             first_top_heading = text
     flush_code()
+    end_list()
     return finish_document(
         collector.blocks,
         title=_core_title(document) or title_paragraph or first_top_heading,
