@@ -89,3 +89,16 @@ def test_a_numbered_list_keeps_its_items_apart_and_with_their_introduction() -> 
     [listed] = [block for block in doc.blocks if "turbidimeter" in block.text]
     assert listed.text == "\n".join([intro, *steps])
     assert listed.head == intro and listed.section_path == ("High turbidity",)
+
+
+def test_bulleted_items_without_closing_stops_stay_apart_and_a_title_line_leads_no_list() -> None:
+    items = [
+        "\u2022 MIME/globs (contains a mapping from names to MIME types) [deprecated for globs2]",
+        "\u2022 MIME/aliases (contains a mapping from aliases to MIME types, one alias per line)",
+        "\u2022 MIME/icons (contains a mapping from MIME types to the icons that stand for them)",
+    ]
+    report = [(1, "Overview", [_prose("overview", 3)]), (1, "Files", ["Shared MIME-info Database", *items])]
+    doc = parse_document("acme/spec.pdf", make_report_pdf(report))
+    texts = [block.text for block in doc.blocks if block.section_path == ("Files",)]
+    # each item a line of its own (no sentence ends them), and the title line is not their head
+    assert texts == ["Shared MIME-info Database", "\n".join(items)]
