@@ -34,6 +34,7 @@ from winnow.parsing.cleaning import clean_inline
 from winnow.parsing.containers import check_archive
 from winnow.parsing.docx_code import MonospaceStyles, paragraph_lines
 from winnow.parsing.docx_lists import ListNumbers
+from winnow.parsing.docx_styles import Styles
 from winnow.settings import IngestSettings
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _CONTENT_TYPE = re.compile(r"content type is '([^']{1,120})'")
-_MAX_STYLE_DEPTH = 20
 _XML_READ_BYTES = 1024 * 1024
 _TITLE_LEVEL = 0
 _DRAWING = "http://schemas.openxmlformats.org/drawingml/2006/main"
@@ -121,7 +121,8 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
 
     document = docx.Document(BytesIO(data))
     pictures = PackageImages(settings.figure_min_side_pixels)  # each image part judged once
-    styles = _StyleLevels(document)
+    style_sheet = Styles(document)
+    styles = _StyleLevels(style_sheet)
     table_tag = qn("w:tbl")
     collector = BlockCollector(held_limit(settings))
     headings = HeadingStack()
@@ -129,9 +130,9 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     first_top_heading: str | None = None
     elements = list(_iter_body(document))
     taken: set[int] = set()  # caption paragraphs a figure carries: not text of their own
-    monospace = MonospaceStyles(document)
+    monospace = MonospaceStyles(style_sheet)
     code: list[str] = []  # the lines of consecutive code paragraphs, one preformatted block
-    numbers = ListNumbers(document)
+    numbers = ListNumbers(document, style_sheet)
     list_start: int | None = None  # where the items of the list being read begin (collector.count)
 
     def flush_code() -> None:
@@ -325,15 +326,9 @@ class _StyleLevels:
     """Heading level of each paragraph style, resolved once per style: by name, else by the outline
     level set on the style or inherited through ``w:basedOn``."""
 
-    def __init__(self, document: DocxDocument) -> None:
-        from docx.oxml.ns import qn
-
-        self._qn = qn
-        self._styles: dict[str, Any] = {}
-        for style in document.styles.element.iterchildren(qn("w:style")):
-            style_id = style.get(qn("w:styleId"))
-            if style_id:
-                self._styles.setdefault(style_id, style)
+    def __init__(self, styles: Styles) -> None:
+        self._styles = styles
+        self._qn = styles.qn
         self._levels: dict[str, int | None] = {}
 
     def paragraph_level(self, paragraph: Any) -> int | None:
@@ -355,17 +350,9 @@ class _StyleLevels:
 
     def _style_level(self, style_id: str) -> int | None:
         qn = self._qn
-        seen: set[str] = set()
-        current: str | None = style_id
-        first = True
-        while current and current not in seen and len(seen) < _MAX_STYLE_DEPTH:
-            seen.add(current)
-            style = self._styles.get(current)
-            if style is None:
-                return None
-            name_element = style.find(qn("w:name"))
-            name = (name_element.get(qn("w:val")) or "").strip() if name_element is not None else ""
-            if first and name.lower() == "title":
+        for depth, style in enumerate(self._styles.chain(style_id)):
+            name = self._styles.name(style)
+            if depth == 0 and name.lower() == "title":
                 return _TITLE_LEVEL
             match = _HEADING_STYLE.match(name)
             if match:
@@ -373,9 +360,6 @@ class _StyleLevels:
             outline = style.find(f"{qn('w:pPr')}/{qn('w:outlineLvl')}")
             if outline is not None:
                 return _outline_level(outline.get(qn("w:val")))
-            based_on = style.find(qn("w:basedOn"))
-            current = based_on.get(qn("w:val")) if based_on is not None else None
-            first = False
         return None
 
 

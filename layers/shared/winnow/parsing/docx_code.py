@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from winnow.parsing.docx_styles import Styles
+
 __all__ = ["MonospaceStyles", "paragraph_lines"]
 
 _MONO_FONT = re.compile(
@@ -20,22 +22,15 @@ _MONO_FONT = re.compile(
     re.IGNORECASE,
 )
 _CODE_STYLE = re.compile(r"\bcode\b|preformatted|plain text|macro text|verbatim|listing", re.IGNORECASE)
-_MAX_STYLE_DEPTH = 20
 _PAGE_BREAKS = frozenset({"page", "column"})
 
 
 class MonospaceStyles:
     """Whether a ``w:p`` is all monospaced text, each style's answer worked out once."""
 
-    def __init__(self, document: Any) -> None:
-        from docx.oxml.ns import qn
-
-        self._qn = qn
-        self._styles: dict[str, Any] = {}
-        for style in document.styles.element.iterchildren(qn("w:style")):
-            style_id = style.get(qn("w:styleId"))
-            if style_id:
-                self._styles.setdefault(style_id, style)
+    def __init__(self, styles: Styles) -> None:
+        self._styles = styles
+        self._qn = styles.qn
         self._mono: dict[str, bool | None] = {}
 
     def paragraph_is_code(self, paragraph: Any) -> bool:
@@ -75,24 +70,13 @@ class MonospaceStyles:
 
     def _resolve(self, style_id: str) -> bool | None:
         """The style's own answer (its name, then its run fonts), else the style it is based on's."""
-        qn = self._qn
-        seen: set[str] = set()
-        current: str | None = style_id
-        while current and current not in seen and len(seen) < _MAX_STYLE_DEPTH:
-            seen.add(current)
-            style = self._styles.get(current)
-            if style is None:
-                return None
-            name_element = style.find(qn("w:name"))
-            name = (name_element.get(qn("w:val")) or "") if name_element is not None else ""
-            if _CODE_STYLE.search(name):
+        for style in self._styles.chain(style_id):
+            if _CODE_STYLE.search(self._styles.name(style)):
                 return True
-            properties = style.find(qn("w:rPr"))
+            properties = style.find(self._qn("w:rPr"))
             mono = self._fonts_mono(properties) if properties is not None else None
             if mono is not None:
                 return mono
-            based_on = style.find(qn("w:basedOn"))
-            current = based_on.get(qn("w:val")) if based_on is not None else None
         return None
 
 

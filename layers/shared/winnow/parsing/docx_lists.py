@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from winnow.parsing.docx_styles import Styles
+
 __all__ = ["ListNumbers"]
 
 _LEVEL_TOKEN = re.compile(r"%([1-9])")
-_MAX_STYLE_DEPTH = 20
 _MAX_LEVELS = 9
 _BULLET = "\u2022"
 _ROMAN = (
@@ -29,15 +30,10 @@ _ROMAN = (
 class ListNumbers:
     """The label of each numbered paragraph, in document order (``label`` counts as it goes)."""
 
-    def __init__(self, document: Any) -> None:
-        from docx.oxml.ns import qn
-
+    def __init__(self, document: Any, styles: Styles) -> None:
+        qn = styles.qn
         self._qn = qn
-        self._styles: dict[str, Any] = {}
-        for style in document.styles.element.iterchildren(qn("w:style")):
-            style_id = style.get(qn("w:styleId"))
-            if style_id:
-                self._styles.setdefault(style_id, style)
+        self._styles = styles
         self._levels: dict[str, dict[int, tuple[str, int, str]]] = {}  # numId -> level -> format
         self._counters: dict[str, list[int | None]] = {}  # numId -> each level's last number
         try:
@@ -97,19 +93,15 @@ class ListNumbers:
             return None
         num_id, ilvl = self._num_pr(properties)
         style = properties.find(qn("w:pStyle"))
-        current = style.get(qn("w:val")) if style is not None else None
-        seen: set[str] = set()
-        while num_id is None and current and current not in seen and len(seen) < _MAX_STYLE_DEPTH:
-            seen.add(current)
-            definition = self._styles.get(current)
-            if definition is None:
-                break
-            style_properties = definition.find(qn("w:pPr"))
-            if style_properties is not None:
+        if num_id is None:
+            for definition in self._styles.chain(style.get(qn("w:val")) if style is not None else None):
+                style_properties = definition.find(qn("w:pPr"))
+                if style_properties is None:
+                    continue
                 num_id, style_level = self._num_pr(style_properties)
                 ilvl = ilvl if ilvl is not None else style_level
-            based_on = definition.find(qn("w:basedOn"))
-            current = based_on.get(qn("w:val")) if based_on is not None else None
+                if num_id is not None:
+                    break
         if num_id is None or num_id == "0":  # numId 0: numbering switched off
             return None
         return num_id, ilvl or 0
