@@ -481,3 +481,14 @@ def test_tables_are_never_packed_with_text() -> None:
     chunks = chunk_document(_doc(*blocks), PACKED)
     assert [chunk.kind for chunk in chunks].count("table") == 1
     assert all("Short" not in chunk.text for chunk in chunks if chunk.kind == "table")
+
+
+def test_a_tiny_part_outside_any_section_takes_the_section_of_the_chunk_it_joins() -> None:
+    # Given a title slide's subtitle (no section) before a slide of bullets under its title
+    subtitle = "Mandatory for all staff, yearly"
+    bullets = _sentences("b", 3)
+    chunks = chunk_document(_doc(Block(subtitle, (), 1), Block(bullets, ("Recognising phishing",), 2)), SMALL)
+    # Then the passage keeps the heading of the text it mostly is: the root names no section
+    assert [(chunk.section_path, chunk.text, chunk.page) for chunk in chunks] == [
+        (("Recognising phishing",), subtitle + "\n\n" + bullets, 1)
+    ]

@@ -159,3 +159,47 @@ def test_keep_zero_highlights_the_best_keyword_segment_without_embedding(model: 
     assert "http_proxy" in WGET[span.start : span.end]  # "proxy" and "environment": one sentence
     assert len(reading.ranked) == len(segments(WGET)) and reading.best is None
     assert other.highlight() == [segments(GZIP)[0]]  # no keyword anywhere: its first segment
+
+
+EXIT_STATUS = (
+    "tidesync exits with one of the following statuses:\n"
+    "0 All files were synchronised.\n"
+    "1 Some files could not be copied; the others were.\n"
+    "3 The remote host could not be reached.\n"
+    "4 The run was interrupted by a signal."
+)
+
+
+def test_a_list_introduction_is_never_the_highlight_when_an_item_holds_a_keyword(model: Counting) -> None:
+    encoder = Bm25Encoder()
+    question = "what exit status does tidesync return when the remote host is unreachable?"
+    keywords = (encoder, encoder.encode_query(question))
+    [reading] = read(model, _query(model, question), [EXIT_STATUS], keywords=keywords, keep=0)
+    [span] = reading.highlight()
+    assert EXIT_STATUS[span.start : span.end].startswith("3 The remote host could not be reached.")
+    # embedded, the introduction can score best; the highlight is the best item all the same
+    [embedded] = read(model, _query(model, question), [EXIT_STATUS], keywords=keywords, keep=2)
+    assert EXIT_STATUS[embedded.highlight()[0].start : embedded.highlight()[0].end].startswith("3 ")
+
+
+def test_an_introduction_is_still_highlighted_when_nothing_else_answers(model: Counting) -> None:
+    encoder = Bm25Encoder()
+    question = "which statuses does tidesync exit with?"
+    keywords = (encoder, encoder.encode_query(question))
+    [reading] = read(model, _query(model, question), [EXIT_STATUS], keywords=keywords, keep=0)
+    [span] = reading.highlight()
+    assert EXIT_STATUS[span.start : span.end] == "tidesync exits with one of the following statuses:"
+
+
+def test_a_sentence_that_introduces_an_example_can_be_the_highlight(model: Counting) -> None:
+    encoder = Bm25Encoder()
+    text = (
+        "To see every process on the system using standard syntax:\n   ps -e\n   ps -ef\n\n"
+        "To print a process tree:\n   ps -ejH\n   ps axjf\n\n"
+        "To see every process running as root in user format: ps -U root -u root u"
+    )
+    question = "list every process on the system"
+    keywords = (encoder, encoder.encode_query(question))
+    [reading] = read(model, _query(model, question), [text], keywords=keywords, keep=0)
+    [span] = reading.highlight()
+    assert text[span.start : span.end].startswith("To see every process on the system using standard syntax:")

@@ -284,3 +284,120 @@ def test_start_tags_are_counted_exactly_whatever_the_read_boundaries(read_size: 
     # When its start tags are counted
     # Then the count is the element count (plus the XML declaration), at every read size
     assert _count_start_tags(Chunked(xml), 10**9) == expected
+
+
+def _code_sample_docx() -> bytes:
+    """A runbook as Word users write one: a sample file in Courier New with manual line breaks, and
+    one in a custom "Code Block" style (Consolas, based on Normal), a paragraph per line."""
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+
+    document = docx.Document()
+    document.add_heading("Agent configuration", 1)
+    document.add_paragraph("The agent reads pgsnap.conf. A typical file:")
+    sample = document.add_paragraph()
+    lines = ["[backup]", 'schedule = "02:30"', "retention_days = 35", "compress = zstd"]
+    for number, line in enumerate(lines):
+        run = sample.add_run(line)
+        run.font.name = "Courier New"
+        if number < len(lines) - 1:
+            run.add_break()
+    document.add_paragraph("A manual break in prose\nis still running text.")
+    style = document.styles.add_style("Code Block", WD_STYLE_TYPE.PARAGRAPH)
+    style.base_style = document.styles["Normal"]
+    style.font.name = "Consolas"
+    for line in ["[notify]", "", '  on_failure = "dba@example.org"']:
+        document.add_paragraph(line, style="Code Block")
+    document.add_paragraph("Restart the agent after a change.")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_docx_monospaced_paragraphs_keep_their_lines_and_indentation() -> None:
+    doc = parse_document("acme/runbook.docx", _code_sample_docx())
+    assert block_texts(doc) == [
+        "The agent reads pgsnap.conf. A typical file:",
+        '[backup]\nschedule = "02:30"\nretention_days = 35\ncompress = zstd',
+        "A manual break in prose is still running text.",
+        '[notify]\n\n  on_failure = "dba@example.org"',
+        "Restart the agent after a change.",
+    ]
+
+
+def test_docx_code_sample_keeps_its_lines_in_the_passage() -> None:
+    from winnow.text.chunking import chunk_document
+
+    chunks = chunk_document(parse_document("acme/runbook.docx", _code_sample_docx()))
+    text = "\n\n".join(chunk.text for chunk in chunks)
+    assert 'schedule = "02:30"\nretention_days = 35\ncompress = zstd' in text
+
+
+def test_docx_list_items_carry_the_numbers_word_draws_and_stay_with_their_introduction() -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Restoring a database", 1)
+    document.add_paragraph("To restore one database into the recovery cluster:")
+    for step in ["List the snapshots.", "Run pgsnap restore.", "Check the row counts."]:
+        document.add_paragraph(step, style="List Number")
+    document.add_paragraph("Before you start, check:")
+    for check in ["the disk has room", "nobody else is restoring"]:
+        document.add_paragraph(check, style="List Bullet")
+    document.add_paragraph("Tell the requester when it is done.")
+    out = io.BytesIO()
+    document.save(out)
+    doc = parse_document("acme/runbook.docx", out.getvalue())
+    # Then each item reads as Word shows it, and a list is one block led by its introduction
+    assert [(block.text, block.head) for block in doc.blocks] == [
+        (
+            "To restore one database into the recovery cluster:\n"
+            "1. List the snapshots.\n2. Run pgsnap restore.\n3. Check the row counts.",
+            "To restore one database into the recovery cluster:",
+        ),
+        (
+            "Before you start, check:\n\u2022 the disk has room\n\u2022 nobody else is restoring",
+            "Before you start, check:",
+        ),
+        ("Tell the requester when it is done.", ""),
+    ]
+
+
+def test_docx_nested_list_levels_count_as_word_counts_them() -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    document = docx.Document()
+    numbering = document.part.numbering_part.element
+    numbering.insert(
+        0,
+        parse_xml(
+            f'<w:abstractNum {w} w:abstractNumId="90">'
+            '<w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/>'
+            '<w:lvlText w:val="%1."/></w:lvl>'
+            '<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/>'
+            '<w:lvlText w:val="%2)"/></w:lvl>'
+            "</w:abstractNum>"
+        ),
+    )
+    numbering.append(parse_xml(f'<w:num {w} w:numId="90"><w:abstractNumId w:val="90"/></w:num>'))
+    document.add_paragraph("Do this, in order:")
+    for level, text in [
+        (0, "Stop the service."),
+        (1, "drain the queue"),
+        (1, "wait"),
+        (0, "Upgrade."),
+        (1, "check"),
+    ]:
+        paragraph = document.add_paragraph(text)
+        paragraph._p.get_or_add_pPr().append(
+            parse_xml(f'<w:numPr {w}><w:ilvl w:val="{level}"/><w:numId w:val="90"/></w:numPr>')
+        )
+    out = io.BytesIO()
+    document.save(out)
+    [listing] = parse_document("acme/upgrade.docx", out.getvalue()).blocks
+    # Then a deeper level restarts after each item above it, in its own format
+    assert listing.text == (
+        "Do this, in order:\n1. Stop the service.\na) drain the queue\nb) wait\n2. Upgrade.\na) check"
+    )

@@ -115,3 +115,24 @@ def test_a_definition_longer_than_one_entry_keeps_its_term_in_every_passage() ->
     for paragraph in paragraphs:
         holders = _holding(chunks, paragraph[:30])
         assert holders and all(text.startswith("-w, --write-out FORMAT\n") for text in holders)
+
+
+def test_an_ordered_lists_items_keep_their_numbers() -> None:
+    # Given steps in an <ol> (plain, and Sphinx's items of paragraphs), one starting at 4, one whose
+    # items carry their own numbers
+    page = (
+        "<html><body><h1>Bread</h1><p>On the baking day, follow these steps:</p>"
+        "<ol><li>Mix flour and water.</li><li><p>Add the levain and the <em>salt</em>.</p></li>"
+        "<li>Retard the loaves in the refrigerator for 12 hours.</li></ol>"
+        '<h2>Baking</h2><p>Then bake it:</p><ol start="4"><li>Preheat the pot.</li><li>Bake.</li></ol>'
+        "<h2>Exit status</h2><p>The exit status is one of:</p><ol><li>0 Success.</li><li>1 Failure.</li></ol>"
+        "</body></html>"
+    )
+    doc = parse_document("acme/bread.html", page.encode())
+    # Then "step 3" can be found and read as the page shows it
+    assert [block.text for block in doc.blocks] == [
+        "On the baking day, follow these steps:\n1. Mix flour and water.\n2. Add the levain and the salt.\n"
+        "3. Retard the loaves in the refrigerator for 12 hours.",
+        "Then bake it:\n4. Preheat the pot.\n5. Bake.",
+        "The exit status is one of:\n0 Success.\n1 Failure.",
+    ]

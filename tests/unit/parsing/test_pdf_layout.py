@@ -74,3 +74,31 @@ def test_a_sentence_repeated_at_the_top_of_every_page_is_text_not_a_running_head
     pages = [f"This report describes regional services.\n\n{_prose(f'page{n}', 4)}" for n in range(4)]
     doc = parse_document("acme/template.pdf", make_pdf(pages))
     assert sum(block.text == "This report describes regional services." for block in doc.blocks) == 4
+
+
+def test_a_numbered_list_keeps_its_items_apart_and_with_their_introduction() -> None:
+    # items nearly as long as a full line: read as running text, they ran together into one paragraph
+    steps = [
+        "1. Check the online turbidimeter against the bench instrument to rule out a sensor fault.",
+        "2. Identify the filter or filters responsible from the individual filter turbidity readings.",
+        "3. Take the affected filters out of service and start a backwash of each of them at once.",
+    ]
+    intro = "If the filtered water turbidity exceeds 1 NTU, the operator must take these actions in order:"
+    report = [(1, "Overview", [_prose("overview", 3)]), (1, "High turbidity", [intro, *steps])]
+    doc = parse_document("acme/manual.pdf", make_report_pdf(report))
+    [listed] = [block for block in doc.blocks if "turbidimeter" in block.text]
+    assert listed.text == "\n".join([intro, *steps])
+    assert listed.head == intro and listed.section_path == ("High turbidity",)
+
+
+def test_bulleted_items_without_closing_stops_stay_apart_and_a_title_line_leads_no_list() -> None:
+    items = [
+        "\u2022 MIME/globs (contains a mapping from names to MIME types) [deprecated for globs2]",
+        "\u2022 MIME/aliases (contains a mapping from aliases to MIME types, one alias per line)",
+        "\u2022 MIME/icons (contains a mapping from MIME types to the icons that stand for them)",
+    ]
+    report = [(1, "Overview", [_prose("overview", 3)]), (1, "Files", ["Shared MIME-info Database", *items])]
+    doc = parse_document("acme/spec.pdf", make_report_pdf(report))
+    texts = [block.text for block in doc.blocks if block.section_path == ("Files",)]
+    # each item a line of its own (no sentence ends them), and the title line is not their head
+    assert texts == ["Shared MIME-info Database", "\n".join(items)]

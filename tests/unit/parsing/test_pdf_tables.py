@@ -71,6 +71,23 @@ def test_a_cell_wrapped_onto_several_lines_stays_in_its_row(valign: str) -> None
     assert [list(row) for row in table.table.rows] == rows[1:]
 
 
+def test_a_cell_of_narrow_letters_that_fills_its_column_keeps_the_next_column_apart() -> None:
+    # Given a table sized to its contents, whose widest "Covers" cell is set in narrow letters: from
+    # its length alone it seems to reach the price column, two points of padding away
+    rows = [
+        ["Contract", "Covers", "Annual price (EUR)"],
+        ["Basic", "One maintenance visit", "690"],
+        ["Standard", "Two visits, parts, calibration", "1,240"],
+        ["Premium", "Four visits, loan instrument", "2,760"],
+    ]
+    # When it is parsed
+    [table] = _tables(parse_document("acme/contracts.pdf", make_table_pdf(rows)).blocks)
+    # Then every row keeps its price in the price column, not run into the cell before it
+    assert table.table is not None
+    assert [list(row) for row in table.table.rows] == rows[1:]
+    assert "Covers: Two visits, parts, calibration | Annual price (EUR): 1,240" in table.text
+
+
 def test_a_table_over_several_pages_keeps_its_header_in_every_chunk() -> None:
     # Given a 150-row table that runs over several pages (its header repeated on each, as word
     # processors print it)

@@ -113,3 +113,47 @@ def test_rst_simple_table_span_underlines_are_not_rows_and_wrapped_lines_join_th
     assert block.table is not None
     assert block.table.header == ("Set", "Alias", "Description")
     assert block.table.rows == (("Arabic", "arab", "Right to left script"), ("Greek", "grek", ""))
+
+
+RELEASE_NOTES = """\
+Release notes
+=============
+
+Upgrading to 4.0 needs these steps:
+
+* The SQLite backend was removed in 4.0; run ``quarry migrate --from sqlite``
+  on a 3.x installation before upgrading.
+* The ``--legacy-auth`` option is gone.
+
+Command-line options
+--------------------
+
+-c FILE, --config FILE   Read the settings from FILE instead of ``quarry.ini``.
+--check                  Validate the settings and exit
+                         without starting the server.
+-v, --verbose            Log every request at the *debug* level.
+
+Restart the server after a change.
+"""
+
+
+def test_rst_list_items_and_option_entries_stay_apart_and_keep_their_literals() -> None:
+    doc = parse_document("acme/notes.rst", RELEASE_NOTES.encode())
+    texts = [block.text for block in doc.blocks]
+    # the bullets were read as emphasis running from one item's star to the next, which swallowed
+    # the ``literals`` between them; the items and their introduction are one list, an item a line
+    assert texts[0] == (
+        "Upgrading to 4.0 needs these steps:\n"
+        "* The SQLite backend was removed in 4.0; run quarry migrate --from sqlite on a 3.x "
+        "installation before upgrading.\n"
+        "* The --legacy-auth option is gone."
+    )
+    assert doc.blocks[0].head == "Upgrading to 4.0 needs these steps:"
+    # each option with its description is an entry of its own, not one paragraph of all three
+    assert texts[1:] == [
+        "-c FILE, --config FILE Read the settings from FILE instead of quarry.ini.",
+        "--check Validate the settings and exit without starting the server.",
+        "-v, --verbose Log every request at the debug level.",
+        "Restart the server after a change.",
+    ]
+    assert [block.entry for block in doc.blocks[1:4]] == [True, True, True]

@@ -32,6 +32,9 @@ from winnow.models import Figure, ParsedDocument
 from winnow.parsing.blocks import BlockCollector, HeadingStack, finish_document, one_line
 from winnow.parsing.cleaning import clean_inline
 from winnow.parsing.containers import check_archive
+from winnow.parsing.docx_code import MonospaceStyles, paragraph_lines
+from winnow.parsing.docx_lists import ListNumbers
+from winnow.parsing.docx_styles import Styles
 from winnow.settings import IngestSettings
 
 if TYPE_CHECKING:
@@ -41,7 +44,6 @@ if TYPE_CHECKING:
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _CONTENT_TYPE = re.compile(r"content type is '([^']{1,120})'")
-_MAX_STYLE_DEPTH = 20
 _XML_READ_BYTES = 1024 * 1024
 _TITLE_LEVEL = 0
 _DRAWING = "http://schemas.openxmlformats.org/drawingml/2006/main"
@@ -119,7 +121,8 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
 
     document = docx.Document(BytesIO(data))
     pictures = PackageImages(settings.figure_min_side_pixels)  # each image part judged once
-    styles = _StyleLevels(document)
+    style_sheet = Styles(document)
+    styles = _StyleLevels(style_sheet)
     table_tag = qn("w:tbl")
     collector = BlockCollector(held_limit(settings))
     headings = HeadingStack()
@@ -127,15 +130,48 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
     first_top_heading: str | None = None
     elements = list(_iter_body(document))
     taken: set[int] = set()  # caption paragraphs a figure carries: not text of their own
+    monospace = MonospaceStyles(style_sheet)
+    code: list[str] = []  # the lines of consecutive code paragraphs, one preformatted block
+    numbers = ListNumbers(document, style_sheet)
+    list_start: int | None = None  # where the items of the list being read begin (collector.count)
+
+    def flush_code() -> None:
+        if code:
+            collector.add("\n".join(code), headings.path, preformatted=True)
+            code.clear()
+
+    def end_list() -> None:
+        nonlocal list_start
+        if list_start is not None and collector.count - list_start >= 2:
+            collector.join_list(list_start)  # with the paragraph that introduces it
+        list_start = None
+
     for at, element in enumerate(elements):
         if at in taken:
             continue
+        if element.tag != table_tag and styles.paragraph_level(element) is None:
+            if monospace.paragraph_is_code(element):
+                end_list()
+                code.append(paragraph_lines(element))
+                continue
+            if code and not _paragraph_text(element).strip() and not _has_drawing(element):
+                code.append("")  # a blank line inside a code sample
+                continue
+        flush_code()
         if element.tag == table_tag:
+            end_list()
             collector.add_table(_table_rows(element), headings.path)
             continue
         text = _paragraph_text(element)
         level = styles.paragraph_level(element)
         if level is None or not clean_inline(text):
+            label = numbers.label(element) if level is None and clean_inline(text) else None
+            if label is not None:
+                if list_start is None:
+                    list_start = collector.count
+                text = f"{label} {text.lstrip()}"
+            elif clean_inline(text):
+                end_list()
             collector.add(text, headings.path)
             if settings.max_figures:
                 caption, where = _caption_near(elements, at)
@@ -147,11 +183,14 @@ def _parse(key: str, data: bytes, settings: IngestSettings) -> ParsedDocument:
                         figure = replace(figure, owns_caption=True)
                     collector.add_figure(figure, headings.path)
             continue
+        end_list()
         headings.push(level, text)
         if level == _TITLE_LEVEL and title_paragraph is None:
             title_paragraph = text
         elif level == 1 and first_top_heading is None:
             first_top_heading = text
+    flush_code()
+    end_list()
     return finish_document(
         collector.blocks,
         title=_core_title(document) or title_paragraph or first_top_heading,
@@ -228,6 +267,11 @@ def _iter_body(document: DocxDocument) -> Iterator[Any]:
     yield from walk(document.element.body)
 
 
+def _has_drawing(paragraph: Any) -> bool:
+    """Whether an empty paragraph holds a picture (a figure, not a blank line of code)."""
+    return any(True for _ in paragraph.iter(f"{{{_WORD_DRAWING}}}inline", f"{{{_WORD_DRAWING}}}anchor"))
+
+
 def _paragraph_text(paragraph: Any) -> str:
     """Text of a ``w:p`` in order: runs, hyperlinks and tracked insertions; tabs and breaks become
     spaces. Deleted text (``w:delText``) and field codes (``w:instrText``) are other tags, so they
@@ -282,15 +326,9 @@ class _StyleLevels:
     """Heading level of each paragraph style, resolved once per style: by name, else by the outline
     level set on the style or inherited through ``w:basedOn``."""
 
-    def __init__(self, document: DocxDocument) -> None:
-        from docx.oxml.ns import qn
-
-        self._qn = qn
-        self._styles: dict[str, Any] = {}
-        for style in document.styles.element.iterchildren(qn("w:style")):
-            style_id = style.get(qn("w:styleId"))
-            if style_id:
-                self._styles.setdefault(style_id, style)
+    def __init__(self, styles: Styles) -> None:
+        self._styles = styles
+        self._qn = styles.qn
         self._levels: dict[str, int | None] = {}
 
     def paragraph_level(self, paragraph: Any) -> int | None:
@@ -312,17 +350,9 @@ class _StyleLevels:
 
     def _style_level(self, style_id: str) -> int | None:
         qn = self._qn
-        seen: set[str] = set()
-        current: str | None = style_id
-        first = True
-        while current and current not in seen and len(seen) < _MAX_STYLE_DEPTH:
-            seen.add(current)
-            style = self._styles.get(current)
-            if style is None:
-                return None
-            name_element = style.find(qn("w:name"))
-            name = (name_element.get(qn("w:val")) or "").strip() if name_element is not None else ""
-            if first and name.lower() == "title":
+        for depth, style in enumerate(self._styles.chain(style_id)):
+            name = self._styles.name(style)
+            if depth == 0 and name.lower() == "title":
                 return _TITLE_LEVEL
             match = _HEADING_STYLE.match(name)
             if match:
@@ -330,9 +360,6 @@ class _StyleLevels:
             outline = style.find(f"{qn('w:pPr')}/{qn('w:outlineLvl')}")
             if outline is not None:
                 return _outline_level(outline.get(qn("w:val")))
-            based_on = style.find(qn("w:basedOn"))
-            current = based_on.get(qn("w:val")) if based_on is not None else None
-            first = False
         return None
 
 

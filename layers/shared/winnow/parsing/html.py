@@ -132,10 +132,16 @@ def _parse(
     definitions = 0  # open <dd>s: their paragraphs after the first continue the entry
     lists = 0  # open <ol>s and <ul>s
     list_start: int | None = None  # where the outermost open list's items start (outside a <dd>)
+    counters: list[tuple[Any, int]] = []  # the open <ol>s and the number of each one's next item
+    number = ""  # an <ol> item's number ("3. "), put before the item's first text
 
     def flush(term: bool = False) -> None:
+        nonlocal number
         if buffer:
-            collector.add("".join(buffer), headings.path, term=term, continues_entry=definitions > 0)
+            text = "".join(buffer)
+            if number and text.strip():
+                text, number = number + text.lstrip(), ""
+            collector.add(text, headings.path, term=term, continues_entry=definitions > 0)
             buffer.clear()
 
     walker = etree.iterwalk(body if body is not None else root, events=("start", "end"))
@@ -185,6 +191,12 @@ def _parse(
             else:
                 if tag in _BLOCK_TAGS:
                     flush()
+                if tag == "ol":
+                    counters.append((element, _attribute_number(element, "start", 1)))
+                elif tag == "li" and counters and element.getparent() is counters[-1][0]:
+                    at = _attribute_number(element, "value", counters[-1][1])
+                    counters[-1] = (counters[-1][0], at + 1)
+                    number = "" if _numbered(element) else f"{at}. "
                 definitions += tag == "dd"
                 if tag in _LIST_TAGS:
                     lists += 1
@@ -195,11 +207,15 @@ def _parse(
         else:
             if tag in _BLOCK_TAGS or tag == "table":
                 flush(term=tag == "dt")  # a <dt> leads its <dd>: one block, never split apart
+            if tag == "li":
+                number = ""  # an item without text takes its number with it
             if tag == "dd":
                 definitions -= 1
             elif tag == "dl":
                 collector.release_term()  # a <dt> with no <dd> leads nothing after its list
             elif tag in _LIST_TAGS:
+                if counters and counters[-1][0] is element:
+                    counters.pop()
                 lists -= 1
                 if not lists and list_start is not None:
                     collector.join_list(list_start)  # with the paragraph that introduces it
@@ -218,6 +234,19 @@ def _parse(
             else "HTML has no visible text"
         ),
     )
+
+
+def _attribute_number(element: Any, name: str, default: int) -> int:
+    """An ``<ol start>`` or ``<li value>`` number, or ``default`` when there is none that reads as one."""
+    value = (element.get(name) or "").strip()
+    return int(value) if value.isdigit() and len(value) <= 9 else default
+
+
+def _numbered(item: Any) -> bool:
+    """Whether an ``<ol>`` item's text already starts with its number ("0 Success."): then the list's
+    own numbers are not added."""
+    first = next((text.strip() for text in item.itertext() if text.strip()), "")
+    return first[:1].isdigit()
 
 
 def _image_figure(

@@ -23,6 +23,7 @@ _NUMBERED = re.compile(r"(\d{1,3})[.)]? +\S")
 # "• item", "* item", "- item", "o item" (groff's ASCII bullet).
 _BULLETED = re.compile(r"([*\u2022\u00b7\u2023\u25e6\u2013o-]) +\S")
 _MAX_INTRO_CHARS = 400
+_INTRO_ENDS = (":", ".", "!", "?", ";", ")", "\u2026")
 
 
 def group_lists(blocks: Sequence[Block]) -> list[Block]:
@@ -98,11 +99,13 @@ def _same_place(block: Block, other: Block) -> bool:
 
 def introduces(block: Block, first_item: Block) -> bool:
     """Whether ``block`` reads as the introduction of the list that ``first_item`` starts: a short
-    paragraph of the same place that is no entry and no item itself."""
+    paragraph of the same place that is no entry and no item itself, and ends as a sentence or an
+    introduction does (a title line, a PDF's running head, leads no list)."""
     return (
         block.kind == "text"
         and not block.entry
         and len(block.text) <= _MAX_INTRO_CHARS
+        and block.text.rstrip().endswith(_INTRO_ENDS)
         and _same_place(block, first_item)
         and _mark(block) is None
     )

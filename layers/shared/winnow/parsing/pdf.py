@@ -35,6 +35,7 @@ from winnow.errors import (
 )
 from winnow.models import ParsedDocument
 from winnow.parsing.blocks import BlockCollector, finish_document, one_line
+from winnow.parsing.lists import group_lists
 from winnow.parsing.pdf_figures import drop_furniture, page_figures
 from winnow.parsing.pdf_layout import Style, layout, page_lines
 from winnow.parsing.pdf_lines import hyphenated_words
@@ -156,7 +157,7 @@ def _parse(
         first_page_heading(reader.pages[i] for i in range(min(3, page_count))) if 0 not in ocr_read else None
     )
     parsed = finish_document(
-        collector.blocks, title=title, key=key, source_type="pdf", empty_reason=empty_reason
+        group_lists(collector.blocks), title=title, key=key, source_type="pdf", empty_reason=empty_reason
     )
     return ParsedDocument(parsed.title, parsed.blocks, parsed.source_type, ocr_pages=len(ocr_read))
 

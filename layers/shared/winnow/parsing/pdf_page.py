@@ -126,7 +126,9 @@ def collect_page(
     from winnow.parsing.figures import is_figure_caption
     from winnow.parsing.pdf_tables import continuation
 
-    lines = page_lines(text)
+    # A bullet set in a font of the standard encoding comes out as DEL ("\x7f"), which cleaning drops:
+    # the item would lose its mark and run into its neighbours.
+    lines = [f"\u2022{line[1:]}" if line.startswith("\x7f") else line for line in page_lines(text)]
     markers = {_table_marker(number): table for number, table in enumerate(tables)}
     switches = heading_positions(lines, bookmarks)
     layout = layout or PageLayout()
@@ -220,6 +222,13 @@ def collect_page(
             flush()
             continue
         lines_before_table.append(line)
+        if (
+            paragraph
+            and _LIST_ITEM.match(line)
+            and (paragraph[-1].endswith(_SENTENCE_ENDS) or _LIST_ITEM.match(paragraph[0]))
+        ):
+            # "... in order:" / "1. Check ...", or the item before it: an item starts a paragraph
+            flush()
         if not paragraph:
             paragraph_page = page
         paragraph.append(line)

@@ -76,6 +76,9 @@ class _Cell:
     text: str
     fragments: list[int]
     spaced: bool  # the last piece ended with a space: the next one is a new word
+    # Where each later piece joined the cell: its x, its offset in ``text`` and in ``fragments``. The
+    # width estimate can run a long cell into the next column's; ``_place`` cuts it there again.
+    joins: list[tuple[float, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -159,6 +162,7 @@ def _add_piece(line: _Line, index: int, fragment: Fragment) -> None:
     last = line.cells[-1] if line.cells else None
     if last is not None and fragment.x <= last.end + 0.5 * fragment.size:
         joiner = " " if last.spaced or fragment.text[:1].isspace() else ""
+        last.joins.append((fragment.x, len(last.text) + len(joiner), len(last.fragments)))
         last.text = f"{last.text}{joiner}{text}".strip()
         last.spaced = fragment.text[-1:].isspace()
         last.end = max(last.end, fragment.x + width)
@@ -315,9 +319,31 @@ def _place(cells: list[_Cell], columns: list[float], tolerance: float) -> list[_
     """The line's cells by column (None for an empty one), or None when a cell starts away from every
     column or two cells fall into one column: then the line is not part of this table."""
     placed: list[_Cell | None] = [None] * len(columns)
-    for cell in cells:
+    for cell in (part for whole in cells for part in _cut_at_columns(whole, columns, tolerance)):
         column = next((n for n, x in enumerate(columns) if abs(cell.x - x) <= tolerance), None)
         if column is None or placed[column] is not None:
             return None
         placed[column] = cell
     return placed
+
+
+def _cut_at_columns(cell: _Cell, columns: list[float], tolerance: float) -> list[_Cell]:
+    """``cell`` cut where a piece it took starts at another column of the table: pypdf gives no text
+    widths, so a cell whose letters are narrower than the estimate ("Two visits, parts,
+    calibration") seemed to reach its neighbour, which it then swallowed ("Covers: ... 1,980" with
+    no price)."""
+    own = next((n for n, x in enumerate(columns) if abs(cell.x - x) <= tolerance), None)
+    out: list[_Cell] = []
+    start_x, start_text, start_fragment = cell.x, 0, 0
+    for x, offset, fragment in cell.joins:
+        column = next((n for n, c in enumerate(columns) if abs(x - c) <= tolerance), None)
+        if column is None or column == own:
+            continue
+        head = cell.text[start_text:offset].strip()
+        out.append(_Cell(start_x, x, head, cell.fragments[start_fragment:fragment], True))
+        start_x, start_text, start_fragment, own = x, offset, fragment, column
+    if not out:
+        return [cell]
+    rest = cell.text[start_text:].strip()
+    out.append(_Cell(start_x, cell.end, rest, cell.fragments[start_fragment:], cell.spaced))
+    return out

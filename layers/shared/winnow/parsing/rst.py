@@ -38,7 +38,17 @@ _VERSION_DIRECTIVES = frozenset({"versionadded", "versionchanged", "deprecated"}
 # ``\s*<`` was quadratic on a run of spaces, and a start at every colon on ``1:`` repeated.
 _ROLE = re.compile(r"(?<![\w:+.-]):[\w:+.-]{2,}+(?<=:)`([^`<]*+)(<[^>`]*+>)?`")
 _LINK = re.compile(r"`([^`<]++)<[^>`]*+>`_{1,2}")
-_INLINE = re.compile(r"\*\*(.+?)\*\*|\*(.+?)\*|``(.+?)``|`([^`]+)`_{0,2}")
+# Emphasis starts and ends at a non-space, as docutils requires: "* item" is a bullet, not emphasis
+# running to the next item's bullet (which swallowed the ``literals`` in between). Neither runs past
+# a star, so each start scans at most to the next one: linear.
+_INLINE = re.compile(
+    r"\*\*([^\s*][^*]*?)(?<=[^\s*])\*\*|\*([^\s*][^*]*?)(?<=[^\s*])\*|``(.+?)``|`([^`]+)`_{0,2}"
+)
+# A list item's first line: a bullet ("* ", "- ", "+ ", "• ") or an enumerator ("1. ", "#. ", "(a) ").
+_ITEM = re.compile(r"^(?:[*+\-\u2022]|(?:\d{1,3}|#|[a-zA-Z])[.)]|\((?:\d{1,3}|#|[a-zA-Z])\))\s+\S")
+# An option list's entry: its options ("-c FILE, --config=FILE"), two spaces or more, the description.
+_ONE_OPTION = r"(?:--?|/)[\w?][^\s,=]*+(?:[ =][<\w][^\s,]*+)?"
+_OPTION = re.compile(rf"^({_ONE_OPTION}(?:, {_ONE_OPTION})*+) {{2,}}(\S.*)$")
 _FOOTNOTE_REFERENCE = re.compile(r" ?\[(?:#[\w-]*|\d+|\*|[A-Za-z][\w.-]*)\]_")
 _GRID_BORDER = re.compile(r"^\+[-=+]+\+$")
 _SIMPLE_BORDER = re.compile(r"^=+( +=+)+$")
@@ -53,6 +63,8 @@ def parse_rst(key: str, text: str) -> ParsedDocument:
     styles: list[tuple[str, bool]] = []
     first_title: str | None = None
     paragraph: list[str] = []
+    in_item = False  # the paragraph is a list item or an option's description
+    list_start: int | None = None  # where the items of the current list begin (collector.count)
     index = 0
 
     def flush() -> None:
@@ -60,12 +72,19 @@ def parse_rst(key: str, text: str) -> ParsedDocument:
             collector.add(_inline(" ".join(paragraph)), headings.path)
             paragraph.clear()
 
+    def end_list() -> None:
+        nonlocal list_start, in_item
+        if list_start is not None and collector.count - list_start >= 2:
+            collector.join_list(list_start)  # with the paragraph that introduces it
+        list_start, in_item = None, False
+
     while index < len(lines):
         line = lines[index]
         stripped = line.strip()
         heading = _heading_at(lines, index)
         if heading is not None:
             flush()
+            end_list()
             title, style, consumed = heading
             if style not in styles:
                 styles.append(style)
@@ -77,15 +96,39 @@ def parse_rst(key: str, text: str) -> ParsedDocument:
             continue
         if _GRID_BORDER.match(stripped) or _SIMPLE_BORDER.match(stripped):
             flush()
+            end_list()
             index = _table(lines, index, collector, headings.path)
             continue
         directive = _DIRECTIVE.match(stripped) if stripped.startswith("..") else None
         if directive:
             flush()
+            end_list()
             index = _directive(lines, index, directive, collector, headings.path)
+            continue
+        option = _OPTION.match(stripped) if not paragraph or in_item else None
+        if option:
+            flush()
+            end_list()
+            collector.add(option.group(1), headings.path, term=True)
+            paragraph.append(option.group(2))
+            in_item = True
+            index += 1
+            continue
+        if _ITEM.match(stripped) and (not paragraph or in_item):
+            flush()
+            if list_start is None:
+                list_start = collector.count
+            in_item = True
+            paragraph.append(stripped)
+            index += 1
             continue
         if not stripped:
             flush()
+            if list_start is None:
+                in_item = False
+        elif in_item and not paragraph and not line[:1].isspace():
+            end_list()  # an unindented paragraph after the items: the list is over
+            paragraph.append(stripped)
         elif stripped.endswith("::") and not stripped.startswith(".."):
             paragraph.append(stripped[:-1] if stripped != "::" else "")
             flush()
@@ -99,6 +142,7 @@ def parse_rst(key: str, text: str) -> ParsedDocument:
             paragraph.append(stripped)
         index += 1
     flush()
+    end_list()
     return finish_document(
         collector.blocks, title=first_title, key=key, source_type="rst", empty_reason="document has no text"
     )

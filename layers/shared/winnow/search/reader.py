@@ -19,7 +19,9 @@ in the image, the image is what answers) is not read, and a passage of one segme
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
+import re
 import threading
 from array import array
 from collections import OrderedDict
@@ -40,6 +42,7 @@ __all__ = [
     "Reading",
     "SegmentVectors",
     "cosine",
+    "introductions",
     "lexical_scores",
     "read",
 ]
@@ -58,6 +61,8 @@ HIGHLIGHT_SEGMENTS = 0
 # A second (third) highlight only when its cosine is within this of the best: "close to it".
 HIGHLIGHT_MARGIN = 0.05
 MAX_HIGHLIGHTS = 2
+# A list item's start: a number ("0 ", "3. ", "2) ") or a bullet, then a space.
+_LIST_ITEM = re.compile(r"(?:\d{1,3}[.)]?|[-*+\u2022\u00b7\u2023\u25e6\u2013])[ \t]")
 
 
 @dataclass(frozen=True)
@@ -66,18 +71,27 @@ class Reading:
     segment, or none when the passage was not read), and the best cosine (None: not measured)."""
 
     ranked: tuple[tuple[Segment, float | None], ...] = ()
+    # Segments that introduce what follows them ("The exit status is one of the following:"): never
+    # highlighted while a scored segment that says something of its own is there (``introduces``).
+    introductions: frozenset[Segment] = frozenset()
 
     @property
     def best(self) -> float | None:
         return self.ranked[0][1] if self.ranked else None
 
     def highlight(self) -> list[Segment]:
-        """The best segment, and the next ones while within ``HIGHLIGHT_MARGIN`` of it."""
+        """The best segment, and the next ones while within ``HIGHLIGHT_MARGIN`` of it; an introduction
+        yields to the best scored segment that is none."""
         if not self.ranked:
             return []
-        best = self.ranked[0][1]
-        out = [self.ranked[0][0]]
-        for seg, score in self.ranked[1:MAX_HIGHLIGHTS]:
+        ranked = self.ranked
+        if ranked[0][0] in self.introductions:
+            said = [(s, score) for s, score in ranked if score is not None and s not in self.introductions]
+            if said:
+                ranked = tuple(said)
+        best = ranked[0][1]
+        out = [ranked[0][0]]
+        for seg, score in ranked[1:MAX_HIGHLIGHTS]:
             if best is None or score is None or score < best - HIGHLIGHT_MARGIN:
                 break
             out.append(seg)
@@ -162,7 +176,7 @@ def read(
         for (i, seg), vector in zip(wanted, vectors, strict=True):
             scores[(i, seg.start)] = cosine(query_vector, vector)
     out = []
-    for i, pieces in enumerate(cut):
+    for i, (text, pieces) in enumerate(zip(texts, cut, strict=True)):
         lead = leaders[i]
         if len(pieces) == 1:
             out.append(Reading(((pieces[0], None),)))
@@ -175,8 +189,22 @@ def read(
                 ((s, scores.get((i, s.start))) for s in pieces),
                 key=lambda p: (p[1] is None, -(p[1] or 0.0), p[0].start),
             )
-            out.append(Reading(tuple(ranked)))
+            out.append(Reading(tuple(ranked), introductions(text or "", pieces)))
     return out
+
+
+def introductions(text: str, pieces: Sequence[Segment]) -> frozenset[Segment]:
+    """The segments that introduce a list: they end with a colon and the next segment is an item
+    ("0 All files were synchronised.", "1. Check ...", "- ..."). Such a sentence says what follows
+    and answers nothing alone (asked "what exit status when the remote is unreachable?", the keywords
+    and the embedding both favour "tidesync exits with one of the following statuses:" over "3 The
+    remote host could not be reached."). A sentence that introduces an example or a command ("To see
+    every process using standard syntax:") is often the answer itself, and stays a candidate."""
+    return frozenset(
+        s
+        for s, after in itertools.pairwise(pieces)
+        if text[s.start : s.end].endswith(":") and _LIST_ITEM.match(text, after.start)
+    )
 
 
 def _vectors(
@@ -209,11 +237,20 @@ def _preselect(
     scores = iter(lexical_scores(encoder, query, flat))
     out: list[list[Segment]] = []
     leaders: list[Segment | None] = []
-    for pieces in chosen:
+    for text, pieces in zip(texts, chosen, strict=True):
         scored = sorted(((next(scores), s) for s in pieces), key=lambda p: (-p[0], p[1].start))
-        leaders.append(scored[0][1] if keep == 0 and scored else None)
+        leaders.append(_leader(scored, introductions(text or "", pieces)) if keep == 0 and scored else None)
         out.append(sorted((s for _, s in scored[:keep]), key=lambda s: s.start))
     return out, leaders
+
+
+def _leader(scored: Sequence[tuple[float, Segment]], intros: frozenset[Segment]) -> Segment:
+    """The segment of best keyword score, unless it is an introduction and another segment holds a
+    query keyword: then the best of those."""
+    best = scored[0][1]
+    if best in intros:
+        return next((s for score, s in scored if score > 0 and s not in intros), best)
+    return best
 
 
 def lexical_scores(encoder: Bm25Encoder, query: SparseVector, texts: Sequence[str]) -> list[float]:

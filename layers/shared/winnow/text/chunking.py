@@ -25,7 +25,8 @@ The rules, in the order they apply:
    short line) joins the next section's first chunk, or the previous section's last chunk at the end
    of the document. The merged chunk keeps the tiny part's section path only if that path is an
    ancestor of the other part's path (the whole passage then lies inside it, so the citation is
-   true); otherwise it keeps the receiving chunk's path, which holds most of the text. A tiny draft
+   true) and names a section (the document's root, no section at all, names none); otherwise it
+   keeps the receiving chunk's path, which holds most of the text. A tiny draft
    goes back only when the previous chunk can also take the tiny drafts that end the document; when
    the tiny drafts after it already need more than the room left, it goes forward (this decides with
    a bounded look-ahead, so the merge streams).

@@ -119,7 +119,9 @@ def _folded_size(draft: Draft) -> int:
 
 def _join(first: Draft, second: Draft, *, tiny_first: bool) -> Draft:
     tiny, receiver = (first, second) if tiny_first else (second, first)
-    if _is_ancestor(tiny.section_path, receiver.section_path):
+    # The document's root (no section: a title slide's subtitle, a PDF's cover line) is an ancestor of
+    # every path but names none: citing it would drop the heading of the text the passage is mostly.
+    if tiny.section_path and _is_ancestor(tiny.section_path, receiver.section_path):
         path = tiny.section_path
     else:
         path = receiver.section_path
