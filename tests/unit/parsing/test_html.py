@@ -523,3 +523,32 @@ def test_a_long_definition_keeps_its_term_in_every_passage() -> None:
     assert len(chunks) >= 4
     assert all(chunk.text.startswith("--retry-max NUMBER\n") for chunk in chunks)
     assert all(chunk.text.split("\n", 1)[1].startswith("Sentence") for chunk in chunks)
+
+
+def test_a_first_row_of_bold_cells_is_the_header_of_a_table_without_th() -> None:
+    # Given a table as older pages and word processors write one: no <th>, the header row in bold
+    html = b"""<html><body><h1>Plans</h1><table>
+    <tr><td><b>Plan</b></td><td><strong>Price</strong></td><td><b>Seats</b></td></tr>
+    <tr><td>Starter</td><td>$9</td><td><b>1</b></td></tr>
+    <tr><td>Team</td><td>$49</td><td>10</td></tr></table></body></html>"""
+    # When it is parsed
+    [table] = [block.table for block in parse_document("acme/plans.html", html).blocks if block.table]
+    # Then its first row names the columns, as a <th> row would
+    assert table.header == ("Plan", "Price", "Seats")
+    assert table.rows == (("Starter", "$9", "1"), ("Team", "$49", "10"))
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        # every row bold: bold says nothing about the first
+        "<tr><td><b>a</b></td><td><b>b</b></td></tr><tr><td><b>c</b></td><td><b>d</b></td></tr>",
+        # the first row only partly bold
+        "<tr><td><b>Name</b> (legal)</td><td><b>Age</b></td></tr><tr><td>Ann</td><td>30</td></tr>",
+    ],
+)
+def test_bold_first_rows_that_do_not_set_a_header_apart_are_rows(rows: str) -> None:
+    html = f"<html><body><h1>T</h1><table>{rows}</table></body></html>".encode()
+    [table] = [block.table for block in parse_document("acme/t.html", html).blocks if block.table]
+    assert table.header == ()
+    assert len(table.rows) == 2

@@ -72,21 +72,45 @@ def _unique_names(names: list[str]) -> tuple[str, ...]:
 def html_table(table: Any) -> tuple[str, list[list[str]], bool]:
     """An lxml ``<table>``: its caption, rows of cell texts, and whether the first row is a header
     (a ``<thead>``, or ``<th>`` for every cell that holds text: Texinfo's index leaves its spacer
-    cells ``<td>``). Rows of nested tables stay inside their cell's text."""
+    cells ``<td>``; or, in a table without ``<th>``, every text cell of the first row bold and not
+    every one of the second: older pages and word processors mark their headers so). Rows of nested
+    tables stay inside their cell's text."""
     from winnow.parsing.cleaning import spaced_text
 
     caption_element = table.find("caption")
     caption = clean_inline(spaced_text(caption_element)) if caption_element is not None else ""
     rows: list[list[str]] = []
+    bold: list[bool] = []  # per row: every cell that holds text is bold
     has_header = table.find("thead") is not None
     for index, row in enumerate(table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")):
         cells = row.xpath("./td | ./th")
         texts = [clean_inline(spaced_text(cell)) for cell in cells]
-        named = [cell.tag for cell, text in zip(cells, texts, strict=True) if text]
-        if index == 0 and named and all(tag == "th" for tag in named):
+        named = [(cell, text) for cell, text in zip(cells, texts, strict=True) if text]
+        if index == 0 and named and all(cell.tag == "th" for cell, _ in named):
             has_header = True
+        if index < 2:
+            bold.append(bool(named) and all(_all_bold(cell, text) for cell, text in named))
         rows.append(texts)
+    if not has_header and len(bold) == 2 and bold[0] and not bold[1]:
+        has_header = True
     return caption, rows, has_header
+
+
+def _all_bold(cell: Any, text: str) -> bool:
+    """Whether all of ``cell``'s text (``text``, cleaned) is inside ``<b>`` or ``<strong>``."""
+    from winnow.parsing.cleaning import spaced_text
+
+    outer = [e for e in cell.iter("b", "strong") if e is not cell and not _inside_bold(e, cell)]
+    return bool(outer) and clean_inline(" ".join(spaced_text(e) for e in outer)) == text
+
+
+def _inside_bold(element: Any, cell: Any) -> bool:
+    parent = element.getparent()
+    while parent is not None and parent is not cell:
+        if parent.tag in ("b", "strong"):
+            return True
+        parent = parent.getparent()
+    return False
 
 
 _DELIMITER_CELL = re.compile(r":?-+:?")
