@@ -1,0 +1,107 @@
+"""Reading again what an older reader made (after an upgrade that improved parsing or chunking): ingest
+reads such a document again on its next event, reusing the vectors of the passages whose text did not
+change, and ``winnow reconcile --reread`` sends them all, on demand only.
+
+Real parts: the ingest handler over the folder bucket, the SQLite ledger and Qdrant local mode, with the
+real Voyage REST adapter against the loopback fake Voyage server (whose request log counts embedding
+calls); the ``winnow`` command in process. The Lambda's paged run on DynamoDB and SQS is in
+tests/integration/test_reconcile.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.support.stack import EmbeddedStack
+from winnow.ingest.events import s3_event
+from winnow.ingest.reading import READER_VERSION
+from winnow.models import Chunk, DocumentStatus
+from winnow.ports import Ledger
+
+HANDBOOK = b"""# Employee handbook
+
+## Holidays
+
+Every employee receives twenty-eight days of paid holiday per year. Unused holiday days may be carried
+over into the first quarter of the following year, up to a maximum of five days, with manager approval.
+
+## Expenses
+
+Travel expenses are reimbursed within fourteen days when submitted with receipts through the finance
+portal. Meals during business travel are covered up to a daily allowance set by the finance team.
+
+## Security
+
+Laptops must use full-disk encryption and a screen lock after five minutes of inactivity. Report lost
+devices to the security desk within one hour so that access can be revoked remotely.
+"""
+
+KEY = "acme/handbook.md"
+
+
+def made_by_an_older_reader(ledger: Ledger, tenant: str, key: str) -> None:
+    """The record as a Winnow from before the upgrade left it (written before ``reader`` existed)."""
+    record = ledger.get(tenant, key)
+    assert record is not None and record.reader == READER_VERSION
+    # without a sequencer: the stored one stays, as for any record ingest did not write for an S3 event
+    assert ledger.put(replace(record, reader=0, sequencer=None))
+
+
+def test_an_older_readers_document_sent_again_is_read_again_reusing_every_vector(
+    stack: EmbeddedStack,
+) -> None:
+    # Given a document indexed by an older reader, with the event that indexed it kept
+    stack.put_object(KEY, HANDBOOK)
+    original = s3_event([stack.created_record(KEY)])
+    first = stack.invoke_ingest(original)["results"][0]
+    assert first["status"] == "indexed"
+    ledger = stack.container.ledger
+    made_by_an_older_reader(ledger, "acme", KEY)
+    calls, points = stack.embed_calls(), stack.container.store.point_ids("acme", KEY)
+    # When that event is delivered again, then it is still a duplicate: skipped, nothing read
+    assert stack.invoke_ingest(original)["results"][0]["status"] == "skipped"
+    assert (ledger.get("acme", KEY) or first).reader == 0
+    # When the same bytes are uploaded again (a new event)
+    result = stack.upload(KEY, HANDBOOK)
+    # Then the document is read again, not answered "unchanged", and its unchanged passages keep their
+    # vectors: nothing is embedded
+    assert result["status"] == "indexed", result
+    assert result["chunks"] == first["chunks"]
+    assert (result["embedded"], result["reused"]) == (0, first["chunks"])
+    assert stack.embed_calls() == calls
+    assert stack.container.store.point_ids("acme", KEY) == points
+    # and the ledger says this reader made its passages, so the next identical upload is unchanged
+    record = ledger.get("acme", KEY)
+    assert record is not None and record.status == DocumentStatus.INDEXED
+    assert (record.reader, record.embedded, record.reused) == (READER_VERSION, 0, first["chunks"])
+    assert stack.upload(KEY, HANDBOOK)["status"] == "unchanged"
+
+
+def test_a_reread_embeds_only_the_passages_the_new_reader_changed(
+    stack: EmbeddedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a document indexed by an older reader
+    first = stack.upload(KEY, HANDBOOK)
+    made_by_an_older_reader(stack.container.ledger, "acme", KEY)
+    texts = stack.embedded_texts()
+    # and a newer chunker that reads one passage differently (the last one gains a word)
+    from winnow.text import chunking
+
+    def improved(make: object) -> object:
+        def chunk(*args: object, **kwargs: object) -> list[Chunk]:
+            chunks: list[Chunk] = make(*args, **kwargs)  # type: ignore[operator]
+            return [*chunks[:-1], replace(chunks[-1], text=chunks[-1].text + " Always.")]
+
+        return chunk
+
+    monkeypatch.setattr(chunking, "chunk_to_fit", improved(chunking.chunk_to_fit))
+    monkeypatch.setattr(chunking, "chunk_document", improved(chunking.chunk_document))
+    # When the same bytes are sent again
+    result = stack.upload(KEY, HANDBOOK)
+    # Then only the changed passage is embedded
+    assert result["status"] == "indexed"
+    assert (result["embedded"], result["reused"]) == (1, first["chunks"] - 1)
+    assert stack.embedded_texts() - texts == 1
+    _, body = stack.search("report lost devices to the security desk", relevance_threshold=0)
+    assert any(r["text"].endswith("Always.") for r in body["results"])
