@@ -10,14 +10,17 @@ tests/integration/test_reconcile.py."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from tests.support.cli import InProcessWinnow
 from tests.support.stack import EmbeddedStack
 from winnow.ingest.events import s3_event
 from winnow.ingest.reading import READER_VERSION
-from winnow.models import Chunk, DocumentStatus
+from winnow.models import Chunk, DocumentStatus, LedgerRecord
 from winnow.ports import Ledger
+from winnow_local.adapters.ledger_sqlite import SqliteLedger
 
 HANDBOOK = b"""# Employee handbook
 
@@ -105,3 +108,55 @@ def test_a_reread_embeds_only_the_passages_the_new_reader_changed(
     assert stack.embedded_texts() - texts == 1
     _, body = stack.search("report lost devices to the security desk", relevance_threshold=0)
     assert any(r["text"].endswith("Always.") for r in body["results"])
+
+
+def test_cli_reconcile_rereads_only_when_asked_and_then_has_nothing_left(tmp_path: Path) -> None:
+    # Given two documents indexed with the command, one of them by an older reader
+    winnow = InProcessWinnow(tmp_path / "home")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ferry.md").write_text(
+        "# Ferry timetable\n\nThe first ferry to Lundy leaves Bideford quay at 08:15 on Tuesdays.\n"
+    )
+    (tmp_path / "docs" / "bus.md").write_text(
+        "# Bus timetable\n\nThe number 21 bus leaves the harbour every hour.\n"
+    )
+    assert winnow("ingest", str(tmp_path / "docs"), "--tenant", "recon").code == 0
+    path = winnow.home / "ledger.sqlite3"
+    ledger = SqliteLedger(path)
+    try:
+        made_by_an_older_reader(ledger, "recon", "recon/ferry.md")
+    finally:
+        ledger.close()
+
+    def reconcile(*flags: str) -> dict[str, object]:
+        run = winnow("reconcile", "--tenant", "recon", "--json", *flags)
+        assert run.code == 0, run.stderr
+        [stats] = run.json_lines()
+        return stats
+
+    def record_of(key: str) -> LedgerRecord:
+        ledger = SqliteLedger(path)
+        try:
+            record = ledger.get("recon", key)
+        finally:
+            ledger.close()
+        assert record is not None
+        return record
+
+    # When reconcile runs without --reread, then the older reader's document stays unchanged
+    stats = reconcile()
+    assert (stats["unchanged"], stats["reread"]) == (2, 0)
+    assert record_of("recon/ferry.md").reader == 0
+    # When it runs with --reread --dry-run, then it counts it and changes nothing
+    stats = reconcile("--reread", "--dry-run")
+    assert (stats["dry_run"], stats["unchanged"], stats["reread"]) == (True, 1, 1)
+    assert record_of("recon/ferry.md").reader == 0
+    # When it runs with --reread, then it sends it, and ingest reads it again
+    run = winnow("reconcile", "--tenant", "recon", "--reread")
+    assert run.code == 0, run.stderr
+    assert "1 unchanged" in run.stdout and "1 reread" in run.stdout
+    record = record_of("recon/ferry.md")
+    assert (record.reader, record.embedded, record.reused) == (READER_VERSION, 0, record.chunks)
+    # and a second run finds nothing left to read again
+    stats = reconcile("--reread")
+    assert (stats["unchanged"], stats["reread"]) == (2, 0)
