@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.test_ingest_handler import HANDBOOK
 from tests.support.cli import InProcessWinnow
 from tests.support.stack import EmbeddedStack
 from winnow.ingest.events import s3_event
@@ -21,24 +22,6 @@ from winnow.ingest.reading import READER_VERSION
 from winnow.models import Chunk, DocumentStatus, LedgerRecord
 from winnow.ports import Ledger
 from winnow_local.adapters.ledger_sqlite import SqliteLedger
-
-HANDBOOK = b"""# Employee handbook
-
-## Holidays
-
-Every employee receives twenty-eight days of paid holiday per year. Unused holiday days may be carried
-over into the first quarter of the following year, up to a maximum of five days, with manager approval.
-
-## Expenses
-
-Travel expenses are reimbursed within fourteen days when submitted with receipts through the finance
-portal. Meals during business travel are covered up to a daily allowance set by the finance team.
-
-## Security
-
-Laptops must use full-disk encryption and a screen lock after five minutes of inactivity. Report lost
-devices to the security desk within one hour so that access can be revoked remotely.
-"""
 
 KEY = "acme/handbook.md"
 
