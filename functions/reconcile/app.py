@@ -1,13 +1,15 @@
 """Reconcile Lambda: make the index match the bucket (``winnow.reconcile``), on a schedule or on demand.
 
-Input: ``{"tenant": optional, "dry_run": false, "continuation": optional, "chain": true}``; an EventBridge
-scheduled event without an input means the whole bucket. Pages of the listing are processed until less
-time is left than ``WINNOW_RECONCILE_MARGIN_MS``; then the run stops at a key boundary, flushes the
-queued events and re-invokes this function asynchronously with the continuation token (``chain: false``
-returns the token instead, for a Step Functions loop or a script). Self-invocation is the simplest robust
-choice: no extra state machine, Lambda's async retries re-run a failed page from the same token, and
-``ReservedConcurrentExecutions: 1`` keeps chains from overlapping. The result carries the run's totals so
-far; metrics count this invocation's work only, so CloudWatch sums match the totals."""
+Input: ``{"tenant": optional, "dry_run": false, "reread": false, "continuation": optional, "chain": true}``
+(``reread``: also send the documents an older reader made, after an upgrade; opt-in, since reading again
+runs OCR and vision again); an EventBridge scheduled event without an input means the whole bucket.
+Pages of the listing are processed until less time is left than ``WINNOW_RECONCILE_MARGIN_MS``; then
+the run stops at a key boundary, flushes the queued events and re-invokes this function asynchronously
+with the continuation token (``chain: false`` returns the token instead, for a Step Functions loop or a
+script). Self-invocation is the simplest robust choice: no extra state machine, Lambda's async retries
+re-run a failed page from the same token, and ``ReservedConcurrentExecutions: 1`` keeps chains from
+overlapping. The result carries the run's totals so far; metrics count this invocation's work only, so
+CloudWatch sums match the totals."""
 
 from __future__ import annotations
 
@@ -30,24 +32,27 @@ _METRICS = {
     "orphans_removed": "ReconcileOrphansRemoved",
     "repaired": "ReconcileRepaired",
     "metadata_modified": "ReconcileMetadataModified",
+    "reread": "ReconcileReread",
 }
 
 
-def parse_request(event: Any) -> tuple[str | None, bool, str | None, bool]:
-    """(tenant, dry_run, continuation, chain). Unknown keys (a scheduled event's envelope) are ignored."""
+def parse_request(event: Any) -> tuple[str | None, bool, str | None, bool, bool]:
+    """(tenant, dry_run, continuation, chain, reread). Unknown keys (a scheduled event's envelope) are
+    ignored."""
     if not isinstance(event, dict):
         raise BadRequest("the input must be a JSON object")
     tenant = event.get("tenant")
     continuation = event.get("continuation")
     dry_run = event.get("dry_run", False)
     chain = event.get("chain", True)
+    reread = event.get("reread", False)
     if tenant is not None and (not isinstance(tenant, str) or not tenant):
         raise BadRequest("tenant must be a non-empty string")
     if continuation is not None and not isinstance(continuation, str):
         raise BadRequest("continuation must be a string")
-    if not isinstance(dry_run, bool) or not isinstance(chain, bool):
-        raise BadRequest("dry_run and chain must be booleans")
-    return tenant, dry_run, continuation, chain
+    if not all(isinstance(flag, bool) for flag in (dry_run, chain, reread)):
+        raise BadRequest("dry_run, chain and reread must be booleans")
+    return tenant, dry_run, continuation, chain, reread
 
 
 def _emit(stats: ReconcileStats) -> None:
@@ -68,10 +73,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     container = get_container()
     settings = container.settings.reconcile
     try:
-        tenant, dry_run, continuation, chain = parse_request(event)
+        tenant, dry_run, continuation, chain, reread = parse_request(event)
         result = container.reconciler().run(
             tenant,
             dry_run=dry_run,
+            reread=reread,
             continuation=continuation,
             should_stop=lambda: context.get_remaining_time_in_millis() < settings.margin_ms,
         )

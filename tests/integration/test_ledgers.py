@@ -82,7 +82,11 @@ def record(
 def test_a_record_round_trips_with_timestamps(ledger: Ledger) -> None:
     # Given a record with every field set
     original = record(
-        version_id="v1", error=None, metadata_sha256="m" * 64, access='{"users":["ann"],"groups":[]}'
+        version_id="v1",
+        error=None,
+        metadata_sha256="m" * 64,
+        access='{"users":["ann"],"groups":[]}',
+        reader=3,
     )
     # When it is stored and read back
     assert ledger.put(original) is True
@@ -430,6 +434,26 @@ def test_a_sqlite_ledger_from_before_access_lists_gains_the_column(tmp_path: Pat
     second.close()
 
 
+def test_a_sqlite_ledger_from_before_reader_versions_gains_the_column(tmp_path: Path) -> None:
+    # A ledger file whose table has no ``reader`` column (written before the field existed): its records
+    # read as made by reader 0, so ingest and ``reconcile --reread`` read them again; new ones keep theirs
+    path = tmp_path / "ledger.sqlite3"
+    first = SqliteLedger(path)
+    assert first.put(record())
+    first.close()
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE documents DROP COLUMN reader")
+    second = SqliteLedger(path)
+    stored = second.get("acme", "handbook.pdf")
+    assert stored is not None and stored.reader == 0 and stored.chunks == 12
+    assert second.put(record("new.pdf", reader=2))
+    assert (second.get("acme", "new.pdf") or record()).reader == 2
+    second.close()
+    with sqlite3.connect(path) as db:
+        columns = {row[1]: row for row in db.execute("PRAGMA table_info(documents)")}
+    assert columns["reader"][3] == 1 and columns["reader"][4] == "0"  # NOT NULL DEFAULT 0
+
+
 def test_sqlite_ledger_in_memory_is_shared_by_threads() -> None:
     ledger = SqliteLedger(":memory:")
     done = threading.Event()
@@ -461,6 +485,22 @@ def test_dynamodb_tombstones_expire_and_live_records_do_not(
     assert ledger.put(record(sequencer="02"))
     assert "ttl" not in item()
     assert item()["seq_sort"]["S"] == "02".ljust(64, "0")
+
+
+def test_a_dynamodb_record_from_before_reader_versions_reads_as_reader_zero(
+    ledger_table: str, aws_client: Callable[[str], Any]
+) -> None:
+    # Given an item written before the ``reader`` attribute existed
+    ledger = DynamoDbLedger(ledger_table)
+    assert ledger.put(record(reader=1))
+    aws_client("dynamodb").update_item(
+        TableName=ledger_table,
+        Key={"pk": {"S": "acme"}, "sk": {"S": "handbook.pdf"}},
+        UpdateExpression="REMOVE reader",
+    )
+    # Then it reads as made by reader 0 (an int, as the other counts), the rest unchanged
+    stored = ledger.get("acme", "handbook.pdf")
+    assert stored is not None and stored.reader == 0 and stored.chunks == 12
 
 
 def test_dynamodb_release_drops_an_item_that_only_held_a_lease(

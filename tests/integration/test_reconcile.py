@@ -519,3 +519,58 @@ def test_lambda_returns_the_token_without_chaining_and_rejects_bad_input(aws: Aw
     assert aws.queued() == 0
     assert "error" in app.handler({"dry_run": "yes"}, LocalLambdaContext())
     assert "error" in app.handler({"continuation": "garbage"}, LocalLambdaContext())
+    assert "error" in app.handler({"reread": "yes"}, LocalLambdaContext())
+
+
+def test_lambda_rereads_an_older_readers_documents_on_demand_across_invocations(
+    aws: AwsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from functions.reconcile import app
+    from winnow.ingest.reading import READER_VERSION
+
+    # Given three indexed documents on the DynamoDB ledger, two of them read by an older reader
+    for key, text in (("acme/a.md", SECURITY), ("acme/b.md", HOLIDAYS), ("acme/c.md", EXPENSES)):
+        assert aws.stack.upload(key, text)["status"] == "indexed"
+    ledger = aws.container.ledger
+    for key in ("acme/b.md", "acme/c.md"):
+        record = ledger.get("acme", key)
+        assert record is not None and record.reader == READER_VERSION
+        assert ledger.put(replace(record, reader=0, sequencer=None))
+    chained: list[dict[str, Any]] = []
+
+    class RecordingInvoker:
+        def invoke(self, function: str, payload: dict[str, Any]) -> None:
+            chained.append(payload)
+
+    monkeypatch.setattr(app.get_container(), "invoker", RecordingInvoker())
+    # When the scheduled run comes (no reread), then they stay unchanged and nothing is queued
+    stats = app.handler({}, LocalLambdaContext())["stats"]
+    assert (stats["unchanged"], stats["reread"], aws.queued()) == (3, 0, 0)
+    # When a dry run asks for reread, then it counts them and queues nothing
+    stats = app.handler({"reread": True, "dry_run": True}, LocalLambdaContext())["stats"]
+    assert (stats["unchanged"], stats["reread"], aws.queued()) == (1, 2, 0)
+    # When reread is asked with time for one document per invocation, each chained invocation getting
+    # only the continuation token
+    response = app.handler({"reread": True}, ShortLivedContext(1))
+    invocations = 1
+    while chained:
+        response = app.handler(chained.pop(), ShortLivedContext(1))
+        invocations += 1
+        assert invocations < 10
+    # Then the flag held across the chain: both are queued, and ingest reads them again embedding nothing
+    assert invocations == 3 and response["complete"]
+    assert (response["stats"]["unchanged"], response["stats"]["reread"]) == (1, 2)
+    calls = aws.stack.embed_calls()
+    assert sorted(body["Records"][0]["s3"]["object"]["key"] for body in aws.drain()) == [
+        "acme/b.md",
+        "acme/c.md",
+    ]
+    assert aws.stack.embed_calls() == calls
+    for key in ("acme/b.md", "acme/c.md"):
+        record = ledger.get("acme", key)
+        assert record is not None and (record.reader, record.embedded) == (READER_VERSION, 0)
+    # and a second run finds nothing left to read again
+    stats = app.handler({"reread": True}, LocalLambdaContext())["stats"]
+    assert (stats["unchanged"], stats["reread"], aws.queued()) == (3, 0, 0)

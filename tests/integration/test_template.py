@@ -686,8 +686,8 @@ def test_reconcile_schedule_is_disabled_by_default_and_runs_the_whole_bucket_whe
     assert evaluate(t, schedule["State"], nightly) == "ENABLED"
     assert evaluate(t, schedule["Schedule"], nightly) == "cron(0 3 * * ? *)"
 
-    tenant, dry_run, continuation, chain = parse_request(json.loads(schedule["Input"]))
-    assert (tenant, dry_run, continuation, chain) == (None, False, None, True)
+    tenant, dry_run, continuation, chain, reread = parse_request(json.loads(schedule["Input"]))
+    assert (tenant, dry_run, continuation, chain, reread) == (None, False, None, True, False)
 
 
 def test_reconcile_pages_inside_its_timeout_and_runs_one_chain_at_a_time() -> None:

@@ -4,7 +4,9 @@ exercised end to end in tests/integration/test_reconcile.py)."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,6 +17,7 @@ import pytest
 from winnow.adapters.qdrant_store import QdrantVectorStore
 from winnow.errors import BadRequest, EnqueueFailed
 from winnow.ingest.events import ObjectEvent
+from winnow.ingest.reading import READER_VERSION
 from winnow.ingest.service import point_id
 from winnow.models import Chunk, ChunkPoint, DocumentStatus, EmbeddingProfile, LedgerRecord, SparseVector
 from winnow.ports import EventQueue
@@ -148,6 +151,7 @@ def test_every_kind_of_drift_is_classified_and_sent_once(world: World) -> None:
         "repaired": 1,
         "metadata_scanned": 1,
         "metadata_modified": 0,
+        "reread": 0,  # records of an older reader stay unchanged unless a run asks for reread
     }
     # and the queue got one synthetic event per document to (re)index or remove, without sequencer
     sent = sorted((e.action, e.key) for e in queue.sent)
@@ -218,6 +222,44 @@ def test_paged_run_resumes_where_it_stopped_and_matches_a_single_run(world: Worl
     assert len(keys) == 7
 
 
+def test_reread_sends_what_an_older_reader_made_only_when_asked_across_pages(world: World) -> None:
+    # Given five indexed documents, complete and current, three of them read by an older reader
+    for name in "abcde":
+        key = f"acme/{name}.md"
+        world.objects.put(key, f"# {name}\n\nbody".encode())
+        _indexed(world, key, reader=READER_VERSION if name in "ab" else READER_VERSION - 1)
+        world.store.upsert(_points("acme", key, 2))
+    older = ["acme/c.md", "acme/d.md", "acme/e.md"]
+    # When reconciled without reread, then nothing is sent: re-reading is never done by default
+    queue = RecordingQueue()
+    stats = world.reconciler(queue).run().totals
+    assert (stats.unchanged, stats.reread, queue.sent) == (5, 0, [])
+    # When a dry run asks for reread, then it counts them and sends nothing
+    stats = world.reconciler(queue).run(dry_run=True, reread=True).totals
+    assert (stats.unchanged, stats.reread, queue.sent) == (2, 3, [])
+    # When a run with reread stops after every document and each invocation resumes from the token
+    # alone (as the chained Lambda does: only the continuation is passed on)
+    budget = {"left": 1}
+
+    def should_stop() -> bool:
+        budget["left"] -= 1
+        return budget["left"] < 0
+
+    reconciler = world.reconciler(queue)
+    result = reconciler.run(reread=True, should_stop=should_stop)
+    invocations = 1
+    while result.continuation is not None:
+        budget["left"] = 1
+        result = reconciler.run(continuation=result.continuation, should_stop=should_stop)
+        invocations += 1
+        assert invocations < 20
+    # Then the flag held in every invocation: the older reader's documents were sent once each
+    assert invocations >= 5
+    assert (result.totals.unchanged, result.totals.reread, result.totals.scanned) == (2, 3, 5)
+    assert sorted(e.key for e in queue.sent) == older
+    assert all(e.action == "created" and e.sequencer is None for e in queue.sent)
+
+
 def test_events_that_cannot_be_queued_count_as_failed(world: World) -> None:
     # Given two new objects, one of which the queue refuses
     world.objects.put("acme/one.md", b"# one\n\ntext")
@@ -278,13 +320,42 @@ def test_continuation_token_round_trips_and_rejects_garbage() -> None:
 
     totals = ReconcileStats(scanned=5, new=2, tenant="acme")
     token = encode_token("acme", True, Position("objects", "acme", "acme/k.md", "cursor"), totals)
-    scope, dry_run, position, decoded = decode_token(token)
-    assert (scope, dry_run, position.after, position.ledger_page) == ("acme", True, "acme/k.md", "cursor")
-    assert decoded.counters() == totals.counters()
+    resumed = decode_token(token)
+    position = resumed.position
+    assert (resumed.scope, resumed.dry_run) == ("acme", True)
+    assert (position.after, position.ledger_page) == ("acme/k.md", "cursor")
+    assert resumed.totals.counters() == totals.counters()
     with pytest.raises(BadRequest):
         decode_token("not-a-token")
     with pytest.raises(BadRequest):
         decode_token(token[:-4])
+
+
+def test_continuation_token_carries_the_reread_flag_and_reads_older_tokens() -> None:
+    from winnow.reconcile.tokens import Position
+
+    totals = ReconcileStats(scanned=3, reread=2)
+    # A run with reread keeps it across invocations, and its reread count with its totals
+    resumed = decode_token(encode_token(None, False, Position("leftover"), totals, reread=True))
+    assert (resumed.reread, resumed.dry_run, resumed.position.phase) == (True, False, "leftover")
+    assert resumed.totals.reread == 2
+    assert decode_token(encode_token(None, False, Position(), totals)).reread is False
+    # A token written before the flag existed (no "reread" key) resumes a run without it
+    body = {
+        "v": 1,
+        "scope": "acme",
+        "dry_run": True,
+        "position": {"phase": "objects", "tenant": "acme", "after": "acme/k.md", "ledger_page": None},
+        "totals": {"scanned": 4, "unchanged": 4},
+    }
+    old = base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+    resumed = decode_token(old)
+    assert (resumed.scope, resumed.dry_run, resumed.reread) == ("acme", True, False)
+    assert (resumed.position.after, resumed.totals.unchanged) == ("acme/k.md", 4)
+    # A flag that is not a boolean is a bad token, not a run that silently re-reads
+    body["reread"] = "yes"
+    with pytest.raises(BadRequest):
+        decode_token(base64.urlsafe_b64encode(json.dumps(body).encode()).decode())
 
 
 def test_point_counts_spilled_to_disk_give_the_same_reconcile(world: World) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from winnow.adapters._ledger_common import (
+    INT_FIELDS,
     RECORD_FIELDS,
     accepts,
     check_identity,
@@ -55,6 +56,7 @@ CREATE TABLE IF NOT EXISTS documents (
     vision_calls INTEGER NOT NULL DEFAULT 0,
     vision_tokens INTEGER NOT NULL DEFAULT 0,
     figures INTEGER NOT NULL DEFAULT 0,
+    reader INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS leases (
@@ -228,19 +230,19 @@ def _translate(exc: sqlite3.OperationalError) -> Exception:
 def _record(row: sqlite3.Row) -> LedgerRecord:
     values = {name: row[name] for name in RECORD_FIELDS}
     values["status"] = DocumentStatus(values["status"])
-    for name in ("chunks", "embedded", "reused", "ocr_pages", "vision_calls", "vision_tokens", "figures"):
+    for name in INT_FIELDS:
         values[name] = int(values[name] or 0)
     return LedgerRecord(**values)
 
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:
     """A ledger written before a column existed gains it with its default (``ocr_pages``, ``access``,
-    ``vision_calls``, ``vision_tokens``, ``figures``)."""
+    ``vision_calls``, ``vision_tokens``, ``figures``, ``reader``)."""
     present = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
     if "ocr_pages" not in present:
         db.execute("ALTER TABLE documents ADD COLUMN ocr_pages INTEGER NOT NULL DEFAULT 0")
     if "access" not in present:
         db.execute("ALTER TABLE documents ADD COLUMN access TEXT")
-    for name in ("vision_calls", "vision_tokens", "figures"):
+    for name in ("vision_calls", "vision_tokens", "figures", "reader"):
         if name not in present:
             db.execute(f"ALTER TABLE documents ADD COLUMN {name} INTEGER NOT NULL DEFAULT 0")

@@ -50,7 +50,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     from winnow.reconcile import run_reconcile
 
     tenant = check_tenant(args.tenant) if args.tenant else None
-    stats = run_reconcile(get_container(), tenant=tenant, dry_run=args.dry_run).to_dict()
+    totals = run_reconcile(get_container(), tenant=tenant, dry_run=args.dry_run, reread=args.reread)
+    stats = totals.to_dict()
     if args.json:
         print_json(stats)
         return 0
@@ -68,6 +69,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             "failed",
             "orphans_removed",
             "repaired",
+            "reread",
         )
     )
     print(f"reconciled {scope}: {counts} in {stats.get('duration_ms', 0):.0f} ms")
@@ -129,6 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
         reconcile.add_argument("--tenant", default=None, help="one tenant (default: the whole bucket)")
         reconcile.add_argument(
             "--dry-run", action="store_true", help="change nothing; report what would change"
+        )
+        reconcile.add_argument(
+            "--reread",
+            action="store_true",
+            help="also read again the documents an older Winnow read (after an upgrade; runs OCR and "
+            "vision again)",
         )
         reconcile.add_argument("--json", action="store_true", help="the statistics as one JSON object")
         reconcile.set_defaults(func=cmd_reconcile)

@@ -264,3 +264,4 @@ class LedgerRecord:
     vision_calls: int = 0  # figures described by a vision model for this version, and their tokens
     vision_tokens: int = 0
     figures: int = 0  # figure images stored for this version (none: nothing to prune when it goes)
+    reader: int = 0  # READER_VERSION that made the passages (0: written before the field existed)

@@ -16,6 +16,9 @@ from winnow.rules import UNASSIGNED_TENANT, is_tenant, sequencer_sort_key
 TOMBSTONE_TTL_SECONDS = 30 * 24 * 3600  # longer than any SQS retention (14 days) a late event could wait
 MAX_PAGE = 1000
 RECORD_FIELDS = tuple(f.name for f in fields(LedgerRecord))
+# The counts (chunks, embedded, ..., reader): stored as numbers, read back as 0 where a record written
+# before the field existed has none.
+INT_FIELDS = tuple(f.name for f in fields(LedgerRecord) if f.type in ("int", int))
 
 
 def accepts(new: str | None, stored: str | None, same_event_ok: bool) -> bool:

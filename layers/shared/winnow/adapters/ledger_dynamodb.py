@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from winnow.adapters import _aws
 from winnow.adapters._ledger_common import (
+    INT_FIELDS,
     RECORD_FIELDS,
     TOMBSTONE_TTL_SECONDS,
     check_identity,
@@ -32,9 +33,6 @@ from winnow.rules import now_iso, sequencer_sort_key
 
 T = TypeVar("T")
 
-_INT_FIELDS = frozenset(
-    {"chunks", "embedded", "reused", "ocr_pages", "vision_calls", "vision_tokens", "figures"}
-)
 _ALWAYS_KEPT = frozenset({"sequencer", "created_at", "updated_at"})  # handled explicitly in put
 
 
@@ -321,7 +319,7 @@ def _record(item: dict[str, Any]) -> LedgerRecord:
         attr = item.get(field)
         values[field] = _value(attr) if attr is not None else None
     values["status"] = DocumentStatus(values["status"])
-    for field in _INT_FIELDS:
+    for field in INT_FIELDS:
         values[field] = int(values[field] or 0)
     return LedgerRecord(**values)
 

@@ -25,6 +25,12 @@ from winnow.settings import ChunkingSettings, FigureSettings, IngestSettings, Oc
 if TYPE_CHECKING:
     from winnow.ports import Embedder, Generator, Ocr
 
+# Which reading made a document's passages, stored in its ledger record. Raise it when a change to parsing
+# or chunking should reach documents already indexed (and say so in CHANGELOG): ingest then reads such a
+# document again on its next event, and `reconcile --reread` sends them all (vectors of unchanged
+# passages are reused).
+READER_VERSION = 1
+
 Parser = Callable[[str, bytes, IngestSettings], ParsedDocument]
 Chunker = Callable[[ParsedDocument, ChunkingSettings], list[Chunk]]
 

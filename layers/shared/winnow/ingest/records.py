@@ -9,6 +9,7 @@ from dataclasses import replace
 from winnow.access import AccessList
 from winnow.ingest.events import ObjectEvent
 from winnow.ingest.lease import LeasedWrites
+from winnow.ingest.reading import READER_VERSION
 from winnow.models import DocumentStatus, LedgerRecord, ObjectInfo, ParsedDocument
 from winnow.ports import Ledger
 from winnow.rules import now_iso
@@ -69,6 +70,7 @@ class LedgerTransitions:
                 vision_calls=parsed.vision_calls,
                 vision_tokens=parsed.vision_tokens,
                 figures=figures,
+                reader=READER_VERSION,
                 created_at=current.created_at if current and current.created_at else now_iso(),
                 updated_at=now_iso(),
                 access=encoded(access),

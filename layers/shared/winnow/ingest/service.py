@@ -28,7 +28,7 @@ from winnow.ingest import metadata as meta
 from winnow.ingest.events import ObjectEvent
 from winnow.ingest.figure_images import FigureImages
 from winnow.ingest.points import PointWriter, point_id
-from winnow.ingest.reading import Chunker, DocumentReader, Parser
+from winnow.ingest.reading import READER_VERSION, Chunker, DocumentReader, Parser
 from winnow.ingest.records import LedgerTransitions
 from winnow.ingest.results import IngestOutcome, IngestResult
 from winnow.ingest.sidecars import DocumentMetadata, SidecarEvents
@@ -243,9 +243,13 @@ class IngestService:
         )
 
     def _indexed_as_is(self, tenant: str, event: ObjectEvent, current: LedgerRecord | None) -> bool:
-        """Whether the record says this document is indexed, with this profile, completely."""
+        """Whether the record says this document is indexed, with this profile, by this reader,
+        completely. One an older reader made is read again (after a release improved parsing or
+        chunking): the passages whose text did not change reuse their vectors."""
         profile = self.embedder.profile.slug
         if current is None or current.status != DocumentStatus.INDEXED or current.profile != profile:
+            return False
+        if current.reader != READER_VERSION:
             return False
         if event.sequencer is None:
             # A synthetic event (reconcile) may come because points went missing: "unchanged" then also

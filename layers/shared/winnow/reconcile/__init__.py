@@ -21,10 +21,12 @@ class Wired(Protocol):
     def forget_active(self) -> None: ...
 
 
-def run_reconcile(container: Wired, tenant: str | None = None, dry_run: bool = False) -> ReconcileStats:
+def run_reconcile(
+    container: Wired, tenant: str | None = None, dry_run: bool = False, reread: bool = False
+) -> ReconcileStats:
     """Reconcile one tenant or the whole bucket to the end, in this process. Without a queue URL the
     events go straight to the ingest service, so the index matches the bucket when this returns."""
-    result = container.reconciler().run(tenant, dry_run=dry_run)
+    result = container.reconciler().run(tenant, dry_run=dry_run, reread=reread)
     container.forget_active()
     return result.totals
 

@@ -31,6 +31,7 @@ class Run:
     stats: ReconcileStats
     position: Position
     run_id: str
+    reread: bool = False  # send documents an older reader made (re-reading costs OCR and vision again)
     pending: list[tuple[ObjectEvent, Category]] = field(default_factory=list)
     recent: OrderedDict[str, Recent] = field(default_factory=OrderedDict)
 

@@ -5,7 +5,8 @@ Per tenant, three key-sorted streams are merged (bucket listing, ledger pages, p
 the ingest queue with a synthetic, sequencer-less S3 event, so ingest's own leases, retries and DLQ do the
 work and a second run sends nothing. Orphan points are removed directly, under the document's lease. A run
 pages with continuation tokens (``winnow.reconcile.tokens``) and, at its end, moves the active-index
-pointer to the configured embedding profile once nothing indexed is left on another. The cases, the
+pointer to the configured embedding profile once nothing indexed is left on another. With ``reread`` it
+also sends the documents an older reader made (after an upgrade that improved parsing). The cases, the
 statistics and the profile switch are described in docs/reconcile.md. The state of one invocation is
 ``winnow.reconcile.run``; sending is ``outbox``; orphan points are ``orphans``."""
 
@@ -20,6 +21,7 @@ from itertools import groupby
 from winnow.errors import BadRequest, InvalidKey, ObjectGone
 from winnow.index import open_pointer, switch_when_rebuilt
 from winnow.ingest.metadata import document_key_of, is_sidecar
+from winnow.ingest.reading import READER_VERSION
 from winnow.models import DocumentStatus, EmbeddingProfile, LedgerRecord, ObjectInfo
 from winnow.observability import logger
 from winnow.ports import ActiveIndex, EventQueue, Ledger, ObjectSource, VectorStore
@@ -85,16 +87,21 @@ class Reconciler:
         tenant: str | None = None,
         *,
         dry_run: bool = False,
+        reread: bool = False,
         continuation: str | None = None,
         should_stop: Callable[[], bool] | None = None,
     ) -> ReconcileResult:
-        """Reconcile one tenant (``tenant``) or the whole bucket. With ``continuation``, resume the run
-        that returned it (its tenant and dry-run flag win over the arguments)."""
+        """Reconcile one tenant (``tenant``) or the whole bucket. ``reread``: also send the documents an
+        older reader made (``READER_VERSION``), opt-in since reading again runs OCR and vision again.
+        With ``continuation``, resume the run that returned it (its tenant and flags win over the
+        arguments)."""
         started = time.perf_counter()
         totals: ReconcileStats | None = None
         position = Position()
         if continuation:
-            tenant, dry_run, position, totals = decode_token(continuation)
+            resumed = decode_token(continuation)
+            tenant, dry_run, reread = resumed.scope, resumed.dry_run, resumed.reread
+            position, totals = resumed.position, resumed.totals
         if tenant is not None:
             _check_tenant(tenant)
         run = Run(
@@ -104,6 +111,7 @@ class Reconciler:
             stats=ReconcileStats(dry_run=dry_run, tenant=tenant),
             position=position,
             run_id=uuid.uuid4().hex[:12],
+            reread=reread,
         )
         active = self._active_profile(run, first=continuation is None)
         stopped = False
@@ -129,10 +137,16 @@ class Reconciler:
         else:
             totals.add(invocation)
         totals.duration_ms = round(totals.duration_ms, 1)
-        token = encode_token(tenant, dry_run, run.position, totals) if stopped else None
+        token = encode_token(tenant, dry_run, run.position, totals, reread=reread) if stopped else None
         logger.info(
             "reconcile invocation",
-            extra={"tenant": tenant, "dry_run": dry_run, "complete": not stopped, **invocation.counters()},
+            extra={
+                "tenant": tenant,
+                "dry_run": dry_run,
+                "reread": reread,
+                "complete": not stopped,
+                **invocation.counters(),
+            },
         )
         return ReconcileResult(totals=totals, invocation=invocation, continuation=token)
 
@@ -281,7 +295,7 @@ class Reconciler:
                 self.orphans.remove(run, tenant, key, count)
             return
         run.stats.scanned += 1
-        category = self._classify(info, record, count)
+        category = self._classify(info, record, count, run.reread)
         if category == "failed" and count:
             self.orphans.remove(run, tenant, key, count)  # a failed document keeps no points
         if category in ("unchanged", "failed"):
@@ -290,7 +304,7 @@ class Reconciler:
             self.outbox.send(run, self.outbox.created(info), category)
         run.remember(key, Recent(info, record, sent=category not in ("unchanged", "failed")))
 
-    def _classify(self, info: ObjectInfo, record: LedgerRecord | None, count: int) -> Category:
+    def _classify(self, info: ObjectInfo, record: LedgerRecord | None, count: int, reread: bool) -> Category:
         if record is None or record.status == DocumentStatus.DELETED:
             return "new"
         if record.status == DocumentStatus.FAILED:
@@ -301,6 +315,8 @@ class Reconciler:
             return "repaired"
         if newer(info.last_modified, record.updated_at):
             return "metadata_modified"
+        if reread and record.reader != READER_VERSION:
+            return "reread"  # ingest reads it again: an older reader made its passages
         return "unchanged"
 
     def _sidecar(self, run: Run, tenant: str, sidecar: ObjectInfo) -> None:

@@ -18,6 +18,7 @@ COUNTERS = (
     "repaired",
     "metadata_scanned",
     "metadata_modified",
+    "reread",
 )
 
 
@@ -26,12 +27,14 @@ class ReconcileStats:
     """Counts of one run (``dry_run``: what it would have done).
 
     Every scanned document lands in exactly one of ``new``, ``modified``, ``repaired``, ``unchanged``,
-    ``failed`` or ``metadata_modified``. ``new``/``modified``/``repaired``/``deleted`` count documents
-    handed to the ingest queue (ingest may still find a re-uploaded file byte-identical and embed
+    ``failed``, ``metadata_modified`` or ``reread``. ``new``/``modified``/``repaired``/``deleted`` count
+    documents handed to the ingest queue (ingest may still find a re-uploaded file byte-identical and embed
     nothing). ``failed`` counts documents whose current version is recorded as failed, keys that name
     no tenant, and work that could not be queued or applied. ``orphans_removed`` counts points that no
     ledger record owned. ``metadata_*`` count ``.metadata.json`` sidecars and documents re-sent only
-    because their metadata may have changed (no embedding)."""
+    because their metadata may have changed (no embedding). ``reread`` counts documents sent only to be
+    read again because an older reader made their passages (a run with ``reread`` only: it runs parsing,
+    OCR and vision again; passages whose text is unchanged keep their vectors)."""
 
     scanned: int = 0
     new: int = 0
@@ -43,6 +46,7 @@ class ReconcileStats:
     repaired: int = 0
     metadata_scanned: int = 0
     metadata_modified: int = 0
+    reread: int = 0
     duration_ms: float = 0.0
     dry_run: bool = False
     tenant: str | None = None

@@ -22,11 +22,26 @@ class Position:
     ledger_page: str | None = None  # cursor that fetched the ledger page holding the next record
 
 
-def encode_token(tenant: str | None, dry_run: bool, position: Position, totals: ReconcileStats) -> str:
+@dataclass
+class Continuation:
+    """A decoded token: the run's options (they win over a resumed invocation's own), where it stopped,
+    and its totals so far."""
+
+    scope: str | None
+    dry_run: bool
+    reread: bool
+    position: Position
+    totals: ReconcileStats
+
+
+def encode_token(
+    tenant: str | None, dry_run: bool, position: Position, totals: ReconcileStats, *, reread: bool = False
+) -> str:
     body = {
         "v": TOKEN_VERSION,
         "scope": tenant,
         "dry_run": dry_run,
+        "reread": reread,
         "position": asdict(position),
         "totals": totals.to_dict(),
     }
@@ -34,7 +49,8 @@ def encode_token(tenant: str | None, dry_run: bool, position: Position, totals: 
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def decode_token(token: str) -> tuple[str | None, bool, Position, ReconcileStats]:
+def decode_token(token: str) -> Continuation:
+    """A token written before ``reread`` existed decodes as a run without it."""
     try:
         padded = token + "=" * (-len(token) % 4)
         body = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
@@ -46,9 +62,13 @@ def decode_token(token: str) -> tuple[str | None, bool, Position, ReconcileStats
         scope = body["scope"]
         if scope is not None and not isinstance(scope, str):
             raise ValueError("bad scope")
-        return scope, bool(body["dry_run"]), position, ReconcileStats.from_dict(body["totals"])
+        reread = body.get("reread", False)
+        if not isinstance(reread, bool):
+            raise ValueError("bad reread flag")
+        totals = ReconcileStats.from_dict(body["totals"])
+        return Continuation(scope, bool(body["dry_run"]), reread, position, totals)
     except (ValueError, KeyError, TypeError, UnicodeError, binascii.Error) as exc:
         raise BadRequest("invalid reconcile continuation token") from exc
 
 
-__all__ = ["Position", "decode_token", "encode_token"]
+__all__ = ["Continuation", "Position", "decode_token", "encode_token"]
