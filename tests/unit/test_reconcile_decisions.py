@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -198,20 +199,8 @@ def test_paged_run_resumes_where_it_stopped_and_matches_a_single_run(world: Worl
     _drifted(world)
     queue = RecordingQueue()
     reconciler = world.reconciler(queue, ledger_page_size=2, batch_size=4)
-    budget = {"left": 3}
-
-    def should_stop() -> bool:
-        budget["left"] -= 1
-        return budget["left"] < 0
-
     # When it runs, page after page, each resuming from the previous continuation token
-    result = reconciler.run(should_stop=should_stop)
-    invocations = 1
-    while result.continuation is not None:
-        budget["left"] = 3
-        result = reconciler.run(continuation=result.continuation, should_stop=should_stop)
-        invocations += 1
-        assert invocations < 50
+    result, invocations = _run_paged(reconciler, per_invocation=3)
     # Then it took several invocations, and totals and events are those of one uninterrupted run
     assert invocations > 3
     assert result.totals.invocations == invocations
@@ -239,20 +228,7 @@ def test_reread_sends_what_an_older_reader_made_only_when_asked_across_pages(wor
     assert (stats.unchanged, stats.reread, queue.sent) == (2, 3, [])
     # When a run with reread stops after every document and each invocation resumes from the token
     # alone (as the chained Lambda does: only the continuation is passed on)
-    budget = {"left": 1}
-
-    def should_stop() -> bool:
-        budget["left"] -= 1
-        return budget["left"] < 0
-
-    reconciler = world.reconciler(queue)
-    result = reconciler.run(reread=True, should_stop=should_stop)
-    invocations = 1
-    while result.continuation is not None:
-        budget["left"] = 1
-        result = reconciler.run(continuation=result.continuation, should_stop=should_stop)
-        invocations += 1
-        assert invocations < 20
+    result, invocations = _run_paged(world.reconciler(queue), per_invocation=1, reread=True)
     # Then the flag held in every invocation: the older reader's documents were sent once each
     assert invocations >= 5
     assert (result.totals.unchanged, result.totals.reread, result.totals.scanned) == (2, 3, 5)
@@ -381,3 +357,23 @@ def test_point_counts_spilled_to_disk_give_the_same_reconcile(world: World) -> N
         "globex/x.md",
         "initech/gone.md",
     ]
+
+
+def _run_paged(reconciler: Any, per_invocation: int, **first: Any) -> tuple[Any, int]:
+    """Run ``reconciler`` (with ``first``'s options) stopping after ``per_invocation`` documents, then
+    resume from each continuation token alone, as the chained Lambda does; the last result and how many
+    invocations it took."""
+    budget = {"left": per_invocation}
+
+    def should_stop() -> bool:
+        budget["left"] -= 1
+        return budget["left"] < 0
+
+    result = reconciler.run(should_stop=should_stop, **first)
+    invocations = 1
+    while result.continuation is not None:
+        budget["left"] = per_invocation
+        result = reconciler.run(continuation=result.continuation, should_stop=should_stop)
+        invocations += 1
+        assert invocations < 50
+    return result, invocations
