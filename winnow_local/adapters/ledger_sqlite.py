@@ -236,13 +236,11 @@ def _record(row: sqlite3.Row) -> LedgerRecord:
 
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:
-    """A ledger written before a column existed gains it with its default (``ocr_pages``, ``access``,
-    ``vision_calls``, ``vision_tokens``, ``figures``, ``reader``)."""
+    """A ledger written before a column existed gains it with its default: a count (``INT_FIELDS``:
+    ``ocr_pages``, ``figures``, ``reader``...) 0, ``access`` none."""
     present = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
-    if "ocr_pages" not in present:
-        db.execute("ALTER TABLE documents ADD COLUMN ocr_pages INTEGER NOT NULL DEFAULT 0")
     if "access" not in present:
         db.execute("ALTER TABLE documents ADD COLUMN access TEXT")
-    for name in ("vision_calls", "vision_tokens", "figures", "reader"):
+    for name in INT_FIELDS:
         if name not in present:
             db.execute(f"ALTER TABLE documents ADD COLUMN {name} INTEGER NOT NULL DEFAULT 0")
